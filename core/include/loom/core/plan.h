@@ -1,0 +1,176 @@
+// The parallel training plan: what a user designs and Loom runs. A plan is a versioned
+// JSON document ("format": "loom-plan/1") with sections model, data, training and
+// parallel. The schema already covers the fields that later strategies execute (pipeline
+// stages, asynchronous modes, stragglers) so that plans written today stay valid.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace loom {
+
+// Per-sample shape, without the batch dimension: [C, H, W] for images, [F] for vectors.
+using Shape = std::vector<std::int64_t>;
+
+enum class LayerKind { Linear, Relu, Tanh, Gelu, Conv2d, MaxPool2d, Flatten, Dropout, Parallel };
+
+struct LayerSpec;
+
+// One path through a parallel block; its output is concatenated with the others'.
+struct BranchSpec {
+  std::vector<LayerSpec> layers;
+  int stage = -1;  // pipeline stage of the whole branch; -1 means the block's stage
+};
+
+struct LayerSpec {
+  LayerKind kind = LayerKind::Relu;
+  std::string name;                // unique in the model; filled in ("linear_2") when absent
+  std::int64_t out = 0;            // linear: output features
+  bool bias = true;                // linear, conv2d
+  std::int64_t out_channels = 0;   // conv2d
+  std::int64_t kernel = 0;         // conv2d, maxpool2d: square kernel size
+  std::int64_t stride = 0;         // conv2d (default 1), maxpool2d (default = kernel)
+  std::int64_t padding = 0;        // conv2d
+  double p = 0.0;                  // dropout probability
+  std::vector<BranchSpec> branches;  // parallel
+  int stage = 0;                   // pipeline stage this layer runs on
+};
+
+enum class LossKind { SoftmaxCrossEntropy };
+
+struct ModelSpec {
+  Shape input;
+  std::vector<LayerSpec> layers;
+  LossKind loss = LossKind::SoftmaxCrossEntropy;
+};
+
+enum class DataSource { FashionMnist, Synthetic };
+enum class SyntheticKind { Blobs, Spirals };
+
+struct DataSpec {
+  DataSource source = DataSource::FashionMnist;
+  std::string path = "/usr/share/datasets/fashion-mnist";  // directory of IDX files
+  std::int64_t train_limit = 0;  // use only the first N training samples (0 = all)
+  std::int64_t test_limit = 0;   // use only the first N test samples (0 = all)
+  bool shuffle = true;           // reshuffle each epoch, deterministically from the seed
+  // synthetic only
+  SyntheticKind synthetic = SyntheticKind::Blobs;
+  int classes = 3;
+  int features = 2;  // blobs: dimension of each sample (spirals are always 2-D)
+  std::int64_t train_samples = 3000;
+  std::int64_t test_samples = 600;
+  double noise = 0.5;
+  std::uint64_t seed = 7;
+};
+
+enum class OptimizerKind { Sgd, Momentum, Adam };
+
+struct OptimizerSpec {
+  OptimizerKind kind = OptimizerKind::Sgd;
+  double lr = 0.01;
+  double momentum = 0.9;  // momentum
+  double beta1 = 0.9;     // adam
+  double beta2 = 0.999;   // adam
+  double eps = 1e-8;      // adam
+  double weight_decay = 0.0;
+};
+
+struct TrainingSpec {
+  std::int64_t batch = 64;  // global batch: samples per optimizer step over all replicas
+  int epochs = 1;           // used when steps == 0
+  std::int64_t steps = 0;   // optimizer steps; overrides epochs when > 0
+  OptimizerSpec optimizer;
+  std::uint64_t seed = 42;  // weight init, shuffling and dropout
+  std::int64_t eval_every = 0;  // evaluate on the test set every N steps (0 = end of each epoch)
+  int threads = 0;              // BLAS threads per rank (0 = cores / ranks on the host)
+};
+
+enum class DeviceKind { Cpu, Gpu };
+
+struct DeviceSpec {
+  DeviceKind kind = DeviceKind::Cpu;
+  std::string host = "localhost";
+  int gpu = -1;  // GPU index on the host (gpu devices only)
+};
+
+enum class SyncMode { AllReduce, ParameterServer, Ssp, LocalSgd };
+enum class Schedule { GPipe, OneFOneB };
+enum class CommBackend { Mpi, Nccl };
+enum class DelayDistribution { None, Constant, Uniform, Exponential };
+
+struct SyncSpec {
+  SyncMode mode = SyncMode::AllReduce;
+  int bound = 0;      // ssp: how many clocks a worker may run ahead of the slowest
+  int period = 1;     // local_sgd: steps between parameter averaging
+  int servers = 1;    // parameter_server / ssp: server ranks (tensors sharded across them)
+  bool staleness_aware_lr = false;  // divide the learning rate by the staleness
+};
+
+// Slows a rank down for teaching: compute takes `slowdown` times longer, plus a random
+// delay per step drawn from `delay` with mean `delay_ms`.
+struct StragglerSpec {
+  int rank = 0;
+  double slowdown = 1.0;
+  DelayDistribution delay = DelayDistribution::None;
+  double delay_ms = 0.0;
+};
+
+struct ParallelSpec {
+  std::vector<DeviceSpec> devices;  // one per rank, in rank order
+  int data_parallel = 1;            // replicas of each pipeline stage
+  int stages = 1;                   // pipeline stages
+  int microbatches = 1;
+  Schedule schedule = Schedule::GPipe;
+  SyncSpec sync;
+  double bucket_mb = 25.0;          // all-reduce bucket size
+  int grad_accumulation = 1;        // micro-steps per optimizer step
+  CommBackend backend = CommBackend::Mpi;
+  std::vector<StragglerSpec> stragglers;
+};
+
+struct Plan {
+  std::string name;
+  ModelSpec model;
+  DataSpec data;
+  TrainingSpec training;
+  ParallelSpec parallel;
+};
+
+inline constexpr std::string_view kPlanFormat = "loom-plan/1";
+
+// Ranks the plan needs: replicas x stages, plus parameter servers in the asynchronous modes.
+int world_size(const Plan& plan);
+
+// One problem with a plan: `path` is a JSON pointer ("/model/layers/3/out").
+struct PlanError {
+  std::string path;
+  std::string reason;
+};
+
+struct PlanResult {
+  std::optional<Plan> plan;        // set only when there are no errors
+  std::vector<PlanError> errors;   // every problem found, not only the first
+  bool ok() const { return plan.has_value() && errors.empty(); }
+};
+
+// Parses and validates in one go: syntax, unknown keys, wrong types, impossible shapes,
+// placement and strategy consistency. All errors are collected.
+PlanResult parse_plan(std::string_view json_text);
+PlanResult load_plan_file(const std::string& path);
+
+// Canonical JSON for a plan (all fields, defaults written out); parse_plan(plan_to_json(p))
+// gives p back. The run store keeps this text with each run.
+std::string plan_to_json(const Plan& plan, int indent = 2);
+
+// The embedded default plan: an MLP on Fashion-MNIST in one process.
+Plan default_plan();
+
+// "linear", "conv2d", ... as written in plan files.
+std::string_view layer_kind_name(LayerKind kind);
+std::string_view sync_mode_name(SyncMode mode);
+std::string_view optimizer_name(OptimizerKind kind);
+
+}  // namespace loom

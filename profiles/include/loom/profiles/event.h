@@ -1,0 +1,57 @@
+// The trace event: a fixed-size plain struct so recording it is a few stores into a
+// preallocated per-thread buffer. No strings: what happened is `kind`, where is `layer`
+// (a LayerId from model inference) and `stream`; names are looked up when displaying.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <type_traits>
+
+namespace loom::trace {
+
+enum class EventKind : std::uint8_t {
+  Forward = 0,
+  Backward = 1,
+  Optimizer = 2,
+  DataLoad = 3,
+  Evaluate = 4,
+  AllReduce = 5,   // one bucket: start = issued, end = completed
+  Send = 6,
+  Recv = 7,
+  Push = 8,        // parameter server: worker -> server gradient
+  Pull = 9,        // parameter server: server -> worker parameters
+  Wait = 10,       // blocked on communication or a peer
+  Idle = 11,       // pipeline bubble
+  InjectedDelay = 12,  // straggler injection
+  Step = 13,       // a whole optimizer step (outer span)
+  Loss = 14,       // loss forward + backward
+  Broadcast = 15,
+  Barrier = 16,
+};
+inline constexpr int kEventKindCount = 17;
+
+// Streams separate work that may overlap in time (compute vs communication) so that
+// spans on one stream always nest properly.
+enum class Stream : std::uint8_t { Compute = 0, Comm = 1, Host = 2 };
+inline constexpr int kStreamCount = 3;
+
+struct Event {
+  std::int64_t start_ns = 0;  // steady clock, this rank's clock
+  std::int64_t end_ns = 0;
+  std::int64_t bytes = 0;     // payload for communication / data, 0 otherwise
+  std::int32_t step = -1;     // optimizer step
+  std::int32_t layer = -1;    // LayerId, -1 when not about one layer
+  std::int32_t peer = -1;     // other rank for point-to-point, -1 otherwise
+  std::int32_t message = -1;  // message id / version (matches sends to receives)
+  std::int16_t microbatch = -1;
+  EventKind kind = EventKind::Forward;
+  Stream stream = Stream::Compute;
+  std::int32_t reserved = 0;  // keeps the struct 48 bytes with no padding holes
+};
+static_assert(std::is_trivially_copyable_v<Event>);
+static_assert(sizeof(Event) == 48);
+
+std::string_view event_kind_name(EventKind kind);  // "forward", "allreduce", ...
+std::string_view stream_name(Stream stream);        // "compute", "comm", "host"
+
+}  // namespace loom::trace
