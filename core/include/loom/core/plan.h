@@ -23,6 +23,8 @@ struct LayerSpec;
 struct BranchSpec {
   std::vector<LayerSpec> layers;
   int stage = -1;  // pipeline stage of the whole branch; -1 means the block's stage
+
+  bool operator==(const BranchSpec&) const = default;
 };
 
 struct LayerSpec {
@@ -37,6 +39,8 @@ struct LayerSpec {
   double p = 0.0;                  // dropout probability
   std::vector<BranchSpec> branches;  // parallel
   int stage = 0;                   // pipeline stage this layer runs on
+
+  bool operator==(const LayerSpec&) const = default;
 };
 
 enum class LossKind { SoftmaxCrossEntropy };
@@ -45,6 +49,8 @@ struct ModelSpec {
   Shape input;
   std::vector<LayerSpec> layers;
   LossKind loss = LossKind::SoftmaxCrossEntropy;
+
+  bool operator==(const ModelSpec&) const = default;
 };
 
 enum class DataSource { FashionMnist, Synthetic };
@@ -64,6 +70,8 @@ struct DataSpec {
   std::int64_t test_samples = 600;
   double noise = 0.5;
   std::uint64_t seed = 7;
+
+  bool operator==(const DataSpec&) const = default;
 };
 
 enum class OptimizerKind { Sgd, Momentum, Adam };
@@ -76,6 +84,8 @@ struct OptimizerSpec {
   double beta2 = 0.999;   // adam
   double eps = 1e-8;      // adam
   double weight_decay = 0.0;
+
+  bool operator==(const OptimizerSpec&) const = default;
 };
 
 struct TrainingSpec {
@@ -86,6 +96,8 @@ struct TrainingSpec {
   std::uint64_t seed = 42;  // weight init, shuffling and dropout
   std::int64_t eval_every = 0;  // evaluate on the test set every N steps (0 = end of each epoch)
   int threads = 0;              // BLAS threads per rank (0 = cores / ranks on the host)
+
+  bool operator==(const TrainingSpec&) const = default;
 };
 
 enum class DeviceKind { Cpu, Gpu };
@@ -94,6 +106,8 @@ struct DeviceSpec {
   DeviceKind kind = DeviceKind::Cpu;
   std::string host = "localhost";
   int gpu = -1;  // GPU index on the host (gpu devices only)
+
+  bool operator==(const DeviceSpec&) const = default;
 };
 
 enum class SyncMode { AllReduce, ParameterServer, Ssp, LocalSgd };
@@ -107,6 +121,8 @@ struct SyncSpec {
   int period = 1;     // local_sgd: steps between parameter averaging
   int servers = 1;    // parameter_server / ssp: server ranks (tensors sharded across them)
   bool staleness_aware_lr = false;  // divide the learning rate by the staleness
+
+  bool operator==(const SyncSpec&) const = default;
 };
 
 // Slows a rank down for teaching: compute takes `slowdown` times longer, plus a random
@@ -116,6 +132,8 @@ struct StragglerSpec {
   double slowdown = 1.0;
   DelayDistribution delay = DelayDistribution::None;
   double delay_ms = 0.0;
+
+  bool operator==(const StragglerSpec&) const = default;
 };
 
 struct ParallelSpec {
@@ -129,6 +147,8 @@ struct ParallelSpec {
   int grad_accumulation = 1;        // micro-steps per optimizer step
   CommBackend backend = CommBackend::Mpi;
   std::vector<StragglerSpec> stragglers;
+
+  bool operator==(const ParallelSpec&) const = default;
 };
 
 struct Plan {
@@ -137,6 +157,8 @@ struct Plan {
   DataSpec data;
   TrainingSpec training;
   ParallelSpec parallel;
+
+  bool operator==(const Plan&) const = default;
 };
 
 inline constexpr std::string_view kPlanFormat = "loom-plan/1";
@@ -161,6 +183,14 @@ struct PlanResult {
 PlanResult parse_plan(std::string_view json_text);
 PlanResult load_plan_file(const std::string& path);
 
+// The semantic checks parse_plan runs after reading (ranges, shapes, stages, devices,
+// strategy consistency), for a Plan built or edited in memory, e.g. by the designer.
+std::vector<PlanError> validate_plan(const Plan& plan);
+
+// Gives every unnamed layer the name "<type>_<pre-order index>" (made unique if a user
+// already took it). parse_plan does this; editors call it after inserting layers.
+void assign_default_layer_names(ModelSpec& model);
+
 // Canonical JSON for a plan (all fields, defaults written out); parse_plan(plan_to_json(p))
 // gives p back. The run store keeps this text with each run.
 std::string plan_to_json(const Plan& plan, int indent = 2);
@@ -172,5 +202,14 @@ Plan default_plan();
 std::string_view layer_kind_name(LayerKind kind);
 std::string_view sync_mode_name(SyncMode mode);
 std::string_view optimizer_name(OptimizerKind kind);
+std::string_view schedule_name(Schedule schedule);
+std::string_view backend_name(CommBackend backend);
+std::string_view device_kind_name(DeviceKind kind);
+std::string_view delay_name(DelayDistribution delay);
+std::string_view data_source_name(DataSource source);  // "fashion-mnist", "synthetic"
+std::string_view synthetic_kind_name(SyntheticKind kind);
+
+// Number of classes the plan's dataset has (10 for Fashion-MNIST, data.classes otherwise).
+int dataset_classes(const Plan& plan);
 
 }  // namespace loom

@@ -112,6 +112,23 @@ void adam_step(T* w, const T* dw, T* m, T* v, std::int64_t n, T lr, T beta1, T b
 template <class T>
 void uniform_init(T* w, std::int64_t n, T bound, std::uint64_t seed);
 
+// ---- Counter-based random numbers (shared by dropout and init; a GPU backend can match) --
+// Bijective 64-bit finaliser of splitmix64.
+constexpr std::uint64_t mix64(std::uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+// The counter-th output of a splitmix64 stream whose state starts at mix64(seed); hashing the
+// seed first keeps (seed, counter) and (seed + 1, counter - 1) unrelated.
+constexpr std::uint64_t counter_random(std::uint64_t seed, std::uint64_t counter) {
+  return mix64(mix64(seed) + (counter + 1) * 0x9e3779b97f4a7c15ULL);
+}
+// Uniform double in [0, 1) from the top 53 bits.
+constexpr double counter_uniform(std::uint64_t seed, std::uint64_t counter) {
+  return double(counter_random(seed, counter) >> 11) * 0x1.0p-53;
+}
+
 namespace ref {
 // Readable, loop-only versions of the GEMM-based kernels: the specification the fast
 // paths are tested against.

@@ -1,0 +1,186 @@
+// loom-cli subcommands: validate, run, runs, show. Libraries return errors as values;
+// this file turns them into messages with hints and exit codes.
+#include "commands.h"
+
+#include <csignal>
+#include <cstdio>
+#include <ctime>
+
+#include <nlohmann/json.hpp>
+
+#include "loom/core/model_info.h"
+#include "loom/core/plan.h"
+#include "loom/engine/local_run.h"
+#include "loom/profiles/analysis.h"
+#include "loom/profiles/run_store.h"
+#include "progress.h"
+
+namespace loom::cli {
+namespace {
+
+std::atomic<bool> g_stop_requested{false};
+
+extern "C" void on_interrupt(int) {
+  g_stop_requested.store(true);
+  std::signal(SIGINT, SIG_DFL);  // a second Ctrl-C ends the process at once
+}
+
+void print_error(const Error& error) { std::fprintf(stderr, "loom-cli: %s\n", error.describe().c_str()); }
+
+void print_plan_errors(const std::string& source, const std::vector<PlanError>& errors) {
+  for (const PlanError& e : errors) {
+    std::fprintf(stderr, "%s: %s: %s\n", source.c_str(), e.path.empty() ? "(document)" : e.path.c_str(),
+                 e.reason.c_str());
+  }
+  std::fprintf(stderr, "%s: %zu error%s; nothing was run\n", source.c_str(), errors.size(),
+               errors.size() == 1 ? "" : "s");
+}
+
+// The plan named on the command line, or the embedded default when none is named.
+std::optional<Plan> load_plan_or_report(const Args& args, bool allow_default) {
+  if (args.positional.empty()) {
+    if (allow_default) return default_plan();
+    std::fprintf(stderr, "loom-cli: this command needs a plan file (see resources/plans/)\n");
+    return std::nullopt;
+  }
+  PlanResult result = load_plan_file(args.positional[0]);
+  if (!result.ok()) {
+    print_plan_errors(args.positional[0], result.errors);
+    return std::nullopt;
+  }
+  return std::move(result.plan);
+}
+
+Expected<store::RunStore> open_store(const Args& args) {
+  return store::RunStore::open(args.db ? *args.db : store::RunStore::default_path());
+}
+
+std::optional<std::int64_t> parse_run_id(const Args& args) {
+  if (args.positional.empty()) return std::nullopt;
+  try {
+    std::size_t used = 0;
+    const long long id = std::stoll(args.positional[0], &used);
+    if (used == args.positional[0].size() && id > 0) return id;
+  } catch (const std::exception&) {
+  }
+  return std::nullopt;
+}
+
+std::string format_time(std::int64_t unix_ms) {
+  const std::time_t t = static_cast<std::time_t>(unix_ms / 1000);
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%d %H:%M:%S", &tm);
+  return text;
+}
+
+int print_summary(store::RunStore& store, std::int64_t run_id, bool json) {
+  auto summary = analysis::summarize_run(store, run_id);
+  if (!summary.ok()) {
+    print_error(summary.error());
+    return summary.error().code == ErrorCode::NotFound ? kInvalidInput : kFailed;
+  }
+  if (json) {
+    std::printf("%s\n", analysis::summary_to_json(*summary).dump().c_str());
+  } else {
+    std::printf("%s", analysis::format_summary(*summary).c_str());
+  }
+  return kOk;
+}
+
+}  // namespace
+
+int cmd_validate(const Args& args) {
+  auto plan = load_plan_or_report(args, false);
+  if (!plan) return kInvalidInput;
+  std::vector<PlanError> errors;
+  const ModelInfo info = infer_model(*plan, &errors);
+  if (!errors.empty()) {
+    print_plan_errors(args.positional[0], errors);
+    return kInvalidInput;
+  }
+  std::printf("plan '%s' is valid: %d rank%s, %lld parameters\n\n%s", plan->name.c_str(), world_size(*plan),
+              world_size(*plan) == 1 ? "" : "s", static_cast<long long>(info.total_params),
+              format_model_table(info).c_str());
+  return kOk;
+}
+
+int cmd_run(const Args& args) {
+  auto plan = load_plan_or_report(args, true);
+  if (!plan) return kInvalidInput;
+  if (world_size(*plan) > 1) {
+    std::fprintf(stderr,
+                 "loom-cli: plan '%s' needs %d ranks; this build runs single-rank plans in-process only "
+                 "(hint: set parallel.data_parallel and parallel.stages to 1)\n",
+                 plan->name.c_str(), world_size(*plan));
+    return kInvalidInput;
+  }
+  auto store = open_store(args);
+  if (!store.ok()) {
+    print_error(store.error());
+    return kFailed;
+  }
+  ProgressBar progress(stderr);
+  engine::LocalRunOptions options;
+  options.on_step = [&progress](const engine::StepProgress& p) { progress.update(p); };
+  options.stop = &g_stop_requested;
+  std::signal(SIGINT, on_interrupt);
+  auto outcome = engine::run_and_record(*plan, *store, options);
+  std::signal(SIGINT, SIG_DFL);
+  progress.finish();
+  if (!outcome.ok()) {
+    print_error(outcome.error());
+    return kFailed;
+  }
+  if (!outcome->error.empty()) std::fprintf(stderr, "loom-cli: run %lld failed: %s\n",
+                                            static_cast<long long>(outcome->run_id), outcome->error.c_str());
+  const int shown = print_summary(*store, outcome->run_id, args.json);
+  if (outcome->status == "failed" || shown != kOk) return kFailed;
+  return outcome->status == "stopped" ? kStopped : kOk;
+}
+
+int cmd_runs(const Args& args) {
+  auto store = open_store(args);
+  if (!store.ok()) {
+    print_error(store.error());
+    return kFailed;
+  }
+  auto runs = store->list_runs();
+  if (!runs.ok()) {
+    print_error(runs.error());
+    return kFailed;
+  }
+  if (args.json) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& r : *runs) {
+      list.push_back({{"id", r.id}, {"name", r.name}, {"status", r.status}, {"started_unix_ms", r.started_unix_ms},
+                      {"wall_s", r.wall_s}, {"samples", r.samples}, {"world_size", r.world_size}});
+    }
+    std::printf("%s\n", list.dump().c_str());
+    return kOk;
+  }
+  std::printf("%6s  %-20s  %-10s  %-19s  %5s  %9s\n", "id", "name", "status", "started", "ranks", "wall");
+  for (const auto& r : *runs) {
+    std::printf("%6lld  %-20.20s  %-10s  %-19s  %5d  %8.1fs\n", static_cast<long long>(r.id), r.name.c_str(),
+                r.status.c_str(), format_time(r.started_unix_ms).c_str(), r.world_size, r.wall_s);
+  }
+  if (runs->empty()) std::printf("(no runs yet: try `loom-cli run`)\n");
+  return kOk;
+}
+
+int cmd_show(const Args& args) {
+  const auto run_id = parse_run_id(args);
+  if (!run_id) {
+    std::fprintf(stderr, "loom-cli: show needs a run id (a positive number; see `loom-cli runs`)\n");
+    return kInvalidInput;
+  }
+  auto store = open_store(args);
+  if (!store.ok()) {
+    print_error(store.error());
+    return kFailed;
+  }
+  return print_summary(*store, *run_id, args.json);
+}
+
+}  // namespace loom::cli

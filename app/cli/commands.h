@@ -1,0 +1,25 @@
+// The subcommands of loom-cli. Each returns the process exit code:
+// 0 success, 1 the run or an operation failed, 2 invalid input (plan, arguments),
+// 130 the run was stopped by the user (Ctrl-C) and stored as stopped.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace loom::cli {
+
+enum ExitCode { kOk = 0, kFailed = 1, kInvalidInput = 2, kStopped = 130 };
+
+struct Args {
+  std::vector<std::string> positional;
+  std::optional<std::string> db;
+  bool json = false;
+};
+
+int cmd_validate(const Args& args);
+int cmd_run(const Args& args);
+int cmd_runs(const Args& args);
+int cmd_show(const Args& args);
+
+}  // namespace loom::cli

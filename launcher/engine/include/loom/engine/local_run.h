@@ -1,0 +1,41 @@
+// Runs a plan in this process and records it in the run store: the single-rank path of
+// `loom-cli run`. The run is created before the data is loaded, so a run that fails
+// (missing dataset, write error) is still stored, as failed, with its error and with
+// whatever it recorded.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "loom/core/plan.h"
+#include "loom/core/status.h"
+#include "loom/engine/trainer.h"
+#include "loom/profiles/run_store.h"
+
+namespace loom::engine {
+
+struct LocalRunOptions {
+  std::function<void(const StepProgress&)> on_step;
+  const std::atomic<bool>* stop = nullptr;
+};
+
+struct LocalRunOutcome {
+  std::int64_t run_id = 0;
+  std::string status;  // "completed", "stopped" or "failed"
+  std::string error;   // set when failed
+  TrainResult result;
+};
+
+// Fails (without a run id) only when the run cannot even be created in the store.
+Expected<LocalRunOutcome> run_and_record(const Plan& plan, store::RunStore& store, const LocalRunOptions& options);
+
+// BLAS threads for a rank: the plan's `training.threads`, else the host's cores divided
+// among the ranks placed on it. Returns the number applied.
+int apply_thread_count(const Plan& plan, int ranks_on_host);
+
+std::string loom_version();
+std::string host_name();
+
+}  // namespace loom::engine

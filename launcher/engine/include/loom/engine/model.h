@@ -1,0 +1,73 @@
+// The model at run time: one Module per layer of the plan, built from the plan's layer
+// specs and the inferred shapes, computing with the CPU kernels. Forward and backward of
+// every layer are traced with the layer's LayerId.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "loom/core/model_info.h"
+#include "loom/core/plan.h"
+#include "loom/engine/tensor.h"
+#include "loom/profiles/recorder.h"
+
+namespace loom::engine {
+
+// What one forward/backward pass needs to know besides its input.
+struct Pass {
+  bool training = true;
+  std::int32_t step = 0;
+  std::int16_t microbatch = -1;
+  std::uint64_t seed = 0;             // dropout stream
+  std::int64_t first_sample = 0;      // global index of this batch's first sample (dropout)
+  trace::Recorder* recorder = nullptr;
+};
+
+class Module {
+ public:
+  virtual ~Module() = default;
+  virtual void forward(const Tensor& x, Tensor& y, const Pass& pass) = 0;
+  // dy is the loss gradient w.r.t. y; dx (when not null) receives it w.r.t. x.
+  // Parameter gradients accumulate.
+  virtual void backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx, const Pass& pass) = 0;
+  virtual void collect_params(std::vector<Param*>& /*out*/) {}
+
+  LayerId id;
+  Shape out_shape;  // per-sample output shape
+};
+
+// Layers run one after another; keeps each layer's output for the backward pass.
+class Sequential final : public Module {
+ public:
+  void add(std::unique_ptr<Module> module);
+  void forward(const Tensor& x, Tensor& y, const Pass& pass) override;
+  void backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx, const Pass& pass) override;
+  void collect_params(std::vector<Param*>& out) override;
+  bool empty() const { return modules_.empty(); }
+
+ private:
+  std::vector<std::unique_ptr<Module>> modules_;
+  std::vector<Tensor> outputs_;    // outputs_[i] = output of module i (the last is copied to y)
+  std::vector<Tensor> gradients_;  // gradients_[i] = loss gradient w.r.t. outputs_[i]
+};
+
+class Model {
+ public:
+  // Builds every layer of the plan with weights initialised from training.seed, so two
+  // processes building the same plan hold identical parameters.
+  static Model build(const Plan& plan, const ModelInfo& info);
+
+  // logits: [batch, classes]
+  void forward(const Tensor& x, Tensor& logits, const Pass& pass);
+  void backward(const Tensor& x, const Tensor& logits, const Tensor& dlogits, const Pass& pass);
+  void zero_grad();
+  const std::vector<Param*>& params() const { return params_; }
+  std::int64_t parameter_count() const;
+
+ private:
+  std::unique_ptr<Sequential> body_;
+  std::vector<Param*> params_;
+};
+
+}  // namespace loom::engine

@@ -1,0 +1,28 @@
+// Applies the plan's optimizer to a model's parameters, keeping per-parameter state
+// (momentum buffers, Adam moments) beside them.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "loom/core/plan.h"
+#include "loom/engine/tensor.h"
+
+namespace loom::engine {
+
+class Optimizer {
+ public:
+  Optimizer(const OptimizerSpec& spec, const std::vector<Param*>& params);
+  // One update from the accumulated gradients; `lr_scale` lets asynchronous modes scale
+  // the learning rate (staleness-aware SGD) without rebuilding the optimizer.
+  void step(float lr_scale = 1.0f);
+  std::int64_t steps_taken() const { return t_; }
+
+ private:
+  OptimizerSpec spec_;
+  std::vector<Param*> params_;
+  std::vector<std::vector<float>> first_, second_;  // momentum / Adam m, Adam v
+  std::int64_t t_ = 0;
+};
+
+}  // namespace loom::engine

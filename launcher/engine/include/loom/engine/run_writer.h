@@ -1,0 +1,52 @@
+// Moves a rank's events and metrics into the run store while it trains: a background
+// thread drains the recorder every `period` and writes one transaction per batch, so the
+// training thread never waits on SQLite and the store is at most one period behind.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "loom/core/status.h"
+#include "loom/profiles/recorder.h"
+#include "loom/profiles/run_store.h"
+
+namespace loom::engine {
+
+class RunWriter {
+ public:
+  RunWriter(store::RunStore& store, std::int64_t run_id, int rank, trace::Recorder& recorder,
+            std::chrono::milliseconds period = std::chrono::milliseconds(100));
+  ~RunWriter();
+  RunWriter(const RunWriter&) = delete;
+  RunWriter& operator=(const RunWriter&) = delete;
+
+  void add_metrics(std::vector<store::MetricRecord>&& metrics);  // from the training thread
+  // Stops the thread after a final drain; returns the first write error, if any.
+  Status finish();
+  std::int64_t events_written() const { return events_written_.load(); }
+
+ private:
+  void loop();
+  void flush();
+
+  store::RunStore& store_;
+  std::int64_t run_id_;
+  int rank_;
+  trace::Recorder& recorder_;
+  std::chrono::milliseconds period_;
+  std::mutex mutex_;  // guards pending_metrics_ and the wake-up condition; not the hot path
+  std::condition_variable wake_;
+  std::vector<store::MetricRecord> pending_metrics_;
+  bool stopping_ = false;
+  Status first_error_;
+  std::vector<trace::Event> drained_;
+  std::atomic<std::int64_t> events_written_{0};
+  std::thread thread_;
+};
+
+}  // namespace loom::engine

@@ -1,0 +1,97 @@
+// In-process run of a single-rank plan, recorded live into the run store.
+#include "loom/engine/local_run.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
+#include "loom/core/model_info.h"
+#include "loom/data/dataset.h"
+#include "loom/engine/run_writer.h"
+#include "loom/kernels/cpu.h"
+#include "loom/profiles/recorder.h"
+
+namespace loom::engine {
+namespace {
+
+std::int64_t unix_ms() {
+  using namespace std::chrono;
+  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
+}
+
+store::RunRecord new_run_record(const Plan& plan) {
+  store::RunRecord run;
+  run.name = plan.name;
+  run.plan_json = plan_to_json(plan);
+  run.status = "running";
+  run.started_unix_ms = unix_ms();
+  run.world_size = world_size(plan);
+  run.host = host_name();
+  run.version = loom_version();
+  return run;
+}
+
+// Trains with a live writer; returns the error that made the run fail, if any.
+Status train_recorded(const Plan& plan, const data::TrainTest& data, store::RunStore& store, std::int64_t run_id,
+                      const LocalRunOptions& options, LocalRunOutcome& outcome) {
+  std::vector<PlanError> ignored;
+  const ModelInfo info = infer_model(plan, &ignored);
+  trace::Recorder recorder;
+  store::RankRecord rank{0, host_name(), "cpu", 0, 0, trace::now_ns(), 0};
+  LOOM_TRY(store.upsert_rank(run_id, rank));
+  RunWriter writer(store, run_id, 0, recorder);
+  Trainer trainer(plan, info, data, &recorder);
+  TrainerHooks hooks;
+  hooks.on_step = options.on_step;
+  hooks.on_metrics = [&writer](std::vector<store::MetricRecord>&& m) { writer.add_metrics(std::move(m)); };
+  hooks.stop = options.stop;
+  outcome.result = trainer.run(hooks);
+  Status written = writer.finish();
+  rank.events_recorded = std::int64_t(recorder.recorded());
+  LOOM_TRY(store.upsert_rank(run_id, rank));
+  return written;
+}
+
+}  // namespace
+
+std::string loom_version() { return LOOM_VERSION; }
+
+std::string host_name() {
+  char name[256] = {};
+  if (gethostname(name, sizeof name - 1) != 0) return "localhost";
+  return name;
+}
+
+int apply_thread_count(const Plan& plan, int ranks_on_host) {
+  int threads = plan.training.threads;
+  if (threads <= 0) {
+    const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
+    threads = std::max(1, cores / std::max(1, ranks_on_host));
+  }
+  cpu::set_blas_threads(threads);
+  return threads;
+}
+
+Expected<LocalRunOutcome> run_and_record(const Plan& plan, store::RunStore& store, const LocalRunOptions& options) {
+  auto run_id = store.create_run(new_run_record(plan));
+  if (!run_id.ok()) return run_id.error();
+  LocalRunOutcome outcome;
+  outcome.run_id = *run_id;
+  Status status;
+  auto data = data::load_dataset(plan.data);
+  if (data.ok()) {
+    apply_thread_count(plan, 1);
+    status = train_recorded(plan, *data, store, outcome.run_id, options, outcome);
+  } else {
+    status = data.error();
+  }
+  outcome.status = !status.ok() ? "failed" : outcome.result.stopped ? "stopped" : "completed";
+  if (!status.ok()) outcome.error = status.error().describe();
+  Status finished = store.finish_run(outcome.run_id, outcome.status, outcome.result.wall_s, outcome.result.samples,
+                                     outcome.error);
+  if (!finished.ok()) return finished.error();
+  return outcome;
+}
+
+}  // namespace loom::engine

@@ -1,0 +1,355 @@
+// Run-time layers: each Module owns its parameters and scratch buffers and calls the CPU
+// kernels. Modules are built in the same pre-order as model inference numbers layers, so a
+// module's LayerId matches the row `loom-cli validate` prints.
+#include "loom/engine/model.h"
+
+#include <cmath>
+#include <stdexcept>
+
+#include "loom/kernels/cpu.h"
+
+namespace loom::engine {
+namespace {
+
+using trace::EventKind;
+using trace::Span;
+using trace::Stream;
+
+// Seeds differ per layer and per tensor so weights are independent, yet identical in
+// every process that builds the same plan.
+std::uint64_t param_seed(std::uint64_t seed, LayerId layer, int tensor) {
+  return seed * 0x9E3779B97F4A7C15ULL + std::uint64_t(layer.value) * 1000003ULL + std::uint64_t(tensor);
+}
+
+Param make_param(const std::string& name, LayerId layer, std::int64_t size, float bound, std::uint64_t seed) {
+  Param p;
+  p.name = name;
+  p.layer = layer.value;
+  p.value.resize(static_cast<std::size_t>(size));
+  p.grad.assign(static_cast<std::size_t>(size), 0.0f);
+  cpu::uniform_init(p.value.data(), size, bound, seed);
+  return p;
+}
+
+int as_int(std::int64_t v) { return static_cast<int>(v); }
+
+class Linear final : public Module {
+ public:
+  Linear(const LayerInfo& info, const LayerSpec& spec, std::uint64_t seed)
+      : in_(as_int(info.input[0])), out_(as_int(spec.out)), has_bias_(spec.bias) {
+    const float bound = 1.0f / std::sqrt(float(in_));
+    weight_ = make_param(info.name + ".weight", info.id, std::int64_t(in_) * out_, bound, param_seed(seed, info.id, 0));
+    if (has_bias_) bias_ = make_param(info.name + ".bias", info.id, out_, bound, param_seed(seed, info.id, 1));
+  }
+  void forward(const Tensor& x, Tensor& y, const Pass&) override {
+    y.resize(x.batch, out_shape);
+    cpu::linear_forward(x.ptr(), weight_.value.data(), has_bias_ ? bias_.value.data() : nullptr, y.ptr(),
+                        as_int(x.batch), in_, out_);
+  }
+  void backward(const Tensor& x, const Tensor&, const Tensor& dy, Tensor* dx, const Pass&) override {
+    if (dx) dx->resize(x.batch, x.sample);
+    cpu::linear_backward(x.ptr(), weight_.value.data(), dy.ptr(), dx ? dx->ptr() : nullptr, weight_.grad.data(),
+                         has_bias_ ? bias_.grad.data() : nullptr, as_int(x.batch), in_, out_);
+  }
+  void collect_params(std::vector<Param*>& out) override {
+    out.push_back(&weight_);
+    if (has_bias_) out.push_back(&bias_);
+  }
+
+ private:
+  int in_, out_;
+  bool has_bias_;
+  Param weight_, bias_;
+};
+
+class Activation final : public Module {
+ public:
+  explicit Activation(LayerKind kind) : kind_(kind) {}
+  void forward(const Tensor& x, Tensor& y, const Pass&) override {
+    y.resize(x.batch, out_shape);
+    switch (kind_) {
+      case LayerKind::Relu: cpu::relu_forward(x.ptr(), y.ptr(), x.size()); break;
+      case LayerKind::Tanh: cpu::tanh_forward(x.ptr(), y.ptr(), x.size()); break;
+      default: cpu::gelu_forward(x.ptr(), y.ptr(), x.size()); break;
+    }
+  }
+  void backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx, const Pass&) override {
+    if (!dx) return;
+    dx->resize(x.batch, x.sample);
+    switch (kind_) {
+      case LayerKind::Relu: cpu::relu_backward(x.ptr(), dy.ptr(), dx->ptr(), x.size()); break;
+      case LayerKind::Tanh: cpu::tanh_backward(y.ptr(), dy.ptr(), dx->ptr(), x.size()); break;
+      default: cpu::gelu_backward(x.ptr(), dy.ptr(), dx->ptr(), x.size()); break;
+    }
+  }
+
+ private:
+  LayerKind kind_;
+};
+
+// Flatten only reinterprets the shape; the copy keeps every module's output its own buffer.
+class Flatten final : public Module {
+ public:
+  void forward(const Tensor& x, Tensor& y, const Pass&) override {
+    y.resize(x.batch, out_shape);
+    std::copy_n(x.ptr(), x.size(), y.ptr());
+  }
+  void backward(const Tensor& x, const Tensor&, const Tensor& dy, Tensor* dx, const Pass&) override {
+    if (!dx) return;
+    dx->resize(x.batch, x.sample);
+    std::copy_n(dy.ptr(), x.size(), dx->ptr());
+  }
+};
+
+class Dropout final : public Module {
+ public:
+  Dropout(double p, LayerId id) : p_(p), layer_salt_(std::uint64_t(id.value) * 0xD1B54A32D192ED03ULL) {}
+  void forward(const Tensor& x, Tensor& y, const Pass& pass) override {
+    y.resize(x.batch, out_shape);
+    mask_.resize(x.batch, out_shape);
+    if (!pass.training || p_ == 0.0) {
+      std::fill_n(mask_.ptr(), x.size(), 1.0f);
+      std::copy_n(x.ptr(), x.size(), y.ptr());
+      return;
+    }
+    // Keyed by the global sample index, so a sample gets the same mask whichever rank
+    // or micro-batch processes it.
+    const auto offset = std::uint64_t(pass.first_sample) * std::uint64_t(x.sample_size());
+    cpu::dropout_forward(x.ptr(), y.ptr(), mask_.ptr(), x.size(), p_, pass.seed ^ layer_salt_, offset);
+  }
+  void backward(const Tensor& x, const Tensor&, const Tensor& dy, Tensor* dx, const Pass&) override {
+    if (!dx) return;
+    dx->resize(x.batch, x.sample);
+    cpu::dropout_backward(mask_.ptr(), dy.ptr(), dx->ptr(), x.size());
+  }
+
+ private:
+  double p_;
+  std::uint64_t layer_salt_;
+  Tensor mask_;
+};
+
+class Conv2d final : public Module {
+ public:
+  Conv2d(const LayerInfo& info, const LayerSpec& spec, std::uint64_t seed) : has_bias_(spec.bias) {
+    geometry_.C = as_int(info.input[0]);
+    geometry_.H = as_int(info.input[1]);
+    geometry_.W = as_int(info.input[2]);
+    geometry_.K = as_int(spec.out_channels);
+    geometry_.R = as_int(spec.kernel);
+    geometry_.stride = as_int(spec.stride > 0 ? spec.stride : 1);
+    geometry_.pad = as_int(spec.padding);
+    const std::int64_t fan_in = std::int64_t(geometry_.C) * geometry_.R * geometry_.R;
+    const float bound = 1.0f / std::sqrt(float(fan_in));
+    weight_ = make_param(info.name + ".weight", info.id, fan_in * geometry_.K, bound, param_seed(seed, info.id, 0));
+    if (has_bias_) bias_ = make_param(info.name + ".bias", info.id, geometry_.K, bound, param_seed(seed, info.id, 1));
+    workspace_.resize(static_cast<std::size_t>(geometry_.workspace_elems()));
+  }
+  void forward(const Tensor& x, Tensor& y, const Pass&) override {
+    y.resize(x.batch, out_shape);
+    geometry_.N = as_int(x.batch);
+    cpu::conv2d_forward(x.ptr(), weight_.value.data(), has_bias_ ? bias_.value.data() : nullptr, y.ptr(), geometry_,
+                        workspace_.data());
+  }
+  void backward(const Tensor& x, const Tensor&, const Tensor& dy, Tensor* dx, const Pass&) override {
+    if (dx) dx->resize(x.batch, x.sample);
+    geometry_.N = as_int(x.batch);
+    cpu::conv2d_backward(x.ptr(), weight_.value.data(), dy.ptr(), dx ? dx->ptr() : nullptr, weight_.grad.data(),
+                         has_bias_ ? bias_.grad.data() : nullptr, geometry_, workspace_.data());
+  }
+  void collect_params(std::vector<Param*>& out) override {
+    out.push_back(&weight_);
+    if (has_bias_) out.push_back(&bias_);
+  }
+
+ private:
+  cpu::ConvGeometry geometry_;
+  bool has_bias_;
+  Param weight_, bias_;
+  std::vector<float> workspace_;
+};
+
+class MaxPool2d final : public Module {
+ public:
+  MaxPool2d(const LayerInfo& info, const LayerSpec& spec) {
+    geometry_.C = as_int(info.input[0]);
+    geometry_.H = as_int(info.input[1]);
+    geometry_.W = as_int(info.input[2]);
+    geometry_.kernel = as_int(spec.kernel);
+    geometry_.stride = as_int(spec.stride > 0 ? spec.stride : spec.kernel);
+  }
+  void forward(const Tensor& x, Tensor& y, const Pass&) override {
+    y.resize(x.batch, out_shape);
+    geometry_.N = as_int(x.batch);
+    argmax_.resize(static_cast<std::size_t>(y.size()));
+    cpu::maxpool2d_forward(x.ptr(), y.ptr(), argmax_.data(), geometry_);
+  }
+  void backward(const Tensor& x, const Tensor&, const Tensor& dy, Tensor* dx, const Pass&) override {
+    if (!dx) return;
+    dx->resize(x.batch, x.sample);
+    geometry_.N = as_int(x.batch);
+    cpu::maxpool2d_backward(argmax_.data(), dy.ptr(), dx->ptr(), geometry_);
+  }
+
+ private:
+  cpu::PoolGeometry geometry_;
+  std::vector<std::int32_t> argmax_;
+};
+
+// Branches see the same input; their outputs are concatenated per sample (along channels
+// for images, features for vectors: the same operation on flattened samples).
+class Parallel final : public Module {
+ public:
+  void add_branch(std::unique_ptr<Sequential> branch) { branches_.push_back(std::move(branch)); }
+  void forward(const Tensor& x, Tensor& y, const Pass& pass) override {
+    prepare(x.batch);
+    for (std::size_t b = 0; b < branches_.size(); ++b) branches_[b]->forward(x, outputs_[b], pass);
+    y.resize(x.batch, out_shape);
+    std::vector<const float*> parts(branches_.size());
+    for (std::size_t b = 0; b < branches_.size(); ++b) parts[b] = outputs_[b].ptr();
+    cpu::concat_forward(parts.data(), widths_.data(), int(parts.size()), y.ptr(), as_int(x.batch));
+  }
+  void backward(const Tensor& x, const Tensor&, const Tensor& dy, Tensor* dx, const Pass& pass) override {
+    std::vector<float*> dparts(branches_.size());
+    for (std::size_t b = 0; b < branches_.size(); ++b) {
+      doutputs_[b].resize(x.batch, outputs_[b].sample);
+      dparts[b] = doutputs_[b].ptr();
+    }
+    cpu::concat_backward(dy.ptr(), widths_.data(), int(dparts.size()), dparts.data(), as_int(x.batch));
+    if (dx) {
+      dx->resize(x.batch, x.sample);
+      std::fill_n(dx->ptr(), x.size(), 0.0f);
+    }
+    for (std::size_t b = 0; b < branches_.size(); ++b) {
+      branches_[b]->backward(x, outputs_[b], doutputs_[b], dx ? &branch_dx_ : nullptr, pass);
+      if (dx) {
+        for (std::int64_t i = 0; i < x.size(); ++i) dx->data[i] += branch_dx_.data[i];
+      }
+    }
+  }
+  void collect_params(std::vector<Param*>& out) override {
+    for (auto& branch : branches_) branch->collect_params(out);
+  }
+  void set_widths(std::vector<std::int64_t> widths) { widths_ = std::move(widths); }
+
+ private:
+  void prepare(std::int64_t /*batch*/) {
+    outputs_.resize(branches_.size());
+    doutputs_.resize(branches_.size());
+  }
+  std::vector<std::unique_ptr<Sequential>> branches_;
+  std::vector<std::int64_t> widths_;  // per-sample output size of each branch
+  std::vector<Tensor> outputs_, doutputs_;
+  Tensor branch_dx_;
+};
+
+// Walks the layer specs in the same pre-order as infer_model, pairing each spec with its
+// LayerInfo.
+class Builder {
+ public:
+  Builder(const ModelInfo& info, std::uint64_t seed) : info_(info), seed_(seed) {}
+
+  std::unique_ptr<Sequential> sequence(const std::vector<LayerSpec>& specs) {
+    auto seq = std::make_unique<Sequential>();
+    for (const LayerSpec& spec : specs) seq->add(layer(spec));
+    return seq;
+  }
+
+ private:
+  std::unique_ptr<Module> layer(const LayerSpec& spec) {
+    const LayerInfo& info = info_.layers.at(next_++);
+    std::unique_ptr<Module> module = make(spec, info);
+    module->id = info.id;
+    module->out_shape = info.output;
+    return module;
+  }
+
+  std::unique_ptr<Module> make(const LayerSpec& spec, const LayerInfo& info) {
+    switch (spec.kind) {
+      case LayerKind::Linear: return std::make_unique<Linear>(info, spec, seed_);
+      case LayerKind::Conv2d: return std::make_unique<Conv2d>(info, spec, seed_);
+      case LayerKind::MaxPool2d: return std::make_unique<MaxPool2d>(info, spec);
+      case LayerKind::Flatten: return std::make_unique<Flatten>();
+      case LayerKind::Dropout: return std::make_unique<Dropout>(spec.p, info.id);
+      case LayerKind::Parallel: return parallel(spec);
+      default: return std::make_unique<Activation>(spec.kind);
+    }
+  }
+
+  std::unique_ptr<Module> parallel(const LayerSpec& spec) {
+    auto block = std::make_unique<Parallel>();
+    std::vector<std::int64_t> widths;
+    for (const BranchSpec& branch : spec.branches) {
+      auto seq = sequence(branch.layers);
+      // A branch's output shape is its last layer's; the info row just emitted is it.
+      widths.push_back(shape_elements(info_.layers.at(next_ - 1).output));
+      block->add_branch(std::move(seq));
+    }
+    block->set_widths(std::move(widths));
+    return block;
+  }
+
+  const ModelInfo& info_;
+  std::uint64_t seed_;
+  std::size_t next_ = 0;
+};
+
+}  // namespace
+
+void Sequential::add(std::unique_ptr<Module> module) {
+  modules_.push_back(std::move(module));
+  outputs_.resize(modules_.size());
+  gradients_.resize(modules_.size());
+}
+
+void Sequential::forward(const Tensor& x, Tensor& y, const Pass& pass) {
+  const Tensor* input = &x;
+  for (std::size_t i = 0; i < modules_.size(); ++i) {
+    Span span(pass.recorder, EventKind::Forward, Stream::Compute, pass.step, modules_[i]->id.value, pass.microbatch);
+    modules_[i]->forward(*input, outputs_[i], pass);
+    input = &outputs_[i];
+  }
+  y.resize(input->batch, input->sample);
+  std::copy_n(input->ptr(), input->size(), y.ptr());
+}
+
+void Sequential::backward(const Tensor& x, const Tensor&, const Tensor& dy, Tensor* dx, const Pass& pass) {
+  const Tensor* upstream = &dy;
+  for (std::size_t i = modules_.size(); i-- > 0;) {
+    Span span(pass.recorder, EventKind::Backward, Stream::Compute, pass.step, modules_[i]->id.value, pass.microbatch);
+    const Tensor& input = i == 0 ? x : outputs_[i - 1];
+    Tensor* target = i == 0 ? dx : &gradients_[i - 1];
+    modules_[i]->backward(input, outputs_[i], *upstream, target, pass);
+    upstream = target;
+  }
+}
+
+void Sequential::collect_params(std::vector<Param*>& out) {
+  for (auto& module : modules_) module->collect_params(out);
+}
+
+Model Model::build(const Plan& plan, const ModelInfo& info) {
+  Model model;
+  Builder builder(info, plan.training.seed);
+  model.body_ = builder.sequence(plan.model.layers);
+  model.body_->collect_params(model.params_);
+  return model;
+}
+
+void Model::forward(const Tensor& x, Tensor& logits, const Pass& pass) { body_->forward(x, logits, pass); }
+
+void Model::backward(const Tensor& x, const Tensor& logits, const Tensor& dlogits, const Pass& pass) {
+  body_->backward(x, logits, dlogits, nullptr, pass);
+}
+
+void Model::zero_grad() {
+  for (Param* p : params_) std::fill(p->grad.begin(), p->grad.end(), 0.0f);
+}
+
+std::int64_t Model::parameter_count() const {
+  std::int64_t n = 0;
+  for (const Param* p : params_) n += static_cast<std::int64_t>(p->value.size());
+  return n;
+}
+
+}  // namespace loom::engine

@@ -1,0 +1,61 @@
+// Background writer from a rank's recorder into the run store.
+#include "loom/engine/run_writer.h"
+
+namespace loom::engine {
+
+RunWriter::RunWriter(store::RunStore& store, std::int64_t run_id, int rank, trace::Recorder& recorder,
+                     std::chrono::milliseconds period)
+    : store_(store), run_id_(run_id), rank_(rank), recorder_(recorder), period_(period) {
+  thread_ = std::thread([this] { loop(); });
+}
+
+RunWriter::~RunWriter() { (void)finish(); }
+
+void RunWriter::add_metrics(std::vector<store::MetricRecord>&& metrics) {
+  std::lock_guard lock(mutex_);
+  for (auto& m : metrics) pending_metrics_.push_back(std::move(m));
+}
+
+Status RunWriter::finish() {
+  {
+    std::lock_guard lock(mutex_);
+    if (stopping_ && !thread_.joinable()) return first_error_;
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  return first_error_;
+}
+
+void RunWriter::loop() {
+  std::unique_lock lock(mutex_);
+  while (!stopping_) {
+    wake_.wait_for(lock, period_, [this] { return stopping_; });
+    lock.unlock();
+    flush();
+    lock.lock();
+  }
+  lock.unlock();
+  flush();  // whatever was recorded between the last tick and the stop
+}
+
+void RunWriter::flush() {
+  std::vector<store::MetricRecord> metrics;
+  {
+    std::lock_guard lock(mutex_);
+    metrics.swap(pending_metrics_);
+  }
+  drained_.clear();
+  recorder_.drain(drained_);
+  if (!drained_.empty()) {
+    Status s = store_.append_events(run_id_, rank_, drained_.data(), drained_.size());
+    if (s.ok()) events_written_ += std::int64_t(drained_.size());
+    else if (first_error_.ok()) first_error_ = s;
+  }
+  if (!metrics.empty()) {
+    Status s = store_.append_metrics(run_id_, metrics);
+    if (!s.ok() && first_error_.ok()) first_error_ = s;
+  }
+}
+
+}  // namespace loom::engine

@@ -1,0 +1,167 @@
+// One rank's training loop. Loss gradients are scaled by 1/global_batch (not by the local
+// batch) so that the gradients of shards, micro-steps and micro-batches add up to exactly
+// the full batch's gradient: the basis of every parallel equivalence test.
+#include "loom/engine/trainer.h"
+
+#include <cmath>
+
+#include "loom/kernels/cpu.h"
+
+namespace loom::engine {
+namespace {
+
+using trace::EventKind;
+using trace::Span;
+using trace::Stream;
+
+constexpr std::int64_t kEvalBatch = 1000;
+
+std::int64_t compute_total_steps(const Plan& plan, std::int64_t train_count) {
+  if (plan.training.steps > 0) return plan.training.steps;
+  return std::int64_t(plan.training.epochs) * data::batches_per_epoch(train_count, plan.training.batch);
+}
+
+}  // namespace
+
+Trainer::Trainer(const Plan& plan, const ModelInfo& info, const data::TrainTest& data, trace::Recorder* recorder,
+                 Shard shard)
+    : plan_(plan),
+      data_(data),
+      recorder_(recorder),
+      shard_(shard),
+      model_(Model::build(plan, info)),
+      optimizer_(plan.training.optimizer, model_.params()) {
+  total_steps_ = compute_total_steps(plan, data.train.count());
+  micro_batch_ = plan.training.batch / shard.count / plan.parallel.grad_accumulation;
+}
+
+TrainResult Trainer::run(const TrainerHooks& hooks) {
+  TrainResult result;
+  start_ns_ = trace::now_ns();
+  const std::int64_t per_epoch = data::batches_per_epoch(data_.train.count(), plan_.training.batch);
+  std::int64_t step = 0;
+  double last_loss = std::nan("");
+  for (int epoch = 0; step < total_steps_ && per_epoch > 0; ++epoch) {
+    const auto order = data::epoch_order(data_.train.count(), plan_.data.seed ^ plan_.training.seed, epoch,
+                                         plan_.data.shuffle);
+    for (std::int64_t b = 0; b < per_epoch && step < total_steps_; ++b) {
+      if (hooks.stop && hooks.stop->load()) {
+        result.stopped = true;
+        break;
+      }
+      const StepStats stats = train_step(step, order, b);
+      ++step;
+      last_loss = stats.loss;
+      report_step(step, epoch, stats, hooks);
+      if (due_for_evaluation(step, b + 1 == per_epoch)) report_evaluation(step, result.test = evaluate(), hooks);
+    }
+    if (result.stopped) break;
+  }
+  result.steps = step;
+  result.samples = step * plan_.training.batch;
+  result.wall_s = double(trace::now_ns() - start_ns_) * 1e-9;
+  result.final_loss = last_loss;
+  return result;
+}
+
+Trainer::StepStats Trainer::train_step(std::int64_t step, const std::vector<std::int64_t>& order,
+                                       std::int64_t batch_in_epoch) {
+  Span step_span(recorder_, EventKind::Step, Stream::Host, std::int32_t(step));
+  model_.zero_grad();
+  StepStats stats;
+  const int accumulation = plan_.parallel.grad_accumulation;
+  const float scale = 1.0f / float(plan_.training.batch);
+  const std::int64_t classes = data_.train.classes;
+  for (int micro = 0; micro < accumulation; ++micro) {
+    // Each micro-step takes its own slice of the global batch; shards split that slice.
+    const int slot = micro * shard_.count + shard_.index;
+    const auto slice = data::shard_of_batch(batch_in_epoch, plan_.training.batch, slot, accumulation * shard_.count);
+    {
+      Span span(recorder_, EventKind::DataLoad, Stream::Compute, std::int32_t(step));
+      input_.resize(slice.size, data_.train.sample_shape);
+      labels_.resize(static_cast<std::size_t>(slice.size));
+      data::gather_batch(data_.train, order, slice, input_.ptr(), labels_.data());
+      span.event().bytes = slice.size * data_.train.sample_size * std::int64_t(sizeof(float));
+    }
+    Pass pass{true, std::int32_t(step), std::int16_t(accumulation > 1 ? micro : -1), plan_.training.seed,
+              step * plan_.training.batch + (slice.begin - batch_in_epoch * plan_.training.batch), recorder_};
+    model_.forward(input_, logits_, pass);
+    {
+      Span span(recorder_, EventKind::Loss, Stream::Compute, std::int32_t(step));
+      probs_.resize(slice.size, {classes});
+      dlogits_.resize(slice.size, {classes});
+      int correct = 0;
+      const float loss = cpu::softmax_xent_forward(logits_.ptr(), labels_.data(), probs_.ptr(), int(slice.size),
+                                                   int(classes), &correct);
+      cpu::softmax_xent_backward(probs_.ptr(), labels_.data(), dlogits_.ptr(), int(slice.size), int(classes), scale);
+      stats.loss += double(loss) * double(slice.size) / double(plan_.training.batch / shard_.count);
+      stats.correct += correct;
+    }
+    model_.backward(input_, logits_, dlogits_, pass);
+  }
+  Span span(recorder_, EventKind::Optimizer, Stream::Compute, std::int32_t(step));
+  optimizer_.step();
+  return stats;
+}
+
+Evaluation Trainer::evaluate() {
+  Span span(recorder_, EventKind::Evaluate, Stream::Compute, -1);
+  const data::Dataset& test = data_.test;
+  const std::int64_t classes = test.classes;
+  double loss_sum = 0;
+  std::int64_t correct_sum = 0;
+  std::vector<std::int64_t> identity(static_cast<std::size_t>(test.count()));
+  for (std::int64_t i = 0; i < test.count(); ++i) identity[std::size_t(i)] = i;
+  for (std::int64_t begin = 0; begin < test.count(); begin += kEvalBatch) {
+    const std::int64_t n = std::min(kEvalBatch, test.count() - begin);
+    input_.resize(n, test.sample_shape);
+    labels_.resize(static_cast<std::size_t>(n));
+    data::gather_batch(test, identity, {begin, n}, input_.ptr(), labels_.data());
+    // Per-layer spans are left out of evaluation: one Evaluate span says enough.
+    Pass pass{false, -1, -1, 0, 0, nullptr};
+    model_.forward(input_, logits_, pass);
+    probs_.resize(n, {classes});
+    int correct = 0;
+    loss_sum += double(cpu::softmax_xent_forward(logits_.ptr(), labels_.data(), probs_.ptr(), int(n), int(classes),
+                                                 &correct)) * double(n);
+    correct_sum += correct;
+  }
+  Evaluation eval;
+  if (test.count() > 0) {
+    eval.loss = loss_sum / double(test.count());
+    eval.accuracy = double(correct_sum) / double(test.count());
+  }
+  return eval;
+}
+
+bool Trainer::due_for_evaluation(std::int64_t steps_done, bool end_of_epoch) const {
+  if (steps_done == total_steps_) return true;
+  if (plan_.training.eval_every > 0) return steps_done % plan_.training.eval_every == 0;
+  return end_of_epoch;
+}
+
+void Trainer::report_step(std::int64_t step, int epoch, const StepStats& stats, const TrainerHooks& hooks) {
+  const std::int64_t now = trace::now_ns();
+  const double elapsed = double(now - start_ns_) * 1e-9;
+  const double samples_per_s = elapsed > 0 ? double(step * plan_.training.batch) / elapsed : 0.0;
+  const double local_batch = double(plan_.training.batch / shard_.count);
+  if (hooks.on_metrics) {
+    const int rank = shard_.index;
+    hooks.on_metrics({{rank, step - 1, now, "loss", stats.loss},
+                      {rank, step - 1, now, "train_accuracy", double(stats.correct) / local_batch},
+                      {rank, step - 1, now, "samples_per_s", samples_per_s}});
+  }
+  if (hooks.on_step) {
+    const double eta = step > 0 ? elapsed / double(step) * double(total_steps_ - step) : 0.0;
+    hooks.on_step({step, total_steps_, epoch, stats.loss, samples_per_s, elapsed, eta});
+  }
+}
+
+void Trainer::report_evaluation(std::int64_t step, const Evaluation& eval, const TrainerHooks& hooks) {
+  if (!hooks.on_metrics) return;
+  const std::int64_t now = trace::now_ns();
+  hooks.on_metrics({{shard_.index, step - 1, now, "test_loss", eval.loss},
+                    {shard_.index, step - 1, now, "test_accuracy", eval.accuracy}});
+}
+
+}  // namespace loom::engine

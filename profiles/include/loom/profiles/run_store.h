@@ -1,0 +1,97 @@
+// The run store: every run, its ranks, its trace events and its metrics in one SQLite
+// file. WAL mode lets the GUI read a run while the launcher writes it from another
+// process. The schema is versioned: migrations run in order on open, and a file written
+// by a newer Loom is refused rather than misread.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "loom/core/status.h"
+#include "loom/profiles/event.h"
+#include "loom/profiles/sqlite_db.h"
+
+namespace loom::store {
+
+struct RunRecord {
+  std::int64_t id = 0;
+  std::string name, plan_json, status = "running";  // running|completed|failed|stopped
+  std::int64_t started_unix_ms = 0, ended_unix_ms = 0;
+  double wall_s = 0;
+  std::int64_t samples = 0;
+  int world_size = 1;
+  std::string host, version, error, log;
+};
+
+struct RankRecord {
+  int rank = 0;
+  std::string host;
+  std::string device;
+  std::int64_t offset_ns = 0, uncertainty_ns = 0, t0_ns = 0, events_recorded = 0;
+};
+
+struct MetricRecord {
+  int rank = 0;
+  std::int64_t step = 0;
+  std::int64_t t_ns = 0;
+  std::string name;
+  double value = 0;
+};
+
+// The schema version this build writes and the newest it can read.
+inline constexpr int kSchemaVersion = 1;
+
+// One connection to a run database. Movable, not copyable; use one RunStore per thread
+// (open another on the same file for a second thread or process).
+class RunStore {
+ public:
+  // Creates parent directories and the file if needed, then migrates the schema.
+  static Expected<RunStore> open(const std::string& path);
+  // $LOOM_DB if set, else $XDG_DATA_HOME/loom/runs.db, else $HOME/.local/share/loom/runs.db.
+  static std::string default_path();
+
+  RunStore(RunStore&&) noexcept = default;
+  RunStore& operator=(RunStore&&) noexcept = default;
+  ~RunStore();
+
+  int schema_version() const { return schema_version_; }
+  const std::string& path() const { return db_.path(); }
+
+  // Inserts a run (run.id is ignored; started_unix_ms 0 means now) and returns its id.
+  Expected<std::int64_t> create_run(const RunRecord& run);
+  Status upsert_rank(std::int64_t run_id, const RankRecord& rank);
+  // One transaction per call with a reused prepared statement: batch events.
+  Status append_events(std::int64_t run_id, int rank, const trace::Event* events, std::size_t count);
+  Status append_metrics(std::int64_t run_id, const std::vector<MetricRecord>& metrics);
+  Status append_log(std::int64_t run_id, const std::string& text);
+  // Sets status (completed|failed|stopped|running), ended_unix_ms = now, wall_s, samples, error.
+  Status finish_run(std::int64_t run_id, const std::string& status, double wall_s,
+                    std::int64_t samples, const std::string& error);
+
+  // Newest first. plan_json is included; log is left empty (it can be large: load_run).
+  Expected<std::vector<RunRecord>> list_runs();
+  Expected<RunRecord> load_run(std::int64_t run_id);  // NotFound for an unknown id
+  Expected<std::vector<RankRecord>> load_ranks(std::int64_t run_id);  // ordered by rank
+  // Ordered by rank, then start_ns, then insertion order; rank -1 means all ranks.
+  Expected<std::vector<trace::Event>> load_events(std::int64_t run_id, int rank = -1);
+  Expected<std::int64_t> count_events(std::int64_t run_id, int rank = -1);
+  // Ordered by step, then t_ns; an empty name means every metric.
+  Expected<std::vector<MetricRecord>> load_metrics(std::int64_t run_id, const std::string& name = "");
+
+ private:
+  explicit RunStore(Database db) : db_(std::move(db)) {}
+  Status configure();
+  Status migrate();
+  Status require_run(std::int64_t run_id);
+  Status insert_event_rows(std::int64_t run_id, int rank, const trace::Event* events, std::size_t count);
+
+  Database db_;  // declared first: destroyed last, after the statements below
+  int schema_version_ = 0;
+  std::optional<Statement> insert_event_batch_;  // kEventBatchRows rows per execution
+  std::optional<Statement> insert_event_one_;
+};
+
+}  // namespace loom::store

@@ -1,0 +1,28 @@
+// Display names for event kinds and streams. Events carry only enum values; names are
+// looked up here when showing or exporting, so recording never touches a string.
+#include "loom/profiles/event.h"
+
+#include <array>
+
+namespace loom::trace {
+
+namespace {
+constexpr std::array<std::string_view, kEventKindCount> kKindNames = {
+    "forward", "backward", "optimizer", "data",  "evaluate", "allreduce",
+    "send",    "recv",     "push",      "pull",  "wait",     "idle",
+    "delay",   "step",     "loss",      "broadcast", "barrier",
+};
+constexpr std::array<std::string_view, kStreamCount> kStreamNames = {"compute", "comm", "host"};
+}  // namespace
+
+std::string_view event_kind_name(EventKind kind) {
+  auto i = static_cast<std::size_t>(kind);
+  return i < kKindNames.size() ? kKindNames[i] : std::string_view("unknown");
+}
+
+std::string_view stream_name(Stream stream) {
+  auto i = static_cast<std::size_t>(stream);
+  return i < kStreamNames.size() ? kStreamNames[i] : std::string_view("unknown");
+}
+
+}  // namespace loom::trace

@@ -1,0 +1,476 @@
+// SQLite-backed RunStore. Schema changes are an ordered list of migrations, each applied
+// in its own transaction with the version bump, so a crash mid-migration leaves the old
+// version intact. Events are inserted many rows per statement execution inside one
+// transaction per batch: per-row statement overhead, not disk, limits ingest.
+#include "loom/profiles/run_store.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <string_view>
+
+namespace loom::store {
+
+namespace {
+
+// Migration N (1-based) brings the schema from version N-1 to N. Append, never edit.
+constexpr std::string_view kMigrations[] = {
+    // 1: the initial schema.
+    R"sql(
+CREATE TABLE runs (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  name TEXT NOT NULL DEFAULT '',
+  plan_json TEXT NOT NULL DEFAULT '',
+  status TEXT NOT NULL DEFAULT 'running'
+    CHECK (status IN ('running', 'completed', 'failed', 'stopped')),
+  started_unix_ms INTEGER NOT NULL DEFAULT 0,
+  ended_unix_ms INTEGER NOT NULL DEFAULT 0,
+  wall_s REAL NOT NULL DEFAULT 0,
+  samples INTEGER NOT NULL DEFAULT 0,
+  world_size INTEGER NOT NULL DEFAULT 1,
+  host TEXT NOT NULL DEFAULT '',
+  version TEXT NOT NULL DEFAULT '',
+  error TEXT NOT NULL DEFAULT '',
+  log TEXT NOT NULL DEFAULT ''
+);
+CREATE TABLE ranks (
+  run_id INTEGER NOT NULL REFERENCES runs(id),
+  rank INTEGER NOT NULL,
+  host TEXT NOT NULL DEFAULT '',
+  device TEXT NOT NULL DEFAULT '',
+  offset_ns INTEGER NOT NULL DEFAULT 0,
+  uncertainty_ns INTEGER NOT NULL DEFAULT 0,
+  t0_ns INTEGER NOT NULL DEFAULT 0,
+  events_recorded INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (run_id, rank)
+);
+CREATE TABLE events (
+  run_id INTEGER NOT NULL,
+  rank INTEGER NOT NULL,
+  start_ns INTEGER NOT NULL,
+  end_ns INTEGER NOT NULL,
+  kind INTEGER NOT NULL,
+  stream INTEGER NOT NULL,
+  step INTEGER NOT NULL,
+  layer INTEGER NOT NULL,
+  peer INTEGER NOT NULL,
+  message INTEGER NOT NULL,
+  microbatch INTEGER NOT NULL,
+  bytes INTEGER NOT NULL
+);
+CREATE INDEX events_by_rank_time ON events (run_id, rank, start_ns);
+CREATE TABLE metrics (
+  run_id INTEGER NOT NULL,
+  rank INTEGER NOT NULL,
+  step INTEGER NOT NULL,
+  t_ns INTEGER NOT NULL,
+  name TEXT NOT NULL,
+  value REAL NOT NULL
+);
+CREATE INDEX metrics_by_name_step ON metrics (run_id, name, step);
+-- Parameter-server staleness: one row per applied gradient.
+CREATE TABLE updates (
+  run_id INTEGER NOT NULL,
+  worker INTEGER NOT NULL,
+  server INTEGER NOT NULL,
+  step INTEGER NOT NULL,
+  version_read INTEGER NOT NULL,
+  version_applied INTEGER NOT NULL,
+  staleness INTEGER NOT NULL,
+  t_ns INTEGER NOT NULL
+);
+CREATE INDEX updates_by_run ON updates (run_id, step);
+)sql",
+};
+static_assert(std::size(kMigrations) == kSchemaVersion, "one migration per schema version");
+
+constexpr int kEventColumns = 12;
+// Rows per multi-row INSERT: 64 * 12 = 768 parameters, well under SQLite's limit.
+constexpr std::size_t kEventBatchRows = 64;
+
+std::int64_t unix_ms_now() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string event_insert_sql(std::size_t rows) {
+  std::string sql =
+      "INSERT INTO events (run_id, rank, start_ns, end_ns, kind, stream, step, layer, peer, "
+      "message, microbatch, bytes) VALUES ";
+  for (std::size_t r = 0; r < rows; ++r) sql += r ? ",(?,?,?,?,?,?,?,?,?,?,?,?)" : "(?,?,?,?,?,?,?,?,?,?,?,?)";
+  return sql;
+}
+
+// Binds one event as row `row` of a (multi-row) insert.
+void bind_event(Statement& st, std::size_t row, std::int64_t run_id, int rank, const trace::Event& e) {
+  int b = static_cast<int>(row) * kEventColumns;
+  st.bind(b + 1, run_id)
+      .bind(b + 2, rank)
+      .bind(b + 3, e.start_ns)
+      .bind(b + 4, e.end_ns)
+      .bind(b + 5, static_cast<int>(e.kind))
+      .bind(b + 6, static_cast<int>(e.stream))
+      .bind(b + 7, e.step)
+      .bind(b + 8, e.layer)
+      .bind(b + 9, e.peer)
+      .bind(b + 10, e.message)
+      .bind(b + 11, static_cast<int>(e.microbatch))
+      .bind(b + 12, e.bytes);
+}
+
+Status run_once(Statement& st) {
+  auto r = st.step();
+  st.reset();
+  if (!r.ok()) return r.error();
+  return {};
+}
+
+bool valid_status(const std::string& s) {
+  return s == "running" || s == "completed" || s == "failed" || s == "stopped";
+}
+
+Error unknown_run(std::int64_t run_id, const std::string& path) {
+  return make_error(ErrorCode::NotFound, "no run " + std::to_string(run_id) + " in " + path,
+                    "list the stored runs to see valid ids");
+}
+
+}  // namespace
+
+RunStore::~RunStore() = default;
+
+std::string RunStore::default_path() {
+  auto env = [](const char* name) -> std::string {
+    const char* v = std::getenv(name);
+    return v ? std::string(v) : std::string();
+  };
+  if (auto db = env("LOOM_DB"); !db.empty()) return db;
+  if (auto xdg = env("XDG_DATA_HOME"); !xdg.empty()) return xdg + "/loom/runs.db";
+  if (auto home = env("HOME"); !home.empty()) return home + "/.local/share/loom/runs.db";
+  return "loom-runs.db";
+}
+
+Expected<RunStore> RunStore::open(const std::string& path) {
+  std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  if (!parent.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(parent, ec);
+    if (ec)
+      return make_error(ErrorCode::Io, "cannot create directory " + parent.string() + ": " + ec.message(),
+                        "choose a writable location, e.g. with LOOM_DB=/path/runs.db");
+  }
+  auto db = Database::open(path);
+  if (!db.ok()) return db.error();
+  RunStore store(std::move(db).value());
+  LOOM_TRY(store.configure());
+  LOOM_TRY(store.migrate());
+  return store;
+}
+
+Status RunStore::configure() {
+  // busy_timeout first: switching to WAL needs a lock another process may hold.
+  LOOM_TRY(db_.exec("PRAGMA busy_timeout = 5000"));
+  // The first statement that reads the file: a text file fails here with SQLITE_NOTADB.
+  auto mode = db_.prepare("PRAGMA journal_mode = WAL");
+  if (!mode.ok()) return mode.error();
+  auto row = mode->step();
+  if (!row.ok()) return row.error();
+  // NORMAL is durable across application crashes in WAL mode, and much faster than FULL.
+  LOOM_TRY(db_.exec("PRAGMA synchronous = NORMAL"));
+  return db_.exec("PRAGMA cache_size = -65536");  // 64 MiB: keeps the events index hot
+}
+
+Status RunStore::migrate() {
+  LOOM_TRY(db_.exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)"));
+  for (;;) {
+    // Re-read inside the write lock: another process may have migrated meanwhile.
+    auto tx = Transaction::begin(db_);
+    if (!tx.ok()) return tx.error();
+    auto q = db_.prepare("SELECT COALESCE(MAX(version), 0) FROM schema_version");
+    if (!q.ok()) return q.error();
+    auto row = q->step();
+    if (!row.ok()) return row.error();
+    int version = static_cast<int>(q->column_int64(0));
+    if (version > kSchemaVersion)
+      return make_error(ErrorCode::Unavailable,
+                        "run database " + db_.path() + " has schema version " + std::to_string(version) +
+                            ", newer than this build of Loom understands (" +
+                            std::to_string(kSchemaVersion) + ")",
+                        "upgrade Loom, or point LOOM_DB at another file");
+    schema_version_ = version;
+    if (version == kSchemaVersion) return tx->commit();
+    LOOM_TRY(db_.exec(std::string(kMigrations[version])));
+    LOOM_TRY(db_.exec("DELETE FROM schema_version; INSERT INTO schema_version (version) VALUES (" +
+                      std::to_string(version + 1) + ")"));
+    LOOM_TRY(tx->commit());
+  }
+}
+
+Status RunStore::require_run(std::int64_t run_id) {
+  auto q = db_.prepare("SELECT 1 FROM runs WHERE id = ?");
+  if (!q.ok()) return q.error();
+  q->bind(1, run_id);
+  auto row = q->step();
+  if (!row.ok()) return row.error();
+  if (!*row) return unknown_run(run_id, db_.path());
+  return {};
+}
+
+Expected<std::int64_t> RunStore::create_run(const RunRecord& run) {
+  if (!valid_status(run.status))
+    return make_error(ErrorCode::InvalidArgument, "invalid run status '" + run.status + "'",
+                      "use running, completed, failed or stopped");
+  auto q = db_.prepare(
+      "INSERT INTO runs (name, plan_json, status, started_unix_ms, ended_unix_ms, wall_s, samples, "
+      "world_size, host, version, error, log) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)");
+  if (!q.ok()) return q.error();
+  q->bind(1, run.name)
+      .bind(2, run.plan_json)
+      .bind(3, run.status)
+      .bind(4, run.started_unix_ms ? run.started_unix_ms : unix_ms_now())
+      .bind(5, run.ended_unix_ms)
+      .bind(6, run.wall_s)
+      .bind(7, run.samples)
+      .bind(8, run.world_size)
+      .bind(9, run.host)
+      .bind(10, run.version)
+      .bind(11, run.error)
+      .bind(12, run.log);
+  LOOM_TRY(run_once(*q));
+  return db_.last_insert_rowid();
+}
+
+Status RunStore::upsert_rank(std::int64_t run_id, const RankRecord& rank) {
+  LOOM_TRY(require_run(run_id));
+  auto q = db_.prepare(
+      "INSERT INTO ranks (run_id, rank, host, device, offset_ns, uncertainty_ns, t0_ns, events_recorded) "
+      "VALUES (?,?,?,?,?,?,?,?) ON CONFLICT (run_id, rank) DO UPDATE SET host = excluded.host, "
+      "device = excluded.device, offset_ns = excluded.offset_ns, uncertainty_ns = excluded.uncertainty_ns, "
+      "t0_ns = excluded.t0_ns, events_recorded = excluded.events_recorded");
+  if (!q.ok()) return q.error();
+  q->bind(1, run_id)
+      .bind(2, rank.rank)
+      .bind(3, rank.host)
+      .bind(4, rank.device)
+      .bind(5, rank.offset_ns)
+      .bind(6, rank.uncertainty_ns)
+      .bind(7, rank.t0_ns)
+      .bind(8, rank.events_recorded);
+  return run_once(*q);
+}
+
+Status RunStore::insert_event_rows(std::int64_t run_id, int rank, const trace::Event* events,
+                                   std::size_t count) {
+  if (!insert_event_batch_) {
+    auto batch = db_.prepare(event_insert_sql(kEventBatchRows));
+    if (!batch.ok()) return batch.error();
+    auto one = db_.prepare(event_insert_sql(1));
+    if (!one.ok()) return one.error();
+    insert_event_batch_ = std::move(batch).value();
+    insert_event_one_ = std::move(one).value();
+  }
+  std::size_t i = 0;
+  for (; i + kEventBatchRows <= count; i += kEventBatchRows) {
+    for (std::size_t r = 0; r < kEventBatchRows; ++r) bind_event(*insert_event_batch_, r, run_id, rank, events[i + r]);
+    LOOM_TRY(run_once(*insert_event_batch_));
+  }
+  for (; i < count; ++i) {
+    bind_event(*insert_event_one_, 0, run_id, rank, events[i]);
+    LOOM_TRY(run_once(*insert_event_one_));
+  }
+  return {};
+}
+
+Status RunStore::append_events(std::int64_t run_id, int rank, const trace::Event* events, std::size_t count) {
+  if (count == 0) return {};
+  auto tx = Transaction::begin(db_);
+  if (!tx.ok()) return tx.error();
+  LOOM_TRY(require_run(run_id));  // inside the transaction: one lock round trip, not two
+  LOOM_TRY(insert_event_rows(run_id, rank, events, count));
+  return tx->commit();
+}
+
+Status RunStore::append_metrics(std::int64_t run_id, const std::vector<MetricRecord>& metrics) {
+  if (metrics.empty()) return {};
+  auto tx = Transaction::begin(db_);
+  if (!tx.ok()) return tx.error();
+  LOOM_TRY(require_run(run_id));
+  auto q = db_.prepare("INSERT INTO metrics (run_id, rank, step, t_ns, name, value) VALUES (?,?,?,?,?,?)");
+  if (!q.ok()) return q.error();
+  for (const auto& m : metrics) {
+    q->bind(1, run_id).bind(2, m.rank).bind(3, m.step).bind(4, m.t_ns).bind(5, m.name).bind(6, m.value);
+    LOOM_TRY(run_once(*q));
+  }
+  return tx->commit();
+}
+
+Status RunStore::append_log(std::int64_t run_id, const std::string& text) {
+  auto q = db_.prepare("UPDATE runs SET log = log || ? WHERE id = ?");
+  if (!q.ok()) return q.error();
+  q->bind(1, text).bind(2, run_id);
+  LOOM_TRY(run_once(*q));
+  if (db_.changes() == 0) return unknown_run(run_id, db_.path());
+  return {};
+}
+
+Status RunStore::finish_run(std::int64_t run_id, const std::string& status, double wall_s,
+                            std::int64_t samples, const std::string& error) {
+  if (!valid_status(status))
+    return make_error(ErrorCode::InvalidArgument, "invalid run status '" + status + "'",
+                      "use completed, failed, stopped or running");
+  auto q = db_.prepare(
+      "UPDATE runs SET status = ?, ended_unix_ms = ?, wall_s = ?, samples = ?, error = ? WHERE id = ?");
+  if (!q.ok()) return q.error();
+  q->bind(1, status).bind(2, unix_ms_now()).bind(3, wall_s).bind(4, samples).bind(5, error).bind(6, run_id);
+  LOOM_TRY(run_once(*q));
+  if (db_.changes() == 0) return unknown_run(run_id, db_.path());
+  return {};
+}
+
+namespace {
+constexpr std::string_view kRunColumns =
+    "id, name, plan_json, status, started_unix_ms, ended_unix_ms, wall_s, samples, world_size, host, "
+    "version, error";
+
+RunRecord read_run(const Statement& q) {
+  RunRecord r;
+  r.id = q.column_int64(0);
+  r.name = q.column_text(1);
+  r.plan_json = q.column_text(2);
+  r.status = q.column_text(3);
+  r.started_unix_ms = q.column_int64(4);
+  r.ended_unix_ms = q.column_int64(5);
+  r.wall_s = q.column_double(6);
+  r.samples = q.column_int64(7);
+  r.world_size = static_cast<int>(q.column_int64(8));
+  r.host = q.column_text(9);
+  r.version = q.column_text(10);
+  r.error = q.column_text(11);
+  return r;
+}
+
+trace::Event read_event(const Statement& q) {
+  trace::Event e;
+  e.start_ns = q.column_int64(0);
+  e.end_ns = q.column_int64(1);
+  e.kind = static_cast<trace::EventKind>(q.column_int64(2));
+  e.stream = static_cast<trace::Stream>(q.column_int64(3));
+  e.step = static_cast<std::int32_t>(q.column_int64(4));
+  e.layer = static_cast<std::int32_t>(q.column_int64(5));
+  e.peer = static_cast<std::int32_t>(q.column_int64(6));
+  e.message = static_cast<std::int32_t>(q.column_int64(7));
+  e.microbatch = static_cast<std::int16_t>(q.column_int64(8));
+  e.bytes = q.column_int64(9);
+  return e;
+}
+}  // namespace
+
+Expected<std::vector<RunRecord>> RunStore::list_runs() {
+  auto q = db_.prepare("SELECT " + std::string(kRunColumns) +
+                       " FROM runs ORDER BY started_unix_ms DESC, id DESC");
+  if (!q.ok()) return q.error();
+  std::vector<RunRecord> runs;
+  for (;;) {
+    auto row = q->step();
+    if (!row.ok()) return row.error();
+    if (!*row) break;
+    runs.push_back(read_run(*q));
+  }
+  return runs;
+}
+
+Expected<RunRecord> RunStore::load_run(std::int64_t run_id) {
+  auto q = db_.prepare("SELECT " + std::string(kRunColumns) + ", log FROM runs WHERE id = ?");
+  if (!q.ok()) return q.error();
+  q->bind(1, run_id);
+  auto row = q->step();
+  if (!row.ok()) return row.error();
+  if (!*row) return unknown_run(run_id, db_.path());
+  RunRecord r = read_run(*q);
+  r.log = q->column_text(12);
+  return r;
+}
+
+Expected<std::vector<RankRecord>> RunStore::load_ranks(std::int64_t run_id) {
+  auto q = db_.prepare(
+      "SELECT rank, host, device, offset_ns, uncertainty_ns, t0_ns, events_recorded FROM ranks "
+      "WHERE run_id = ? ORDER BY rank");
+  if (!q.ok()) return q.error();
+  q->bind(1, run_id);
+  std::vector<RankRecord> ranks;
+  for (;;) {
+    auto row = q->step();
+    if (!row.ok()) return row.error();
+    if (!*row) break;
+    RankRecord r;
+    r.rank = static_cast<int>(q->column_int64(0));
+    r.host = q->column_text(1);
+    r.device = q->column_text(2);
+    r.offset_ns = q->column_int64(3);
+    r.uncertainty_ns = q->column_int64(4);
+    r.t0_ns = q->column_int64(5);
+    r.events_recorded = q->column_int64(6);
+    ranks.push_back(std::move(r));
+  }
+  return ranks;
+}
+
+Expected<std::vector<trace::Event>> RunStore::load_events(std::int64_t run_id, int rank) {
+  // rowid breaks ties in insertion order; it is the index's implicit last column, so the
+  // ORDER BY is satisfied by the index without a sort.
+  // Two texts rather than "(?2 < 0 OR rank = ?2)", which would keep the planner from
+  // using the rank column of the index.
+  auto q = db_.prepare(std::string(
+                           "SELECT start_ns, end_ns, kind, stream, step, layer, peer, message, microbatch, "
+                           "bytes FROM events WHERE run_id = ?1") +
+                       (rank < 0 ? "" : " AND rank = ?2") + " ORDER BY rank, start_ns, rowid");
+  if (!q.ok()) return q.error();
+  q->bind(1, run_id);
+  if (rank >= 0) q->bind(2, rank);
+  auto n = count_events(run_id, rank);
+  if (!n.ok()) return n.error();
+  std::vector<trace::Event> events;
+  events.reserve(static_cast<std::size_t>(*n));
+  for (;;) {
+    auto row = q->step();
+    if (!row.ok()) return row.error();
+    if (!*row) break;
+    events.push_back(read_event(*q));
+  }
+  return events;
+}
+
+Expected<std::int64_t> RunStore::count_events(std::int64_t run_id, int rank) {
+  auto q = db_.prepare(std::string("SELECT COUNT(*) FROM events WHERE run_id = ?1") +
+                       (rank < 0 ? "" : " AND rank = ?2"));
+  if (!q.ok()) return q.error();
+  q->bind(1, run_id);
+  if (rank >= 0) q->bind(2, rank);
+  auto row = q->step();
+  if (!row.ok()) return row.error();
+  return q->column_int64(0);
+}
+
+Expected<std::vector<MetricRecord>> RunStore::load_metrics(std::int64_t run_id, const std::string& name) {
+  auto q = db_.prepare(
+      "SELECT rank, step, t_ns, name, value FROM metrics WHERE run_id = ?1 AND (?2 = '' OR name = ?2) "
+      "ORDER BY step, t_ns, rowid");
+  if (!q.ok()) return q.error();
+  q->bind(1, run_id).bind(2, std::string_view(name));
+  std::vector<MetricRecord> metrics;
+  for (;;) {
+    auto row = q->step();
+    if (!row.ok()) return row.error();
+    if (!*row) break;
+    MetricRecord m;
+    m.rank = static_cast<int>(q->column_int64(0));
+    m.step = q->column_int64(1);
+    m.t_ns = q->column_int64(2);
+    m.name = q->column_text(3);
+    m.value = q->column_double(4);
+    metrics.push_back(std::move(m));
+  }
+  return metrics;
+}
+
+}  // namespace loom::store
