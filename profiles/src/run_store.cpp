@@ -440,6 +440,20 @@ Expected<std::vector<trace::Event>> RunStore::load_events(std::int64_t run_id, i
   return events;
 }
 
+Expected<std::vector<int>> RunStore::event_ranks(std::int64_t run_id) {
+  auto q = db_.prepare("SELECT DISTINCT rank FROM events WHERE run_id = ? ORDER BY rank");
+  if (!q.ok()) return q.error();
+  q->bind(1, run_id);
+  std::vector<int> ranks;
+  for (;;) {
+    auto row = q->step();
+    if (!row.ok()) return row.error();
+    if (!*row) break;
+    ranks.push_back(static_cast<int>(q->column_int64(0)));
+  }
+  return ranks;
+}
+
 Expected<std::int64_t> RunStore::count_events(std::int64_t run_id, int rank) {
   auto q = db_.prepare(std::string("SELECT COUNT(*) FROM events WHERE run_id = ?1") +
                        (rank < 0 ? "" : " AND rank = ?2"));

@@ -10,6 +10,13 @@
 #include <random>
 #include <vector>
 
+// Fails the current test with the message when `expr` (a QString) is not empty.
+#define LOOM_VERIFY_EMPTY(expr)                     \
+  do {                                              \
+    const QString loom_err_ = (expr);               \
+    QVERIFY2(loom_err_.isEmpty(), qPrintable(loom_err_)); \
+  } while (0)
+
 namespace loom::test {
 
 template <class T>

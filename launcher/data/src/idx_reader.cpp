@@ -76,7 +76,7 @@ Error truncated(const std::string& path, const std::string& what, std::int64_t e
   return make_error(ErrorCode::Corrupt,
                     "data file '" + path + "' is truncated: expected " + std::to_string(expected) +
                         " bytes of " + what + ", read " + std::to_string(got) + detail,
-                    "the download or copy was interrupted; reinstall dataset-fashion-mnist");
+                    "the download or copy was interrupted; copy the file again (Fashion-MNIST: reinstall dataset-fashion-mnist)");
 }
 
 // Header: 4-byte magic (0, 0, type 0x08, number of dims), then each dim as big-endian u32.

@@ -77,6 +77,8 @@ class RunStore {
   Expected<std::vector<RankRecord>> load_ranks(std::int64_t run_id);  // ordered by rank
   // Ordered by rank, then start_ns, then insertion order; rank -1 means all ranks.
   Expected<std::vector<trace::Event>> load_events(std::int64_t run_id, int rank = -1);
+  // Distinct ranks that have events, ascending.
+  Expected<std::vector<int>> event_ranks(std::int64_t run_id);
   Expected<std::int64_t> count_events(std::int64_t run_id, int rank = -1);
   // Ordered by step, then t_ns; an empty name means every metric.
   Expected<std::vector<MetricRecord>> load_metrics(std::int64_t run_id, const std::string& name = "");

@@ -1,0 +1,133 @@
+// loom-cli end to end: validate, run, runs and show --json against a fresh run store in
+// a temporary directory, plus the exit codes and messages for bad input.
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QtTest>
+
+namespace {
+
+struct Result {
+  int exit_code = -1;
+  QString out, err;
+};
+
+Result run_cli(const QStringList& args, int timeout_ms = 120000) {
+  QProcess p;
+  p.start(LOOM_CLI, args);
+  if (!p.waitForFinished(timeout_ms)) {
+    p.kill();
+    p.waitForFinished();
+  }
+  return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1, QString::fromUtf8(p.readAllStandardOutput()),
+          QString::fromUtf8(p.readAllStandardError())};
+}
+
+QJsonObject last_line_json(const QString& out) {
+  const QStringList lines = out.trimmed().split('\n');
+  return QJsonDocument::fromJson(lines.last().toUtf8()).object();
+}
+
+const char* kSpiralsPlan = R"({
+  "format": "loom-plan/1", "name": "cli-spirals",
+  "model": {"input": [2], "layers": [{"type": "linear", "out": 16}, {"type": "tanh"}, {"type": "linear", "out": 3}]},
+  "data": {"source": "synthetic", "kind": "spirals", "classes": 3, "train_samples": 640, "test_samples": 128},
+  "training": {"batch": 32, "steps": 40, "optimizer": {"type": "adam", "lr": 0.01}, "threads": 1}
+})";
+
+}  // namespace
+
+class CliTest : public QObject {
+  Q_OBJECT
+ private:
+  QTemporaryDir dir_;
+  QString write(const QString& name, const QByteArray& text) {
+    QFile f(dir_.filePath(name));
+    f.open(QIODevice::WriteOnly);
+    f.write(text);
+    return f.fileName();
+  }
+  QString db() const { return dir_.filePath("runs.db"); }
+
+ private slots:
+  void validatePrintsTheModelTable() {
+    const Result r = run_cli({"validate", write("ok.json", kSpiralsPlan)});
+    QCOMPARE(r.exit_code, 0);
+    QVERIFY2(r.out.contains("is valid"), qPrintable(r.out));
+    QVERIFY(r.out.contains("131"));  // 2*16+16 + 16*3+3 parameters
+  }
+
+  void validateReportsEveryErrorWithItsPath() {
+    QByteArray bad = kSpiralsPlan;
+    bad.replace("\"out\": 16", "\"out\": -4").replace("\"batch\": 32", "\"batch\": \"big\"");
+    const Result r = run_cli({"validate", write("bad.json", bad)});
+    QCOMPARE(r.exit_code, 2);
+    QVERIFY2(r.err.contains("/model/layers/0/out"), qPrintable(r.err));
+    QVERIFY2(r.err.contains("/training/batch"), qPrintable(r.err));
+  }
+
+  void runRecordsAndShowsTheRun() {
+    const Result r = run_cli({"run", write("run.json", kSpiralsPlan), "--db", db(), "--json"});
+    QVERIFY2(r.exit_code == 0, qPrintable(r.err));
+    const QJsonObject summary = last_line_json(r.out);
+    for (const char* key : {"id", "status", "plan", "world_size", "steps", "wall_s", "samples_per_s", "final_loss",
+                            "test_accuracy", "ranks"}) {
+      QVERIFY2(summary.contains(key), key);
+    }
+    QCOMPARE(summary["status"].toString(), QString("completed"));
+    QCOMPARE(summary["steps"].toInt(), 40);
+    QCOMPARE(summary["world_size"].toInt(), 1);
+    QVERIFY(summary["samples_per_s"].toDouble() > 0);
+    const QJsonObject rank = summary["ranks"].toArray().at(0).toObject();
+    for (const char* key : {"rank", "compute_s", "comm_s", "optimizer_s", "data_s", "idle_s", "events_recorded",
+                            "events_stored"}) {
+      QVERIFY2(rank.contains(key), key);
+    }
+    QVERIFY(rank["events_recorded"].toInteger() > 0);
+    QCOMPARE(rank["events_stored"].toInteger(), rank["events_recorded"].toInteger());
+    QVERIFY(rank["compute_s"].toDouble() > 0);
+
+    const Result runs = run_cli({"runs", "--db", db(), "--json"});
+    QCOMPARE(runs.exit_code, 0);
+    const QJsonArray list = QJsonDocument::fromJson(runs.out.toUtf8()).array();
+    QVERIFY(!list.isEmpty());
+    QCOMPARE(list.at(0).toObject()["id"].toInteger(), summary["id"].toInteger());
+
+    const QString id = QString::number(summary["id"].toInteger());
+    const Result show = run_cli({"show", id, "--db", db(), "--json"});
+    QCOMPARE(show.exit_code, 0);
+    const QJsonObject shown = last_line_json(show.out);
+    QCOMPARE(shown["final_loss"].toDouble(), summary["final_loss"].toDouble());
+    QCOMPARE(shown["plan"].toObject()["name"].toString(), QString("cli-spirals"));
+
+    const Result text = run_cli({"show", id, "--db", db()});
+    QCOMPARE(text.exit_code, 0);
+    QVERIFY(text.out.contains("cli-spirals"));
+  }
+
+  void missingDatasetFailsWithAHintAndIsStored() {
+    const QByteArray plan = R"({"format": "loom-plan/1", "name": "no-data",
+      "model": {"input": [1, 28, 28], "layers": [{"type": "flatten"}, {"type": "linear", "out": 10}]},
+      "data": {"source": "fashion-mnist", "path": "/nonexistent/fmnist"}, "training": {"steps": 5}})";
+    const Result r = run_cli({"run", write("nodata.json", plan), "--db", db(), "--json"});
+    QCOMPARE(r.exit_code, 1);
+    QVERIFY2(r.err.contains("/nonexistent/fmnist"), qPrintable(r.err));
+    QCOMPARE(last_line_json(r.out)["status"].toString(), QString("failed"));
+  }
+
+  void badArgumentsAndUnknownRuns() {
+    QCOMPARE(run_cli({"frobnicate"}).exit_code, 2);
+    QCOMPARE(run_cli({"show", "abc", "--db", db()}).exit_code, 2);
+    const Result missing = run_cli({"show", "99999", "--db", db()});
+    QCOMPARE(missing.exit_code, 2);
+    QVERIFY(missing.err.contains("99999"));
+    const Result garbage = run_cli({"runs", "--db", write("garbage.db", "this is not a database")});
+    QCOMPARE(garbage.exit_code, 1);
+    QVERIFY2(garbage.err.contains("garbage.db"), qPrintable(garbage.err));
+  }
+};
+
+QTEST_GUILESS_MAIN(CliTest)
+#include "test_cli.moc"
