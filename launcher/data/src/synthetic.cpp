@@ -70,7 +70,7 @@ TrainTest make_synthetic(const DataSpec& spec) {
   const std::int64_t train_count = std::max<std::int64_t>(spec.train_samples, 0);
   const std::int64_t test_count = std::max<std::int64_t>(spec.test_samples, 0);
   detail::Rng train_rng(spec.seed, kTrainStream);
-  detail::Rng test_rng(spec.seed, kTrainStream);
+  detail::Rng test_rng(spec.seed, kTestStream);
   if (spec.synthetic == SyntheticKind::Spirals) {
     return {spirals(classes, train_count, spec.noise, train_rng),
             spirals(classes, test_count, spec.noise, test_rng)};

@@ -1,0 +1,91 @@
+// Single-process training throughput of Loom's engine on a plan: samples/s, time per
+// step and achieved GFLOP/s (forward + backward = 3x forward flops, the usual estimate).
+// Prints one JSON line so bench/train_vs_torch.py can put it beside PyTorch's figures.
+//   bench_train PLAN [--steps N] [--warmup W] [--threads T] [--notrace]
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "loom/core/model_info.h"
+#include "loom/core/plan.h"
+#include "loom/data/dataset.h"
+#include "loom/engine/local_run.h"
+#include "loom/engine/trainer.h"
+#include "loom/profiles/recorder.h"
+
+using namespace loom;
+
+namespace {
+
+struct Options {
+  std::string plan_path;
+  std::int64_t steps = 200;
+  std::int64_t warmup = 20;
+  int threads = 0;
+  bool trace = true;
+};
+
+bool parse(int argc, char** argv, Options& o) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&]() { return i + 1 < argc ? std::string(argv[++i]) : std::string("0"); };
+    if (a == "--steps") o.steps = std::stoll(next());
+    else if (a == "--warmup") o.warmup = std::stoll(next());
+    else if (a == "--threads") o.threads = std::stoi(next());
+    else if (a == "--notrace") o.trace = false;
+    else if (!a.empty() && a[0] != '-') o.plan_path = a;
+    else return false;
+  }
+  return !o.plan_path.empty();
+}
+
+double time_steps(Plan plan, const ModelInfo& info, const data::TrainTest& data, std::int64_t steps, bool trace) {
+  plan.training.steps = steps;
+  plan.training.eval_every = 0;
+  trace::Recorder recorder;
+  engine::Trainer trainer(plan, info, data, trace ? &recorder : nullptr);
+  // Evaluation runs once at the end; subtract it by timing the training steps alone.
+  double train_s = 0;
+  engine::TrainerHooks hooks;
+  hooks.on_step = [&train_s](const engine::StepProgress& p) { train_s = p.elapsed_s; };
+  trainer.run(hooks);
+  return train_s;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  if (!parse(argc, argv, o)) {
+    std::fprintf(stderr, "usage: bench_train PLAN [--steps N] [--warmup W] [--threads T] [--notrace]\n");
+    return 2;
+  }
+  PlanResult loaded = load_plan_file(o.plan_path);
+  if (!loaded.ok()) {
+    for (const auto& e : loaded.errors) std::fprintf(stderr, "%s: %s: %s\n", o.plan_path.c_str(), e.path.c_str(), e.reason.c_str());
+    return 2;
+  }
+  Plan plan = *loaded.plan;
+  if (o.threads > 0) plan.training.threads = o.threads;
+  const int threads = engine::apply_thread_count(plan, 1);
+  auto data = data::load_dataset(plan.data);
+  if (!data.ok()) {
+    std::fprintf(stderr, "bench_train: %s\n", data.error().describe().c_str());
+    return 1;
+  }
+  std::vector<PlanError> errors;
+  const ModelInfo info = infer_model(plan, &errors);
+  time_steps(plan, info, *data, o.warmup, o.trace);
+  const double seconds = time_steps(plan, info, *data, o.steps, o.trace);
+  const double samples = double(o.steps * plan.training.batch);
+  const double gflops = 3.0 * double(info.forward_flops) * samples / seconds * 1e-9;
+  nlohmann::json out = {{"engine", "loom"},        {"plan", plan.name},
+                        {"threads", threads},       {"batch", plan.training.batch},
+                        {"steps", o.steps},         {"samples_per_s", samples / seconds},
+                        {"step_ms", seconds / double(o.steps) * 1e3}, {"gflops", gflops},
+                        {"trace", o.trace}};
+  std::printf("%s\n", out.dump().c_str());
+  return 0;
+}
