@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <set>
 #include <sstream>
 
@@ -28,9 +29,10 @@ std::string_view synthetic_kind_name(SyntheticKind kind) {
 
 int world_size(const Plan& plan) {
   const ParallelSpec& p = plan.parallel;
-  int ranks = p.data_parallel * p.stages;
+  // 64-bit so that absurd values typed into an editor cannot overflow.
+  long long ranks = static_cast<long long>(p.data_parallel) * p.stages;
   if (p.sync.mode == SyncMode::ParameterServer || p.sync.mode == SyncMode::Ssp) ranks += p.sync.servers;
-  return ranks;
+  return static_cast<int>(std::clamp<long long>(ranks, std::numeric_limits<int>::min(), std::numeric_limits<int>::max()));
 }
 
 int dataset_classes(const Plan& plan) {

@@ -61,7 +61,7 @@ struct CacheEntry {
 thread_local std::vector<CacheEntry> t_cache;
 constexpr std::size_t kMaxCacheEntries = 32;
 
-Chunk* take_chunk(ThreadBuffer& b) {
+[[maybe_unused]] Chunk* take_chunk(ThreadBuffer& b) {  // unused when tracing is compiled out
   {
     std::lock_guard lock(b.free_mutex);
     if (!b.free_chunks.empty()) {

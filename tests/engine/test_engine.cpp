@@ -21,15 +21,15 @@ Plan spirals_plan(std::int64_t steps, OptimizerKind optimizer, double lr) {
   Plan plan;
   plan.name = "spirals-test";
   plan.model.input = {2};
-  LayerSpec l1;
-  l1.kind = LayerKind::Linear;
-  l1.out = 32;
+  LayerSpec hidden;
+  hidden.kind = LayerKind::Linear;
+  hidden.out = 64;
   LayerSpec act;
-  act.kind = LayerKind::Tanh;
-  LayerSpec l2;
-  l2.kind = LayerKind::Linear;
-  l2.out = 3;
-  plan.model.layers = {l1, act, l2};
+  act.kind = LayerKind::Relu;
+  LayerSpec output;
+  output.kind = LayerKind::Linear;
+  output.out = 3;
+  plan.model.layers = {hidden, act, hidden, act, output};
   plan.data.source = DataSource::Synthetic;
   plan.data.synthetic = SyntheticKind::Spirals;
   plan.data.classes = 3;
@@ -128,8 +128,8 @@ class EngineTest : public QObject {
       data_loads += e.kind == trace::EventKind::DataLoad;
       evaluations += e.kind == trace::EventKind::Evaluate;
     }
-    QCOMPARE(forward, 3 * 3);  // 3 layers x 3 steps
-    QCOMPARE(backward, 3 * 3);
+    QCOMPARE(forward, 5 * 3);  // 5 layers x 3 steps
+    QCOMPARE(backward, 5 * 3);
     QCOMPARE(optimizer, 3);
     QCOMPARE(data_loads, 3);
     QCOMPARE(evaluations, 1);

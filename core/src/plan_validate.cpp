@@ -1,0 +1,294 @@
+// Semantic checks on a Plan, whether read from JSON or built in the designer: value
+// ranges, the model against its dataset, layer names, pipeline stage placement, the
+// device list against the strategy, and the divisibility rules that batching needs.
+// Each finding names the JSON pointer it is about and how to fix it.
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "loom/core/model_info.h"
+#include "plan_internal.h"
+
+namespace loom {
+namespace {
+
+using detail::expected_got;
+
+class Checker {
+ public:
+  explicit Checker(std::vector<PlanError>& errors) : errors_(errors) {}
+
+  void error(std::string path, std::string reason) { errors_.push_back({std::move(path), std::move(reason)}); }
+  void positive(const std::string& path, std::int64_t value) {
+    if (value <= 0) error(path, expected_got("a positive integer", std::to_string(value)));
+  }
+  void non_negative(const std::string& path, std::int64_t value) {
+    if (value < 0) error(path, expected_got("a non-negative integer", std::to_string(value)));
+  }
+  void positive(const std::string& path, double value) {
+    if (!(value > 0)) error(path, expected_got("a positive number", number(value)));
+  }
+  void non_negative(const std::string& path, double value) {
+    if (!(value >= 0)) error(path, expected_got("a non-negative number", number(value)));
+  }
+  void unit_interval(const std::string& path, double value) {
+    if (!(value >= 0 && value < 1)) error(path, expected_got("a number in [0, 1)", number(value)));
+  }
+  static std::string number(double value) { return detail::Json(value).dump(); }
+
+ private:
+  std::vector<PlanError>& errors_;
+};
+
+void check_training(const TrainingSpec& t, Checker& check) {
+  check.positive("/training/batch", t.batch);
+  check.positive("/training/epochs", static_cast<std::int64_t>(t.epochs));
+  check.non_negative("/training/steps", t.steps);
+  check.non_negative("/training/eval_every", t.eval_every);
+  check.non_negative("/training/threads", static_cast<std::int64_t>(t.threads));
+  const OptimizerSpec& o = t.optimizer;
+  check.positive("/training/optimizer/lr", o.lr);
+  check.unit_interval("/training/optimizer/momentum", o.momentum);
+  check.unit_interval("/training/optimizer/beta1", o.beta1);
+  check.unit_interval("/training/optimizer/beta2", o.beta2);
+  check.positive("/training/optimizer/eps", o.eps);
+  check.non_negative("/training/optimizer/weight_decay", o.weight_decay);
+}
+
+void check_data(const DataSpec& d, Checker& check) {
+  check.non_negative("/data/train_limit", d.train_limit);
+  check.non_negative("/data/test_limit", d.test_limit);
+  if (d.source == DataSource::FashionMnist) {
+    if (d.path.empty()) check.error("/data/path", "the fashion-mnist source needs the directory of its IDX files");
+    return;
+  }
+  if (d.classes < 2) check.error("/data/classes", expected_got("at least 2 classes", std::to_string(d.classes)));
+  if (d.synthetic == SyntheticKind::Blobs) check.positive("/data/features", static_cast<std::int64_t>(d.features));
+  check.positive("/data/train_samples", d.train_samples);
+  check.positive("/data/test_samples", d.test_samples);
+  check.non_negative("/data/noise", d.noise);
+}
+
+// The input shape the dataset delivers, and a description for messages.
+std::vector<Shape> dataset_shapes(const DataSpec& d) {
+  if (d.source == DataSource::FashionMnist) return {{1, 28, 28}, {784}};
+  if (d.synthetic == SyntheticKind::Spirals) return {{2}};
+  return {{d.features}};
+}
+
+std::string dataset_label(const DataSpec& d) {
+  if (d.source == DataSource::FashionMnist) return "fashion-mnist";
+  return "synthetic " + std::string(synthetic_kind_name(d.synthetic));
+}
+
+void check_model_against_data(const Plan& plan, const ModelInfo& info, Checker& check) {
+  const ModelSpec& model = plan.model;
+  if (model.layers.empty()) {
+    check.error("/model/layers", "the model has no layers; add at least a linear layer producing the class scores");
+    return;
+  }
+  std::vector<Shape> accepted = dataset_shapes(plan.data);
+  bool input_ok = std::find(accepted.begin(), accepted.end(), model.input) != accepted.end();
+  if (!model.input.empty() && !input_ok) {
+    std::string wanted = "[" + format_shape(accepted[0]) + "]";
+    if (accepted.size() > 1) wanted += " or [" + format_shape(accepted[1]) + "]";
+    check.error("/model/input", dataset_label(plan.data) + " samples have shape " + wanted +
+                                    " but the model input is [" + format_shape(model.input) + "]");
+  }
+  const int classes = dataset_classes(plan);
+  const Shape wanted_output{classes};
+  if (info.output.empty() || info.output == wanted_output) return;  // unknown: already reported
+  std::string reason = "the model output is [" + format_shape(info.output) + "] but " + dataset_label(plan.data) +
+                       " has " + std::to_string(classes) + " classes: the last layer must produce " +
+                       std::to_string(classes) + " class scores";
+  if (info.output.size() > 1) reason += " (add a flatten layer, then a linear layer with out " + std::to_string(classes) + ")";
+  check.error("/model/layers/" + std::to_string(model.layers.size() - 1), reason);
+}
+
+void check_layer_names(const ModelSpec& model, Checker& check) {
+  std::map<std::string, std::string> first_use;  // name -> path of the layer that has it
+  detail::walk_model(model, [&](const LayerSpec& layer, const detail::LayerPlace& place) {
+    if (layer.name.empty()) return;  // the reader reports empty names; editors fill them in
+    auto [it, inserted] = first_use.emplace(layer.name, place.path);
+    if (!inserted) {
+      check.error(place.path + "/name", "duplicate layer name '" + layer.name + "' (also used by " + it->second + ")");
+    }
+  });
+}
+
+// Pipeline stages must follow the model: a layer never runs on an earlier stage than a
+// layer before it. Siblings in a parallel block may use any stage at or after the stages
+// before the block, since they run side by side. Stages that do not exist are reported
+// elsewhere and left out here, so that one typo gives one error.
+int check_stage_order(const std::vector<LayerSpec>& layers, const std::string& path, int running, int stages,
+                      Checker& check) {
+  auto order_error = [&check](const std::string& where, int stage, int earlier) {
+    check.error(where, "stage " + std::to_string(stage) + " comes after stage " + std::to_string(earlier) +
+                           ": stages must follow model order (a layer cannot run on an earlier stage than a "
+                           "layer before it)");
+  };
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    const LayerSpec& layer = layers[i];
+    const std::string layer_path = path + "/" + std::to_string(i);
+    if (layer.stage < 0 || layer.stage >= stages) continue;
+    if (layer.stage < running) order_error(layer_path + "/stage", layer.stage, running);
+    running = std::max(running, layer.stage);
+    int after_block = running;
+    for (std::size_t b = 0; b < layer.branches.size(); ++b) {
+      const BranchSpec& branch = layer.branches[b];
+      const std::string branch_path = layer_path + "/branches/" + std::to_string(b);
+      const int branch_stage = branch.stage >= 0 ? branch.stage : layer.stage;
+      if (branch_stage >= stages) continue;
+      if (branch_stage < running) order_error(branch_path + "/stage", branch_stage, running);
+      const int end = check_stage_order(branch.layers, branch_path + "/layers", branch_stage, stages, check);
+      after_block = std::max(after_block, end);
+    }
+    running = after_block;
+  }
+  return running;
+}
+
+void check_stage_placement(const Plan& plan, Checker& check) {
+  const int stages = plan.parallel.stages;
+  if (stages < 1) return;  // reported with the parallel section
+  std::set<int> used;
+  detail::walk_model(plan.model, [&](const LayerSpec& layer, const detail::LayerPlace& place) {
+    const std::string path = place.path + "/stage";
+    if (layer.stage < 0) {
+      check.error(path, expected_got("a non-negative integer", std::to_string(layer.stage)));
+    } else if (layer.stage >= stages) {
+      check.error(path, "stage " + std::to_string(layer.stage) + " does not exist: parallel.stages is " +
+                            std::to_string(stages) + " (stages are numbered from 0)");
+    } else if (place.branch_stage >= 0 && layer.stage != place.branch_stage) {
+      check.error(path, "a layer inside a branch runs on its branch's stage (" + std::to_string(place.branch_stage) +
+                            "); set \"stage\" on the branch instead");
+    }
+    used.insert(layer.stage);
+    for (std::size_t b = 0; b < layer.branches.size(); ++b) {
+      int s = layer.branches[b].stage;
+      if (s >= stages) {
+        check.error(place.path + "/branches/" + std::to_string(b) + "/stage",
+                    "stage " + std::to_string(s) + " does not exist: parallel.stages is " + std::to_string(stages));
+      }
+    }
+  });
+  if (plan.model.layers.empty()) return;
+  for (int s = 0; s < stages; ++s) {
+    if (used.count(s) == 0) {
+      check.error("/parallel/stages", "stage " + std::to_string(s) +
+                                          " has no layers; give some layers \"stage\": " + std::to_string(s) +
+                                          " or lower parallel.stages");
+    }
+  }
+  check_stage_order(plan.model.layers, "/model/layers", 0, stages, check);
+}
+
+void check_parallel_ranges(const ParallelSpec& p, Checker& check) {
+  check.positive("/parallel/data_parallel", static_cast<std::int64_t>(p.data_parallel));
+  check.positive("/parallel/stages", static_cast<std::int64_t>(p.stages));
+  check.positive("/parallel/microbatches", static_cast<std::int64_t>(p.microbatches));
+  check.positive("/parallel/grad_accumulation", static_cast<std::int64_t>(p.grad_accumulation));
+  check.positive("/parallel/bucket_mb", p.bucket_mb);
+  check.non_negative("/parallel/sync/bound", static_cast<std::int64_t>(p.sync.bound));
+  check.positive("/parallel/sync/period", static_cast<std::int64_t>(p.sync.period));
+  check.positive("/parallel/sync/servers", static_cast<std::int64_t>(p.sync.servers));
+}
+
+// The global batch splits into data_parallel replicas x grad_accumulation micro-steps,
+// and each of those into micro-batches for the pipeline.
+void check_batch_split(const Plan& plan, Checker& check) {
+  const ParallelSpec& p = plan.parallel;
+  const std::int64_t batch = plan.training.batch;
+  if (batch <= 0 || p.data_parallel <= 0 || p.grad_accumulation <= 0 || p.microbatches <= 0) return;
+  const std::int64_t split = static_cast<std::int64_t>(p.data_parallel) * p.grad_accumulation;
+  if (batch % split != 0) {
+    check.error("/training/batch", "batch " + std::to_string(batch) + " is not divisible by data_parallel x " +
+                                       "grad_accumulation = " + std::to_string(split));
+    return;
+  }
+  const std::int64_t per_step = batch / split;
+  if (per_step % p.microbatches != 0) {
+    check.error("/parallel/microbatches", std::to_string(p.microbatches) +
+                                              " micro-batches do not divide the per-replica batch of " +
+                                              std::to_string(per_step) +
+                                              " (batch / data_parallel / grad_accumulation)");
+  }
+}
+
+std::string rank_breakdown(const Plan& plan) {
+  const ParallelSpec& p = plan.parallel;
+  std::string text = "data_parallel " + std::to_string(p.data_parallel) + " x stages " + std::to_string(p.stages);
+  if (p.sync.mode == SyncMode::ParameterServer || p.sync.mode == SyncMode::Ssp) {
+    text += " + " + std::to_string(p.sync.servers) + " server(s)";
+  }
+  return text;
+}
+
+void check_devices(const Plan& plan, Checker& check) {
+  const ParallelSpec& p = plan.parallel;
+  const int ranks = world_size(plan);
+  if (static_cast<int>(p.devices.size()) != ranks) {
+    check.error("/parallel/devices", std::to_string(p.devices.size()) + " devices listed but the plan needs " +
+                                         std::to_string(ranks) + " ranks (" + rank_breakdown(plan) +
+                                         "): list one device per rank");
+  }
+  std::map<std::pair<std::string, int>, std::size_t> nccl_gpus;  // (host, gpu) -> first rank
+  for (std::size_t i = 0; i < p.devices.size(); ++i) {
+    const DeviceSpec& d = p.devices[i];
+    const std::string path = "/parallel/devices/" + std::to_string(i);
+    if (d.host.empty()) check.error(path + "/host", "a device needs a host name (\"localhost\" for this machine)");
+    if (d.kind == DeviceKind::Gpu && d.gpu < 0) {
+      check.error(path, "a gpu device needs a \"gpu\" index (0 for the first GPU on the host)");
+    } else if (d.kind == DeviceKind::Cpu && d.gpu >= 0) {
+      check.error(path + "/gpu", "a cpu device takes no \"gpu\" index (set \"kind\": \"gpu\" to use the GPU)");
+    }
+    if (p.backend != CommBackend::Nccl) continue;
+    if (d.kind == DeviceKind::Cpu) {
+      check.error(path + "/kind", "the nccl backend needs gpu devices; use \"backend\": \"mpi\" for cpu devices");
+    } else if (d.gpu >= 0) {
+      auto [it, inserted] = nccl_gpus.emplace(std::make_pair(d.host, d.gpu), i);
+      if (!inserted) {
+        check.error(path, "gpu " + std::to_string(d.gpu) + " on " + d.host + " is already used by rank " +
+                              std::to_string(it->second) +
+                              "; NCCL refuses two ranks on one GPU (use another gpu or backend mpi)");
+      }
+    }
+  }
+}
+
+void check_stragglers(const Plan& plan, Checker& check) {
+  const int ranks = world_size(plan);
+  const auto& stragglers = plan.parallel.stragglers;
+  for (std::size_t i = 0; i < stragglers.size(); ++i) {
+    const StragglerSpec& s = stragglers[i];
+    const std::string path = "/parallel/stragglers/" + std::to_string(i);
+    if (s.rank < 0 || s.rank >= ranks) {
+      check.error(path + "/rank", "rank " + std::to_string(s.rank) + " is out of range: the plan has ranks 0.." +
+                                      std::to_string(ranks - 1));
+    }
+    if (!(s.slowdown >= 1.0)) {
+      check.error(path + "/slowdown", "slowdown must be at least 1 (1 = normal speed), got " + Checker::number(s.slowdown));
+    }
+    check.non_negative(path + "/delay_ms", s.delay_ms);
+  }
+}
+
+}  // namespace
+
+std::vector<PlanError> validate_plan(const Plan& plan) {
+  std::vector<PlanError> errors;
+  Checker check(errors);
+  ModelInfo info = infer_model(plan, &errors);
+  check_model_against_data(plan, info, check);
+  check_layer_names(plan.model, check);
+  check_stage_placement(plan, check);
+  check_data(plan.data, check);
+  check_training(plan.training, check);
+  check_parallel_ranges(plan.parallel, check);
+  check_batch_split(plan, check);
+  check_devices(plan, check);
+  check_stragglers(plan, check);
+  return errors;
+}
+
+}  // namespace loom

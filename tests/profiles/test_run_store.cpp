@@ -1,0 +1,267 @@
+// Run store tests: a full round trip through a closed and reopened file, the error cases
+// a user meets (not a database, unknown run, a file from a newer Loom), and a second
+// connection reading while the first writes (WAL).
+#include <QtTest>
+
+#include <atomic>
+#include <cstring>
+#include <fstream>
+#include <thread>
+
+#include "loom/profiles/run_store.h"
+
+using loom::ErrorCode;
+using loom::store::MetricRecord;
+using loom::store::RankRecord;
+using loom::store::RunRecord;
+using loom::store::RunStore;
+using loom::trace::Event;
+
+namespace {
+// Varied, extreme field values so a truncating column or a swapped bind shows up.
+std::vector<Event> make_events(int rank, std::size_t n) {
+  std::vector<Event> v(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    Event& e = v[i];
+    auto k = static_cast<std::int64_t>(i);
+    e.start_ns = 1'700'000'000'000'000'000LL + k * 1000 + rank;
+    e.end_ns = e.start_ns + 500 + (k % 13);
+    e.bytes = (k % 5 == 0) ? (1LL << 40) + k : 0;
+    e.step = static_cast<std::int32_t>(k / 100);
+    e.layer = static_cast<std::int32_t>(k % 9) - 1;
+    e.peer = (k % 3 == 0) ? -1 : 2147483647 - rank;
+    e.message = static_cast<std::int32_t>(-k);
+    e.microbatch = static_cast<std::int16_t>((k % 40) - 8);
+    e.kind = static_cast<loom::trace::EventKind>(k % loom::trace::kEventKindCount);
+    e.stream = static_cast<loom::trace::Stream>(k % loom::trace::kStreamCount);
+  }
+  return v;
+}
+
+template <class T>
+T must(loom::Expected<T> r) {
+  if (!r.ok()) qFatal("unexpected error: %s", r.error().describe().c_str());
+  return std::move(r).value();
+}
+
+void must_ok(const loom::Status& s) {
+  if (!s.ok()) qFatal("unexpected error: %s", s.error().describe().c_str());
+}
+}  // namespace
+
+class TestRunStore : public QObject {
+  Q_OBJECT
+ private slots:
+  void roundTripThroughReopen();
+  void listRunsNewestFirstAndLog();
+  void garbageFileIsCorrupt();
+  void unknownRunIsNotFound();
+  void futureSchemaIsRefused();
+  void invalidStatusIsRejected();
+  void defaultPathFollowsEnvironment();
+  void readerWhileWriterWrites();
+  void storeIsMovable();
+};
+
+void TestRunStore::roundTripThroughReopen() {
+  QTemporaryDir dir;
+  const std::string path = dir.filePath("sub/dir/runs.db").toStdString();  // parents created
+  auto rank0 = make_events(0, 60'000);
+  auto rank1 = make_events(1, 40'000);
+  std::vector<MetricRecord> metrics;
+  for (int s = 0; s < 50; ++s) metrics.push_back({s % 2, s, s * 1000LL, s % 5 ? "loss" : "lr", 2.5 / (s + 1)});
+  std::int64_t id = 0;
+  {
+    RunStore store = must(RunStore::open(path));
+    QCOMPARE(store.schema_version(), loom::store::kSchemaVersion);
+    RunRecord run;
+    run.name = "mlp-dp2";
+    run.plan_json = R"({"replicas":2})";
+    run.world_size = 2;
+    run.host = "node1";
+    run.version = "0.1.0";
+    id = must(store.create_run(run));
+    must_ok(store.upsert_rank(id, {0, "node1", "cpu", 10, 2, 123, 60'000}));
+    must_ok(store.upsert_rank(id, {1, "node1", "cpu", 0, 0, 0, 0}));
+    must_ok(store.upsert_rank(id, {1, "node2", "cuda:0", -15, 3, 456, 40'000}));  // update
+    // Odd batch sizes exercise both the multi-row and single-row insert paths.
+    for (std::size_t i = 0; i < rank0.size(); i += 9'999)
+      must_ok(store.append_events(id, 0, rank0.data() + i, std::min<std::size_t>(9'999, rank0.size() - i)));
+    must_ok(store.append_events(id, 1, rank1.data(), rank1.size()));
+    must_ok(store.append_metrics(id, metrics));
+    must_ok(store.finish_run(id, "completed", 12.5, 64'000, ""));
+  }
+  RunStore store = must(RunStore::open(path));
+  RunRecord run = must(store.load_run(id));
+  QCOMPARE(run.status, std::string("completed"));
+  QCOMPARE(run.name, std::string("mlp-dp2"));
+  QCOMPARE(run.plan_json, std::string(R"({"replicas":2})"));
+  QCOMPARE(run.wall_s, 12.5);
+  QCOMPARE(run.samples, std::int64_t(64'000));
+  QCOMPARE(run.world_size, 2);
+  QVERIFY(run.started_unix_ms > 0 && run.ended_unix_ms >= run.started_unix_ms);
+
+  auto ranks = must(store.load_ranks(id));
+  QCOMPARE(ranks.size(), std::size_t(2));
+  QCOMPARE(ranks[1].host, std::string("node2"));
+  QCOMPARE(ranks[1].device, std::string("cuda:0"));
+  QCOMPARE(ranks[1].offset_ns, std::int64_t(-15));
+  QCOMPARE(ranks[1].events_recorded, std::int64_t(40'000));
+  QCOMPARE(ranks[0].t0_ns, std::int64_t(123));
+
+  QCOMPARE(must(store.count_events(id)), std::int64_t(100'000));
+  QCOMPARE(must(store.count_events(id, 1)), std::int64_t(40'000));
+  auto all = must(store.load_events(id));
+  QCOMPARE(all.size(), std::size_t(100'000));
+  for (std::size_t i = 0; i < rank0.size(); ++i)
+    if (std::memcmp(&all[i], &rank0[i], sizeof(Event)) != 0) QFAIL(qPrintable(QString("rank 0 event %1 differs").arg(i)));
+  for (std::size_t i = 0; i < rank1.size(); ++i)
+    if (std::memcmp(&all[rank0.size() + i], &rank1[i], sizeof(Event)) != 0)
+      QFAIL(qPrintable(QString("rank 1 event %1 differs").arg(i)));
+  auto only1 = must(store.load_events(id, 1));
+  QCOMPARE(only1.size(), rank1.size());
+  QVERIFY(std::memcmp(only1.data(), rank1.data(), rank1.size() * sizeof(Event)) == 0);
+
+  auto loss = must(store.load_metrics(id, "loss"));
+  QCOMPARE(loss.size(), std::size_t(40));
+  auto every = must(store.load_metrics(id));
+  QCOMPARE(every.size(), metrics.size());
+  for (std::size_t i = 0; i < metrics.size(); ++i) {
+    QCOMPARE(every[i].name, metrics[i].name);
+    QCOMPARE(every[i].step, metrics[i].step);
+    QCOMPARE(every[i].rank, metrics[i].rank);
+    QCOMPARE(every[i].t_ns, metrics[i].t_ns);
+    QCOMPARE(every[i].value, metrics[i].value);
+  }
+}
+
+void TestRunStore::listRunsNewestFirstAndLog() {
+  QTemporaryDir dir;
+  RunStore store = must(RunStore::open(dir.filePath("runs.db").toStdString()));
+  RunRecord a;
+  a.name = "old";
+  a.started_unix_ms = 1000;
+  RunRecord b;
+  b.name = "new";
+  b.started_unix_ms = 2000;
+  std::int64_t ida = must(store.create_run(a));
+  must(store.create_run(b));
+  must_ok(store.append_log(ida, "line 1\n"));
+  must_ok(store.append_log(ida, "line 2\n"));
+  auto runs = must(store.list_runs());
+  QCOMPARE(runs.size(), std::size_t(2));
+  QCOMPARE(runs[0].name, std::string("new"));
+  QCOMPARE(runs[1].name, std::string("old"));
+  QCOMPARE(runs[1].status, std::string("running"));
+  QCOMPARE(must(store.load_run(ida)).log, std::string("line 1\nline 2\n"));
+}
+
+void TestRunStore::garbageFileIsCorrupt() {
+  QTemporaryDir dir;
+  const std::string path = dir.filePath("notes.txt").toStdString();
+  {
+    std::ofstream f(path);
+    for (int i = 0; i < 200; ++i) f << "this is a text file, not a database\n";
+  }
+  auto r = RunStore::open(path);
+  QVERIFY(!r.ok());
+  QCOMPARE(r.error().code, ErrorCode::Corrupt);
+  QVERIFY2(r.error().message.find(path) != std::string::npos, r.error().message.c_str());
+  QVERIFY(!r.error().hint.empty());
+}
+
+void TestRunStore::unknownRunIsNotFound() {
+  QTemporaryDir dir;
+  RunStore store = must(RunStore::open(dir.filePath("runs.db").toStdString()));
+  QCOMPARE(store.load_run(42).error().code, ErrorCode::NotFound);
+  Event e;
+  QCOMPARE(store.append_events(42, 0, &e, 1).error().code, ErrorCode::NotFound);
+  QCOMPARE(store.finish_run(42, "failed", 0, 0, "x").error().code, ErrorCode::NotFound);
+  QCOMPARE(store.append_log(42, "x").error().code, ErrorCode::NotFound);
+  QCOMPARE(store.upsert_rank(42, {}).error().code, ErrorCode::NotFound);
+  QCOMPARE(must(store.count_events(42)), std::int64_t(0));
+}
+
+void TestRunStore::futureSchemaIsRefused() {
+  QTemporaryDir dir;
+  const std::string path = dir.filePath("runs.db").toStdString();
+  must(RunStore::open(path));
+  {
+    auto db = must(loom::store::Database::open(path));
+    must_ok(db.exec("UPDATE schema_version SET version = 99"));
+  }
+  auto r = RunStore::open(path);
+  QVERIFY(!r.ok());
+  QVERIFY2(r.error().message.find("99") != std::string::npos, r.error().message.c_str());
+  QVERIFY(r.error().message.find(path) != std::string::npos);
+}
+
+void TestRunStore::invalidStatusIsRejected() {
+  QTemporaryDir dir;
+  RunStore store = must(RunStore::open(dir.filePath("runs.db").toStdString()));
+  std::int64_t id = must(store.create_run({}));
+  QCOMPARE(store.finish_run(id, "done", 1, 1, "").error().code, ErrorCode::InvalidArgument);
+  QCOMPARE(must(store.load_run(id)).status, std::string("running"));
+}
+
+void TestRunStore::defaultPathFollowsEnvironment() {
+  const QByteArray old_db = qgetenv("LOOM_DB"), old_xdg = qgetenv("XDG_DATA_HOME"), old_home = qgetenv("HOME");
+  qputenv("LOOM_DB", "/tmp/x/loom.db");
+  QCOMPARE(RunStore::default_path(), std::string("/tmp/x/loom.db"));
+  qunsetenv("LOOM_DB");
+  qputenv("XDG_DATA_HOME", "/data");
+  QCOMPARE(RunStore::default_path(), std::string("/data/loom/runs.db"));
+  qunsetenv("XDG_DATA_HOME");
+  qputenv("HOME", "/home/u");
+  QCOMPARE(RunStore::default_path(), std::string("/home/u/.local/share/loom/runs.db"));
+  auto restore = [](const char* name, const QByteArray& v) { v.isNull() ? qunsetenv(name) : qputenv(name, v); };
+  restore("LOOM_DB", old_db);
+  restore("XDG_DATA_HOME", old_xdg);
+  restore("HOME", old_home);
+}
+
+// Two connections behave like two processes as far as SQLite locking goes: the reader
+// must never see an error or a partial batch while the writer commits.
+void TestRunStore::readerWhileWriterWrites() {
+  QTemporaryDir dir;
+  const std::string path = dir.filePath("runs.db").toStdString();
+  RunStore writer = must(RunStore::open(path));
+  std::int64_t id = must(writer.create_run({}));
+  RunStore reader = must(RunStore::open(path));
+  constexpr int kBatches = 40;
+  constexpr std::size_t kBatch = 2'500;
+  auto batch = make_events(0, kBatch);
+  std::atomic<bool> write_failed{false};
+  std::thread writing([&] {
+    for (int b = 0; b < kBatches; ++b)
+      if (!writer.append_events(id, 0, batch.data(), batch.size()).ok()) write_failed = true;
+  });
+  std::int64_t last = 0;
+  int reads = 0;
+  while (last < static_cast<std::int64_t>(kBatches * kBatch) && !write_failed) {
+    auto n = reader.count_events(id);
+    QVERIFY2(n.ok(), n.ok() ? "" : n.error().describe().c_str());
+    QVERIFY(*n >= last);
+    QCOMPARE(*n % static_cast<std::int64_t>(kBatch), std::int64_t(0));  // whole transactions only
+    last = *n;
+    ++reads;
+  }
+  writing.join();
+  QVERIFY(!write_failed);
+  QCOMPARE(must(reader.count_events(id)), std::int64_t(kBatches * kBatch));
+  QVERIFY(reads > 1);
+}
+
+void TestRunStore::storeIsMovable() {
+  QTemporaryDir dir;
+  RunStore a = must(RunStore::open(dir.filePath("runs.db").toStdString()));
+  std::int64_t id = must(a.create_run({}));
+  auto events = make_events(0, 100);
+  must_ok(a.append_events(id, 0, events.data(), events.size()));  // caches statements
+  RunStore b = std::move(a);
+  must_ok(b.append_events(id, 0, events.data(), events.size()));
+  QCOMPARE(must(b.count_events(id)), std::int64_t(200));
+}
+
+QTEST_GUILESS_MAIN(TestRunStore)
+#include "test_run_store.moc"
