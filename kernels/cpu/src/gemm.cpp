@@ -3,6 +3,10 @@
 // that knows about the BLAS interface.
 #include "loom/kernels/cpu.h"
 
+#if defined(__SSE2__)
+#include <xmmintrin.h>
+#endif
+
 #include <cblas.h>
 
 // OpenBLAS exports these; declared here because some cblas.h variants leave them out.
@@ -47,5 +51,15 @@ int blas_threads() { return openblas_get_num_threads(); }
 
 template void gemm<float>(bool, bool, int, int, int, float, const float*, const float*, float, float*);
 template void gemm<double>(bool, bool, int, int, int, double, const double*, const double*, double, double*);
+
+bool flush_denormals_on_this_thread() {
+#if defined(__SSE2__)
+  constexpr unsigned kFlushToZero = 0x8000, kDenormalsAreZero = 0x0040;
+  _mm_setcsr(_mm_getcsr() | kFlushToZero | kDenormalsAreZero);
+  return true;
+#else
+  return false;
+#endif
+}
 
 }  // namespace loom::cpu

@@ -37,6 +37,7 @@ Trainer::Trainer(const Plan& plan, const ModelInfo& info, const data::TrainTest&
 
 TrainResult Trainer::run(const TrainerHooks& hooks) {
   TrainResult result;
+  cpu::flush_denormals_on_this_thread();
   start_ns_ = trace::now_ns();
   const std::int64_t per_epoch = data::batches_per_epoch(data_.train.count(), plan_.training.batch);
   std::int64_t step = 0;

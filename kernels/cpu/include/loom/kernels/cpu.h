@@ -21,6 +21,11 @@ namespace loom::cpu {
 template <class T>
 void gemm(bool trans_a, bool trans_b, int M, int N, int K, T alpha, const T* A, const T* B, T beta, T* C);
 
+// Flushes subnormal floats to zero on the calling thread (FTZ/DAZ). Adam's second moment
+// decays into the subnormal range, where every operation costs ~100 cycles; training
+// threads call this once. Returns false where the CPU has no such mode.
+bool flush_denormals_on_this_thread();
+
 // BLAS threads for this process (0 = leave OpenBLAS's default).
 void set_blas_threads(int threads);
 int blas_threads();
