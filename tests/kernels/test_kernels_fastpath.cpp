@@ -94,6 +94,7 @@ class FastPathTest : public QObject {
   }
   void linearWithoutBiasOrDx();
   void conv2dWithoutBiasOrDx();
+  void conv2dPartialBlocks();
   void gemmTransposes();
 
  private:
@@ -128,6 +129,23 @@ void FastPathTest::conv2dWithoutBiasOrDx() {
   cpu::conv2d_backward<float>(x.data(), W.data(), dy.data(), nullptr, dW.data(), nullptr, g, work.data());
   cpu::ref::conv2d_backward<float>(x.data(), W.data(), dy.data(), nullptr, dW_ref.data(), nullptr, g);
   LOOM_VERIFY_EMPTY(compare_normwise(dW, dW_ref, 1e-4, "dW"));
+}
+
+// The fast path im2cols block_samples() samples at a time; a batch of several blocks with
+// a short last one must still match the reference (3x3 padded, strided, and 1x1).
+void FastPathTest::conv2dPartialBlocks() {
+  auto geo = [](int N, int C, int HW, int K, int R, int stride, int pad) {
+    cpu::ConvGeometry g;
+    g.N = N; g.C = C; g.H = HW; g.W = HW; g.K = K; g.R = R; g.stride = stride; g.pad = pad;
+    g.N = g.block_samples() + 2;  // block_samples() < N here, and N is not a multiple of it
+    return g;
+  };
+  for (const cpu::ConvGeometry& g : {geo(1000, 4, 16, 8, 3, 1, 1), geo(1000, 3, 19, 5, 3, 2, 1),
+                                     geo(1000, 8, 32, 8, 1, 1, 0)}) {
+    QVERIFY(g.block_samples() > 2 && g.N % g.block_samples() != 0);
+    LOOM_VERIFY_EMPTY(compare_conv<float>(g, rng_));
+    LOOM_VERIFY_EMPTY(compare_conv<double>(g, rng_));
+  }
 }
 
 // gemm's four transpose combinations against a triple loop, with alpha and beta != 0/1.

@@ -25,6 +25,7 @@ class SemanticsTest : public QObject {
   void linearBackwardAccumulates();
   void conv2dBackwardAccumulates();
   void maxpoolArgmax();
+  void maxpoolTiesPickFirst();
   void dropoutMask();
   void uniformInit();
   void blasThreads();
@@ -233,6 +234,20 @@ void SemanticsTest::maxpoolArgmax() {
   QCOMPARE(sum, 36.f);  // everything else overwritten with 0
   QCOMPARE(dx[7], 2.f);
   QCOMPARE(dx[16 + 11], 8.f);
+}
+
+// On ties the first maximum in window order (row-major) wins, as in PyTorch, for both the
+// 2x2-stride-2 path and the generic one.
+void SemanticsTest::maxpoolTiesPickFirst() {
+  for (int kernel : {2, 3}) {
+    cpu::PoolGeometry g;
+    g.N = 1; g.C = 1; g.H = 6; g.W = 6; g.kernel = kernel; g.stride = 2;
+    std::vector<float> x(36, 5.f), y(std::size_t(g.out_h()) * g.out_w());
+    std::vector<std::int32_t> arg(y.size());
+    cpu::maxpool2d_forward(x.data(), y.data(), arg.data(), g);
+    for (int oh = 0; oh < g.out_h(); ++oh)
+      for (int ow = 0; ow < g.out_w(); ++ow) QCOMPARE(arg[oh * g.out_w() + ow], (oh * 2) * g.W + ow * 2);
+  }
 }
 
 void SemanticsTest::dropoutMask() {

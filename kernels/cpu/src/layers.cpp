@@ -41,7 +41,12 @@ void relu_forward(const T* x, T* y, std::int64_t n) {
 
 template <class T>
 void relu_backward(const T* x, const T* dy, T* dx, std::int64_t n) {
-  for (std::int64_t i = 0; i < n; ++i) dx[i] = x[i] > T(0) ? dy[i] : T(0);
+  // dy is loaded unconditionally so GCC turns the select into a vector blend; reading it
+  // only when x > 0 compiles to a branch that mispredicts on every sign change.
+  for (std::int64_t i = 0; i < n; ++i) {
+    const T d = dy[i];
+    dx[i] = x[i] > T(0) ? d : T(0);
+  }
 }
 
 template <class T>

@@ -143,17 +143,16 @@ class Conv2d final : public Module {
     const float bound = 1.0f / std::sqrt(float(fan_in));
     weight_ = make_param(info.name + ".weight", info.id, fan_in * geometry_.K, bound, param_seed(seed, info.id, 0));
     if (has_bias_) bias_ = make_param(info.name + ".bias", info.id, geometry_.K, bound, param_seed(seed, info.id, 1));
-    workspace_.resize(static_cast<std::size_t>(geometry_.workspace_elems()));
   }
   void forward(const Tensor& x, Tensor& y, const Pass&) override {
     y.resize(x.batch, out_shape);
-    geometry_.N = as_int(x.batch);
+    set_batch(x.batch);
     cpu::conv2d_forward(x.ptr(), weight_.value.data(), has_bias_ ? bias_.value.data() : nullptr, y.ptr(), geometry_,
                         workspace_.data());
   }
   void backward(const Tensor& x, const Tensor&, const Tensor& dy, Tensor* dx, const Pass&) override {
     if (dx) dx->resize(x.batch, x.sample);
-    geometry_.N = as_int(x.batch);
+    set_batch(x.batch);
     cpu::conv2d_backward(x.ptr(), weight_.value.data(), dy.ptr(), dx ? dx->ptr() : nullptr, weight_.grad.data(),
                          has_bias_ ? bias_.grad.data() : nullptr, geometry_, workspace_.data());
   }
@@ -163,6 +162,14 @@ class Conv2d final : public Module {
   }
 
  private:
+  // The kernels' workspace holds a block of samples, so its size depends on the batch;
+  // it only grows, so a smaller last batch reuses it.
+  void set_batch(std::int64_t batch) {
+    geometry_.N = as_int(batch);
+    const auto need = static_cast<std::size_t>(geometry_.workspace_elems());
+    if (workspace_.size() < need) workspace_.resize(need);
+  }
+
   cpu::ConvGeometry geometry_;
   bool has_bias_;
   Param weight_, bias_;

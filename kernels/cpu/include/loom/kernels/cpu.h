@@ -61,10 +61,22 @@ struct ConvGeometry {
   int stride = 1, pad = 0;
   int out_h() const { return (H + 2 * pad - R) / stride + 1; }
   int out_w() const { return (W + 2 * pad - R) / stride + 1; }
-  // Scratch elements conv2d_forward/backward need (im2col buffer for one sample).
-  std::int64_t workspace_elems() const { return std::int64_t(C) * R * R * out_h() * out_w(); }
+  // Samples im2col'd together so that one GEMM covers the block: per-sample GEMMs are too
+  // small for a second BLAS thread. Bounded so the workspace stays near kWorkspaceBudget:
+  // 1 MB of float stays in L2 between im2col and the GEMM, and measured faster than 8 MB.
+  static constexpr std::int64_t kWorkspaceBudget = std::int64_t(1) << 18;  // scalars
+  std::int64_t per_sample_workspace() const { return (std::int64_t(C) * R * R + K) * out_h() * out_w(); }
+  int block_samples() const {
+    const std::int64_t fit = kWorkspaceBudget / (per_sample_workspace() > 0 ? per_sample_workspace() : 1);
+    return N <= 0 ? 0 : int(fit < 1 ? 1 : (fit < N ? fit : N));
+  }
+  // Scratch elements conv2d_forward/backward need: a block's column matrix [C*R*R, nb*OH*OW]
+  // plus its output (or output-gradient) block [K, nb*OH*OW]. Depends on N, so size the
+  // workspace after setting N (it never exceeds N samples' worth or the budget by much).
+  std::int64_t workspace_elems() const { return block_samples() * per_sample_workspace(); }
 };
-// y[N,K,OH,OW]; b may be nullptr (no bias). workspace: workspace_elems() scalars.
+// y[N,K,OH,OW]; b may be nullptr (no bias). workspace: workspace_elems() scalars for this g
+// (including its N); results do not depend on the contents of the workspace on entry.
 template <class T>
 void conv2d_forward(const T* x, const T* W, const T* b, T* y, const ConvGeometry& g, T* workspace);
 template <class T>

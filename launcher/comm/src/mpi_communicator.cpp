@@ -1,0 +1,302 @@
+// The MPI communicator: one rank per process under mpirun. MPI's headers appear only in
+// this file. Errors are values: the communicators use MPI_ERRORS_RETURN and every MPI
+// error code becomes a loom::Error carrying MPI_Error_string's text.
+//
+// Thread level: MPI_THREAD_SERIALIZED. Gradient sync may drive communication from a
+// thread other than main (a communication thread that progresses requests while compute
+// threads run backward); FUNNELED would forbid that. A Communicator is used by one thread
+// at a time, so MULTIPLE (and the locking it costs inside Open MPI) is not needed.
+//
+// Counts: MPI takes int counts, so operations larger than MpiOptions::max_count_per_call
+// are split into several calls. Chunks of one message share a tag and MPI does not let
+// messages on one (source, tag, communicator) overtake each other, so they arrive in order.
+#include <mpi.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstddef>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "loom/comm/mpi.h"
+
+namespace loom::comm {
+namespace {
+
+Error mpi_error(int rc, const std::string& what) {
+  char text[MPI_MAX_ERROR_STRING] = {};
+  int length = 0;
+  MPI_Error_string(rc, text, &length);
+  int error_class = MPI_ERR_OTHER;
+  MPI_Error_class(rc, &error_class);
+  // Errors in the caller's arguments are distinguished from a failed transport.
+  const bool argument = error_class == MPI_ERR_COUNT || error_class == MPI_ERR_RANK ||
+                        error_class == MPI_ERR_TAG || error_class == MPI_ERR_ROOT ||
+                        error_class == MPI_ERR_TRUNCATE || error_class == MPI_ERR_BUFFER ||
+                        error_class == MPI_ERR_ARG || error_class == MPI_ERR_COMM;
+  return make_error(argument ? ErrorCode::InvalidArgument : ErrorCode::Io,
+                    "mpi: " + what + ": " + std::string(text, static_cast<std::size_t>(length)),
+                    argument ? "" : "check that every rank is alive and the network between them works");
+}
+
+Status check(int rc, const char* what) { return rc == MPI_SUCCESS ? Status() : Status(mpi_error(rc, what)); }
+
+// A request made of one MPI request per chunk. For a receive, each chunk's expected size
+// is kept so that a shorter message than asked for is reported rather than ignored.
+class MpiRequest final : public Request {
+ public:
+  MpiRequest(std::string what, std::vector<MPI_Request> requests, std::vector<int> expected_bytes)
+      : what_(std::move(what)), requests_(std::move(requests)), expected_(std::move(expected_bytes)) {}
+  explicit MpiRequest(Status failed) : done_(true), result_(std::move(failed)) {}
+  // The buffer belongs to MPI until completion; waiting is the only safe way to let go.
+  ~MpiRequest() override { wait(); }
+
+  bool test() override {
+    if (done_) return true;
+    int flag = 0;
+    const int rc = MPI_Testall(count(), requests_.data(), &flag, statuses_.data());
+    if (rc != MPI_SUCCESS || flag) finish(rc);
+    return done_;
+  }
+  Status wait() override {
+    if (done_) return result_;
+    finish(MPI_Waitall(count(), requests_.data(), statuses_.data()));
+    return result_;
+  }
+
+ private:
+  int count() const { return static_cast<int>(requests_.size()); }
+  void finish(int rc);
+
+  std::string what_;
+  std::vector<MPI_Request> requests_;
+  std::vector<int> expected_;  // bytes per chunk for receives; empty otherwise
+  std::vector<MPI_Status> statuses_ = std::vector<MPI_Status>(requests_.size());  // sized once: test() is polled often
+  bool done_ = false;
+  Status result_;
+};
+
+void MpiRequest::finish(int rc) {
+  done_ = true;
+  if (rc == MPI_ERR_IN_STATUS) {
+    // The per-request codes say which chunk failed and why.
+    for (const MPI_Status& status : statuses_) {
+      if (status.MPI_ERROR != MPI_SUCCESS && status.MPI_ERROR != MPI_ERR_PENDING) {
+        result_ = mpi_error(status.MPI_ERROR, what_);
+        break;
+      }
+    }
+    if (result_.ok()) result_ = mpi_error(rc, what_);
+  } else if (rc != MPI_SUCCESS) {
+    result_ = mpi_error(rc, what_);
+  }
+  // A failed MPI_Testall/Waitall may leave requests active; they must still complete.
+  if (!result_.ok()) {
+    for (MPI_Request& request : requests_) {
+      if (request != MPI_REQUEST_NULL) MPI_Wait(&request, MPI_STATUS_IGNORE);
+    }
+    return;
+  }
+  for (std::size_t i = 0; i < expected_.size(); ++i) {
+    int received = 0;
+    MPI_Get_count(&statuses_[i], MPI_BYTE, &received);
+    if (received != expected_[i]) {
+      result_ = make_error(ErrorCode::InvalidArgument,
+                           "mpi: " + what_ + ": received " + std::to_string(received) + " bytes in chunk " +
+                               std::to_string(i) + ", expected " + std::to_string(expected_[i]),
+                           "a receive must name the size of the matching send");
+      return;
+    }
+  }
+}
+
+Status check_buffer(const char* what, const void* data, std::int64_t count) {
+  if (count < 0) {
+    return make_error(ErrorCode::InvalidArgument, std::string("mpi: ") + what + ": negative count " +
+                                                      std::to_string(count));
+  }
+  if (count > 0 && data == nullptr) return make_error(ErrorCode::InvalidArgument, std::string("mpi: ") + what + ": null buffer");
+  return Status();
+}
+
+class MpiCommunicator final : public Communicator {
+ public:
+  MpiCommunicator(MPI_Comm comm, const MpiOptions& options) : comm_(comm), options_(options) {
+    MPI_Comm_rank(comm_, &rank_);
+    MPI_Comm_size(comm_, &size_);
+    // At least 1 and at most INT_MAX, whatever the caller asked for.
+    options_.max_count_per_call = std::clamp<std::int64_t>(options_.max_count_per_call, 1, INT_MAX);
+  }
+  ~MpiCommunicator() override {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized) MPI_Comm_free(&comm_);
+  }
+  MpiCommunicator(const MpiCommunicator&) = delete;
+  MpiCommunicator& operator=(const MpiCommunicator&) = delete;
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  std::string backend_name() const override { return "mpi"; }
+
+  Status allreduce_sum(float* data, std::int64_t count) override;
+  std::unique_ptr<Request> iallreduce_sum(float* data, std::int64_t count) override;
+  Status broadcast(void* data, std::int64_t bytes, int root) override;
+  Status send(const void* data, std::int64_t bytes, int peer, int tag) override {
+    return isend(data, bytes, peer, tag)->wait();
+  }
+  Status recv(void* data, std::int64_t bytes, int peer, int tag) override {
+    return irecv(data, bytes, peer, tag)->wait();
+  }
+  std::unique_ptr<Request> isend(const void* data, std::int64_t bytes, int peer, int tag) override;
+  std::unique_ptr<Request> irecv(void* data, std::int64_t bytes, int peer, int tag) override;
+  Status barrier() override { return check(MPI_Barrier(comm_), "barrier"); }
+  std::unique_ptr<Communicator> split(int color, int key) override;
+
+ private:
+  // Calls fn(offset, n) for consecutive chunks of at most max_count_per_call; stops at
+  // the first failure.
+  template <class Fn>
+  Status for_each_chunk(std::int64_t count, Fn&& fn) const {
+    for (std::int64_t offset = 0; offset < count; offset += options_.max_count_per_call) {
+      const int n = static_cast<int>(std::min(options_.max_count_per_call, count - offset));
+      if (Status status = fn(offset, n); !status.ok()) return status;
+    }
+    return Status();
+  }
+  Status check_peer(const char* what, const void* data, std::int64_t bytes, int peer) const;
+
+  MPI_Comm comm_;
+  MpiOptions options_;
+  int rank_ = 0;
+  int size_ = 0;
+};
+
+Status MpiCommunicator::allreduce_sum(float* data, std::int64_t count) {
+  LOOM_TRY(check_buffer("allreduce_sum", data, count));
+  return for_each_chunk(count, [&](std::int64_t offset, int n) {
+    return check(MPI_Allreduce(MPI_IN_PLACE, data + offset, n, MPI_FLOAT, MPI_SUM, comm_), "allreduce_sum");
+  });
+}
+
+std::unique_ptr<Request> MpiCommunicator::iallreduce_sum(float* data, std::int64_t count) {
+  if (Status bad = check_buffer("iallreduce_sum", data, count); !bad.ok()) return std::make_unique<MpiRequest>(bad);
+  // Every chunk is in flight at once; nonblocking collectives on one communicator are
+  // matched in issue order on every rank.
+  std::vector<MPI_Request> requests;
+  Status started = for_each_chunk(count, [&](std::int64_t offset, int n) {
+    requests.push_back(MPI_REQUEST_NULL);
+    return check(MPI_Iallreduce(MPI_IN_PLACE, data + offset, n, MPI_FLOAT, MPI_SUM, comm_, &requests.back()),
+                 "iallreduce_sum");
+  });
+  auto request = std::make_unique<MpiRequest>("iallreduce_sum", std::move(requests), std::vector<int>{});
+  if (!started.ok()) {
+    request->wait();  // let the chunks already started finish before reporting
+    return std::make_unique<MpiRequest>(started);
+  }
+  return request;
+}
+
+Status MpiCommunicator::broadcast(void* data, std::int64_t bytes, int root) {
+  LOOM_TRY(check_buffer("broadcast", data, bytes));
+  auto* base = static_cast<char*>(data);
+  return for_each_chunk(bytes, [&](std::int64_t offset, int n) {
+    return check(MPI_Bcast(base + offset, n, MPI_BYTE, root, comm_), "broadcast");
+  });
+}
+
+Status MpiCommunicator::check_peer(const char* what, const void* data, std::int64_t bytes, int peer) const {
+  LOOM_TRY(check_buffer(what, data, bytes));
+  // MPI would report this too, but with the world's size unnamed; say what the range is.
+  if (peer < 0 || peer >= size_) {
+    return make_error(ErrorCode::InvalidArgument, std::string("mpi: ") + what + ": peer " + std::to_string(peer) +
+                                                      " is not a rank of this communicator (size " +
+                                                      std::to_string(size_) + ")");
+  }
+  return Status();
+}
+
+std::unique_ptr<Request> MpiCommunicator::isend(const void* data, std::int64_t bytes, int peer, int tag) {
+  if (Status bad = check_peer("isend", data, bytes, peer); !bad.ok()) return std::make_unique<MpiRequest>(bad);
+  const char* base = static_cast<const char*>(data);
+  std::vector<MPI_Request> requests;
+  // A zero-byte message is still a message: the receiver's matching recv must complete.
+  const std::int64_t chunks = std::max<std::int64_t>(bytes, 1);
+  Status started = for_each_chunk(chunks, [&](std::int64_t offset, int n) {
+    requests.push_back(MPI_REQUEST_NULL);
+    return check(MPI_Isend(base + offset, bytes == 0 ? 0 : n, MPI_BYTE, peer, tag, comm_, &requests.back()), "isend");
+  });
+  auto request = std::make_unique<MpiRequest>("isend", std::move(requests), std::vector<int>{});
+  if (!started.ok()) {
+    request->wait();
+    return std::make_unique<MpiRequest>(started);
+  }
+  return request;
+}
+
+std::unique_ptr<Request> MpiCommunicator::irecv(void* data, std::int64_t bytes, int peer, int tag) {
+  if (Status bad = check_peer("irecv", data, bytes, peer); !bad.ok()) return std::make_unique<MpiRequest>(bad);
+  char* base = static_cast<char*>(data);
+  std::vector<MPI_Request> requests;
+  std::vector<int> expected;
+  const std::int64_t chunks = std::max<std::int64_t>(bytes, 1);
+  Status started = for_each_chunk(chunks, [&](std::int64_t offset, int n) {
+    const int chunk = bytes == 0 ? 0 : n;
+    requests.push_back(MPI_REQUEST_NULL);
+    expected.push_back(chunk);
+    return check(MPI_Irecv(base + offset, chunk, MPI_BYTE, peer, tag, comm_, &requests.back()), "irecv");
+  });
+  auto request = std::make_unique<MpiRequest>("irecv", std::move(requests), std::move(expected));
+  if (!started.ok()) {
+    request->wait();
+    return std::make_unique<MpiRequest>(started);
+  }
+  return request;
+}
+
+std::unique_ptr<Communicator> MpiCommunicator::split(int color, int key) {
+  MPI_Comm sub = MPI_COMM_NULL;
+  if (MPI_Comm_split(comm_, color < 0 ? MPI_UNDEFINED : color, key, &sub) != MPI_SUCCESS) return nullptr;
+  if (sub == MPI_COMM_NULL) return nullptr;
+  // Set explicitly rather than rely on inheritance: errors must stay values here too.
+  MPI_Comm_set_errhandler(sub, MPI_ERRORS_RETURN);
+  return std::make_unique<MpiCommunicator>(sub, options_);
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<Communicator>> init_mpi(int* argc, char*** argv, const MpiOptions& options) {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  int provided = MPI_THREAD_SINGLE;
+  if (!initialized) {
+    // Before this succeeds MPI's default handler (abort) applies; nothing can change that.
+    if (int rc = MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided); rc != MPI_SUCCESS) {
+      return mpi_error(rc, "MPI_Init_thread");
+    }
+  } else {
+    MPI_Query_thread(&provided);
+  }
+  if (provided < MPI_THREAD_SERIALIZED) {
+    return make_error(ErrorCode::Unavailable, "mpi: the MPI library provides thread level " +
+                                                  std::to_string(provided) + ", Loom needs MPI_THREAD_SERIALIZED",
+                      "use an MPI built with thread support (Open MPI 4 provides it by default)");
+  }
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  MPI_Comm world = MPI_COMM_NULL;
+  // A duplicate keeps Loom's tags and collectives apart from any other MPI user's.
+  if (int rc = MPI_Comm_dup(MPI_COMM_WORLD, &world); rc != MPI_SUCCESS) return mpi_error(rc, "MPI_Comm_dup");
+  MPI_Comm_set_errhandler(world, MPI_ERRORS_RETURN);
+  return std::unique_ptr<Communicator>(std::make_unique<MpiCommunicator>(world, options));
+}
+
+void finalize_mpi() {
+  int initialized = 0;
+  int finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (initialized && !finalized) MPI_Finalize();
+}
+
+}  // namespace loom::comm

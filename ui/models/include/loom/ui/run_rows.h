@@ -1,0 +1,41 @@
+// The run browser's data, free of Qt models: loading the run list from a store file and
+// formatting its fields. Pure functions so the GUI can run load_run_rows on a worker
+// thread (RunStore is one-connection-per-thread) and hand the rows to RunListModel.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "loom/core/status.h"
+
+namespace loom::ui {
+
+// One run as the browser lists it: RunRecord without the plan JSON and log, which can
+// be large and are loaded on demand (RunStore::load_run) when a run is opened.
+struct RunRow {
+  std::int64_t id = 0;
+  std::string name;
+  std::string status;  // running|completed|failed|stopped
+  std::int64_t started_unix_ms = 0;
+  std::int64_t ended_unix_ms = 0;
+  double wall_s = 0;
+  std::int64_t samples = 0;
+  int world_size = 1;
+  std::string host, version, error;
+
+  // Samples per second over the run's wall time; 0 when unknown (still running).
+  double samples_per_s() const { return wall_s > 0 ? static_cast<double>(samples) / wall_s : 0.0; }
+};
+
+// Newest first, as RunStore::list_runs orders them. A missing file is NotFound rather
+// than created: browsing must not leave empty databases behind.
+loom::Expected<std::vector<RunRow>> load_run_rows(const std::string& path);
+
+// "Completed", "Failed", ...; unknown statuses are shown as stored.
+std::string run_status_label(std::string_view status);
+// "42.0 s", "3:07", "1:02:03"; empty for a non-positive duration (not known yet).
+std::string format_duration(double seconds);
+
+}  // namespace loom::ui

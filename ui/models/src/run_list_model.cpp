@@ -1,0 +1,125 @@
+// RunListModel: formats RunRows (ids, status, local start time, wall time, throughput)
+// for the run browser's table and keeps the last good list when a reload fails.
+#include "loom/ui/run_list_model.h"
+
+#include <QColor>
+#include <QDateTime>
+
+#include "loom/ui/item_roles.h"
+
+namespace loom::ui {
+namespace {
+
+QString qs(const std::string& text) { return QString::fromStdString(text); }
+
+}  // namespace
+
+RunListModel::RunListModel(QObject* parent) : QAbstractTableModel(parent) {}
+
+loom::Status RunListModel::reload(const QString& dbPath) {
+  auto rows = load_run_rows(dbPath.toStdString());
+  if (!rows.ok()) {
+    setError(qs(rows.error().describe()));
+    return rows.status();
+  }
+  path_ = dbPath;
+  setRows(std::move(rows).value());
+  setError({});
+  return {};
+}
+
+void RunListModel::setRows(std::vector<RunRow> rows) {
+  beginResetModel();
+  rows_ = std::move(rows);
+  endResetModel();
+}
+
+void RunListModel::setError(const QString& message) {
+  if (message == error_) return;
+  error_ = message;
+  emit errorChanged(error_);
+}
+
+int RunListModel::rowCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : static_cast<int>(rows_.size());
+}
+
+int RunListModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
+
+QVariant RunListModel::data(const QModelIndex& index, int role) const {
+  if (!checkIndex(index, CheckIndexOption::IndexIsValid | CheckIndexOption::ParentIsInvalid)) return {};
+  const RunRow& r = run(index.row());
+  switch (role) {
+    case Qt::DisplayRole: return displayData(r, index.column());
+    case SortRole: return sortData(r, index.column());
+    case RunIdRole: return static_cast<qlonglong>(r.id);
+    case HasErrorRole: return r.status == "failed";
+    case Qt::ToolTipRole:
+      if (!r.error.empty()) return qs(r.error);
+      return QStringLiteral("%1 on %2, Loom %3").arg(qs(r.name), qs(r.host), qs(r.version));
+    case Qt::ForegroundRole: return r.status == "failed" ? QVariant(QColor(Qt::red)) : QVariant();
+    case Qt::TextAlignmentRole:
+      if (index.column() == Id || index.column() >= Ranks) return QVariant(Qt::AlignRight | Qt::AlignVCenter);
+      return {};
+    default: return {};
+  }
+}
+
+QVariant RunListModel::displayData(const RunRow& r, int column) const {
+  switch (column) {
+    case Id: return static_cast<qlonglong>(r.id);
+    case Name: return qs(r.name);
+    case Status: return qs(run_status_label(r.status));
+    case Started:
+      return QDateTime::fromMSecsSinceEpoch(r.started_unix_ms).toLocalTime().toString(
+          QStringLiteral("yyyy-MM-dd hh:mm:ss"));
+    case Ranks: return r.world_size;
+    case WallTime: return qs(format_duration(r.wall_s));
+    case Throughput: {
+      const double rate = r.samples_per_s();
+      return rate > 0 ? QString::number(rate, 'f', 0) : QString();
+    }
+    default: return {};
+  }
+}
+
+QVariant RunListModel::sortData(const RunRow& r, int column) const {
+  switch (column) {
+    case Id: return static_cast<qlonglong>(r.id);
+    case Name: return qs(r.name);
+    case Status: return qs(r.status);
+    case Started: return static_cast<qlonglong>(r.started_unix_ms);
+    case Ranks: return r.world_size;
+    case WallTime: return r.wall_s;
+    case Throughput: return r.samples_per_s();
+    default: return {};
+  }
+}
+
+QVariant RunListModel::headerData(int section, Qt::Orientation orientation, int role) const {
+  if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
+  switch (section) {
+    case Id: return tr("Id");
+    case Name: return tr("Name");
+    case Status: return tr("Status");
+    case Started: return tr("Started");
+    case Ranks: return tr("Ranks");
+    case WallTime: return tr("Wall time");
+    case Throughput: return tr("Samples/s");
+    default: return {};
+  }
+}
+
+std::int64_t RunListModel::runId(int row) const {
+  if (row < 0 || row >= rowCount()) return -1;
+  return rows_[static_cast<std::size_t>(row)].id;
+}
+
+int RunListModel::rowForRunId(std::int64_t id) const {
+  for (std::size_t r = 0; r < rows_.size(); ++r) {
+    if (rows_[r].id == id) return static_cast<int>(r);
+  }
+  return -1;
+}
+
+}  // namespace loom::ui
