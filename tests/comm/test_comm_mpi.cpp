@@ -6,6 +6,7 @@
 // Every rank runs every check; the failure counts are summed so that all ranks agree on
 // the verdict and return the same exit code. Rank 0 prints the summary; a rank prints
 // its own failure details.
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -26,13 +27,15 @@ int run_checks(Communicator& world) {
   const auto all = checks::all_checks();
   for (const checks::Check& check : all) {
     checks::Failures f;
+    const auto start = std::chrono::steady_clock::now();
     check.fn(world, f);
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     for (const auto& m : f.messages) std::fprintf(stderr, "[rank %d] %s: %s\n", world.rank(), check.name, m.c_str());
     float ranks_failing = f.messages.empty() ? 0.0f : 1.0f;
     if (!world.allreduce_sum(&ranks_failing, 1).ok()) return -1;
     if (ranks_failing > 0) ++failed;
     if (world.rank() == 0) {
-      std::printf("%s %s", ranks_failing > 0 ? "FAIL" : "PASS", check.name);
+      std::printf("%s %s (%.0f ms)", ranks_failing > 0 ? "FAIL" : "PASS", check.name, ms);
       if (ranks_failing > 0) std::printf(" (on %d ranks)", int(ranks_failing));
       std::printf("\n");
       std::fflush(stdout);

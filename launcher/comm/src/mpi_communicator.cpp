@@ -56,18 +56,30 @@ class MpiRequest final : public Request {
     if (done_) return true;
     int flag = 0;
     const int rc = MPI_Testall(count(), requests_.data(), &flag, statuses_.data());
-    if (rc != MPI_SUCCESS || flag) finish(rc);
-    return done_;
+    if (rc == MPI_SUCCESS && !flag) return false;
+    int error = rc;
+    if (rc == MPI_ERR_IN_STATUS) {
+      // The per-request codes say which chunk failed and why.
+      for (const MPI_Status& status : statuses_) {
+        if (status.MPI_ERROR != MPI_SUCCESS && status.MPI_ERROR != MPI_ERR_PENDING) {
+          error = status.MPI_ERROR;
+          break;
+        }
+      }
+    }
+    if (error != MPI_SUCCESS) wait_each();  // a failure may leave other chunks active
+    finish(error);
+    return true;
   }
   Status wait() override {
-    if (done_) return result_;
-    finish(MPI_Waitall(count(), requests_.data(), statuses_.data()));
+    if (!done_) finish(wait_each());
     return result_;
   }
 
  private:
   int count() const { return static_cast<int>(requests_.size()); }
-  void finish(int rc);
+  int wait_each();
+  void finish(int error);
 
   std::string what_;
   std::vector<MPI_Request> requests_;
@@ -77,25 +89,23 @@ class MpiRequest final : public Request {
   Status result_;
 };
 
-void MpiRequest::finish(int rc) {
-  done_ = true;
-  if (rc == MPI_ERR_IN_STATUS) {
-    // The per-request codes say which chunk failed and why.
-    for (const MPI_Status& status : statuses_) {
-      if (status.MPI_ERROR != MPI_SUCCESS && status.MPI_ERROR != MPI_ERR_PENDING) {
-        result_ = mpi_error(status.MPI_ERROR, what_);
-        break;
-      }
-    }
-    if (result_.ok()) result_ = mpi_error(rc, what_);
-  } else if (rc != MPI_SUCCESS) {
-    result_ = mpi_error(rc, what_);
+// MPI_Wait per request rather than MPI_Waitall: Open MPI 4.1, at any thread level above
+// SINGLE, never returns from MPI_Waitall (nor from a blocking MPI_Recv) once a request has
+// failed, e.g. with MPI_ERR_TRUNCATE; MPI_Wait returns the error. Returns the first error.
+int MpiRequest::wait_each() {
+  int first_error = MPI_SUCCESS;
+  for (std::size_t i = 0; i < requests_.size(); ++i) {
+    if (requests_[i] == MPI_REQUEST_NULL) continue;
+    const int rc = MPI_Wait(&requests_[i], &statuses_[i]);
+    if (rc != MPI_SUCCESS && first_error == MPI_SUCCESS) first_error = rc;
   }
-  // A failed MPI_Testall/Waitall may leave requests active; they must still complete.
-  if (!result_.ok()) {
-    for (MPI_Request& request : requests_) {
-      if (request != MPI_REQUEST_NULL) MPI_Wait(&request, MPI_STATUS_IGNORE);
-    }
+  return first_error;
+}
+
+void MpiRequest::finish(int error) {
+  done_ = true;
+  if (error != MPI_SUCCESS) {
+    result_ = mpi_error(error, what_);
     return;
   }
   for (std::size_t i = 0; i < expected_.size(); ++i) {

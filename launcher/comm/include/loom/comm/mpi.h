@@ -20,7 +20,8 @@ struct MpiOptions {
 
 // Initialises MPI (MPI_THREAD_SERIALIZED) and returns a communicator over all ranks (a
 // duplicate of MPI_COMM_WORLD, so Loom's messages never match a user's). MPI errors after
-// initialisation come back as values. If MPI is already initialised it is reused.
+// initialisation come back as values. If MPI is already initialised it is reused. Call
+// finalize_mpi() at exit even when this failed (MPI may be up with too low a thread level).
 Expected<std::unique_ptr<Communicator>> init_mpi(int* argc, char*** argv, const MpiOptions& options = {});
 
 // Finalises MPI if it was initialised and not yet finalised. Destroy every communicator
