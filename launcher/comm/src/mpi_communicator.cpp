@@ -12,6 +12,8 @@
 // messages on one (source, tag, communicator) overtake each other, so they arrive in order.
 #include <mpi.h>
 
+#include <cstdlib>
+
 #include <algorithm>
 #include <climits>
 #include <cstddef>
@@ -307,6 +309,11 @@ void finalize_mpi() {
   MPI_Initialized(&initialized);
   MPI_Finalized(&finalized);
   if (initialized && !finalized) MPI_Finalize();
+}
+
+void abort_mpi(int exit_code) {
+  MPI_Abort(MPI_COMM_WORLD, exit_code);
+  std::_Exit(exit_code);  // MPI_Abort should not return; never continue if it does
 }
 
 }  // namespace loom::comm

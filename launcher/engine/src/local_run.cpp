@@ -48,6 +48,7 @@ Status train_recorded(const Plan& plan, const data::TrainTest& data, store::RunS
   hooks.stop = options.stop;
   outcome.result = trainer.run(hooks);
   Status written = writer.finish();
+  if (!outcome.result.error.empty()) written = make_error(ErrorCode::Io, outcome.result.error);
   rank.events_recorded = std::int64_t(recorder.recorded());
   LOOM_TRY(store.upsert_rank(run_id, rank));
   return written;

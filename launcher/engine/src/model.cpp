@@ -6,6 +6,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "loom/engine/gradient_sync.h"
 #include "loom/kernels/cpu.h"
 
 namespace loom::engine {
@@ -323,10 +324,14 @@ void Sequential::forward(const Tensor& x, Tensor& y, const Pass& pass) {
 void Sequential::backward(const Tensor& x, const Tensor&, const Tensor& dy, Tensor* dx, const Pass& pass) {
   const Tensor* upstream = &dy;
   for (std::size_t i = modules_.size(); i-- > 0;) {
-    Span span(pass.recorder, EventKind::Backward, Stream::Compute, pass.step, modules_[i]->id.value, pass.microbatch);
     const Tensor& input = i == 0 ? x : outputs_[i - 1];
     Tensor* target = i == 0 ? dx : &gradients_[i - 1];
-    modules_[i]->backward(input, outputs_[i], *upstream, target, pass);
+    {
+      Span span(pass.recorder, EventKind::Backward, Stream::Compute, pass.step, modules_[i]->id.value, pass.microbatch);
+      modules_[i]->backward(input, outputs_[i], *upstream, target, pass);
+    }
+    // Outside the span: starting a bucket's all-reduce is communication, not backward.
+    if (pass.observer) pass.observer->layer_done(modules_[i]->id.value);
     upstream = target;
   }
 }

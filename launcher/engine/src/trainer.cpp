@@ -24,15 +24,18 @@ std::int64_t compute_total_steps(const Plan& plan, std::int64_t train_count) {
 }  // namespace
 
 Trainer::Trainer(const Plan& plan, const ModelInfo& info, const data::TrainTest& data, trace::Recorder* recorder,
-                 Shard shard)
+                 comm::Communicator* comm)
     : plan_(plan),
       data_(data),
       recorder_(recorder),
-      shard_(shard),
+      comm_(comm),
+      rank_(comm ? comm->rank() : 0),
+      ranks_(comm ? comm->size() : 1),
       model_(Model::build(plan, info)),
       optimizer_(plan.training.optimizer, model_.params()) {
   total_steps_ = compute_total_steps(plan, data.train.count());
-  micro_batch_ = plan.training.batch / shard.count / plan.parallel.grad_accumulation;
+  micro_batch_ = plan.training.batch / ranks_ / plan.parallel.grad_accumulation;
+  if (ranks_ > 1) sync_ = std::make_unique<GradientSync>(*comm_, model_.params(), plan.parallel.bucket_mb, recorder_);
 }
 
 TrainResult Trainer::run(const TrainerHooks& hooks) {
@@ -50,13 +53,22 @@ TrainResult Trainer::run(const TrainerHooks& hooks) {
         result.stopped = true;
         break;
       }
-      const StepStats stats = train_step(step, order, b);
+      auto stats_or_error = train_step(step, order, b);
+      if (!stats_or_error.ok()) {
+        result.error = stats_or_error.error().describe();
+        break;
+      }
+      const StepStats& stats = *stats_or_error;
       ++step;
       last_loss = stats.loss;
       report_step(step, epoch, stats, hooks);
-      if (due_for_evaluation(step, b + 1 == per_epoch)) report_evaluation(step, result.test = evaluate(), hooks);
+      // Replicas hold identical parameters, so one evaluation (rank 0's) says it all.
+      if (rank_ == 0 && due_for_evaluation(step, b + 1 == per_epoch)) {
+        result.test = evaluate();
+        report_evaluation(step, result.test, hooks);
+      }
     }
-    if (result.stopped) break;
+    if (result.stopped || !result.error.empty()) break;
   }
   result.steps = step;
   result.samples = step * plan_.training.batch;
@@ -65,7 +77,7 @@ TrainResult Trainer::run(const TrainerHooks& hooks) {
   return result;
 }
 
-Trainer::StepStats Trainer::train_step(std::int64_t step, const std::vector<std::int64_t>& order,
+Expected<Trainer::StepStats> Trainer::train_step(std::int64_t step, const std::vector<std::int64_t>& order,
                                        std::int64_t batch_in_epoch) {
   Span step_span(recorder_, EventKind::Step, Stream::Host, std::int32_t(step));
   model_.zero_grad();
@@ -75,8 +87,8 @@ Trainer::StepStats Trainer::train_step(std::int64_t step, const std::vector<std:
   const std::int64_t classes = data_.train.classes;
   for (int micro = 0; micro < accumulation; ++micro) {
     // Each micro-step takes its own slice of the global batch; shards split that slice.
-    const int slot = micro * shard_.count + shard_.index;
-    const auto slice = data::shard_of_batch(batch_in_epoch, plan_.training.batch, slot, accumulation * shard_.count);
+    const int slot = micro * ranks_ + rank_;
+    const auto slice = data::shard_of_batch(batch_in_epoch, plan_.training.batch, slot, accumulation * ranks_);
     {
       Span span(recorder_, EventKind::DataLoad, Stream::Compute, std::int32_t(step));
       input_.resize(slice.size, data_.train.sample_shape);
@@ -84,8 +96,16 @@ Trainer::StepStats Trainer::train_step(std::int64_t step, const std::vector<std:
       data::gather_batch(data_.train, order, slice, input_.ptr(), labels_.data());
       span.event().bytes = slice.size * data_.train.sample_size * std::int64_t(sizeof(float));
     }
-    Pass pass{true, std::int32_t(step), std::int16_t(accumulation > 1 ? micro : -1), plan_.training.seed,
-              step * plan_.training.batch + (slice.begin - batch_in_epoch * plan_.training.batch), recorder_};
+    // Gradients are summed across replicas only after the last micro-step.
+    const bool last_micro = micro + 1 == accumulation;
+    Pass pass{true,
+              std::int32_t(step),
+              std::int16_t(accumulation > 1 ? micro : -1),
+              plan_.training.seed,
+              step * plan_.training.batch + (slice.begin - batch_in_epoch * plan_.training.batch),
+              recorder_,
+              last_micro ? sync_.get() : nullptr};
+    if (sync_ && last_micro) sync_->begin_step(std::int32_t(step));
     model_.forward(input_, logits_, pass);
     {
       Span span(recorder_, EventKind::Loss, Stream::Compute, std::int32_t(step));
@@ -95,14 +115,31 @@ Trainer::StepStats Trainer::train_step(std::int64_t step, const std::vector<std:
       const float loss = cpu::softmax_xent_forward(logits_.ptr(), labels_.data(), probs_.ptr(), int(slice.size),
                                                    int(classes), &correct);
       cpu::softmax_xent_backward(probs_.ptr(), labels_.data(), dlogits_.ptr(), int(slice.size), int(classes), scale);
-      stats.loss += double(loss) * double(slice.size) / double(plan_.training.batch / shard_.count);
+      stats.loss += double(loss) * double(slice.size) / double(plan_.training.batch);
       stats.correct += correct;
     }
     model_.backward(input_, logits_, dlogits_, pass);
   }
+  if (sync_) {
+    // What is left of the all-reduce after backward: the exposed communication.
+    Span wait(recorder_, EventKind::Wait, Stream::Compute, std::int32_t(step));
+    LOOM_TRY(sync_->finish_step());
+  }
+  LOOM_TRY(reduce_stats(stats));
   Span span(recorder_, EventKind::Optimizer, Stream::Compute, std::int32_t(step));
   optimizer_.step();
   return stats;
+}
+
+// Loss and accuracy of the whole global batch, so every rank reports what a single
+// process would. Two floats: negligible next to the gradients.
+Status Trainer::reduce_stats(StepStats& stats) {
+  if (ranks_ == 1) return {};
+  float values[2] = {float(stats.loss), float(stats.correct)};
+  LOOM_TRY(comm_->allreduce_sum(values, 2));
+  stats.loss = values[0];
+  stats.correct = std::int64_t(values[1] + 0.5f);
+  return {};
 }
 
 Evaluation Trainer::evaluate() {
@@ -145,11 +182,11 @@ void Trainer::report_step(std::int64_t step, int epoch, const StepStats& stats, 
   const std::int64_t now = trace::now_ns();
   const double elapsed = double(now - start_ns_) * 1e-9;
   const double samples_per_s = elapsed > 0 ? double(step * plan_.training.batch) / elapsed : 0.0;
-  const double local_batch = double(plan_.training.batch / shard_.count);
   if (hooks.on_metrics) {
-    const int rank = shard_.index;
+    const int rank = rank_;
+    const double batch = double(plan_.training.batch);
     hooks.on_metrics({{rank, step - 1, now, "loss", stats.loss},
-                      {rank, step - 1, now, "train_accuracy", double(stats.correct) / local_batch},
+                      {rank, step - 1, now, "train_accuracy", double(stats.correct) / batch},
                       {rank, step - 1, now, "samples_per_s", samples_per_s}});
   }
   if (hooks.on_step) {
@@ -161,8 +198,8 @@ void Trainer::report_step(std::int64_t step, int epoch, const StepStats& stats, 
 void Trainer::report_evaluation(std::int64_t step, const Evaluation& eval, const TrainerHooks& hooks) {
   if (!hooks.on_metrics) return;
   const std::int64_t now = trace::now_ns();
-  hooks.on_metrics({{shard_.index, step - 1, now, "test_loss", eval.loss},
-                    {shard_.index, step - 1, now, "test_accuracy", eval.accuracy}});
+  hooks.on_metrics({{rank_, step - 1, now, "test_loss", eval.loss},
+                    {rank_, step - 1, now, "test_accuracy", eval.accuracy}});
 }
 
 }  // namespace loom::engine

@@ -28,4 +28,8 @@ Expected<std::unique_ptr<Communicator>> init_mpi(int* argc, char*** argv, const 
 // first (one destroyed afterwards skips freeing its MPI handle, which MPI no longer allows).
 void finalize_mpi();
 
+// Ends every rank of the job: a rank that cannot go on must not leave its peers blocked
+// in a collective that will never complete.
+[[noreturn]] void abort_mpi(int exit_code);
+
 }  // namespace loom::comm

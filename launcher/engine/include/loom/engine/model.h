@@ -14,6 +14,8 @@
 
 namespace loom::engine {
 
+class BackwardObserver;
+
 // What one forward/backward pass needs to know besides its input.
 struct Pass {
   bool training = true;
@@ -22,6 +24,7 @@ struct Pass {
   std::uint64_t seed = 0;             // dropout stream
   std::int64_t first_sample = 0;      // global index of this batch's first sample (dropout)
   trace::Recorder* recorder = nullptr;
+  BackwardObserver* observer = nullptr;  // told after each layer's backward (gradient sync)
 };
 
 class Module {

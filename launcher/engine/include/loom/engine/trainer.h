@@ -7,11 +7,14 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <string>
 #include <vector>
 
+#include "loom/comm/communicator.h"
 #include "loom/core/model_info.h"
 #include "loom/core/plan.h"
 #include "loom/data/dataset.h"
+#include "loom/engine/gradient_sync.h"
 #include "loom/engine/model.h"
 #include "loom/engine/optimizer.h"
 #include "loom/profiles/recorder.h"
@@ -47,19 +50,16 @@ struct TrainResult {
   double final_loss = std::numeric_limits<double>::quiet_NaN();
   Evaluation test;
   bool stopped = false;
+  std::string error;  // set when a step failed (a peer died, a collective failed)
 };
 
-// Which part of every global batch this process trains on (data parallelism): shard
-// `index` of `count`. A single process is shard 0 of 1.
-struct Shard {
-  int index = 0;
-  int count = 1;
-};
 
 class Trainer {
  public:
+  // With a communicator of more than one rank this is one data-parallel replica: it
+  // trains on shard comm->rank() of every global batch and sums gradients across ranks.
   Trainer(const Plan& plan, const ModelInfo& info, const data::TrainTest& data, trace::Recorder* recorder,
-          Shard shard = {});
+          comm::Communicator* comm = nullptr);
 
   TrainResult run(const TrainerHooks& hooks);
   Evaluation evaluate();
@@ -71,7 +71,8 @@ class Trainer {
     double loss = 0;
     std::int64_t correct = 0;
   };
-  StepStats train_step(std::int64_t step, const std::vector<std::int64_t>& order, std::int64_t batch_in_epoch);
+  Status reduce_stats(StepStats& stats);
+  Expected<StepStats> train_step(std::int64_t step, const std::vector<std::int64_t>& order, std::int64_t batch_in_epoch);
   void report_step(std::int64_t step, int epoch, const StepStats& stats, const TrainerHooks& hooks);
   void report_evaluation(std::int64_t step, const Evaluation& eval, const TrainerHooks& hooks);
   bool due_for_evaluation(std::int64_t steps_done, bool end_of_epoch) const;
@@ -79,9 +80,12 @@ class Trainer {
   const Plan& plan_;
   const data::TrainTest& data_;
   trace::Recorder* recorder_;
-  Shard shard_;
+  comm::Communicator* comm_;
+  int rank_ = 0;
+  int ranks_ = 1;
   Model model_;
   Optimizer optimizer_;
+  std::unique_ptr<GradientSync> sync_;
   std::int64_t total_steps_ = 0;
   std::int64_t micro_batch_ = 0;  // samples per forward/backward on this rank
   Tensor input_, logits_, dlogits_, probs_;
