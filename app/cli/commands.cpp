@@ -111,9 +111,10 @@ int cmd_run(const Args& args) {
   if (!plan) return kInvalidInput;
   if (world_size(*plan) > 1) {
     std::fprintf(stderr,
-                 "loom-cli: plan '%s' needs %d ranks; this build runs single-rank plans in-process only "
-                 "(hint: set parallel.data_parallel and parallel.stages to 1)\n",
-                 plan->name.c_str(), world_size(*plan));
+                 "loom-cli: plan '%s' needs %d ranks; loom-cli runs single-rank plans only so far "
+                 "(hint: run it with `mpirun -n %d build/launcher/rank/loom-rank PLAN`, or set "
+                 "parallel.data_parallel and parallel.stages to 1)\n",
+                 plan->name.c_str(), world_size(*plan), world_size(*plan));
     return kInvalidInput;
   }
   auto store = open_store(args);

@@ -34,7 +34,6 @@ Trainer::Trainer(const Plan& plan, const ModelInfo& info, const data::TrainTest&
       model_(Model::build(plan, info)),
       optimizer_(plan.training.optimizer, model_.params()) {
   total_steps_ = compute_total_steps(plan, data.train.count());
-  micro_batch_ = plan.training.batch / ranks_ / plan.parallel.grad_accumulation;
   if (ranks_ > 1) sync_ = std::make_unique<GradientSync>(*comm_, model_.params(), plan.parallel.bucket_mb, recorder_);
 }
 

@@ -87,7 +87,6 @@ class Trainer {
   Optimizer optimizer_;
   std::unique_ptr<GradientSync> sync_;
   std::int64_t total_steps_ = 0;
-  std::int64_t micro_batch_ = 0;  // samples per forward/backward on this rank
   Tensor input_, logits_, dlogits_, probs_;
   std::vector<std::int32_t> labels_;
   std::int64_t start_ns_ = 0;
