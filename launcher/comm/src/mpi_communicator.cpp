@@ -155,12 +155,6 @@ class MpiCommunicator final : public Communicator {
   Status allreduce_sum(float* data, std::int64_t count) override;
   std::unique_ptr<Request> iallreduce_sum(float* data, std::int64_t count) override;
   Status broadcast(void* data, std::int64_t bytes, int root) override;
-  Status send(const void* data, std::int64_t bytes, int peer, int tag) override {
-    return isend(data, bytes, peer, tag)->wait();
-  }
-  Status recv(void* data, std::int64_t bytes, int peer, int tag) override {
-    return irecv(data, bytes, peer, tag)->wait();
-  }
   std::unique_ptr<Request> isend(const void* data, std::int64_t bytes, int peer, int tag) override;
   std::unique_ptr<Request> irecv(void* data, std::int64_t bytes, int peer, int tag) override;
   Status barrier() override { return check(MPI_Barrier(comm_), "barrier"); }

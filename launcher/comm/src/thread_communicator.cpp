@@ -280,12 +280,6 @@ class ThreadCommunicator final : public Communicator {
   Status barrier() override { return start({Kind::Barrier, nullptr, 0, 0, 0, 0, {}})->wait(); }
   std::unique_ptr<Communicator> split(int color, int key) override;
 
-  Status send(const void* data, std::int64_t bytes, int peer, int tag) override {
-    return isend(data, bytes, peer, tag)->wait();
-  }
-  Status recv(void* data, std::int64_t bytes, int peer, int tag) override {
-    return irecv(data, bytes, peer, tag)->wait();
-  }
   std::unique_ptr<Request> isend(const void* data, std::int64_t bytes, int peer, int tag) override;
   std::unique_ptr<Request> irecv(void* data, std::int64_t bytes, int peer, int tag) override;
 

@@ -47,8 +47,11 @@ class Communicator {
   virtual Status broadcast(void* data, std::int64_t bytes, int root) = 0;
 
   // A receive must name the same size as the matching send; a mismatch is an error.
-  virtual Status send(const void* data, std::int64_t bytes, int peer, int tag) = 0;
-  virtual Status recv(void* data, std::int64_t bytes, int peer, int tag) = 0;
+  // Blocking point-to-point is the non-blocking operation waited for, in every backend.
+  Status send(const void* data, std::int64_t bytes, int peer, int tag) {
+    return isend(data, bytes, peer, tag)->wait();
+  }
+  Status recv(void* data, std::int64_t bytes, int peer, int tag) { return irecv(data, bytes, peer, tag)->wait(); }
   virtual std::unique_ptr<Request> isend(const void* data, std::int64_t bytes, int peer, int tag) = 0;
   virtual std::unique_ptr<Request> irecv(void* data, std::int64_t bytes, int peer, int tag) = 0;
 
