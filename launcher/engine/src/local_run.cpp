@@ -40,7 +40,8 @@ Status train_recorded(const Plan& plan, const data::TrainTest& data, store::RunS
   trace::Recorder recorder;
   store::RankRecord rank{0, host_name(), "cpu", 0, 0, trace::now_ns(), 0};
   LOOM_TRY(store.upsert_rank(run_id, rank));
-  RunWriter writer(store, run_id, 0, recorder);
+  store::StoreSink sink(store, run_id);
+  RunWriter writer(sink, 0, recorder);
   Trainer trainer(plan, info, data, &recorder);
   TrainerHooks hooks;
   hooks.on_step = options.on_step;

@@ -1,11 +1,10 @@
-// Background writer from a rank's recorder into the run store.
+// Background writer from a rank's recorder into a run sink.
 #include "loom/engine/run_writer.h"
 
 namespace loom::engine {
 
-RunWriter::RunWriter(store::RunStore& store, std::int64_t run_id, int rank, trace::Recorder& recorder,
-                     std::chrono::milliseconds period)
-    : store_(store), run_id_(run_id), rank_(rank), recorder_(recorder), period_(period) {
+RunWriter::RunWriter(store::RunSink& sink, int rank, trace::Recorder& recorder, std::chrono::milliseconds period)
+    : sink_(sink), rank_(rank), recorder_(recorder), period_(period) {
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -48,12 +47,12 @@ void RunWriter::flush() {
   drained_.clear();
   recorder_.drain(drained_);
   if (!drained_.empty()) {
-    Status s = store_.append_events(run_id_, rank_, drained_.data(), drained_.size());
+    Status s = sink_.write_events(rank_, drained_.data(), drained_.size());
     if (s.ok()) events_written_ += std::int64_t(drained_.size());
     else if (first_error_.ok()) first_error_ = s;
   }
   if (!metrics.empty()) {
-    Status s = store_.append_metrics(run_id_, metrics);
+    Status s = sink_.write_metrics(metrics);
     if (!s.ok() && first_error_.ok()) first_error_ = s;
   }
 }

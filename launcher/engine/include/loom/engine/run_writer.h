@@ -1,6 +1,7 @@
-// Moves a rank's events and metrics into the run store while it trains: a background
-// thread drains the recorder every `period` and writes one transaction per batch, so the
-// training thread never waits on SQLite and the store is at most one period behind.
+// Moves a rank's events and metrics into a run sink (the store, or the stream to the host)
+// while it trains: a background thread drains the recorder every `period` and writes one
+// batch per tick, so the training thread never waits on SQLite or a socket and the sink
+// is at most one period behind.
 #pragma once
 
 #include <atomic>
@@ -13,13 +14,13 @@
 
 #include "loom/core/status.h"
 #include "loom/profiles/recorder.h"
-#include "loom/profiles/run_store.h"
+#include "loom/profiles/run_sink.h"
 
 namespace loom::engine {
 
 class RunWriter {
  public:
-  RunWriter(store::RunStore& store, std::int64_t run_id, int rank, trace::Recorder& recorder,
+  RunWriter(store::RunSink& sink, int rank, trace::Recorder& recorder,
             std::chrono::milliseconds period = std::chrono::milliseconds(100));
   ~RunWriter();
   RunWriter(const RunWriter&) = delete;
@@ -34,8 +35,7 @@ class RunWriter {
   void loop();
   void flush();
 
-  store::RunStore& store_;
-  std::int64_t run_id_;
+  store::RunSink& sink_;
   int rank_;
   trace::Recorder& recorder_;
   std::chrono::milliseconds period_;
