@@ -1,4 +1,4 @@
-// loom-cli subcommands: validate, run, runs, show. Libraries return errors as values;
+// loom-cli subcommands: validate, run, runs, show, export. Libraries return errors as values;
 // this file turns them into messages with hints and exit codes.
 #include "commands.h"
 
@@ -12,7 +12,9 @@
 #include "loom/core/plan.h"
 #include "loom/engine/local_run.h"
 #include "loom/profiles/analysis.h"
+#include "loom/profiles/export_chrome.h"
 #include "loom/profiles/run_store.h"
+#include "multi_rank_run.h"
 #include "progress.h"
 
 namespace loom::cli {
@@ -89,6 +91,36 @@ int print_summary(store::RunStore& store, std::int64_t run_id, bool json) {
   return kOk;
 }
 
+struct RunResult {
+  int exit_code = kOk;
+  std::int64_t run_id = 0;  // 0: no run was stored
+};
+
+// A single-rank plan trains in this process.
+RunResult run_in_process(const Plan& plan, store::RunStore& store) {
+  ProgressBar progress(stderr);
+  engine::LocalRunOptions options;
+  options.on_step = [&progress](const engine::StepProgress& p) { progress.update(p); };
+  options.stop = &g_stop_requested;
+  auto outcome = engine::run_and_record(plan, store, options);
+  progress.finish();
+  if (!outcome.ok()) {
+    print_error(outcome.error());
+    return {kFailed, 0};
+  }
+  if (!outcome->error.empty())
+    std::fprintf(stderr, "loom-cli: run %lld failed: %s\n", static_cast<long long>(outcome->run_id),
+                 outcome->error.c_str());
+  const int code = outcome->status == "failed" ? kFailed : outcome->status == "stopped" ? kStopped : kOk;
+  return {code, outcome->run_id};
+}
+
+// A plan of several ranks runs as an mpirun (or srun) job supervised from here.
+RunResult run_ranks(const Plan& plan, store::RunStore& store) {
+  const MultiRankResult result = run_multi_rank(plan, store.path(), g_stop_requested);
+  return {result.exit_code, result.run_id};
+}
+
 }  // namespace
 
 int cmd_validate(const Args& args) {
@@ -109,36 +141,17 @@ int cmd_validate(const Args& args) {
 int cmd_run(const Args& args) {
   auto plan = load_plan_or_report(args, true);
   if (!plan) return kInvalidInput;
-  if (world_size(*plan) > 1) {
-    std::fprintf(stderr,
-                 "loom-cli: plan '%s' needs %d ranks; loom-cli runs single-rank plans only so far "
-                 "(hint: run it with `mpirun -n %d build/launcher/rank/loom-rank PLAN`, or set "
-                 "parallel.data_parallel and parallel.stages to 1)\n",
-                 plan->name.c_str(), world_size(*plan), world_size(*plan));
-    return kInvalidInput;
-  }
   auto store = open_store(args);
   if (!store.ok()) {
     print_error(store.error());
     return kFailed;
   }
-  ProgressBar progress(stderr);
-  engine::LocalRunOptions options;
-  options.on_step = [&progress](const engine::StepProgress& p) { progress.update(p); };
-  options.stop = &g_stop_requested;
   std::signal(SIGINT, on_interrupt);
-  auto outcome = engine::run_and_record(*plan, *store, options);
+  const RunResult result = world_size(*plan) > 1 ? run_ranks(*plan, *store) : run_in_process(*plan, *store);
   std::signal(SIGINT, SIG_DFL);
-  progress.finish();
-  if (!outcome.ok()) {
-    print_error(outcome.error());
-    return kFailed;
-  }
-  if (!outcome->error.empty()) std::fprintf(stderr, "loom-cli: run %lld failed: %s\n",
-                                            static_cast<long long>(outcome->run_id), outcome->error.c_str());
-  const int shown = print_summary(*store, outcome->run_id, args.json);
-  if (outcome->status == "failed" || shown != kOk) return kFailed;
-  return outcome->status == "stopped" ? kStopped : kOk;
+  if (result.run_id == 0) return result.exit_code;
+  const int shown = print_summary(*store, result.run_id, args.json);
+  return shown != kOk ? kFailed : result.exit_code;
 }
 
 int cmd_runs(const Args& args) {
@@ -182,6 +195,37 @@ int cmd_show(const Args& args) {
     return kFailed;
   }
   return print_summary(*store, *run_id, args.json);
+}
+
+int cmd_export(const Args& args) {
+  const auto run_id = parse_run_id(args);
+  if (!run_id || !args.chrome || args.chrome->empty()) {
+    std::fprintf(stderr,
+                 "loom-cli: export needs a run id and a file\n"
+                 "usage: loom-cli export RUN_ID --chrome FILE [--db PATH]   (run ids: `loom-cli runs`)\n");
+    return kInvalidInput;
+  }
+  auto store = open_store(args);
+  if (!store.ok()) {
+    print_error(store.error());
+    return kFailed;
+  }
+  auto stats = chrome::export_chrome_trace(*store, *run_id, *args.chrome);
+  if (!stats.ok()) {
+    if (stats.error().code == ErrorCode::NotFound) {
+      std::fprintf(stderr, "loom-cli: %s (hint: `loom-cli runs` lists the stored runs)\n",
+                   stats.error().message.c_str());
+      return kInvalidInput;
+    }
+    print_error(stats.error());
+    return kFailed;
+  }
+  std::printf("wrote %lld events from %d ranks to %s\n", static_cast<long long>(stats->events), stats->ranks,
+              args.chrome->c_str());
+  if (stats->clipped_slices > 0)
+    std::printf("(%lld slices were clipped to nest inside their enclosing slice)\n",
+                static_cast<long long>(stats->clipped_slices));
+  return kOk;
 }
 
 }  // namespace loom::cli

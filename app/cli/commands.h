@@ -14,6 +14,7 @@ enum ExitCode { kOk = 0, kFailed = 1, kInvalidInput = 2, kStopped = 130 };
 struct Args {
   std::vector<std::string> positional;
   std::optional<std::string> db;
+  std::optional<std::string> chrome;  // export: --chrome FILE
   bool json = false;
 };
 
@@ -21,5 +22,6 @@ int cmd_validate(const Args& args);
 int cmd_run(const Args& args);
 int cmd_runs(const Args& args);
 int cmd_show(const Args& args);
+int cmd_export(const Args& args);
 
 }  // namespace loom::cli

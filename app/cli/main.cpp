@@ -15,6 +15,7 @@ constexpr const char* kUsage =
     "  run [PLAN] [--db PATH] [--json]  train the plan (default: the embedded MLP plan) and record the run\n"
     "  runs [--db PATH] [--json]        list stored runs\n"
     "  show RUN_ID [--db PATH] [--json] summarise a stored run\n"
+    "  export RUN_ID --chrome FILE      write a stored run as a Chrome trace (open it in Perfetto)\n"
     "\n"
     "The run store is --db PATH, else $LOOM_DB, else $XDG_DATA_HOME/loom/runs.db.\n"
     "Exit codes: 0 ok, 1 failed, 2 invalid input, 130 stopped by Ctrl-C.\n";
@@ -33,6 +34,14 @@ bool parse_args(int argc, char** argv, loom::cli::Args& args) {
       args.db = argv[++i];
     } else if (arg.rfind("--db=", 0) == 0) {
       args.db = arg.substr(5);
+    } else if (arg == "--chrome") {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "loom-cli: --chrome needs a file name\n");
+        return false;
+      }
+      args.chrome = argv[++i];
+    } else if (arg.rfind("--chrome=", 0) == 0) {
+      args.chrome = arg.substr(9);
     } else if (arg.size() > 1 && arg[0] == '-') {
       std::fprintf(stderr, "loom-cli: unknown option '%s'\n%s", arg.c_str(), kUsage);
       return false;
@@ -58,6 +67,7 @@ int main(int argc, char** argv) {
   if (command == "run") return cmd_run(args);
   if (command == "runs") return cmd_runs(args);
   if (command == "show") return cmd_show(args);
+  if (command == "export") return cmd_export(args);
   std::fprintf(stderr, "loom-cli: unknown command '%s'\n%s", command.c_str(), kUsage);
   return kInvalidInput;
 }

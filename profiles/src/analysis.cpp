@@ -2,6 +2,8 @@
 // category is the union of its intervals so nested spans count once.
 #include "loom/profiles/analysis.h"
 
+#include "loom/profiles/clock_align.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -49,7 +51,56 @@ double last_value(const std::vector<store::MetricRecord>& metrics) {
 }
 
 nlohmann::json number_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); }
+
+// Sorted, disjoint, non-empty intervals covering the same points as the input.
+Intervals merged(Intervals& intervals) {
+  std::sort(intervals.begin(), intervals.end());
+  Intervals out;
+  for (const auto& [s, e] : intervals) {
+    if (e <= s) continue;
+    if (!out.empty() && s <= out.back().second) {
+      out.back().second = std::max(out.back().second, e);
+    } else {
+      out.emplace_back(s, e);
+    }
+  }
+  return out;
+}
+
+// Per-rank all-reduce totals; algbw is averaged over ranks, so it is kept per rank.
+struct AllReduceTotals {
+  std::int64_t bytes = 0, count = 0, ns = 0;
+};
+
+AllReduceTotals allreduce_totals(const std::vector<Event>& events) {
+  AllReduceTotals t;
+  for (const Event& e : events) {
+    if (e.kind != EventKind::AllReduce) continue;
+    t.bytes += e.bytes;
+    t.count += 1;
+    t.ns += std::max<std::int64_t>(0, e.end_ns - e.start_ns);
+  }
+  return t;
+}
 }  // namespace
+
+std::int64_t overlap_length_ns(Intervals& a, Intervals& b) {
+  const Intervals ma = merged(a), mb = merged(b);
+  std::int64_t total = 0;
+  std::size_t i = 0, j = 0;
+  while (i < ma.size() && j < mb.size()) {
+    const std::int64_t lo = std::max(ma[i].first, mb[j].first);
+    const std::int64_t hi = std::min(ma[i].second, mb[j].second);
+    if (hi > lo) total += hi - lo;
+    // The interval that ends first cannot overlap anything further in the other list.
+    if (ma[i].second < mb[j].second) {
+      ++i;
+    } else {
+      ++j;
+    }
+  }
+  return total;
+}
 
 std::int64_t union_length_ns(Intervals& intervals) {
   std::sort(intervals.begin(), intervals.end());
@@ -88,11 +139,110 @@ RankBreakdown breakdown_rank(int rank, const std::vector<Event>& events) {
     busy.emplace_back(e.start_ns, e.end_ns);
   }
   b.compute_s = static_cast<double>(union_length_ns(per_category[kCompute])) / kNsPerS;
-  b.comm_s = static_cast<double>(union_length_ns(per_category[kComm])) / kNsPerS;
+  const std::int64_t comm_ns = union_length_ns(per_category[kComm]);
+  b.comm_s = static_cast<double>(comm_ns) / kNsPerS;
   b.optimizer_s = static_cast<double>(union_length_ns(per_category[kOptimizer])) / kNsPerS;
   b.data_s = static_cast<double>(union_length_ns(per_category[kData])) / kNsPerS;
   b.idle_s = static_cast<double>(std::max<std::int64_t>(0, last - first - union_length_ns(busy))) / kNsPerS;
+  Intervals work = per_category[kCompute];
+  work.insert(work.end(), per_category[kOptimizer].begin(), per_category[kOptimizer].end());
+  work.insert(work.end(), per_category[kData].begin(), per_category[kData].end());
+  const std::int64_t hidden_ns = overlap_length_ns(per_category[kComm], work);
+  b.exposed_comm_s = static_cast<double>(comm_ns - hidden_ns) / kNsPerS;
   return b;
+}
+
+namespace {
+// Breaks down every rank with a record, with events, or below world_size (a silent rank
+// is news too), accumulating all-reduce totals. Ranks are loaded one at a time since
+// Event has no rank field, which also bounds memory to the largest rank.
+Status add_rank_breakdowns(store::RunStore& store, std::int64_t run_id, const std::vector<store::RankRecord>& records,
+                           RunSummary& s, std::int32_t& max_step, std::vector<AllReduceTotals>& allreduce) {
+  auto event_ranks = store.event_ranks(run_id);
+  if (!event_ranks.ok()) return event_ranks.error();
+  std::set<int> rank_ids(event_ranks->begin(), event_ranks->end());
+  for (const auto& r : records) rank_ids.insert(r.rank);
+  for (int r = 0; r < s.world_size; ++r) rank_ids.insert(r);
+  for (int r : rank_ids) {
+    auto events = store.load_events(run_id, r);
+    if (!events.ok()) return events.error();
+    for (const Event& e : *events) max_step = std::max(max_step, e.step);
+    RankBreakdown b = breakdown_rank(r, *events);
+    for (const auto& rec : records)
+      if (rec.rank == r) b.events_recorded = rec.events_recorded;
+    s.ranks.push_back(b);
+    allreduce.push_back(allreduce_totals(*events));
+  }
+  return {};
+}
+
+AllReduceStats allreduce_stats(const std::vector<AllReduceTotals>& per_rank, const std::vector<RankBreakdown>& ranks,
+                               int world_size, double p2p_gbs) {
+  AllReduceStats a;
+  double algbw_sum = 0;
+  int algbw_ranks = 0;
+  for (const AllReduceTotals& t : per_rank) {
+    a.bytes += t.bytes;
+    a.count += t.count;
+    a.seconds += static_cast<double>(t.ns) / kNsPerS;
+    if (t.ns <= 0) continue;  // a rank without (timed) all-reduces has no bandwidth to average
+    algbw_sum += static_cast<double>(t.bytes) / (static_cast<double>(t.ns) / kNsPerS) / 1e9;
+    ++algbw_ranks;
+  }
+  if (algbw_ranks > 0) a.algbw_gbs = algbw_sum / algbw_ranks;
+  if (world_size > 1 && std::isfinite(a.algbw_gbs))
+    a.busbw_gbs = a.algbw_gbs * 2.0 * (world_size - 1) / world_size;
+  a.p2p_gbs = p2p_gbs;
+  double comm = 0, exposed = 0;
+  for (const RankBreakdown& r : ranks) {
+    comm += r.comm_s;
+    exposed += r.exposed_comm_s;
+  }
+  if (comm > 0) a.hidden_fraction = 1.0 - exposed / comm;
+  return a;
+}
+
+std::vector<ClockRow> clock_rows(const std::vector<store::RankRecord>& records) {
+  std::vector<ClockRow> rows;
+  for (const auto& r : records) {
+    const std::int64_t end = clock::has_end_estimate(r) ? r.offset_end_ns : r.offset_ns;
+    rows.push_back({r.rank, r.offset_ns, end, r.uncertainty_ns, clock::drift_ppm(r)});
+  }
+  return rows;
+}
+
+nlohmann::json plan_without_parallelism(const std::string& plan_json) {
+  nlohmann::json plan = nlohmann::json::parse(plan_json, nullptr, /*allow_exceptions=*/false);
+  if (!plan.is_object()) return nlohmann::json();  // discarded or not a plan: null
+  plan.erase("parallel");
+  plan.erase("name");
+  return plan;
+}
+
+// The newest completed single-rank run with the same plan apart from parallelism.
+Expected<std::optional<Scaling>> find_scaling(store::RunStore& store, const RunSummary& s) {
+  if (s.world_size <= 1 || s.samples_per_s <= 0) return std::optional<Scaling>();
+  const nlohmann::json plan = plan_without_parallelism(s.run.plan_json);
+  if (plan.is_null()) return std::optional<Scaling>();
+  auto runs = store.list_runs();  // newest first
+  if (!runs.ok()) return runs.error();
+  for (const store::RunRecord& r : *runs) {
+    if (r.id == s.run.id || r.status != "completed" || r.world_size != 1 || r.wall_s <= 0 || r.samples <= 0)
+      continue;
+    if (plan_without_parallelism(r.plan_json) != plan) continue;
+    Scaling sc;
+    sc.reference_run_id = r.id;
+    sc.reference_samples_per_s = static_cast<double>(r.samples) / r.wall_s;
+    sc.efficiency = s.samples_per_s / (s.world_size * sc.reference_samples_per_s);
+    return std::optional<Scaling>(sc);
+  }
+  return std::optional<Scaling>();
+}
+}  // namespace
+
+bool same_plan_but_parallelism(const std::string& plan_json_a, const std::string& plan_json_b) {
+  const nlohmann::json a = plan_without_parallelism(plan_json_a);
+  return !a.is_null() && a == plan_without_parallelism(plan_json_b);
 }
 
 Expected<RunSummary> summarize_run(store::RunStore& store, std::int64_t run_id) {
@@ -106,50 +256,79 @@ Expected<RunSummary> summarize_run(store::RunStore& store, std::int64_t run_id) 
   s.wall_s = s.run.wall_s;
   s.samples_per_s = s.wall_s > 0 ? static_cast<double>(s.run.samples) / s.wall_s : 0.0;
 
-  // Ranks with a record or with events; loaded one at a time since Event has no rank
-  // field, which also bounds memory to the largest rank.
-  auto event_ranks = store.event_ranks(run_id);
-  if (!event_ranks.ok()) return event_ranks.error();
-  std::set<int> rank_ids(event_ranks->begin(), event_ranks->end());
-  for (const auto& r : *ranks) rank_ids.insert(r.rank);
-  for (int r = 0; r < s.world_size; ++r) rank_ids.insert(r);  // a silent rank is news too
   std::int32_t max_step = -1;
-  for (int r : rank_ids) {
-    auto events = store.load_events(run_id, r);
-    if (!events.ok()) return events.error();
-    for (const Event& e : *events) max_step = std::max(max_step, e.step);
-    RankBreakdown b = breakdown_rank(r, *events);
-    for (const auto& rec : *ranks)
-      if (rec.rank == r) b.events_recorded = rec.events_recorded;
-    s.ranks.push_back(b);
-  }
+  std::vector<AllReduceTotals> allreduce;
+  LOOM_TRY(add_rank_breakdowns(store, run_id, *ranks, s, max_step, allreduce));
 
   auto loss = store.load_metrics(run_id, "loss");
   if (!loss.ok()) return loss.error();
   auto accuracy = store.load_metrics(run_id, "test_accuracy");
   if (!accuracy.ok()) return accuracy.error();
+  auto p2p = store.load_metrics(run_id, "p2p_gbs");
+  if (!p2p.ok()) return p2p.error();
   std::set<std::int64_t> loss_steps;
   for (const auto& m : *loss) loss_steps.insert(m.step);
   s.steps = loss_steps.empty() ? static_cast<std::int64_t>(max_step) + 1 : static_cast<std::int64_t>(loss_steps.size());
   s.final_loss = last_value(*loss);
   s.test_accuracy = last_value(*accuracy);
+  s.allreduce = allreduce_stats(allreduce, s.ranks, s.world_size, last_value(*p2p));
+  s.clock = clock_rows(*ranks);
+  auto scaling = find_scaling(store, s);
+  if (!scaling.ok()) return scaling.error();
+  s.scaling = *scaling;
   return s;
 }
+
+namespace {
+nlohmann::json allreduce_json(const AllReduceStats& a) {
+  return {{"bytes", a.bytes},
+          {"count", a.count},
+          {"seconds", a.seconds},
+          {"algbw_gbs", number_or_null(a.algbw_gbs)},
+          {"busbw_gbs", number_or_null(a.busbw_gbs)},
+          {"p2p_gbs", number_or_null(a.p2p_gbs)},
+          {"hidden_fraction", number_or_null(a.hidden_fraction)}};
+}
+
+nlohmann::json clock_json(const std::vector<ClockRow>& rows) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const ClockRow& c : rows) {
+    out.push_back({{"rank", c.rank},
+                   {"offset_ns", c.offset_ns},
+                   {"offset_end_ns", c.offset_end_ns},
+                   {"uncertainty_ns", c.uncertainty_ns},
+                   {"drift_ppm", c.drift_ppm}});
+  }
+  return out;
+}
+
+nlohmann::json scaling_json(const std::optional<Scaling>& sc) {
+  if (!sc) return nullptr;
+  return {{"reference_run_id", sc->reference_run_id},
+          {"reference_samples_per_s", sc->reference_samples_per_s},
+          {"efficiency", sc->efficiency}};
+}
+
+nlohmann::json ranks_json(const std::vector<RankBreakdown>& ranks) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& r : ranks) {
+    out.push_back({{"rank", r.rank},
+                   {"compute_s", r.compute_s},
+                   {"comm_s", r.comm_s},
+                   {"optimizer_s", r.optimizer_s},
+                   {"data_s", r.data_s},
+                   {"idle_s", r.idle_s},
+                   {"events_recorded", r.events_recorded},
+                   {"events_stored", r.events_stored},
+                   {"exposed_comm_s", r.exposed_comm_s}});
+  }
+  return out;
+}
+}  // namespace
 
 nlohmann::json summary_to_json(const RunSummary& s) {
   nlohmann::json plan = nlohmann::json::parse(s.run.plan_json, nullptr, /*allow_exceptions=*/false);
   if (plan.is_discarded()) plan = nullptr;
-  nlohmann::json ranks = nlohmann::json::array();
-  for (const auto& r : s.ranks) {
-    ranks.push_back({{"rank", r.rank},
-                     {"compute_s", r.compute_s},
-                     {"comm_s", r.comm_s},
-                     {"optimizer_s", r.optimizer_s},
-                     {"data_s", r.data_s},
-                     {"idle_s", r.idle_s},
-                     {"events_recorded", r.events_recorded},
-                     {"events_stored", r.events_stored}});
-  }
   return {{"id", s.run.id},
           {"name", s.run.name},
           {"status", s.run.status},
@@ -164,7 +343,10 @@ nlohmann::json summary_to_json(const RunSummary& s) {
           {"samples_per_s", s.samples_per_s},
           {"final_loss", number_or_null(s.final_loss)},
           {"test_accuracy", number_or_null(s.test_accuracy)},
-          {"ranks", ranks}};
+          {"ranks", ranks_json(s.ranks)},
+          {"allreduce", allreduce_json(s.allreduce)},
+          {"clock", clock_json(s.clock)},
+          {"scaling", scaling_json(s.scaling)}};
 }
 
 namespace {
@@ -175,6 +357,47 @@ std::string format(const char* fmt, auto... args) {
 }
 
 std::string optional_number(double v, const char* fmt) { return std::isfinite(v) ? format(fmt, v) : "n/a"; }
+
+std::string format_ranks(const std::vector<RankBreakdown>& ranks) {
+  std::string out = format("\n  %4s %10s %10s %10s %10s %10s %10s %12s %12s\n", "rank", "compute_s", "comm_s",
+                           "exposed_s", "optim_s", "data_s", "idle_s", "recorded", "stored");
+  for (const auto& r : ranks) {
+    out += format("  %4d %10.4f %10.4f %10.4f %10.4f %10.4f %10.4f %12lld %12lld\n", r.rank, r.compute_s, r.comm_s,
+                  r.exposed_comm_s, r.optimizer_s, r.data_s, r.idle_s, static_cast<long long>(r.events_recorded),
+                  static_cast<long long>(r.events_stored));
+  }
+  return out;
+}
+
+// One line, or nothing when the run neither all-reduced nor probed the network.
+std::string format_allreduce(const AllReduceStats& a) {
+  if (a.count == 0 && !std::isfinite(a.p2p_gbs)) return "";
+  std::string out = format("  all-reduce:    %lld ops, %.1f MB over all ranks; algbw ", static_cast<long long>(a.count),
+                           static_cast<double>(a.bytes) / 1e6);
+  out += optional_number(a.algbw_gbs, "%.2f GB/s") + ", busbw " + optional_number(a.busbw_gbs, "%.2f GB/s");
+  out += ", p2p probe " + optional_number(a.p2p_gbs, "%.2f GB/s");
+  out += ", hidden " + optional_number(a.hidden_fraction * 100.0, "%.0f %%") + "\n";
+  return out;
+}
+
+// Offsets range from nanoseconds (one host) to days (steady clocks of different hosts
+// start at boot), so the unit follows the magnitude.
+std::string format_ns(std::int64_t ns, bool sign) {
+  const double v = static_cast<double>(ns), a = std::fabs(v);
+  if (a < 1e3) return format(sign ? "%+lld ns" : "%lld ns", static_cast<long long>(ns));
+  if (a < 1e6) return format(sign ? "%+.1f us" : "%.1f us", v / 1e3);
+  if (a < 1e9) return format(sign ? "%+.3f ms" : "%.3f ms", v / 1e6);
+  return format(sign ? "%+.3f s" : "%.3f s", v / 1e9);
+}
+
+std::string format_clock(const std::vector<ClockRow>& rows) {
+  std::string out;
+  for (const ClockRow& c : rows) {
+    out += format("  clock rank %-3d offset %s +/- %s, drift %+.2f ppm\n", c.rank, format_ns(c.offset_ns, true).c_str(),
+                  format_ns(c.uncertainty_ns, false).c_str(), c.drift_ppm);
+  }
+  return out;
+}
 }  // namespace
 
 std::string format_summary(const RunSummary& s) {
@@ -188,16 +411,15 @@ std::string format_summary(const RunSummary& s) {
   out += format("  wall time:     %.3f s\n", s.wall_s);
   out += format("  throughput:    %.1f samples/s (%lld samples)\n", s.samples_per_s,
                 static_cast<long long>(s.run.samples));
+  if (s.scaling)
+    out += format("  scaling:       %.1f %% efficiency vs run %lld (%.1f samples/s on 1 rank)\n",
+                  s.scaling->efficiency * 100.0, static_cast<long long>(s.scaling->reference_run_id),
+                  s.scaling->reference_samples_per_s);
   out += "  final loss:    " + optional_number(s.final_loss, "%.4f") + "\n";
   out += "  test accuracy: " + optional_number(s.test_accuracy * 100.0, "%.2f %%") + "\n";
-  if (s.ranks.empty()) return out;
-  out += format("\n  %4s %10s %10s %10s %10s %10s %12s %12s\n", "rank", "compute_s", "comm_s",
-                "optim_s", "data_s", "idle_s", "recorded", "stored");
-  for (const auto& r : s.ranks) {
-    out += format("  %4d %10.4f %10.4f %10.4f %10.4f %10.4f %12lld %12lld\n", r.rank, r.compute_s, r.comm_s,
-                  r.optimizer_s, r.data_s, r.idle_s, static_cast<long long>(r.events_recorded),
-                  static_cast<long long>(r.events_stored));
-  }
+  out += format_allreduce(s.allreduce);
+  if (s.world_size > 1) out += format_clock(s.clock);
+  if (!s.ranks.empty()) out += format_ranks(s.ranks);
   return out;
 }
 

@@ -81,6 +81,13 @@ CREATE TABLE updates (
 );
 CREATE INDEX updates_by_run ON updates (run_id, step);
 )sql",
+    // 2: the clock offset at the end of the run (linear drift) and the rank's process id.
+    R"sql(
+ALTER TABLE ranks ADD COLUMN offset_end_ns INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE ranks ADD COLUMN sync_start_ns INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE ranks ADD COLUMN sync_end_ns INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE ranks ADD COLUMN pid INTEGER NOT NULL DEFAULT 0;
+)sql",
 };
 static_assert(std::size(kMigrations) == kSchemaVersion, "one migration per schema version");
 
@@ -243,10 +250,13 @@ Expected<std::int64_t> RunStore::create_run(const RunRecord& run) {
 Status RunStore::upsert_rank(std::int64_t run_id, const RankRecord& rank) {
   LOOM_TRY(require_run(run_id));
   auto q = db_.prepare(
-      "INSERT INTO ranks (run_id, rank, host, device, offset_ns, uncertainty_ns, t0_ns, events_recorded) "
-      "VALUES (?,?,?,?,?,?,?,?) ON CONFLICT (run_id, rank) DO UPDATE SET host = excluded.host, "
+      "INSERT INTO ranks (run_id, rank, host, device, offset_ns, uncertainty_ns, t0_ns, events_recorded, "
+      "offset_end_ns, sync_start_ns, sync_end_ns, pid) VALUES (?,?,?,?,?,?,?,?,?,?,?,?) "
+      "ON CONFLICT (run_id, rank) DO UPDATE SET host = excluded.host, "
       "device = excluded.device, offset_ns = excluded.offset_ns, uncertainty_ns = excluded.uncertainty_ns, "
-      "t0_ns = excluded.t0_ns, events_recorded = excluded.events_recorded");
+      "t0_ns = excluded.t0_ns, events_recorded = excluded.events_recorded, "
+      "offset_end_ns = excluded.offset_end_ns, sync_start_ns = excluded.sync_start_ns, "
+      "sync_end_ns = excluded.sync_end_ns, pid = excluded.pid");
   if (!q.ok()) return q.error();
   q->bind(1, run_id)
       .bind(2, rank.rank)
@@ -255,7 +265,11 @@ Status RunStore::upsert_rank(std::int64_t run_id, const RankRecord& rank) {
       .bind(5, rank.offset_ns)
       .bind(6, rank.uncertainty_ns)
       .bind(7, rank.t0_ns)
-      .bind(8, rank.events_recorded);
+      .bind(8, rank.events_recorded)
+      .bind(9, rank.offset_end_ns)
+      .bind(10, rank.sync_start_ns)
+      .bind(11, rank.sync_end_ns)
+      .bind(12, rank.pid);
   return run_once(*q);
 }
 
@@ -393,8 +407,8 @@ Expected<RunRecord> RunStore::load_run(std::int64_t run_id) {
 
 Expected<std::vector<RankRecord>> RunStore::load_ranks(std::int64_t run_id) {
   auto q = db_.prepare(
-      "SELECT rank, host, device, offset_ns, uncertainty_ns, t0_ns, events_recorded FROM ranks "
-      "WHERE run_id = ? ORDER BY rank");
+      "SELECT rank, host, device, offset_ns, uncertainty_ns, t0_ns, events_recorded, offset_end_ns, "
+      "sync_start_ns, sync_end_ns, pid FROM ranks WHERE run_id = ? ORDER BY rank");
   if (!q.ok()) return q.error();
   q->bind(1, run_id);
   std::vector<RankRecord> ranks;
@@ -410,6 +424,10 @@ Expected<std::vector<RankRecord>> RunStore::load_ranks(std::int64_t run_id) {
     r.uncertainty_ns = q->column_int64(4);
     r.t0_ns = q->column_int64(5);
     r.events_recorded = q->column_int64(6);
+    r.offset_end_ns = q->column_int64(7);
+    r.sync_start_ns = q->column_int64(8);
+    r.sync_end_ns = q->column_int64(9);
+    r.pid = static_cast<int>(q->column_int64(10));
     ranks.push_back(std::move(r));
   }
   return ranks;

@@ -1,11 +1,14 @@
-// loom-cli end to end: validate, run, runs and show --json against a fresh run store in
-// a temporary directory, plus the exit codes and messages for bad input.
+// loom-cli end to end: validate, run, runs, show --json and export --chrome against a
+// fresh run store in a temporary directory, plus the exit codes and messages for bad input.
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
+
+#include <algorithm>
+#include <map>
 
 namespace {
 
@@ -50,6 +53,7 @@ class CliTest : public QObject {
     return f.fileName();
   }
   QString db() const { return dir_.filePath("runs.db"); }
+  QString run_id_;  // the spirals run recorded by runRecordsAndShowsTheRun, reused by export
 
  private slots:
   void validatePrintsTheModelTable() {
@@ -73,7 +77,7 @@ class CliTest : public QObject {
     QVERIFY2(r.exit_code == 0, qPrintable(r.err));
     const QJsonObject summary = last_line_json(r.out);
     for (const char* key : {"id", "status", "plan", "world_size", "steps", "wall_s", "samples_per_s", "final_loss",
-                            "test_accuracy", "ranks"}) {
+                            "test_accuracy", "ranks", "allreduce", "clock", "scaling"}) {
       QVERIFY2(summary.contains(key), key);
     }
     QCOMPARE(summary["status"].toString(), QString("completed"));
@@ -82,7 +86,7 @@ class CliTest : public QObject {
     QVERIFY(summary["samples_per_s"].toDouble() > 0);
     const QJsonObject rank = summary["ranks"].toArray().at(0).toObject();
     for (const char* key : {"rank", "compute_s", "comm_s", "optimizer_s", "data_s", "idle_s", "events_recorded",
-                            "events_stored"}) {
+                            "events_stored", "exposed_comm_s"}) {
       QVERIFY2(rank.contains(key), key);
     }
     QVERIFY(rank["events_recorded"].toInteger() > 0);
@@ -96,15 +100,83 @@ class CliTest : public QObject {
     QCOMPARE(list.at(0).toObject()["id"].toInteger(), summary["id"].toInteger());
 
     const QString id = QString::number(summary["id"].toInteger());
+    run_id_ = id;
     const Result show = run_cli({"show", id, "--db", db(), "--json"});
     QCOMPARE(show.exit_code, 0);
     const QJsonObject shown = last_line_json(show.out);
     QCOMPARE(shown["final_loss"].toDouble(), summary["final_loss"].toDouble());
+    for (const char* key : {"bytes", "count", "seconds", "algbw_gbs", "busbw_gbs", "p2p_gbs", "hidden_fraction"})
+      QVERIFY2(shown["allreduce"].toObject().contains(key), key);
+    QVERIFY(shown["allreduce"].toObject()["busbw_gbs"].isNull());  // one rank: no bus bandwidth
+    QVERIFY(shown["clock"].isArray());
+    QVERIFY(shown["scaling"].isNull());  // single-rank runs have no scaling efficiency
+    QVERIFY(shown["ranks"].toArray().at(0).toObject().contains("exposed_comm_s"));
     QCOMPARE(shown["plan"].toObject()["name"].toString(), QString("cli-spirals"));
 
     const Result text = run_cli({"show", id, "--db", db()});
     QCOMPARE(text.exit_code, 0);
     QVERIFY(text.out.contains("cli-spirals"));
+  }
+
+  void exportWritesANestedChromeTrace() {
+    if (run_id_.isEmpty()) QSKIP("needs the run recorded by runRecordsAndShowsTheRun");
+    const QString path = dir_.filePath("trace.json");
+    const Result r = run_cli({"export", run_id_, "--chrome", path, "--db", db()});
+    QVERIFY2(r.exit_code == 0, qPrintable(r.err));
+    QVERIFY2(r.out.contains("from 1 ranks to " + path), qPrintable(r.out));
+    const qint64 reported = r.out.section(' ', 1, 1).toLongLong();  // "wrote N events ..."
+    QVERIFY(reported > 0);
+
+    QFile file(path);
+    QVERIFY(file.open(QIODevice::ReadOnly));
+    QJsonParseError error{};
+    const QJsonObject trace = QJsonDocument::fromJson(file.readAll(), &error).object();
+    QVERIFY2(error.error == QJsonParseError::NoError, qPrintable(error.errorString()));
+    QCOMPARE(trace["otherData"].toObject()["run_id"].toInteger(), run_id_.toLongLong());
+    bool named_rank0 = false;
+    qint64 slices = 0;
+    std::map<std::pair<int, int>, std::vector<std::pair<qint64, qint64>>> threads;
+    for (const QJsonValue& v : trace["traceEvents"].toArray()) {
+      const QJsonObject e = v.toObject();
+      if (e["ph"] == "M" && e["name"] == "process_name" && e["pid"].toInt() == 0) named_rank0 = true;
+      if (e["ph"] != "X") continue;
+      ++slices;
+      QCOMPARE(e["pid"].toInt(), 0);
+      QVERIFY(e["tid"].toInt() >= 0 && e["tid"].toInt() <= 2);
+      const qint64 ts = qRound64(e["ts"].toDouble() * 1e3), dur = qRound64(e["dur"].toDouble() * 1e3);
+      QVERIFY(ts >= 0 && dur >= 0);
+      threads[{e["pid"].toInt(), e["tid"].toInt()}].emplace_back(ts, ts + dur);
+    }
+    QVERIFY(named_rank0);
+    QCOMPARE(slices, reported);
+    for (auto& [thread, spans] : threads) {  // parents first, then every child inside its parent
+      std::stable_sort(spans.begin(), spans.end(),
+                       [](auto& a, auto& b) { return a.first != b.first ? a.first < b.first : a.second > b.second; });
+      std::vector<qint64> open;
+      for (const auto& [start, end] : spans) {
+        while (!open.empty() && open.back() <= start) open.pop_back();
+        QVERIFY2(open.empty() || end <= open.back(), "a slice crosses its parent");
+        open.push_back(end);
+      }
+    }
+
+    const Result eq = run_cli({"export", run_id_, "--chrome=" + dir_.filePath("eq.json"), "--db", db()});
+    QCOMPARE(eq.exit_code, 0);
+    QVERIFY(QFile::exists(dir_.filePath("eq.json")));
+  }
+
+  void exportErrors() {
+    const Result unknown = run_cli({"export", "99999", "--chrome", dir_.filePath("x.json"), "--db", db()});
+    QCOMPARE(unknown.exit_code, 2);
+    QVERIFY2(unknown.err.contains("99999") && unknown.err.contains("loom-cli runs"), qPrintable(unknown.err));
+    const Result no_file = run_cli({"export", "1", "--db", db()});
+    QCOMPARE(no_file.exit_code, 2);
+    QVERIFY2(no_file.err.contains("usage"), qPrintable(no_file.err));
+    if (run_id_.isEmpty()) QSKIP("needs the run recorded by runRecordsAndShowsTheRun");
+    const QString bad = dir_.filePath("no/such/dir/trace.json");
+    const Result unwritable = run_cli({"export", run_id_, "--chrome", bad, "--db", db()});
+    QCOMPARE(unwritable.exit_code, 1);
+    QVERIFY2(unwritable.err.contains(bad), qPrintable(unwritable.err));
   }
 
   void missingDatasetFailsWithAHintAndIsStored() {

@@ -1,6 +1,8 @@
 // Analysis tests: hand-built events whose overlaps are known give exact per-category
-// seconds (nested spans counted once, containers and off-stream spans excluded), and the
-// summary JSON carries every key the CLI and GUI read.
+// seconds (nested spans counted once, containers and off-stream spans excluded) and exact
+// exposed communication; all-reduce bandwidth, clock rows and scaling efficiency against
+// a single-rank reference run come out as defined in analysis.h; the summary JSON carries
+// every key the CLI and GUI read.
 #include <QtTest>
 
 #include <cmath>
@@ -54,6 +56,18 @@ std::vector<Event> rank1_events() {
   return {span(EventKind::Step, Stream::Host, 0, 50, 1), span(EventKind::Forward, Stream::Compute, 0, 20, 1)};
 }
 
+// Rank 1 of a 4-rank run: forward [0,20) with two 10 MB all-reduce buckets, [10,20)
+// hidden behind it and [30,40) exposed: comm 20 ms, exposed 10 ms, algbw 1 GB/s.
+std::vector<Event> rank1_with_allreduce() {
+  std::vector<Event> v = rank1_events();
+  for (auto [start, end] : {std::pair{10, 20}, std::pair{30, 40}}) {
+    Event e = span(EventKind::AllReduce, Stream::Comm, start, end, 1);
+    e.bytes = 10'000'000;
+    v.push_back(e);
+  }
+  return v;
+}
+
 template <class T>
 T must(loom::Expected<T> r) {
   if (!r.ok()) qFatal("unexpected error: %s", r.error().describe().c_str());
@@ -79,6 +93,119 @@ class TestAnalysis : public QObject {
     QCOMPARE(b.data_s, 0.010);
     QCOMPARE(b.idle_s, 0.010);
     QCOMPARE(b.events_stored, std::int64_t(11));
+    // allreduce [60,85) against compute up to 75: [75,85) is exposed.
+    QCOMPARE(b.exposed_comm_s, 0.010);
+  }
+
+  void overlapOfIntervalSets() {
+    std::vector<std::pair<std::int64_t, std::int64_t>> a = {{0, 30}, {20, 50}, {70, 80}};
+    std::vector<std::pair<std::int64_t, std::int64_t>> b = {{5, 10}, {40, 45}, {48, 75}, {44, 46}};
+    // union a = [0,50) [70,80); union b = [5,10) [40,46) [48,75): 5 + 6 + 2 + 5.
+    QCOMPARE(loom::analysis::overlap_length_ns(a, b), std::int64_t(18));
+    std::vector<std::pair<std::int64_t, std::int64_t>> none;
+    QCOMPARE(loom::analysis::overlap_length_ns(a, none), std::int64_t(0));
+  }
+
+  void exposedCommIsCommWithoutWork() {
+    // comm [0,30) [20,50) (union 50 ms); work: data [5,10), compute [40,45), optimizer
+    // [48,60). A Forward on the comm stream [10,20) and a Wait [20,30) are not work.
+    std::vector<Event> events = {
+        span(EventKind::AllReduce, Stream::Comm, 0, 30),  span(EventKind::Send, Stream::Comm, 20, 50),
+        span(EventKind::DataLoad, Stream::Host, 5, 10),   span(EventKind::Backward, Stream::Compute, 40, 45),
+        span(EventKind::Optimizer, Stream::Compute, 48, 60), span(EventKind::Forward, Stream::Comm, 10, 20),
+        span(EventKind::Wait, Stream::Compute, 20, 30),
+    };
+    RankBreakdown b = loom::analysis::breakdown_rank(0, events);
+    QCOMPARE(b.comm_s, 0.050);
+    QCOMPARE(b.exposed_comm_s, 0.038);  // 50 - (5 + 5 + 2)
+    // No communication at all: nothing exposed.
+    QCOMPARE(loom::analysis::breakdown_rank(1, rank1_events()).exposed_comm_s, 0.0);
+  }
+
+  void samePlanButParallelism() {
+    using loom::analysis::same_plan_but_parallelism;
+    QVERIFY(same_plan_but_parallelism(R"({"name": "a", "model": {"x": 1}, "parallel": {"data_parallel": 4}})",
+                                      R"({"model": {"x": 1}, "name": "b"})"));
+    QVERIFY(!same_plan_but_parallelism(R"({"model": {"x": 1}})", R"({"model": {"x": 2}})"));
+    QVERIFY(!same_plan_but_parallelism("not json", "not json"));
+  }
+
+  void allReduceClockAndScaling() {
+    QTemporaryDir dir;
+    RunStore store = must(RunStore::open(dir.filePath("runs.db").toStdString()));
+    const std::string single = R"({"name": "mlp", "model": "mlp", "training": {"batch": 32}, "parallel": {}})";
+    const std::string dp4 = R"({"name": "mlp-dp4", "model": "mlp", "training": {"batch": 32},
+                                "parallel": {"data_parallel": 4}})";
+    const std::string other = R"({"name": "mlp", "model": "mlp", "training": {"batch": 64}})";
+    auto add_run = [&](const std::string& plan, int world, const char* status, std::int64_t started,
+                       std::int64_t samples) {
+      loom::store::RunRecord r;
+      r.plan_json = plan;
+      r.world_size = world;
+      r.started_unix_ms = started;
+      std::int64_t id = must(store.create_run(r));
+      if (!store.finish_run(id, status, 2.0, samples, "").ok()) qFatal("finish_run failed");
+      return id;
+    };
+    add_run(single, 1, "completed", 1000, 100);                   // older reference: not used
+    const std::int64_t reference = add_run(single, 1, "completed", 2000, 400);  // 200 samples/s
+    add_run(single, 1, "failed", 3000, 50);                       // newer but failed
+    add_run(other, 1, "completed", 4000, 1000);                   // newer, different training
+    const std::int64_t id = add_run(dp4, 4, "completed", 5000, 1000);  // 500 samples/s
+
+    auto e0 = rank0_events();
+    e0[7].bytes = 50'000'000;  // the [60,85) all-reduce: 2 GB/s
+    auto e1 = rank1_with_allreduce();
+    QVERIFY(store.append_events(id, 0, e0.data(), e0.size()).ok());
+    QVERIFY(store.append_events(id, 1, e1.data(), e1.size()).ok());
+    loom::store::RankRecord r1{1, "h1", "cpu", 1'000'000, 2'000, 0, 5};
+    r1.sync_start_ns = 0;
+    r1.sync_end_ns = 10'000'000'000;
+    r1.offset_end_ns = 1'000'500;  // 500 ns over 10 s: 0.05 ppm
+    QVERIFY(store.upsert_rank(id, {0, "h0", "cpu", 0, 0, 0, 11}).ok());
+    QVERIFY(store.upsert_rank(id, r1).ok());
+    QVERIFY(store.upsert_rank(id, {2, "h2", "cpu", 7, 1, 0, 0}).ok());  // no end estimate
+    QVERIFY(store.append_metrics(id, {{0, 0, 1, "p2p_gbs", 3.0}, {0, 0, 2, "p2p_gbs", 4.5}}).ok());
+
+    auto s = must(loom::analysis::summarize_run(store, id));
+    QCOMPARE(s.ranks[1].comm_s, 0.020);
+    QCOMPARE(s.ranks[1].exposed_comm_s, 0.010);
+    QCOMPARE(s.allreduce.count, std::int64_t(3));
+    QCOMPARE(s.allreduce.bytes, std::int64_t(70'000'000));
+    QVERIFY(qFuzzyCompare(s.allreduce.seconds, 0.045));
+    QVERIFY(qFuzzyCompare(s.allreduce.algbw_gbs, 1.5));  // mean of 2 and 1; ranks 2, 3 ran none
+    QVERIFY(qFuzzyCompare(s.allreduce.busbw_gbs, 2.25));  // 1.5 * 2 * 3 / 4
+    QCOMPARE(s.allreduce.p2p_gbs, 4.5);                  // the last probe
+    QVERIFY(qFuzzyCompare(s.allreduce.hidden_fraction, 1.0 - 0.020 / 0.045));
+
+    QCOMPARE(s.clock.size(), std::size_t(3));
+    QCOMPARE(s.clock[1].offset_ns, std::int64_t(1'000'000));
+    QCOMPARE(s.clock[1].offset_end_ns, std::int64_t(1'000'500));
+    QCOMPARE(s.clock[1].uncertainty_ns, std::int64_t(2'000));
+    QVERIFY(qFuzzyCompare(s.clock[1].drift_ppm, 0.05));
+    QCOMPARE(s.clock[2].offset_end_ns, std::int64_t(7));  // constant without an end estimate
+    QCOMPARE(s.clock[2].drift_ppm, 0.0);
+
+    QVERIFY(s.scaling.has_value());
+    QCOMPARE(s.scaling->reference_run_id, reference);
+    QCOMPARE(s.scaling->reference_samples_per_s, 200.0);
+    QCOMPARE(s.scaling->efficiency, 0.625);  // 500 / (4 * 200)
+
+    nlohmann::json j = loom::analysis::summary_to_json(s);
+    for (const char* key : {"bytes", "count", "seconds", "algbw_gbs", "busbw_gbs", "p2p_gbs", "hidden_fraction"})
+      QVERIFY2(j["allreduce"].contains(key), key);
+    QVERIFY(qFuzzyCompare(j["allreduce"]["busbw_gbs"].get<double>(), 2.25));
+    QCOMPARE(j["clock"].size(), std::size_t(3));
+    for (const char* key : {"rank", "offset_ns", "offset_end_ns", "uncertainty_ns", "drift_ppm"})
+      QVERIFY2(j["clock"][1].contains(key), key);
+    QCOMPARE(j["scaling"]["reference_run_id"].get<std::int64_t>(), reference);
+    QCOMPARE(j["scaling"]["efficiency"].get<double>(), 0.625);
+    QCOMPARE(j["ranks"][1]["exposed_comm_s"].get<double>(), 0.010);
+
+    const std::string text = loom::analysis::format_summary(s);
+    for (const char* part : {"busbw 2.25 GB/s", "p2p probe 4.50 GB/s", "hidden 56 %", "clock rank 1",
+                             "62.5 % efficiency", "exposed_s"})
+      QVERIFY2(text.find(part) != std::string::npos, (std::string(part) + " missing in:\n" + text).c_str());
   }
 
   void summaryFromStore() {
@@ -152,6 +279,13 @@ class TestAnalysis : public QObject {
     QVERIFY(j["test_accuracy"].is_null());
     QVERIFY(j["plan"].is_null());
     QCOMPARE(j["samples_per_s"].get<double>(), 0.0);
+    // One rank, no communication: bandwidths and hidden fraction unknown, no scaling.
+    for (const char* key : {"algbw_gbs", "busbw_gbs", "p2p_gbs", "hidden_fraction"})
+      QVERIFY2(j["allreduce"][key].is_null(), key);
+    QCOMPARE(j["allreduce"]["count"].get<std::int64_t>(), std::int64_t(0));
+    QVERIFY(j["clock"].is_array());
+    QVERIFY(j["scaling"].is_null());
+    QCOMPARE(j["ranks"][0]["exposed_comm_s"].get<double>(), 0.0);
     QCOMPARE(loom::analysis::summarize_run(store, id + 1).error().code, loom::ErrorCode::NotFound);
   }
 };

@@ -1,6 +1,7 @@
 // Run store tests: a full round trip through a closed and reopened file, the error cases
-// a user meets (not a database, unknown run, a file from a newer Loom), and a second
-// connection reading while the first writes (WAL).
+// a user meets (not a database, unknown run, a file from a newer Loom), a file written by
+// a schema-v1 Loom that must open and migrate, and a second connection reading while the
+// first writes (WAL).
 #include <QtTest>
 
 #include <atomic>
@@ -57,6 +58,7 @@ class TestRunStore : public QObject {
   void garbageFileIsCorrupt();
   void unknownRunIsNotFound();
   void futureSchemaIsRefused();
+  void version1FileMigrates();
   void invalidStatusIsRejected();
   void defaultPathFollowsEnvironment();
   void readerWhileWriterWrites();
@@ -83,7 +85,12 @@ void TestRunStore::roundTripThroughReopen() {
     id = must(store.create_run(run));
     must_ok(store.upsert_rank(id, {0, "node1", "cpu", 10, 2, 123, 60'000}));
     must_ok(store.upsert_rank(id, {1, "node1", "cpu", 0, 0, 0, 0}));
-    must_ok(store.upsert_rank(id, {1, "node2", "cuda:0", -15, 3, 456, 40'000}));  // update
+    RankRecord r1{1, "node2", "cuda:0", -15, 3, 456, 40'000};  // update
+    r1.offset_end_ns = -9'000'000'000'123LL;
+    r1.sync_start_ns = 1'700'000'000'000'000'000LL;
+    r1.sync_end_ns = 1'700'000'600'000'000'000LL;
+    r1.pid = 4242;
+    must_ok(store.upsert_rank(id, r1));
     // Odd batch sizes exercise both the multi-row and single-row insert paths.
     for (std::size_t i = 0; i < rank0.size(); i += 9'999)
       must_ok(store.append_events(id, 0, rank0.data() + i, std::min<std::size_t>(9'999, rank0.size() - i)));
@@ -108,6 +115,12 @@ void TestRunStore::roundTripThroughReopen() {
   QCOMPARE(ranks[1].offset_ns, std::int64_t(-15));
   QCOMPARE(ranks[1].events_recorded, std::int64_t(40'000));
   QCOMPARE(ranks[0].t0_ns, std::int64_t(123));
+  QCOMPARE(ranks[1].offset_end_ns, std::int64_t(-9'000'000'000'123LL));
+  QCOMPARE(ranks[1].sync_start_ns, std::int64_t(1'700'000'000'000'000'000LL));
+  QCOMPARE(ranks[1].sync_end_ns, std::int64_t(1'700'000'600'000'000'000LL));
+  QCOMPARE(ranks[1].pid, 4242);
+  QCOMPARE(ranks[0].sync_end_ns, std::int64_t(0));
+  QCOMPARE(ranks[0].pid, 0);
 
   QCOMPARE(must(store.count_events(id)), std::int64_t(100'000));
   QCOMPARE(must(store.count_events(id, 1)), std::int64_t(40'000));
@@ -194,6 +207,78 @@ void TestRunStore::futureSchemaIsRefused() {
   QVERIFY(!r.ok());
   QVERIFY2(r.error().message.find("99") != std::string::npos, r.error().message.c_str());
   QVERIFY(r.error().message.find(path) != std::string::npos);
+}
+
+namespace {
+// The runs and ranks tables exactly as schema version 1 created them (frozen here, like a
+// file on a user's disk), and the tables the store reads besides.
+constexpr const char* kVersion1Schema = R"sql(
+CREATE TABLE schema_version (version INTEGER NOT NULL);
+INSERT INTO schema_version (version) VALUES (1);
+CREATE TABLE runs (
+  id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL DEFAULT '', plan_json TEXT NOT NULL DEFAULT '',
+  status TEXT NOT NULL DEFAULT 'running' CHECK (status IN ('running', 'completed', 'failed', 'stopped')),
+  started_unix_ms INTEGER NOT NULL DEFAULT 0, ended_unix_ms INTEGER NOT NULL DEFAULT 0,
+  wall_s REAL NOT NULL DEFAULT 0, samples INTEGER NOT NULL DEFAULT 0, world_size INTEGER NOT NULL DEFAULT 1,
+  host TEXT NOT NULL DEFAULT '', version TEXT NOT NULL DEFAULT '', error TEXT NOT NULL DEFAULT '',
+  log TEXT NOT NULL DEFAULT '');
+CREATE TABLE ranks (
+  run_id INTEGER NOT NULL REFERENCES runs(id), rank INTEGER NOT NULL, host TEXT NOT NULL DEFAULT '',
+  device TEXT NOT NULL DEFAULT '', offset_ns INTEGER NOT NULL DEFAULT 0,
+  uncertainty_ns INTEGER NOT NULL DEFAULT 0, t0_ns INTEGER NOT NULL DEFAULT 0,
+  events_recorded INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (run_id, rank));
+CREATE TABLE events (
+  run_id INTEGER NOT NULL, rank INTEGER NOT NULL, start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL,
+  kind INTEGER NOT NULL, stream INTEGER NOT NULL, step INTEGER NOT NULL, layer INTEGER NOT NULL,
+  peer INTEGER NOT NULL, message INTEGER NOT NULL, microbatch INTEGER NOT NULL, bytes INTEGER NOT NULL);
+CREATE INDEX events_by_rank_time ON events (run_id, rank, start_ns);
+CREATE TABLE metrics (
+  run_id INTEGER NOT NULL, rank INTEGER NOT NULL, step INTEGER NOT NULL, t_ns INTEGER NOT NULL,
+  name TEXT NOT NULL, value REAL NOT NULL);
+CREATE INDEX metrics_by_name_step ON metrics (run_id, name, step);
+CREATE TABLE updates (
+  run_id INTEGER NOT NULL, worker INTEGER NOT NULL, server INTEGER NOT NULL, step INTEGER NOT NULL,
+  version_read INTEGER NOT NULL, version_applied INTEGER NOT NULL, staleness INTEGER NOT NULL,
+  t_ns INTEGER NOT NULL);
+CREATE INDEX updates_by_run ON updates (run_id, step);
+INSERT INTO runs (name, status, world_size) VALUES ('old-dp2', 'completed', 2);
+INSERT INTO ranks (run_id, rank, host, device, offset_ns, uncertainty_ns, t0_ns, events_recorded)
+  VALUES (1, 0, 'n0', 'cpu', 0, 0, 10, 5), (1, 1, 'n1', 'cpu', -2500, 40, 20, 7);
+)sql";
+}  // namespace
+
+void TestRunStore::version1FileMigrates() {
+  QTemporaryDir dir;
+  const std::string path = dir.filePath("v1.db").toStdString();
+  {
+    auto db = must(loom::store::Database::open(path));
+    must_ok(db.exec(kVersion1Schema));
+  }
+  RunStore store = must(RunStore::open(path));
+  QCOMPARE(store.schema_version(), 2);
+  auto ranks = must(store.load_ranks(1));
+  QCOMPARE(ranks.size(), std::size_t(2));
+  QCOMPARE(ranks[1].host, std::string("n1"));
+  QCOMPARE(ranks[1].offset_ns, std::int64_t(-2500));
+  QCOMPARE(ranks[1].uncertainty_ns, std::int64_t(40));
+  QCOMPARE(ranks[1].events_recorded, std::int64_t(7));
+  QCOMPARE(ranks[1].offset_end_ns, std::int64_t(0));  // the new columns default to 0
+  QCOMPARE(ranks[1].sync_end_ns, std::int64_t(0));
+  QCOMPARE(ranks[1].pid, 0);
+  RankRecord updated = ranks[1];
+  updated.offset_end_ns = -2600;
+  updated.sync_start_ns = 100;
+  updated.sync_end_ns = 200;
+  updated.pid = 77;
+  must_ok(store.upsert_rank(1, updated));
+  RunStore reopened = must(RunStore::open(path));  // already at v2: no second migration
+  QCOMPARE(reopened.schema_version(), 2);
+  auto again = must(reopened.load_ranks(1));
+  QCOMPARE(again[1].offset_end_ns, std::int64_t(-2600));
+  QCOMPARE(again[1].sync_start_ns, std::int64_t(100));
+  QCOMPARE(again[1].sync_end_ns, std::int64_t(200));
+  QCOMPARE(again[1].pid, 77);
+  QCOMPARE(must(reopened.load_run(1)).name, std::string("old-dp2"));
 }
 
 void TestRunStore::invalidStatusIsRejected() {

@@ -48,11 +48,12 @@ TrainResult Trainer::run(const TrainerHooks& hooks) {
     const auto order = data::epoch_order(data_.train.count(), plan_.data.seed ^ plan_.training.seed, epoch,
                                          plan_.data.shuffle);
     for (std::int64_t b = 0; b < per_epoch && step < total_steps_; ++b) {
-      if (hooks.stop && hooks.stop->load()) {
+      const bool stop_requested = hooks.stop && hooks.stop->load();
+      if (stop_requested && ranks_ == 1) {
         result.stopped = true;
         break;
       }
-      auto stats_or_error = train_step(step, order, b);
+      auto stats_or_error = train_step(step, order, b, stop_requested);
       if (!stats_or_error.ok()) {
         result.error = stats_or_error.error().describe();
         break;
@@ -61,6 +62,10 @@ TrainResult Trainer::run(const TrainerHooks& hooks) {
       ++step;
       last_loss = stats.loss;
       report_step(step, epoch, stats, hooks);
+      if (stats.stop) {
+        result.stopped = true;
+        break;
+      }
       // Replicas hold identical parameters, so one evaluation (rank 0's) says it all.
       if (rank_ == 0 && due_for_evaluation(step, b + 1 == per_epoch)) {
         result.test = evaluate();
@@ -77,10 +82,11 @@ TrainResult Trainer::run(const TrainerHooks& hooks) {
 }
 
 Expected<Trainer::StepStats> Trainer::train_step(std::int64_t step, const std::vector<std::int64_t>& order,
-                                       std::int64_t batch_in_epoch) {
+                                                 std::int64_t batch_in_epoch, bool stop_requested) {
   Span step_span(recorder_, EventKind::Step, Stream::Host, std::int32_t(step));
   model_.zero_grad();
   StepStats stats;
+  stats.stop = stop_requested;
   const int accumulation = plan_.parallel.grad_accumulation;
   const float scale = 1.0f / float(plan_.training.batch);
   const std::int64_t classes = data_.train.classes;
@@ -131,13 +137,14 @@ Expected<Trainer::StepStats> Trainer::train_step(std::int64_t step, const std::v
 }
 
 // Loss and accuracy of the whole global batch, so every rank reports what a single
-// process would. Two floats: negligible next to the gradients.
+// process would, plus the stop votes. Three floats: negligible next to the gradients.
 Status Trainer::reduce_stats(StepStats& stats) {
   if (ranks_ == 1) return {};
-  float values[2] = {float(stats.loss), float(stats.correct)};
-  LOOM_TRY(comm_->allreduce_sum(values, 2));
+  float values[3] = {float(stats.loss), float(stats.correct), stats.stop ? 1.0f : 0.0f};
+  LOOM_TRY(comm_->allreduce_sum(values, 3));
   stats.loss = values[0];
   stats.correct = std::int64_t(values[1] + 0.5f);
+  stats.stop = values[2] > 0.5f;
   return {};
 }
 

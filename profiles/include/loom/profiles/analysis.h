@@ -1,10 +1,13 @@
 // Run analysis: turns a stored run into the figures a user compares runs by: per-rank
-// time split into compute, communication, optimizer, data and idle, plus throughput and
-// the final loss/accuracy. Pure functions over the RunStore; no GUI.
+// time split into compute, communication, optimizer, data and idle, how much of the
+// communication was exposed, all-reduce bandwidth, clock offsets, scaling efficiency
+// against a single-rank run of the same plan, plus throughput and the final
+// loss/accuracy. Pure functions over the RunStore; no GUI.
 #pragma once
 
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -26,6 +29,9 @@ namespace loom::analysis {
 //               included) minus the union of every compute/comm/optimizer/data interval.
 //               Step spans are containers, not work; Wait, Idle and InjectedDelay spans
 //               count as idle time (they are what idle looks like from the inside).
+//   exposed_comm = the union of comm intervals minus its overlap with the union of
+//               compute, optimizer and data intervals: communication during which the
+//               rank does no work (what overlapping communication tries to remove).
 // Each category is the length of the union of its intervals, so nested spans (a Forward
 // per layer inside a Forward per micro-batch) are not counted twice. Categories may
 // overlap one another (communication hidden behind backward counts in both), which is why
@@ -34,6 +40,43 @@ struct RankBreakdown {
   int rank = 0;
   double compute_s = 0, comm_s = 0, optimizer_s = 0, data_s = 0, idle_s = 0;
   std::int64_t events_recorded = 0, events_stored = 0;
+  double exposed_comm_s = 0;
+};
+
+inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// Gradient all-reduce figures, with the nccl-tests definitions (GB = 1e9 bytes):
+//   bytes, count, seconds: over every rank's AllReduce events (seconds = sum of their
+//               durations, issue to completion)
+//   algbw     = per rank, sum of AllReduce bytes / sum of their durations; then the mean
+//               over ranks that ran any all-reduce
+//   busbw     = algbw * 2(n-1)/n with n = world size (NaN for n == 1: nothing moves)
+//   p2p_gbs   = the last "p2p_gbs" metric of the run (the launcher's ping-pong probe)
+//   hidden_fraction = 1 - sum(exposed_comm_s) / sum(comm_s) over ranks (NaN without comm)
+// Buckets in flight at the same time each count their whole duration, so algbw is a
+// lower bound when buckets overlap.
+struct AllReduceStats {
+  std::int64_t bytes = 0;
+  std::int64_t count = 0;
+  double seconds = 0;
+  double algbw_gbs = kNaN, busbw_gbs = kNaN, p2p_gbs = kNaN, hidden_fraction = kNaN;
+};
+
+// One rank's clock against rank 0's (see run_store.h RankRecord, clock_align.h).
+// offset_end_ns equals offset_ns when the rank has no end estimate.
+struct ClockRow {
+  int rank = 0;
+  std::int64_t offset_ns = 0, offset_end_ns = 0, uncertainty_ns = 0;
+  double drift_ppm = 0;
+};
+
+// Throughput against the newest completed single-rank run of the same plan (the plan
+// JSON with "parallel" and "name" removed compares equal):
+//   efficiency = samples_per_s / (world_size * reference_samples_per_s).
+struct Scaling {
+  std::int64_t reference_run_id = 0;
+  double reference_samples_per_s = 0;
+  double efficiency = 0;
 };
 
 struct RunSummary {
@@ -44,6 +87,9 @@ struct RunSummary {
   double final_loss = std::numeric_limits<double>::quiet_NaN();     // last "loss" metric
   double test_accuracy = std::numeric_limits<double>::quiet_NaN();  // last "test_accuracy"
   std::vector<RankBreakdown> ranks;  // ordered by rank
+  AllReduceStats allreduce;
+  std::vector<ClockRow> clock;       // one per row of the ranks table, ordered by rank
+  std::optional<Scaling> scaling;    // only for world_size > 1 with a reference run
 };
 
 // Breakdown of one rank's events (any order); exposed for tests and live views.
@@ -52,12 +98,23 @@ RankBreakdown breakdown_rank(int rank, const std::vector<trace::Event>& events);
 // Total length of the union of [start, end) intervals, in nanoseconds. Sorts its input.
 std::int64_t union_length_ns(std::vector<std::pair<std::int64_t, std::int64_t>>& intervals);
 
+// Length of (union of a) intersected with (union of b), in nanoseconds. Sorts its inputs.
+std::int64_t overlap_length_ns(std::vector<std::pair<std::int64_t, std::int64_t>>& a,
+                               std::vector<std::pair<std::int64_t, std::int64_t>>& b);
+
+// True when two plan JSON texts describe the same training apart from "parallel" and
+// "name" (the single-rank reference for scaling efficiency). False if either is unparsable.
+bool same_plan_but_parallelism(const std::string& plan_json_a, const std::string& plan_json_b);
+
 Expected<RunSummary> summarize_run(store::RunStore& store, std::int64_t run_id);
 
 // Keys: id, name, status, started_unix_ms, ended_unix_ms, error, plan (parsed plan JSON,
 // null if absent or unparsable), world_size, steps, wall_s, samples, samples_per_s,
 // final_loss, test_accuracy (null when unknown), ranks: [{rank, compute_s, comm_s,
-// optimizer_s, data_s, idle_s, events_recorded, events_stored}].
+// optimizer_s, data_s, idle_s, events_recorded, events_stored, exposed_comm_s}],
+// allreduce: {bytes, count, seconds, algbw_gbs, busbw_gbs, p2p_gbs, hidden_fraction}
+// (unknown figures null), clock: [{rank, offset_ns, offset_end_ns, uncertainty_ns,
+// drift_ppm}], scaling: {reference_run_id, reference_samples_per_s, efficiency} or null.
 nlohmann::json summary_to_json(const RunSummary& s);
 
 // Human-readable text for `loom-cli show`.

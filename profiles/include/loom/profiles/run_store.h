@@ -26,11 +26,19 @@ struct RunRecord {
   std::string host, version, error, log;
 };
 
+// One rank of a run and its clock relative to rank 0's. offset_ns is (this rank's clock
+// minus rank 0's) estimated at this rank's clock time sync_start_ns; offset_end_ns is the
+// same at sync_end_ns, so drift between the two is linear (see clock_align.h).
+// sync_end_ns == 0 means no end estimate: the offset is constant. New fields go at the
+// end so aggregate initialisers written for older versions keep compiling.
 struct RankRecord {
   int rank = 0;
   std::string host;
   std::string device;
   std::int64_t offset_ns = 0, uncertainty_ns = 0, t0_ns = 0, events_recorded = 0;
+  // Schema v2.
+  std::int64_t offset_end_ns = 0, sync_start_ns = 0, sync_end_ns = 0;
+  int pid = 0;  // the rank's operating-system process id, 0 when unknown
 };
 
 struct MetricRecord {
@@ -42,7 +50,7 @@ struct MetricRecord {
 };
 
 // The schema version this build writes and the newest it can read.
-inline constexpr int kSchemaVersion = 1;
+inline constexpr int kSchemaVersion = 2;
 
 // One connection to a run database. Movable, not copyable; use one RunStore per thread
 // (open another on the same file for a second thread or process).

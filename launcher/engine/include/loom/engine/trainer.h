@@ -40,7 +40,10 @@ struct Evaluation {
 struct TrainerHooks {
   std::function<void(const StepProgress&)> on_step;
   std::function<void(std::vector<store::MetricRecord>&&)> on_metrics;
-  const std::atomic<bool>* stop = nullptr;  // set from a signal handler or another thread
+  // Set from a signal handler or another thread. With several ranks the decision is
+  // collective: the flag travels with each step's loss all-reduce and every rank stops
+  // after the same step, so none is left waiting in a collective its peers have left.
+  const std::atomic<bool>* stop = nullptr;
 };
 
 struct TrainResult {
@@ -70,9 +73,11 @@ class Trainer {
   struct StepStats {
     double loss = 0;
     std::int64_t correct = 0;
+    bool stop = false;  // some rank asked to stop (after reduce_stats: any rank)
   };
   Status reduce_stats(StepStats& stats);
-  Expected<StepStats> train_step(std::int64_t step, const std::vector<std::int64_t>& order, std::int64_t batch_in_epoch);
+  Expected<StepStats> train_step(std::int64_t step, const std::vector<std::int64_t>& order, std::int64_t batch_in_epoch,
+                                 bool stop_requested);
   void report_step(std::int64_t step, int epoch, const StepStats& stats, const TrainerHooks& hooks);
   void report_evaluation(std::int64_t step, const Evaluation& eval, const TrainerHooks& hooks);
   bool due_for_evaluation(std::int64_t steps_done, bool end_of_epoch) const;

@@ -1,0 +1,59 @@
+// Multi-rank `loom-cli run` (see multi_rank_run.h).
+#include "multi_rank_run.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "commands.h"
+#include "loom/host/job.h"
+#include "progress.h"
+
+namespace loom::cli {
+namespace {
+
+std::string this_executable() {
+  char path[4096] = {};
+  const ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
+  return n > 0 ? std::string(path, std::size_t(n)) : std::string("loom-cli");
+}
+
+engine::StepProgress to_step_progress(const host::JobProgress& p, double elapsed_s) {
+  engine::StepProgress s;
+  s.step = p.step;
+  s.total_steps = std::max(p.total_steps, p.step);
+  s.loss = p.loss;
+  s.samples_per_s = p.samples_per_s;
+  s.elapsed_s = elapsed_s;
+  s.eta_s = p.step > 0 ? elapsed_s / double(p.step) * double(s.total_steps - p.step) : 0.0;
+  return s;
+}
+
+}  // namespace
+
+MultiRankResult run_multi_rank(const Plan& plan, const std::string& db_path, const std::atomic<bool>& stop) {
+  ProgressBar progress(stderr);
+  const auto started = std::chrono::steady_clock::now();
+  host::JobOptions options;
+  options.rank_executable = host::default_rank_executable(this_executable());
+  options.stop = &stop;
+  options.on_progress = [&](const host::JobProgress& p) {
+    if (p.step == 0) return;
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    progress.update(to_step_progress(p, elapsed));
+  };
+  auto outcome = host::run_job(plan, db_path, options);
+  progress.finish();
+  if (!outcome.ok()) {
+    std::fprintf(stderr, "loom-cli: %s\n", outcome.error().describe().c_str());
+    return {kFailed, 0};
+  }
+  if (outcome->status == "failed") {
+    std::fprintf(stderr, "loom-cli: run %lld failed: %s\n(the launch command was: %s)\n",
+                 static_cast<long long>(outcome->run_id), outcome->error.c_str(), outcome->command.c_str());
+    return {kFailed, outcome->run_id};
+  }
+  return {outcome->status == "stopped" ? kStopped : kOk, outcome->run_id};
+}
+
+}  // namespace loom::cli

@@ -1,0 +1,48 @@
+// Measurements a multi-rank run makes outside training, over the run's communicator:
+//  - clock alignment: each rank's steady clock against rank 0's, by ping-pong. Open MPI
+//    does not synchronise clocks across nodes, so the offset is estimated from the round
+//    trip with the lowest latency (its midpoint is the tightest bound on when rank 0's
+//    message was answered); half that round trip is the uncertainty.
+//  - a point-to-point bandwidth probe between ranks 0 and 1, the reference next to which
+//    the all-reduce bandwidth is read.
+// Both are collective: every rank of the communicator calls them, in the same order.
+// Their messages are traced as Send/Recv events with matching message ids, so the aligned
+// timeline can be checked for causality (no receive ends before its send starts).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "loom/comm/communicator.h"
+#include "loom/core/status.h"
+#include "loom/profiles/recorder.h"
+
+namespace loom::engine {
+
+struct ClockSample {
+  std::int64_t send_ns = 0;    // rank 0's clock when it sent the ping
+  std::int64_t remote_ns = 0;  // the peer's clock when it answered
+  std::int64_t recv_ns = 0;    // rank 0's clock when the answer arrived
+};
+
+struct ClockEstimate {
+  std::int64_t offset_ns = 0;       // peer clock minus rank-0 clock
+  std::int64_t uncertainty_ns = 0;  // half the best round trip
+  std::int64_t at_ns = 0;           // the peer's clock when the estimate holds
+};
+
+// The estimate from the sample with the lowest round trip (pure; for tests).
+ClockEstimate estimate_from_samples(const std::vector<ClockSample>& samples);
+
+// Collective. Every rank gets its own estimate (rank 0: zero offset and uncertainty).
+// `phase` (0 at start, 1 at end, ...) keeps the traced message ids of separate
+// estimates apart.
+Expected<ClockEstimate> estimate_clock_offset(comm::Communicator& comm, trace::Recorder* recorder, int phase,
+                                              int rounds = 16);
+
+// Collective. Ranks 0 and 1 exchange `bytes`-sized messages `repeats` times each way; the
+// result (GB/s, one direction) is returned on every rank (0 for a one-rank world).
+Expected<double> probe_p2p_bandwidth(comm::Communicator& comm, trace::Recorder* recorder,
+                                     std::int64_t bytes = 4 << 20, int repeats = 8);
+
+}  // namespace loom::engine

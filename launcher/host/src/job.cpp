@@ -1,0 +1,274 @@
+// Supervises one mpirun job (see job.h).
+#include "loom/host/job.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <QFileInfo>
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QThread>
+#include <chrono>
+#include <fstream>
+#include <thread>
+
+#include "loom/host/launch_command.h"
+#include "loom/profiles/run_store.h"
+#include "loom/stream/frame.h"
+#include "loom/stream/server.h"
+
+namespace loom::host {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::int64_t unix_ms() {
+  using namespace std::chrono;
+  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
+}
+
+std::string this_host_name() {
+  char name[256] = {};
+  if (gethostname(name, sizeof name - 1) != 0) return "localhost";
+  return name;
+}
+
+store::RunRecord new_run_record(const Plan& plan, const std::string& host) {
+  store::RunRecord run;
+  run.name = plan.name;
+  run.plan_json = plan_to_json(plan);
+  run.started_unix_ms = unix_ms();
+  run.world_size = world_size(plan);
+  run.host = host;
+  run.version = LOOM_VERSION;
+  return run;
+}
+
+Status write_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  out.close();
+  if (!out) return make_error(ErrorCode::Io, "cannot write " + path);
+  return {};
+}
+
+// Everything one job needs while it runs; lives on run_job's stack.
+struct Job {
+  Job(const Plan& p, const JobOptions& o, store::RunStore& s, std::int64_t id, StoreFeeder& f)
+      : plan(p), options(o), store(s), run_id(id), feeder(f) {}
+  const Plan& plan;
+  const JobOptions& options;
+  store::RunStore& store;
+  std::int64_t run_id;
+  StoreFeeder& feeder;
+  QProcess process;
+  Clock::time_point started = Clock::now();
+  std::string output_tail;   // the last lines of mpirun's output, for the error message
+  std::string pending_log;   // output not yet appended to the run log
+  bool stopping = false, terminated = false, marked_failed = false;
+  Clock::time_point stop_sent{};
+};
+
+void forward_output(Job& job) {
+  while (job.process.canReadLine()) {
+    std::string line = job.process.readLine().toStdString();
+    while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
+    if (job.options.on_output) job.options.on_output(line);
+    job.pending_log += line + "\n";
+    job.output_tail += line + "\n";
+    if (job.output_tail.size() > 4000) job.output_tail.erase(0, job.output_tail.size() - 4000);
+  }
+}
+
+void flush_log(Job& job) {
+  if (job.pending_log.empty()) return;
+  (void)job.store.append_log(job.run_id, job.pending_log);
+  job.pending_log.clear();
+}
+
+// Stopping is graceful first: mpirun (and srun) forward SIGUSR1 to every rank at once,
+// and the ranks agree on a last step, flush their record and report Done. mpirun's own
+// SIGTERM handling only reaches the ranks after its kill timeout and SIGKILLs them soon
+// after, so SIGTERM (then SIGKILL) is what a job that ignores the request gets.
+void request_stop(Job& job) {
+  if (job.stopping) return;
+  job.stopping = true;
+  job.stop_sent = Clock::now();
+  ::kill(pid_t(job.process.processId()), SIGUSR1);
+}
+
+void escalate_stop(Job& job) {
+  const auto waited = Clock::now() - job.stop_sent;
+  if (!job.terminated && waited > job.options.stop_grace) {
+    job.terminated = true;
+    job.process.terminate();
+  } else if (job.terminated && waited > 2 * job.options.stop_grace) {
+    job.process.kill();
+  }
+}
+
+double elapsed_s(const Job& job) {
+  return std::chrono::duration<double>(Clock::now() - job.started).count();
+}
+
+// A failure is stored the moment the host learns of it, before the job is wound down,
+// so a reader of the store sees it at once.
+void watch_for_failure(Job& job) {
+  const std::string failure = job.feeder.first_failure();
+  if (failure.empty() || job.marked_failed) return;
+  job.marked_failed = true;
+  flush_log(job);
+  const JobProgress p = job.feeder.progress();
+  (void)job.store.finish_run(job.run_id, "failed", elapsed_s(job), p.step * job.plan.training.batch, failure);
+  request_stop(job);
+}
+
+void supervise(Job& job) {
+  auto last_log = Clock::now();
+  while (job.process.state() != QProcess::NotRunning) {
+    job.process.waitForReadyRead(50);
+    forward_output(job);
+    if (job.options.stop && job.options.stop->load()) request_stop(job);
+    watch_for_failure(job);
+    if (job.stopping) escalate_stop(job);
+    if (Clock::now() - last_log > std::chrono::milliseconds(200)) {
+      flush_log(job);
+      last_log = Clock::now();
+    }
+    if (job.options.on_progress) job.options.on_progress(job.feeder.progress());
+  }
+  job.process.waitForFinished(1000);
+  forward_output(job);
+  const QByteArray rest = job.process.readAll();
+  if (!rest.isEmpty()) job.pending_log += rest.toStdString();
+  flush_log(job);
+}
+
+// After mpirun is gone, the last frames may still be in flight on the sockets.
+void drain_stream(Job& job) {
+  const auto deadline = Clock::now() + job.options.drain_grace;
+  while (!job.feeder.all_accounted() && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+}
+
+JobOutcome decide(Job& job) {
+  JobOutcome out;
+  out.run_id = job.run_id;
+  out.exit_code = job.process.exitStatus() == QProcess::NormalExit ? job.process.exitCode() : -1;
+  out.wall_s = elapsed_s(job);
+  out.samples = job.feeder.progress().step * job.plan.training.batch;
+  const std::string failure = job.feeder.first_failure();
+  bool all_done = true;
+  for (const RankOutcome& r : job.feeder.outcomes()) all_done = all_done && r.done;
+  if (!failure.empty()) {
+    out.status = "failed";
+    out.error = failure;
+  } else if (job.stopping) {
+    out.status = "stopped";
+  } else if (out.exit_code != 0 || !all_done) {
+    out.status = "failed";
+    out.error = "mpirun exited with " + (out.exit_code < 0 ? std::string("a signal") : std::to_string(out.exit_code)) +
+                (all_done ? "" : " before every rank reported its end") + "; its last output:\n" + job.output_tail;
+  } else {
+    out.status = "completed";
+  }
+  if (out.status != "failed" && !job.feeder.store_error().empty()) {
+    out.status = "failed";
+    out.error = "the run store refused the ranks' record: " + job.feeder.store_error();
+  }
+  return out;
+}
+
+Status start_process(Job& job, const LaunchCommand& command) {
+  QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+  for (const auto& [name, value] : command.env) env.insert(QString::fromStdString(name), QString::fromStdString(value));
+  job.process.setProcessEnvironment(env);
+  job.process.setProcessChannelMode(QProcess::MergedChannels);
+  job.process.setProgram(QString::fromStdString(command.program));
+  QStringList args;
+  for (const auto& a : command.args) args << QString::fromStdString(a);
+  job.process.setArguments(args);
+  // Its own process group: a Ctrl-C at the terminal reaches only the supervisor, which
+  // then stops the job in order (SIGTERM, grace, SIGKILL) instead of mpirun aborting it.
+  job.process.setChildProcessModifier([] { ::setpgid(0, 0); });
+  job.process.start();
+  if (job.process.waitForStarted(10000)) return {};
+  return make_error(ErrorCode::Io, "cannot start " + command.program + ": " + job.process.errorString().toStdString(),
+                    "install Open MPI (apt-get install openmpi-bin) or put mpirun on PATH");
+}
+
+LaunchContext make_context(const JobOptions& options, const QTemporaryDir& dir, int port, const std::string& secret,
+                           std::int64_t run_id) {
+  LaunchContext c;
+  c.mpirun = options.mpirun;
+  c.rank_executable = options.rank_executable;
+  c.plan_path = dir.filePath("plan.json").toStdString();
+  c.hostfile_path = dir.filePath("hostfile").toStdString();
+  c.this_host = this_host_name();
+  c.port = port;
+  c.secret = secret;
+  c.run_id = run_id;
+  c.cores = std::max(1, QThread::idealThreadCount());
+  c.running_as_root = geteuid() == 0;
+  c.under_slurm = std::getenv("SLURM_JOB_ID") != nullptr;
+  return c;
+}
+
+// Starts the stream server, writes the plan (and hostfile), starts mpirun and supervises it.
+Status launch_and_supervise(Job& job, const QTemporaryDir& dir, JobOutcome& outcome) {
+  const std::string secret = stream::random_secret();
+  LaunchContext context = make_context(job.options, dir, 0, secret, job.run_id);
+  stream::ServerOptions server_options{stream_bind_address(job.plan, context), 0, secret, job.run_id,
+                                       world_size(job.plan)};
+  auto server = stream::StreamServer::start(server_options, job.feeder);
+  if (!server.ok()) return server.error();
+  context.port = (*server)->port();
+  const LaunchCommand command = build_launch_command(job.plan, context);
+  outcome.command = describe_command(command);
+  LOOM_TRY(write_file(context.plan_path, plan_to_json(job.plan)));
+  if (!command.hostfile_text.empty()) LOOM_TRY(write_file(context.hostfile_path, command.hostfile_text));
+  (void)job.store.append_log(job.run_id, "launch: " + outcome.command + "\n");
+  LOOM_TRY(start_process(job, command));
+  supervise(job);
+  drain_stream(job);
+  (*server)->stop();
+  job.feeder.write_latency_metrics();
+  return {};
+}
+
+}  // namespace
+
+std::string default_rank_executable(const std::string& this_executable) {
+  if (const char* env = std::getenv("LOOM_RANK")) return env;
+  const QFileInfo self(QString::fromStdString(this_executable));
+  const QString beside = self.absolutePath() + "/loom-rank";
+  if (QFileInfo(beside).isExecutable()) return beside.toStdString();
+  return (self.absolutePath() + "/../launcher/rank/loom-rank").toStdString();
+}
+
+Expected<JobOutcome> run_job(const Plan& plan, const std::string& db_path, const JobOptions& options) {
+  auto store = store::RunStore::open(db_path);
+  if (!store.ok()) return store.error();
+  const std::string host = this_host_name();
+  auto run_id = store->create_run(new_run_record(plan, host));
+  if (!run_id.ok()) return run_id.error();
+  auto feeder_store = store::RunStore::open(db_path);
+  if (!feeder_store.ok()) return feeder_store.error();
+  StoreFeeder feeder(std::move(*feeder_store), *run_id, world_size(plan), host);
+  Job job(plan, options, *store, *run_id, feeder);
+  JobOutcome outcome;
+  QTemporaryDir dir;
+  Status launched = dir.isValid() ? launch_and_supervise(job, dir, outcome)
+                                  : make_error(ErrorCode::Io, "cannot create a temporary directory for the plan");
+  const std::string command = outcome.command;
+  outcome = decide(job);
+  outcome.command = command;
+  if (!launched.ok()) {
+    outcome.status = "failed";
+    outcome.error = launched.error().describe();
+  }
+  Status finished = store->finish_run(*run_id, outcome.status, outcome.wall_s, outcome.samples, outcome.error);
+  if (!finished.ok()) return finished.error();
+  return outcome;
+}
+
+}  // namespace loom::host

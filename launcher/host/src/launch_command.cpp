@@ -1,0 +1,115 @@
+// The launch command for a plan's ranks (see launch_command.h).
+#include "loom/host/launch_command.h"
+
+#include <algorithm>
+#include <map>
+
+namespace loom::host {
+namespace {
+
+constexpr const char* kStreamEnv = "LOOM_STREAM";
+constexpr const char* kSecretEnv = "LOOM_STREAM_SECRET";
+constexpr const char* kRunIdEnv = "LOOM_RUN_ID";
+
+// Hosts in the order the plan first names them, with how many ranks each gets.
+std::vector<std::pair<std::string, int>> ranks_per_host(const Plan& plan, const LaunchContext& context) {
+  std::vector<std::pair<std::string, int>> hosts;
+  const int ranks = world_size(plan);
+  for (int r = 0; r < ranks; ++r) {
+    std::string host = std::size_t(r) < plan.parallel.devices.size() ? plan.parallel.devices[std::size_t(r)].host
+                                                                    : "localhost";
+    if (is_local_host(host, context.this_host)) host = "localhost";
+    auto it = std::find_if(hosts.begin(), hosts.end(), [&](const auto& h) { return h.first == host; });
+    if (it == hosts.end()) hosts.emplace_back(host, 1);
+    else ++it->second;
+  }
+  return hosts;
+}
+
+bool spans_hosts(const Plan& plan, const LaunchContext& context) {
+  const auto hosts = ranks_per_host(plan, context);
+  return hosts.size() > 1 || (hosts.size() == 1 && hosts[0].first != "localhost");
+}
+
+std::string hostfile_text(const std::vector<std::pair<std::string, int>>& hosts) {
+  std::string text = "# written by Loom for one run: host and the ranks the plan places there\n";
+  for (const auto& [host, slots] : hosts) text += host + " slots=" + std::to_string(slots) + "\n";
+  return text;
+}
+
+std::vector<std::pair<std::string, std::string>> stream_env(const LaunchCommand& command,
+                                                            const LaunchContext& context) {
+  std::vector<std::pair<std::string, std::string>> env = {
+      {kStreamEnv, command.stream_endpoint}, {kSecretEnv, context.secret}, {kRunIdEnv, std::to_string(context.run_id)}};
+  if (context.running_as_root) {
+    env.emplace_back("OMPI_ALLOW_RUN_AS_ROOT", "1");
+    env.emplace_back("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+  }
+  // Containers often forbid cross-process memory attach (CMA); copy-in/out always works.
+  env.emplace_back("OMPI_MCA_btl_vader_single_copy_mechanism", "none");
+  return env;
+}
+
+void add_mpirun_args(const Plan& plan, const LaunchContext& context, LaunchCommand& command) {
+  const int ranks = world_size(plan);
+  const auto hosts = ranks_per_host(plan, context);
+  const bool remote = spans_hosts(plan, context);
+  auto& a = command.args;
+  a = {"-n", std::to_string(ranks), "--bind-to", "none"};
+  int most_on_one_host = 0;
+  for (const auto& h : hosts) most_on_one_host = std::max(most_on_one_host, h.second);
+  if (!remote && most_on_one_host > context.cores) a.push_back("--oversubscribe");
+  if (remote) {
+    command.hostfile_text = hostfile_text(hosts);
+    a.insert(a.end(), {"--hostfile", context.hostfile_path, "--map-by", "slot"});
+  }
+  // -x exports a variable to every rank, including those on other hosts.
+  for (const auto& [name, value] : command.env) a.insert(a.end(), {"-x", name});
+}
+
+}  // namespace
+
+bool is_local_host(const std::string& host, const std::string& this_host) {
+  return host.empty() || host == "localhost" || host == "127.0.0.1" || host == "::1" || host == this_host;
+}
+
+std::string stream_bind_address(const Plan& plan, const LaunchContext& context) {
+  return spans_hosts(plan, context) ? "0.0.0.0" : "127.0.0.1";
+}
+
+LaunchCommand build_launch_command(const Plan& plan, const LaunchContext& context) {
+  LaunchCommand command;
+  command.bind_address = stream_bind_address(plan, context);
+  const bool remote = command.bind_address != "127.0.0.1";
+  command.stream_endpoint = (remote ? context.this_host : std::string("127.0.0.1")) + ":" + std::to_string(context.port);
+  command.env = stream_env(command, context);
+  if (context.under_slurm) {
+    command.program = context.srun;
+    // srun passes the environment on by default; a rank that dies ends the step.
+    command.args = {"--mpi=pmix", "-n", std::to_string(world_size(plan)), "--kill-on-bad-exit=1"};
+  } else {
+    command.program = context.mpirun;
+    add_mpirun_args(plan, context, command);
+  }
+  command.args.push_back(context.rank_executable);
+  command.args.push_back(context.plan_path);
+  return command;
+}
+
+std::string describe_command(const LaunchCommand& command) {
+  auto quote = [](const std::string& s) {
+    if (!s.empty() && s.find_first_of(" \t\n'\"\\$`*?;&|<>()") == std::string::npos) return s;
+    std::string q = "'";
+    for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return q + "'";
+  };
+  std::string line;
+  for (const auto& [name, value] : command.env) {
+    line += name + "=" + (name == kSecretEnv ? std::string("<secret>") : quote(value)) + " ";
+  }
+  line += quote(command.program);
+  for (const auto& a : command.args) line += " " + quote(a);
+  return line;
+}
+
+}  // namespace loom::host

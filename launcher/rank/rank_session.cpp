@@ -1,0 +1,185 @@
+// The rank side of a run (see rank_session.h).
+#include "rank_session.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "loom/core/model_info.h"
+#include "loom/data/dataset.h"
+#include "loom/engine/checkpoint.h"
+#include "loom/engine/local_run.h"
+#include "loom/engine/rank_probes.h"
+#include "loom/engine/run_writer.h"
+#include "loom/engine/trainer.h"
+#include "loom/stream/client.h"
+#include "rank_signals.h"
+
+namespace loom::rank {
+namespace {
+
+// A rank flushes its record to the host this often: well inside the 250 ms the live view
+// allows from recording to storing.
+constexpr std::chrono::milliseconds kStreamPeriod{50};
+
+// Where this rank's record and messages go: the host's stream when there is one, and
+// standard error always (mpirun forwards it to the host, which logs it too).
+class Reporter {
+ public:
+  explicit Reporter(int rank) : rank_(rank) {}
+
+  Status connect_if_requested(int world_size) {
+    const char* endpoint = std::getenv(kStreamEnv);
+    if (!endpoint || !*endpoint) return {};
+    stream::Hello hello;
+    hello.secret = std::getenv(kSecretEnv) ? std::getenv(kSecretEnv) : "";
+    hello.run_id = std::getenv(kRunIdEnv) ? std::atoll(std::getenv(kRunIdEnv)) : 0;
+    hello.rank = rank_;
+    hello.world_size = world_size;
+    hello.pid = int(getpid());
+    hello.host = engine::host_name();
+    hello.device = "cpu";
+    auto client = stream::StreamClient::connect(endpoint, hello);
+    if (!client.ok()) return client.error();
+    client_ = std::move(*client);
+    sink_ = std::make_unique<stream::StreamSink>(*client_);
+    return {};
+  }
+
+  store::RunSink* sink() { return sink_.get(); }
+
+  int fail(const std::string& message, int code) {
+    std::fprintf(stderr, "loom-rank %d: %s\n", rank_, message.c_str());
+    if (sink_) {
+      (void)sink_->write_log("error: " + message);
+      (void)sink_->write_done({0, "failed", message});
+    }
+    return code;
+  }
+
+  void clock(const stream::ClockInfo& info) {
+    if (sink_) (void)sink_->write_clock(info);
+  }
+
+  void done(const stream::Done& done) {
+    if (sink_) (void)sink_->write_done(done);
+  }
+
+ private:
+  int rank_;
+  std::unique_ptr<stream::StreamClient> client_;
+  std::unique_ptr<stream::StreamSink> sink_;
+};
+
+// Ranks sharing this host, as the MPI launcher reports it; BLAS threads are divided among them.
+int ranks_on_this_host(int world) {
+  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "SLURM_NTASKS_PER_NODE"}) {
+    if (const char* v = std::getenv(name)) return std::max(1, std::atoi(v));
+  }
+  return world;
+}
+
+std::string world_mismatch(int size, const Plan& plan) {
+  const std::string needed = std::to_string(world_size(plan));
+  return "the MPI world has " + std::to_string(size) + " rank(s) but plan '" + plan.name + "' needs " + needed +
+         " (hint: start it with mpirun -n " + needed + "; a launcher without MPI support starts N separate worlds of 1)";
+}
+
+// What a rank measures and trains between connecting and reporting Done.
+struct Session {
+  Session(comm::Communicator& c, const Plan& p, const data::TrainTest& d, Reporter& r)
+      : comm(c), plan(p), data(d), reporter(r) {}
+  comm::Communicator& comm;
+  const Plan& plan;
+  const data::TrainTest& data;
+  Reporter& reporter;
+  trace::Recorder recorder;
+  stream::ClockInfo clock;
+};
+
+// Clock alignment and the bandwidth probe; the probe's figure becomes a run metric.
+Status measure_before_training(Session& s, engine::RunWriter* writer) {
+  auto start = engine::estimate_clock_offset(s.comm, &s.recorder, 0);
+  if (!start.ok()) return start.error();
+  s.clock.offset_start_ns = start->offset_ns;
+  s.clock.uncertainty_ns = start->uncertainty_ns;
+  s.clock.sync_start_ns = start->at_ns;
+  auto p2p = engine::probe_p2p_bandwidth(s.comm, &s.recorder);
+  if (!p2p.ok()) return p2p.error();
+  s.clock.t0_ns = trace::now_ns();
+  s.reporter.clock(s.clock);  // sent now so a rank that dies mid-run is still aligned
+  if (writer && s.comm.rank() == 0) writer->add_metrics({{0, -1, s.clock.t0_ns, "p2p_gbs", *p2p}});
+  return {};
+}
+
+Status measure_after_training(Session& s) {
+  auto end = engine::estimate_clock_offset(s.comm, &s.recorder, 1);
+  if (!end.ok()) return end.error();
+  s.clock.offset_end_ns = end->offset_ns;
+  s.clock.sync_end_ns = end->at_ns;
+  s.clock.uncertainty_ns = std::max(s.clock.uncertainty_ns, end->uncertainty_ns);
+  s.reporter.clock(s.clock);
+  return {};
+}
+
+void print_summary(const engine::TrainResult& result, int world) {
+  nlohmann::json summary = {{"world_size", world},
+                            {"steps", result.steps},
+                            {"wall_s", result.wall_s},
+                            {"samples_per_s", result.wall_s > 0 ? double(result.samples) / result.wall_s : 0.0},
+                            {"final_loss", result.final_loss},
+                            {"test_accuracy", result.test.accuracy},
+                            {"stopped", result.stopped}};
+  std::printf("%s\n", summary.dump().c_str());
+  std::fflush(stdout);
+}
+
+int train(Session& s, const RankOptions& options) {
+  std::vector<PlanError> errors;
+  const ModelInfo info = infer_model(s.plan, &errors);
+  std::unique_ptr<engine::RunWriter> writer;
+  if (s.reporter.sink()) writer = std::make_unique<engine::RunWriter>(*s.reporter.sink(), s.comm.rank(), s.recorder, kStreamPeriod);
+  Status measured = measure_before_training(s, writer.get());
+  if (!measured.ok()) return s.reporter.fail(measured.error().describe(), 1);
+  engine::Trainer trainer(s.plan, info, s.data, &s.recorder, &s.comm);
+  if (writer && s.comm.rank() == 0) writer->add_metrics({{0, -1, s.clock.t0_ns, "total_steps", double(trainer.total_steps())}});
+  engine::TrainerHooks hooks;
+  hooks.stop = &stop_requested();
+  hooks.on_step = [](const engine::StepProgress& p) { note_step(p.step); };
+  if (writer) hooks.on_metrics = [&writer](std::vector<store::MetricRecord>&& m) { writer->add_metrics(std::move(m)); };
+  const engine::TrainResult result = trainer.run(hooks);
+  if (!result.error.empty()) return s.reporter.fail(result.error, 1);
+  measured = measure_after_training(s);
+  if (!measured.ok()) return s.reporter.fail(measured.error().describe(), 1);
+  if (writer) {
+    Status flushed = writer->finish();
+    if (!flushed.ok()) std::fprintf(stderr, "loom-rank %d: stream: %s\n", s.comm.rank(), flushed.error().describe().c_str());
+  }
+  if (s.comm.rank() == 0 && !options.dump_params.empty()) {
+    Status saved = engine::save_params(options.dump_params, trainer.model().params());
+    if (!saved.ok()) return s.reporter.fail(saved.error().describe(), 1);
+  }
+  s.reporter.done({std::int64_t(s.recorder.recorded()), result.stopped ? "stopped" : "completed", ""});
+  if (s.comm.rank() == 0) print_summary(result, s.comm.size());
+  return 0;
+}
+
+}  // namespace
+
+int run_rank(comm::Communicator& comm, const Plan& plan, const RankOptions& options) {
+  Reporter reporter(comm.rank());
+  Status connected = reporter.connect_if_requested(comm.size());
+  if (!connected.ok()) return reporter.fail("cannot reach the host's stream: " + connected.error().describe(), 1);
+  if (comm.size() != world_size(plan)) return reporter.fail(world_mismatch(comm.size(), plan), 2);
+  auto data = data::load_dataset(plan.data);
+  if (!data.ok()) return reporter.fail(data.error().describe(), 1);
+  engine::apply_thread_count(plan, ranks_on_this_host(comm.size()));
+  Session session(comm, plan, *data, reporter);
+  return train(session, options);
+}
+
+}  // namespace loom::rank

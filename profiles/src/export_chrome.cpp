@@ -1,0 +1,273 @@
+// Chrome Trace Event export. Preparing (alignment, time origin, nesting) is shared by the
+// in-memory document and the streaming file writer, so both produce the same trace; the
+// writer emits one event per line without ever holding the whole document.
+#include "loom/profiles/export_chrome.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <tuple>
+
+#include "loom/core/model_info.h"
+#include "loom/core/plan.h"
+#include "loom/profiles/clock_align.h"
+
+namespace loom::chrome {
+namespace {
+
+using nlohmann::json;
+using trace::Event;
+
+struct Slice {
+  int pid = 0;
+  Event e;  // on rank 0's clock, end clipped to its enclosing slice
+};
+
+struct Prepared {
+  json metadata = json::array();     // "M" events: process and thread names, sort order
+  std::vector<Slice> slices;         // sorted by pid, tid, start asc, end desc
+  json header = json::object();      // every top-level key except traceEvents
+  std::vector<std::string> layer_names;  // by LayerId; empty when the plan does not parse
+  std::int64_t t0 = 0;               // time origin: earliest aligned start, rank 0's clock
+  ExportStats stats;
+};
+
+int tid_of(const Event& e) { return static_cast<int>(e.stream); }
+
+// Names by LayerId, from the same inference that numbered the layers when tracing.
+std::vector<std::string> layer_names(const std::string& plan_json) {
+  PlanResult plan = parse_plan(plan_json);
+  if (!plan.ok()) return {};
+  std::vector<PlanError> ignored;
+  const ModelInfo info = infer_model(*plan.plan, &ignored);
+  std::vector<std::string> names;
+  for (const LayerInfo& l : info.layers) {
+    if (!l.id.valid()) continue;
+    if (names.size() <= std::size_t(l.id.value)) names.resize(std::size_t(l.id.value) + 1);
+    names[std::size_t(l.id.value)] = l.name;
+  }
+  return names;
+}
+
+std::string backend_of(const std::string& plan_json) {
+  const json plan = json::parse(plan_json, nullptr, /*allow_exceptions=*/false);
+  if (plan.is_object()) {
+    auto parallel = plan.find("parallel");
+    if (parallel != plan.end() && parallel->is_object()) {
+      auto backend = parallel->find("backend");
+      if (backend != parallel->end() && backend->is_string()) return backend->get<std::string>();
+    }
+  }
+  return "mpi";  // the default backend of a plan
+}
+
+json metadata_event(const char* name, int pid, int tid, json args) {
+  return {{"ph", "M"}, {"name", name}, {"pid", pid}, {"tid", tid}, {"args", std::move(args)}};
+}
+
+void add_rank_metadata(json& out, const store::RankRecord& r, const std::set<int>& tids) {
+  const std::string process = "rank " + std::to_string(r.rank) + (r.host.empty() ? "" : " (" + r.host + ")");
+  out.push_back(metadata_event("process_name", r.rank, 0, {{"name", process}}));
+  out.push_back(metadata_event("process_sort_index", r.rank, 0, {{"sort_index", r.rank}}));
+  for (int tid : tids) {
+    out.push_back(metadata_event("thread_name", r.rank, tid,
+                                 {{"name", std::string(trace::stream_name(static_cast<trace::Stream>(tid)))}}));
+    out.push_back(metadata_event("thread_sort_index", r.rank, tid, {{"sort_index", tid}}));
+  }
+}
+
+json rank_info(const store::RankRecord& r) {
+  return {{"rank", r.rank},
+          {"host", r.host},
+          {"device", r.device},
+          {"pid", r.pid},
+          {"offset_ns", r.offset_ns},
+          {"offset_end_ns", clock::has_end_estimate(r) ? r.offset_end_ns : r.offset_ns},
+          {"uncertainty_ns", r.uncertainty_ns},
+          {"drift_ppm", clock::drift_ppm(r)}};
+}
+
+// Sorts each thread's slices parent-first and clips every slice that crosses the end of
+// the one enclosing it; returns how many were clipped.
+std::int64_t nest_slices(std::vector<Slice>& slices) {
+  std::stable_sort(slices.begin(), slices.end(), [](const Slice& a, const Slice& b) {
+    return std::make_tuple(a.pid, tid_of(a.e), a.e.start_ns, -a.e.end_ns) <
+           std::make_tuple(b.pid, tid_of(b.e), b.e.start_ns, -b.e.end_ns);
+  });
+  std::int64_t clipped = 0;
+  std::vector<std::int64_t> open_ends;  // ends of the slices enclosing the current one
+  for (std::size_t i = 0; i < slices.size(); ++i) {
+    Slice& s = slices[i];
+    if (i == 0 || s.pid != slices[i - 1].pid || tid_of(s.e) != tid_of(slices[i - 1].e)) open_ends.clear();
+    while (!open_ends.empty() && open_ends.back() <= s.e.start_ns) open_ends.pop_back();
+    if (!open_ends.empty() && s.e.end_ns > open_ends.back()) {
+      s.e.end_ns = open_ends.back();
+      ++clipped;
+    }
+    open_ends.push_back(s.e.end_ns);
+  }
+  return clipped;
+}
+
+// Aligns one rank's events and moves them into `p.slices`; records its metadata.
+void add_rank(Prepared& p, RankEvents& r, json& rank_infos) {
+  clock::align_events(r.record, r.events);
+  std::set<int> tids;
+  for (Event& e : r.events) {
+    e.end_ns = std::max(e.end_ns, e.start_ns);  // a malformed span becomes an instant
+    tids.insert(tid_of(e));
+    p.slices.push_back({r.record.rank, e});
+  }
+  std::vector<Event>().swap(r.events);  // free as we go: the slices hold the copies
+  add_rank_metadata(p.metadata, r.record, tids);
+  rank_infos.push_back(rank_info(r.record));
+}
+
+Prepared prepare(const store::RunRecord& run, std::vector<RankEvents> ranks) {
+  Prepared p;
+  std::sort(ranks.begin(), ranks.end(),
+            [](const RankEvents& a, const RankEvents& b) { return a.record.rank < b.record.rank; });
+  p.layer_names = layer_names(run.plan_json);
+  json rank_infos = json::array();
+  for (RankEvents& r : ranks) add_rank(p, r, rank_infos);
+  if (!p.slices.empty()) {
+    p.t0 = std::min_element(p.slices.begin(), p.slices.end(), [](const Slice& a, const Slice& b) {
+             return a.e.start_ns < b.e.start_ns;
+           })->e.start_ns;
+  }
+  p.stats.clipped_slices = nest_slices(p.slices);
+  p.stats.events = static_cast<std::int64_t>(p.slices.size());
+  p.stats.ranks = static_cast<int>(ranks.size());
+  p.header["displayTimeUnit"] = "ms";
+  p.header["distributedInfo"] = {
+      {"backend", backend_of(run.plan_json)}, {"world_size", run.world_size}, {"ranks", std::move(rank_infos)}};
+  p.header["otherData"] = {{"run_id", run.id},
+                           {"name", run.name},
+                           {"status", run.status},
+                           {"loom_version", run.version},
+                           {"clipped_slices", p.stats.clipped_slices},
+                           {"time_origin_ns", p.t0}};
+  return p;
+}
+
+std::string slice_name(const Event& e, const std::vector<std::string>& layer_names) {
+  std::string name(trace::event_kind_name(e.kind));
+  if (e.layer < 0) return name;
+  if (std::size_t(e.layer) < layer_names.size() && !layer_names[std::size_t(e.layer)].empty())
+    return name + " " + layer_names[std::size_t(e.layer)];
+  return name + " L" + std::to_string(e.layer);
+}
+
+json slice_json(const Slice& s, std::int64_t t0, const std::vector<std::string>& layer_names) {
+  const Event& e = s.e;
+  json args = json::object();
+  if (e.step >= 0) args["step"] = e.step;
+  if (e.layer >= 0) args["layer"] = e.layer;
+  if (e.microbatch >= 0) args["microbatch"] = e.microbatch;
+  if (e.bytes > 0) args["bytes"] = e.bytes;
+  if (e.peer >= 0) args["peer"] = e.peer;
+  if (e.message >= 0) args["message"] = e.message;
+  return {{"ph", "X"},
+          {"pid", s.pid},
+          {"tid", tid_of(e)},
+          {"name", slice_name(e, layer_names)},
+          {"cat", std::string(trace::event_kind_name(e.kind))},
+          {"ts", static_cast<double>(e.start_ns - t0) / 1e3},
+          {"dur", static_cast<double>(e.end_ns - e.start_ns) / 1e3},
+          {"args", std::move(args)}};
+}
+
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+void write_trace(std::ostream& out, const Prepared& p) {
+  out << "{\"traceEvents\":[\n";
+  bool first = true;
+  auto emit = [&](const json& event) {
+    if (!first) out << ",\n";
+    first = false;
+    out << dump(event);
+  };
+  for (const json& m : p.metadata) emit(m);
+  for (const Slice& s : p.slices) emit(slice_json(s, p.t0, p.layer_names));
+  out << "\n]";
+  for (const auto& [key, value] : p.header.items()) out << ",\n" << dump(json(key)) << ":" << dump(value);
+  out << "}\n";
+}
+
+Error write_error(const std::string& path, const std::string& why) {
+  return make_error(ErrorCode::Io, "cannot write chrome trace " + path + ": " + why,
+                    "check that the directory exists and is writable, or choose another file");
+}
+
+Status write_file(const Prepared& p, const std::string& path) {
+  const std::string tmp = path + ".tmp";
+  std::error_code ec;  // cleanup failures are ignored: the write error is the news
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) return write_error(path, std::strerror(errno));
+    write_trace(out, p);
+    out.close();
+    if (!out) {
+      const std::string why = std::strerror(errno);
+      std::filesystem::remove(tmp, ec);
+      return write_error(path, why);
+    }
+  }
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    const std::string why = ec.message();
+    std::filesystem::remove(tmp, ec);
+    return write_error(path, why);
+  }
+  return {};
+}
+
+// Every rank with a record, with events, or below world_size (like the analysis).
+Expected<std::vector<RankEvents>> load_rank_events(store::RunStore& store, const store::RunRecord& run) {
+  auto records = store.load_ranks(run.id);
+  if (!records.ok()) return records.error();
+  auto event_ranks = store.event_ranks(run.id);
+  if (!event_ranks.ok()) return event_ranks.error();
+  std::set<int> ids(event_ranks->begin(), event_ranks->end());
+  for (const auto& r : *records) ids.insert(r.rank);
+  for (int r = 0; r < run.world_size; ++r) ids.insert(r);
+  std::vector<RankEvents> ranks;
+  for (int id : ids) {
+    RankEvents r;
+    r.record.rank = id;  // no ranks row: offset 0
+    for (const auto& rec : *records)
+      if (rec.rank == id) r.record = rec;
+    auto events = store.load_events(run.id, id);
+    if (!events.ok()) return events.error();
+    r.events = std::move(events).value();
+    ranks.push_back(std::move(r));
+  }
+  return ranks;
+}
+
+}  // namespace
+
+json chrome_trace(const store::RunRecord& run, std::vector<RankEvents> ranks, ExportStats* stats) {
+  Prepared p = prepare(run, std::move(ranks));
+  json trace = p.header;
+  json events = std::move(p.metadata);
+  for (const Slice& s : p.slices) events.push_back(slice_json(s, p.t0, p.layer_names));
+  trace["traceEvents"] = std::move(events);
+  if (stats) *stats = p.stats;
+  return trace;
+}
+
+Expected<ExportStats> export_chrome_trace(store::RunStore& store, std::int64_t run_id, const std::string& path) {
+  auto run = store.load_run(run_id);
+  if (!run.ok()) return run.error();
+  auto ranks = load_rank_events(store, *run);
+  if (!ranks.ok()) return ranks.error();
+  const Prepared p = prepare(*run, std::move(ranks).value());
+  LOOM_TRY(write_file(p, path));
+  return p.stats;
+}
+
+}  // namespace loom::chrome

@@ -1,0 +1,231 @@
+// Chrome trace export tests: the document has a named process per rank and named
+// threads, every slice nests on its thread (checked with a stack, in integer ns), times
+// are relative and non-negative, a rank whose clock is 1 s ahead lands where rank 0's
+// clock says, a crossing slice is clipped and counted, and the file written from a store
+// parses to the same trace.
+#include <QtTest>
+
+#include <fstream>
+#include <map>
+
+#include "loom/profiles/export_chrome.h"
+
+using loom::chrome::RankEvents;
+using loom::trace::Event;
+using loom::trace::EventKind;
+using loom::trace::Stream;
+using nlohmann::json;
+
+namespace {
+constexpr std::int64_t kMs = 1'000'000;
+constexpr std::int64_t kS = 1'000'000'000;
+
+Event span(EventKind kind, Stream stream, std::int64_t start_ns, std::int64_t end_ns, int layer = -1) {
+  Event e;
+  e.kind = kind;
+  e.stream = stream;
+  e.start_ns = start_ns;
+  e.end_ns = end_ns;
+  e.step = 0;
+  e.layer = layer;
+  return e;
+}
+
+// Rank 0 on its own clock, starting at 5 s: a step with nested forwards, a zero-length
+// event, and two all-reduce buckets in flight at once (the second crosses the first).
+std::vector<Event> rank0_events() {
+  const std::int64_t t = 5 * kS;
+  std::vector<Event> v = {
+      span(EventKind::Step, Stream::Host, t, t + 100 * kMs),
+      span(EventKind::Forward, Stream::Compute, t + 10 * kMs, t + 40 * kMs),
+      span(EventKind::Forward, Stream::Compute, t + 10 * kMs, t + 20 * kMs, 0),
+      span(EventKind::Forward, Stream::Compute, t + 20 * kMs, t + 40 * kMs, 1),
+      span(EventKind::Backward, Stream::Compute, t + 40 * kMs, t + 70 * kMs, 1),
+      span(EventKind::AllReduce, Stream::Comm, t + 50 * kMs, t + 80 * kMs),
+      span(EventKind::AllReduce, Stream::Comm, t + 60 * kMs, t + 90 * kMs),  // crosses: clipped to +80
+      span(EventKind::Wait, Stream::Comm, t + 90 * kMs, t + 90 * kMs),        // zero length
+  };
+  v[5].bytes = 4096;
+  return v;
+}
+
+// Rank 1's clock is 1 s ahead of rank 0's: its forward at rank-1 time 6.01 s happened at
+// rank-0 time 5.01 s, with rank 0's forward.
+std::vector<Event> rank1_events() {
+  return {span(EventKind::Forward, Stream::Compute, 6 * kS + 10 * kMs, 6 * kS + 30 * kMs, 0)};
+}
+
+std::vector<RankEvents> two_ranks() {
+  RankEvents r0, r1;
+  r0.record.rank = 0;
+  r0.record.host = "node0";
+  r0.events = rank0_events();
+  r1.record.rank = 1;
+  r1.record.host = "node1";
+  r1.record.offset_ns = kS;
+  r1.events = rank1_events();
+  return {r1, r0};  // any order
+}
+
+loom::store::RunRecord run_record() {
+  loom::store::RunRecord run;
+  run.id = 7;
+  run.name = "dp2";
+  run.status = "completed";
+  run.world_size = 2;
+  run.version = "0.1.0";
+  run.plan_json = R"({"parallel": {"backend": "nccl"}})";
+  return run;
+}
+
+std::int64_t ns(const json& us) { return std::llround(us.get<double>() * 1e3); }
+
+// Checks strict nesting per (pid, tid) in file order after sorting like a viewer would.
+void check_nesting(const json& trace) {
+  std::map<std::pair<int, int>, std::vector<std::pair<std::int64_t, std::int64_t>>> threads;
+  for (const json& e : trace["traceEvents"]) {
+    if (e["ph"] != "X") continue;
+    QVERIFY(ns(e["ts"]) >= 0);
+    QVERIFY(ns(e["dur"]) >= 0);
+    threads[{e["pid"].get<int>(), e["tid"].get<int>()}].emplace_back(ns(e["ts"]), ns(e["ts"]) + ns(e["dur"]));
+  }
+  for (auto& [thread, slices] : threads) {
+    std::stable_sort(slices.begin(), slices.end(), [](auto& a, auto& b) {
+      return a.first != b.first ? a.first < b.first : a.second > b.second;
+    });
+    std::vector<std::int64_t> stack;
+    for (const auto& [start, end] : slices) {
+      while (!stack.empty() && stack.back() <= start) stack.pop_back();
+      QVERIFY2(stack.empty() || end <= stack.back(),
+               qPrintable(QString("pid %1 tid %2: [%3, %4) crosses its parent").arg(thread.first)
+                              .arg(thread.second).arg(start).arg(end)));
+      stack.push_back(end);
+    }
+  }
+}
+
+const json* find_slice(const json& trace, int pid, const std::string& name) {
+  for (const json& e : trace["traceEvents"])
+    if (e["ph"] == "X" && e["pid"] == pid && e["name"] == name) return &e;
+  return nullptr;
+}
+}  // namespace
+
+class TestExport : public QObject {
+  Q_OBJECT
+ private slots:
+  void documentShape() {
+    loom::chrome::ExportStats stats;
+    const json trace = loom::chrome::chrome_trace(run_record(), two_ranks(), &stats);
+    QCOMPARE(stats.events, std::int64_t(9));
+    QCOMPARE(stats.ranks, 2);
+    QVERIFY(trace["displayTimeUnit"] == "ms");
+    QVERIFY(trace["distributedInfo"]["backend"] == "nccl");
+    QVERIFY(trace["distributedInfo"]["world_size"] == 2);
+    QCOMPARE(trace["distributedInfo"]["ranks"].size(), std::size_t(2));
+    QVERIFY(trace["otherData"]["run_id"] == 7);
+    QVERIFY(trace["otherData"]["loom_version"] == "0.1.0");
+    std::map<int, std::string> process_names;
+    int thread_names = 0;
+    for (const json& e : trace["traceEvents"]) {
+      if (e["ph"] == "M" && e["name"] == "process_name") process_names[e["pid"]] = e["args"]["name"];
+      if (e["ph"] == "M" && e["name"] == "thread_name") ++thread_names;
+    }
+    QCOMPARE(process_names.size(), std::size_t(2));
+    QCOMPARE(process_names[0], std::string("rank 0 (node0)"));
+    QCOMPARE(process_names[1], std::string("rank 1 (node1)"));
+    QCOMPARE(thread_names, 3 + 1);  // rank 0: compute, comm, host; rank 1: compute
+    const json* ar = find_slice(trace, 0, "allreduce");
+    QVERIFY(ar);
+    QVERIFY((*ar)["tid"] == 1);
+    QVERIFY((*ar)["cat"] == "allreduce");
+    QVERIFY((*ar)["args"]["bytes"] == 4096);
+    QVERIFY(!(*ar)["args"].contains("layer"));
+    QVERIFY(find_slice(trace, 0, "forward L1"));  // the plan names no layers
+  }
+
+  void slicesNestAndCrossingIsClipped() {
+    loom::chrome::ExportStats stats;
+    const json trace = loom::chrome::chrome_trace(run_record(), two_ranks(), &stats);
+    check_nesting(trace);
+    QCOMPARE(stats.clipped_slices, std::int64_t(1));
+    QVERIFY(trace["otherData"]["clipped_slices"] == 1);
+    // The second all-reduce [60,90) ms now ends with the first, at 80 ms.
+    int checked = 0;
+    for (const json& e : trace["traceEvents"]) {
+      if (e["ph"] != "X" || e["name"] != "allreduce" || ns(e["ts"]) != 60 * kMs) continue;
+      QCOMPARE(ns(e["dur"]), 20 * kMs);
+      ++checked;
+    }
+    QCOMPARE(checked, 1);
+    const json* wait = find_slice(trace, 0, "wait");
+    QVERIFY(wait);
+    QCOMPARE(ns((*wait)["dur"]), std::int64_t(0));  // zero-length slices are kept
+  }
+
+  void timesAreRelativeAndAligned() {
+    const json trace = loom::chrome::chrome_trace(run_record(), two_ranks());
+    QCOMPARE(trace["otherData"]["time_origin_ns"].get<std::int64_t>(), 5 * kS);
+    const json* step = find_slice(trace, 0, "step");
+    QVERIFY(step);
+    QCOMPARE(ns((*step)["ts"]), std::int64_t(0));  // the earliest event starts the trace
+    const json* f0 = find_slice(trace, 0, "forward L0");
+    const json* f1 = find_slice(trace, 1, "forward L0");
+    QVERIFY(f0 && f1);
+    QCOMPARE(ns((*f1)["ts"]), 10 * kMs);  // 6.01 s on rank 1 = 5.01 s on rank 0
+    QCOMPARE(ns((*f1)["ts"]), ns((*f0)["ts"]));
+    QCOMPARE(ns((*f1)["dur"]), 20 * kMs);
+  }
+
+  void layerNamesComeFromThePlan() {
+    loom::store::RunRecord run = run_record();
+    run.plan_json = R"({"format": "loom-plan/1", "name": "n",
+      "model": {"input": [2], "layers": [{"type": "linear", "out": 4, "name": "fc_in"}, {"type": "relu"}]},
+      "data": {"source": "synthetic", "kind": "spirals", "classes": 4}, "training": {"steps": 1}})";
+    const json trace = loom::chrome::chrome_trace(run, two_ranks());
+    QVERIFY(find_slice(trace, 0, "forward fc_in"));
+    QVERIFY(find_slice(trace, 0, "forward relu_1"));
+    QVERIFY(trace["distributedInfo"]["backend"] == "mpi");
+  }
+
+  void exportFromStoreWritesTheFile() {
+    QTemporaryDir dir;
+    auto store = loom::store::RunStore::open(dir.filePath("runs.db").toStdString());
+    QVERIFY(store.ok());
+    loom::store::RunRecord run = run_record();
+    run.world_size = 3;  // rank 2 never reported: it still gets a process
+    const std::int64_t id = *store->create_run(run);
+    auto e0 = rank0_events(), e1 = rank1_events();
+    QVERIFY(store->append_events(id, 0, e0.data(), e0.size()).ok());
+    QVERIFY(store->append_events(id, 1, e1.data(), e1.size()).ok());
+    loom::store::RankRecord r1{1, "node1", "cpu", kS, 0, 0, 1};  // rank 0 has no ranks row
+    QVERIFY(store->upsert_rank(id, r1).ok());
+
+    const std::string path = dir.filePath("trace.json").toStdString();
+    auto stats = loom::chrome::export_chrome_trace(*store, id, path);
+    QVERIFY2(stats.ok(), stats.ok() ? "" : stats.error().describe().c_str());
+    QCOMPARE(stats->events, std::int64_t(9));
+    QCOMPARE(stats->ranks, 3);
+    QVERIFY(!QFile::exists(QString::fromStdString(path + ".tmp")));
+    std::ifstream in(path);
+    const json trace = json::parse(in, nullptr, /*allow_exceptions=*/false);
+    QVERIFY(trace.is_object());
+    check_nesting(trace);
+    int processes = 0;
+    for (const json& e : trace["traceEvents"])
+      if (e["ph"] == "M" && e["name"] == "process_name") ++processes;
+    QCOMPARE(processes, 3);
+    QCOMPARE(ns((*find_slice(trace, 1, "forward L0"))["ts"]), 10 * kMs);
+
+    auto missing = loom::chrome::export_chrome_trace(*store, id + 1, path);
+    QVERIFY(!missing.ok());
+    QCOMPARE(missing.error().code, loom::ErrorCode::NotFound);
+    const std::string bad = dir.filePath("no/such/dir/trace.json").toStdString();
+    auto unwritable = loom::chrome::export_chrome_trace(*store, id, bad);
+    QVERIFY(!unwritable.ok());
+    QVERIFY2(unwritable.error().message.find(bad) != std::string::npos, unwritable.error().message.c_str());
+  }
+};
+
+QTEST_GUILESS_MAIN(TestExport)
+#include "test_export.moc"
