@@ -222,9 +222,9 @@ int cmd_export(const Args& args) {
   }
   std::printf("wrote %lld events from %d ranks to %s\n", static_cast<long long>(stats->events), stats->ranks,
               args.chrome->c_str());
-  if (stats->clipped_slices > 0)
-    std::printf("(%lld slices were clipped to nest inside their enclosing slice)\n",
-                static_cast<long long>(stats->clipped_slices));
+  if (stats->extra_lanes > 0)
+    std::printf("(%lld extra lanes hold work that overlapped on one stream, e.g. all-reduce buckets in flight together)\n",
+                static_cast<long long>(stats->extra_lanes));
   return kOk;
 }
 

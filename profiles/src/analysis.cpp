@@ -72,14 +72,18 @@ struct AllReduceTotals {
   std::int64_t bytes = 0, count = 0, ns = 0;
 };
 
+// Time is the union of the all-reduce intervals: buckets in flight together share the
+// link, so summing their durations would count the same seconds twice.
 AllReduceTotals allreduce_totals(const std::vector<Event>& events) {
   AllReduceTotals t;
+  Intervals in_flight;
   for (const Event& e : events) {
     if (e.kind != EventKind::AllReduce) continue;
     t.bytes += e.bytes;
     t.count += 1;
-    t.ns += std::max<std::int64_t>(0, e.end_ns - e.start_ns);
+    in_flight.emplace_back(e.start_ns, std::max(e.start_ns, e.end_ns));
   }
+  t.ns = union_length_ns(in_flight);
   return t;
 }
 }  // namespace

@@ -23,8 +23,14 @@ using trace::Event;
 
 struct Slice {
   int pid = 0;
-  Event e;  // on rank 0's clock, end clipped to its enclosing slice
+  int tid = 0;  // stream index on lane 0; kLaneStride * lane + stream on extra lanes
+  Event e;      // on rank 0's clock
 };
+
+// Work that overlaps on one stream (several all-reduce buckets in flight) cannot nest on
+// one thread, and clipping would misstate how long each took: such a slice goes to an
+// extra lane of its stream, shown as its own thread ("comm #2").
+constexpr int kLaneStride = 16;
 
 struct Prepared {
   json metadata = json::array();     // "M" events: process and thread names, sort order
@@ -35,7 +41,12 @@ struct Prepared {
   ExportStats stats;
 };
 
-int tid_of(const Event& e) { return static_cast<int>(e.stream); }
+int stream_of(const Event& e) { return static_cast<int>(e.stream); }
+
+std::string thread_name(int tid) {
+  const std::string stream(trace::stream_name(static_cast<trace::Stream>(tid % kLaneStride)));
+  return tid < kLaneStride ? stream : stream + " #" + std::to_string(tid / kLaneStride + 1);
+}
 
 // Names by LayerId, from the same inference that numbered the layers when tracing.
 std::vector<std::string> layer_names(const std::string& plan_json) {
@@ -68,14 +79,19 @@ json metadata_event(const char* name, int pid, int tid, json args) {
   return {{"ph", "M"}, {"name", name}, {"pid", pid}, {"tid", tid}, {"args", std::move(args)}};
 }
 
-void add_rank_metadata(json& out, const store::RankRecord& r, const std::set<int>& tids) {
+void add_process_metadata(json& out, const store::RankRecord& r) {
   const std::string process = "rank " + std::to_string(r.rank) + (r.host.empty() ? "" : " (" + r.host + ")");
   out.push_back(metadata_event("process_name", r.rank, 0, {{"name", process}}));
   out.push_back(metadata_event("process_sort_index", r.rank, 0, {{"sort_index", r.rank}}));
-  for (int tid : tids) {
-    out.push_back(metadata_event("thread_name", r.rank, tid,
-                                 {{"name", std::string(trace::stream_name(static_cast<trace::Stream>(tid)))}}));
-    out.push_back(metadata_event("thread_sort_index", r.rank, tid, {{"sort_index", tid}}));
+}
+
+// Thread names for every (pid, tid) that has slices; lanes sort right after their stream.
+void add_thread_metadata(json& out, const std::vector<Slice>& slices) {
+  std::set<std::pair<int, int>> threads;
+  for (const Slice& s : slices) threads.insert({s.pid, s.tid});
+  for (const auto& [pid, tid] : threads) {
+    out.push_back(metadata_event("thread_name", pid, tid, {{"name", thread_name(tid)}}));
+    out.push_back(metadata_event("thread_sort_index", pid, tid, {{"sort_index", (tid % kLaneStride) * 100 + tid / kLaneStride}}));
   }
 }
 
@@ -90,39 +106,48 @@ json rank_info(const store::RankRecord& r) {
           {"drift_ppm", clock::drift_ppm(r)}};
 }
 
-// Sorts each thread's slices parent-first and clips every slice that crosses the end of
-// the one enclosing it; returns how many were clipped.
-std::int64_t nest_slices(std::vector<Slice>& slices) {
+// Places each slice on the first lane of its (rank, stream) where it nests (it ends
+// before the innermost open slice there ends), opening a lane when none fits; then sorts
+// slices by thread, parent first. Returns how many extra lanes were opened.
+std::int64_t assign_lanes(std::vector<Slice>& slices) {
   std::stable_sort(slices.begin(), slices.end(), [](const Slice& a, const Slice& b) {
-    return std::make_tuple(a.pid, tid_of(a.e), a.e.start_ns, -a.e.end_ns) <
-           std::make_tuple(b.pid, tid_of(b.e), b.e.start_ns, -b.e.end_ns);
+    return std::make_tuple(a.pid, stream_of(a.e), a.e.start_ns, -a.e.end_ns) <
+           std::make_tuple(b.pid, stream_of(b.e), b.e.start_ns, -b.e.end_ns);
   });
-  std::int64_t clipped = 0;
-  std::vector<std::int64_t> open_ends;  // ends of the slices enclosing the current one
+  std::int64_t extra_lanes = 0;
+  std::vector<std::vector<std::int64_t>> lanes;  // per lane: ends of the open slices
   for (std::size_t i = 0; i < slices.size(); ++i) {
     Slice& s = slices[i];
-    if (i == 0 || s.pid != slices[i - 1].pid || tid_of(s.e) != tid_of(slices[i - 1].e)) open_ends.clear();
-    while (!open_ends.empty() && open_ends.back() <= s.e.start_ns) open_ends.pop_back();
-    if (!open_ends.empty() && s.e.end_ns > open_ends.back()) {
-      s.e.end_ns = open_ends.back();
-      ++clipped;
+    if (i == 0 || s.pid != slices[i - 1].pid || stream_of(s.e) != stream_of(slices[i - 1].e)) lanes.clear();
+    std::size_t lane = 0;
+    for (; lane < lanes.size(); ++lane) {
+      auto& open = lanes[lane];
+      while (!open.empty() && open.back() <= s.e.start_ns) open.pop_back();
+      if (open.empty() || s.e.end_ns <= open.back()) break;
     }
-    open_ends.push_back(s.e.end_ns);
+    if (lane == lanes.size()) {
+      lanes.emplace_back();
+      if (lane > 0) ++extra_lanes;
+    }
+    lanes[lane].push_back(s.e.end_ns);
+    s.tid = int(lane) * kLaneStride + stream_of(s.e);
   }
-  return clipped;
+  std::stable_sort(slices.begin(), slices.end(), [](const Slice& a, const Slice& b) {
+    return std::make_tuple(a.pid, a.tid, a.e.start_ns, -a.e.end_ns) <
+           std::make_tuple(b.pid, b.tid, b.e.start_ns, -b.e.end_ns);
+  });
+  return extra_lanes;
 }
 
 // Aligns one rank's events and moves them into `p.slices`; records its metadata.
 void add_rank(Prepared& p, RankEvents& r, json& rank_infos) {
   clock::align_events(r.record, r.events);
-  std::set<int> tids;
   for (Event& e : r.events) {
     e.end_ns = std::max(e.end_ns, e.start_ns);  // a malformed span becomes an instant
-    tids.insert(tid_of(e));
-    p.slices.push_back({r.record.rank, e});
+    p.slices.push_back({r.record.rank, stream_of(e), e});
   }
   std::vector<Event>().swap(r.events);  // free as we go: the slices hold the copies
-  add_rank_metadata(p.metadata, r.record, tids);
+  add_process_metadata(p.metadata, r.record);
   rank_infos.push_back(rank_info(r.record));
 }
 
@@ -138,7 +163,8 @@ Prepared prepare(const store::RunRecord& run, std::vector<RankEvents> ranks) {
              return a.e.start_ns < b.e.start_ns;
            })->e.start_ns;
   }
-  p.stats.clipped_slices = nest_slices(p.slices);
+  p.stats.extra_lanes = assign_lanes(p.slices);
+  add_thread_metadata(p.metadata, p.slices);
   p.stats.events = static_cast<std::int64_t>(p.slices.size());
   p.stats.ranks = static_cast<int>(ranks.size());
   p.header["displayTimeUnit"] = "ms";
@@ -148,7 +174,7 @@ Prepared prepare(const store::RunRecord& run, std::vector<RankEvents> ranks) {
                            {"name", run.name},
                            {"status", run.status},
                            {"loom_version", run.version},
-                           {"clipped_slices", p.stats.clipped_slices},
+                           {"extra_lanes", p.stats.extra_lanes},
                            {"time_origin_ns", p.t0}};
   return p;
 }
@@ -172,7 +198,7 @@ json slice_json(const Slice& s, std::int64_t t0, const std::vector<std::string>&
   if (e.message >= 0) args["message"] = e.message;
   return {{"ph", "X"},
           {"pid", s.pid},
-          {"tid", tid_of(e)},
+          {"tid", s.tid},
           {"name", slice_name(e, layer_names)},
           {"cat", std::string(trace::event_kind_name(e.kind))},
           {"ts", static_cast<double>(e.start_ns - t0) / 1e3},

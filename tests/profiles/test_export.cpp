@@ -1,7 +1,7 @@
 // Chrome trace export tests: the document has a named process per rank and named
 // threads, every slice nests on its thread (checked with a stack, in integer ns), times
 // are relative and non-negative, a rank whose clock is 1 s ahead lands where rank 0's
-// clock says, a crossing slice is clipped and counted, and the file written from a store
+// clock says, a crossing slice moves to a second lane with its length intact, and the file written from a store
 // parses to the same trace.
 #include <QtTest>
 
@@ -42,7 +42,7 @@ std::vector<Event> rank0_events() {
       span(EventKind::Forward, Stream::Compute, t + 20 * kMs, t + 40 * kMs, 1),
       span(EventKind::Backward, Stream::Compute, t + 40 * kMs, t + 70 * kMs, 1),
       span(EventKind::AllReduce, Stream::Comm, t + 50 * kMs, t + 80 * kMs),
-      span(EventKind::AllReduce, Stream::Comm, t + 60 * kMs, t + 90 * kMs),  // crosses: clipped to +80
+      span(EventKind::AllReduce, Stream::Comm, t + 60 * kMs, t + 90 * kMs),  // crosses: a second lane
       span(EventKind::Wait, Stream::Comm, t + 90 * kMs, t + 90 * kMs),        // zero length
   };
   v[5].bytes = 4096;
@@ -134,7 +134,7 @@ class TestExport : public QObject {
     QCOMPARE(process_names.size(), std::size_t(2));
     QCOMPARE(process_names[0], std::string("rank 0 (node0)"));
     QCOMPARE(process_names[1], std::string("rank 1 (node1)"));
-    QCOMPARE(thread_names, 3 + 1);  // rank 0: compute, comm, host; rank 1: compute
+    QCOMPARE(thread_names, 4 + 1);  // rank 0: compute, comm, comm #2, host; rank 1: compute
     const json* ar = find_slice(trace, 0, "allreduce");
     QVERIFY(ar);
     QVERIFY((*ar)["tid"] == 1);
@@ -144,19 +144,24 @@ class TestExport : public QObject {
     QVERIFY(find_slice(trace, 0, "forward L1"));  // the plan names no layers
   }
 
-  void slicesNestAndCrossingIsClipped() {
+  void slicesNestAndCrossingGetsALane() {
     loom::chrome::ExportStats stats;
     const json trace = loom::chrome::chrome_trace(run_record(), two_ranks(), &stats);
     check_nesting(trace);
-    QCOMPARE(stats.clipped_slices, std::int64_t(1));
-    QVERIFY(trace["otherData"]["clipped_slices"] == 1);
-    // The second all-reduce [60,90) ms now ends with the first, at 80 ms.
+    QCOMPARE(stats.extra_lanes, std::int64_t(1));
+    QVERIFY(trace["otherData"]["extra_lanes"] == 1);
+    // The second all-reduce [60,90) ms keeps its 30 ms, on lane 2 of the comm stream.
     int checked = 0;
     for (const json& e : trace["traceEvents"]) {
       if (e["ph"] != "X" || e["name"] != "allreduce" || ns(e["ts"]) != 60 * kMs) continue;
-      QCOMPARE(ns(e["dur"]), 20 * kMs);
+      QCOMPARE(ns(e["dur"]), 30 * kMs);
+      QVERIFY(e["tid"] == 17);
       ++checked;
     }
+    bool named = false;
+    for (const json& e : trace["traceEvents"])
+      named = named || (e["ph"] == "M" && e["name"] == "thread_name" && e["tid"] == 17 && e["args"]["name"] == "comm #2");
+    QVERIFY(named);
     QCOMPARE(checked, 1);
     const json* wait = find_slice(trace, 0, "wait");
     QVERIFY(wait);

@@ -46,15 +46,15 @@ struct RankBreakdown {
 inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // Gradient all-reduce figures, with the nccl-tests definitions (GB = 1e9 bytes):
-//   bytes, count, seconds: over every rank's AllReduce events (seconds = sum of their
-//               durations, issue to completion)
-//   algbw     = per rank, sum of AllReduce bytes / sum of their durations; then the mean
-//               over ranks that ran any all-reduce
+//   bytes, count, seconds: over every rank's AllReduce events (seconds = per rank, the
+//               time any all-reduce was in flight, issue to completion; summed over ranks)
+//   algbw     = per rank, sum of AllReduce bytes / time any all-reduce was in flight; then
+//               the mean over ranks that ran any all-reduce
 //   busbw     = algbw * 2(n-1)/n with n = world size (NaN for n == 1: nothing moves)
 //   p2p_gbs   = the last "p2p_gbs" metric of the run (the launcher's ping-pong probe)
 //   hidden_fraction = 1 - sum(exposed_comm_s) / sum(comm_s) over ranks (NaN without comm)
-// Buckets in flight at the same time each count their whole duration, so algbw is a
-// lower bound when buckets overlap.
+// A bucket's time includes waiting for the rank to drive MPI's progress (between layers),
+// so algbw is what training achieved, below what the link could do alone.
 struct AllReduceStats {
   std::int64_t bytes = 0;
   std::int64_t count = 0;

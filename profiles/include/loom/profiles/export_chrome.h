@@ -2,9 +2,10 @@
 // chrome://tracing open. One process per rank (pid = rank), one thread per stream
 // (tid 0 compute, 1 comm, 2 host), every event a complete ("X") slice on rank 0's clock
 // (see clock_align.h), in microseconds since the earliest aligned event of the run.
-// Slices on one thread are made strictly nested, as the viewers require: a slice that
-// starts inside another but ends after it is clipped to the enclosing end and counted in
-// otherData.clipped_slices.
+// Slices on one thread are strictly nested, as the viewers require: work that overlaps on
+// one stream without nesting (several all-reduce buckets in flight at once) goes to extra
+// lanes of that stream (tid = 16 * lane + stream, named "comm #2", ...), so every slice
+// keeps its true length; otherData.extra_lanes counts the lanes opened.
 #pragma once
 
 #include <cstdint>
@@ -29,12 +30,12 @@ struct RankEvents {
 struct ExportStats {
   std::int64_t events = 0;          // "X" slices written
   int ranks = 0;                    // processes (ranks) in the trace
-  std::int64_t clipped_slices = 0;  // slices shortened to nest in their enclosing slice
+  std::int64_t extra_lanes = 0;     // lanes opened beyond one per stream, over all ranks
 };
 
 // The whole trace as one JSON document: {"traceEvents", "displayTimeUnit",
 // "distributedInfo": {backend, world_size, ranks}, "otherData": {run_id, name, status,
-// loom_version, clipped_slices, time_origin_ns}}. Layer names come from the run's plan
+// loom_version, extra_lanes, time_origin_ns}}. Layer names come from the run's plan
 // when it parses; `stats`, when given, receives the counts.
 nlohmann::json chrome_trace(const store::RunRecord& run, std::vector<RankEvents> ranks,
                             ExportStats* stats = nullptr);
