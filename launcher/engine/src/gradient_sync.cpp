@@ -1,4 +1,4 @@
-// Bucketed, overlapped gradient all-reduce for synchronous data parallelism.
+// Bucketed gradient all-reduce on a communication thread, overlapped with backward.
 #include "loom/engine/gradient_sync.h"
 
 #include <algorithm>
@@ -38,6 +38,7 @@ GradientSync::GradientSync(comm::Communicator& comm, const std::vector<Param*>& 
     for (const Param* p : b.params) total += p->grad.size();
     b.buffer.resize(total);
   }
+  worker_ = std::thread([this] { communicate(); });
 }
 
 std::int64_t GradientSync::bytes_per_step() const {
@@ -46,73 +47,101 @@ std::int64_t GradientSync::bytes_per_step() const {
   return bytes;
 }
 
+GradientSync::~GradientSync() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  work_ready_.notify_all();
+  if (worker_.joinable()) worker_.join();
+}
+
 void GradientSync::begin_step(std::int32_t step) {
   step_ = step;
+  std::lock_guard lock(mutex_);
+  reduced_ = 0;
+  first_error_ = {};
   for (Bucket& b : buckets_) {
     b.pending = std::int64_t(b.params.size());
-    b.request.reset();
-    b.done = false;
+    b.queued = false;
   }
 }
 
 void GradientSync::layer_done(std::int32_t layer) {
-  if (layer >= 0 && std::size_t(layer) < buckets_of_layer_.size()) {
-    for (std::size_t index : buckets_of_layer_[std::size_t(layer)]) {
-      Bucket& b = buckets_[index];
-      for (const Param* p : params_of_layer_[std::size_t(layer)]) {
-        if (std::find(b.params.begin(), b.params.end(), p) != b.params.end()) --b.pending;
-      }
-      if (b.pending == 0 && !b.request && !b.done) start(b);
+  if (layer < 0 || std::size_t(layer) >= buckets_of_layer_.size()) return;
+  for (std::size_t index : buckets_of_layer_[std::size_t(layer)]) {
+    Bucket& b = buckets_[index];
+    for (const Param* p : params_of_layer_[std::size_t(layer)]) {
+      if (std::find(b.params.begin(), b.params.end(), p) != b.params.end()) --b.pending;
     }
+    if (b.pending == 0 && !b.queued) enqueue(b);
   }
-  poll();
 }
 
-void GradientSync::start(Bucket& b) {
+// Packing happens here, on the training thread, while the gradients are hot in cache;
+// the communication thread only moves the packed buffer.
+void GradientSync::enqueue(Bucket& b) {
   std::size_t offset = 0;
   for (const Param* p : b.params) {
     std::memcpy(b.buffer.data() + offset, p->grad.data(), p->grad.size() * sizeof(float));
     offset += p->grad.size();
   }
-  b.started_ns = trace::now_ns();
-  b.request = comm_.iallreduce_sum(b.buffer.data(), std::int64_t(b.buffer.size()));
+  b.queued = true;
+  {
+    std::lock_guard lock(mutex_);
+    queue_.push_back(&b);
+  }
+  work_ready_.notify_one();
 }
 
-void GradientSync::poll() {
-  for (Bucket& b : buckets_) {
-    if (b.request && !b.done && b.request->test()) complete(b, trace::now_ns());
+void GradientSync::communicate() {
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    work_ready_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+    if (queue_.empty()) return;  // stopping, nothing left
+    Bucket* b = queue_.front();
+    queue_.pop_front();
+    lock.unlock();
+    reduce(*b);
+    lock.lock();
+    ++reduced_;
+    work_done_.notify_all();
   }
 }
 
-void GradientSync::complete(Bucket& b, std::int64_t end_ns) {
-  b.done = true;
-  std::size_t offset = 0;
-  for (Param* p : b.params) {
-    std::memcpy(p->grad.data(), b.buffer.data() + offset, p->grad.size() * sizeof(float));
-    offset += p->grad.size();
+// One bucket's blocking all-reduce, traced from the call to its return.
+void GradientSync::reduce(Bucket& b) {
+  Event e;
+  e.start_ns = trace::now_ns();
+  const Status s = comm_.allreduce_sum(b.buffer.data(), std::int64_t(b.buffer.size()));
+  e.end_ns = trace::now_ns();
+  if (!s.ok()) {
+    std::lock_guard lock(mutex_);
+    if (first_error_.ok()) first_error_ = s;
+    return;
   }
-  if (recorder_) {
-    Event e;
-    e.start_ns = b.started_ns;
-    e.end_ns = end_ns;
-    e.bytes = std::int64_t(b.buffer.size() * sizeof(float));
-    e.step = step_;
-    e.message = message_++;
-    e.kind = EventKind::AllReduce;
-    e.stream = Stream::Comm;
-    recorder_->record(e);
-  }
+  if (!recorder_) return;
+  e.bytes = std::int64_t(b.buffer.size() * sizeof(float));
+  e.step = step_;
+  e.message = message_++;
+  e.kind = EventKind::AllReduce;
+  e.stream = Stream::Comm;
+  recorder_->record(e);
 }
 
 Status GradientSync::finish_step() {
   for (Bucket& b : buckets_) {
-    if (!b.request && !b.done) start(b);  // a layer the observer never saw (defensive)
+    if (!b.queued) enqueue(b);  // a layer the observer never saw (defensive)
   }
+  std::unique_lock lock(mutex_);
+  work_done_.wait(lock, [this] { return reduced_ == buckets_.size(); });
+  if (!first_error_.ok()) return first_error_;
   for (Bucket& b : buckets_) {
-    if (b.done) continue;
-    Status s = b.request->wait();
-    if (!s.ok()) return s;
-    complete(b, trace::now_ns());
+    std::size_t offset = 0;
+    for (Param* p : b.params) {
+      std::memcpy(p->grad.data(), b.buffer.data() + offset, p->grad.size() * sizeof(float));
+      offset += p->grad.size();
+    }
   }
   return {};
 }
