@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <thread>
 #include <string_view>
 
 namespace loom::store {
@@ -178,10 +179,18 @@ Status RunStore::configure() {
   // busy_timeout first: switching to WAL needs a lock another process may hold.
   LOOM_TRY(db_.exec("PRAGMA busy_timeout = 5000"));
   // The first statement that reads the file: a text file fails here with SQLITE_NOTADB.
-  auto mode = db_.prepare("PRAGMA journal_mode = WAL");
-  if (!mode.ok()) return mode.error();
-  auto row = mode->step();
-  if (!row.ok()) return row.error();
+  // SQLite does not call the busy handler for this lock change (it could deadlock), so
+  // when two connections open a new file at once (a launcher creating the store while a
+  // viewer opens it) the loser retries here for as long as busy_timeout would have waited.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  for (;;) {
+    auto mode = db_.prepare("PRAGMA journal_mode = WAL");
+    if (!mode.ok()) return mode.error();
+    auto row = mode->step();
+    if (row.ok()) break;
+    if (row.error().code != ErrorCode::Unavailable || std::chrono::steady_clock::now() > deadline) return row.error();
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
   // NORMAL is durable across application crashes in WAL mode, and much faster than FULL.
   LOOM_TRY(db_.exec("PRAGMA synchronous = NORMAL"));
   return db_.exec("PRAGMA cache_size = -65536");  // 64 MiB: keeps the events index hot

@@ -62,6 +62,7 @@ class TestRunStore : public QObject {
   void invalidStatusIsRejected();
   void defaultPathFollowsEnvironment();
   void readerWhileWriterWrites();
+  void concurrentOpensOfANewFile();
   void storeIsMovable();
 };
 
@@ -335,6 +336,24 @@ void TestRunStore::readerWhileWriterWrites() {
   QVERIFY(!write_failed);
   QCOMPARE(must(reader.count_events(id)), std::int64_t(kBatches * kBatch));
   QVERIFY(reads > 1);
+}
+
+// A launcher creates the store while a viewer (or a test) opens it: both connections
+// race to switch the new file to WAL, where SQLite does not wait on its busy handler.
+void TestRunStore::concurrentOpensOfANewFile() {
+  QTemporaryDir dir;
+  for (int i = 0; i < 60; ++i) {
+    const std::string path = dir.filePath(QString("race-%1.db").arg(i)).toStdString();
+    std::string errors[2];
+    std::thread first([&] {
+      auto s = RunStore::open(path);
+      if (!s.ok()) errors[0] = s.error().describe();
+    });
+    auto second = RunStore::open(path);
+    if (!second.ok()) errors[1] = second.error().describe();
+    first.join();
+    QVERIFY2(errors[0].empty() && errors[1].empty(), (errors[0] + errors[1]).c_str());
+  }
 }
 
 void TestRunStore::storeIsMovable() {
