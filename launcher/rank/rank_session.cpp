@@ -41,7 +41,7 @@ class Reporter {
     hello.rank = rank_;
     hello.world_size = world_size;
     hello.pid = int(getpid());
-    hello.host = engine::host_name();
+    hello.host = store::this_host_name();
     hello.device = "cpu";
     auto client = stream::StreamClient::connect(endpoint, hello);
     if (!client.ok()) return client.error();

@@ -4,6 +4,8 @@
 // transaction per batch: per-row statement overhead, not disk, limits ingest.
 #include "loom/profiles/run_store.h"
 
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -156,6 +158,23 @@ std::string RunStore::default_path() {
   if (auto xdg = env("XDG_DATA_HOME"); !xdg.empty()) return xdg + "/loom/runs.db";
   if (auto home = env("HOME"); !home.empty()) return home + "/.local/share/loom/runs.db";
   return "loom-runs.db";
+}
+
+std::string this_host_name() {
+  char name[256] = {};
+  if (gethostname(name, sizeof name - 1) != 0) return "localhost";
+  return name;
+}
+
+RunRecord new_run_record(const Plan& plan, const std::string& version) {
+  RunRecord run;
+  run.name = plan.name;
+  run.plan_json = plan_to_json(plan);
+  run.status = "running";
+  run.world_size = world_size(plan);
+  run.host = this_host_name();
+  run.version = version;
+  return run;
 }
 
 Expected<RunStore> RunStore::open(const std::string& path) {
@@ -386,20 +405,25 @@ trace::Event read_event(const Statement& q) {
   e.bytes = q.column_int64(9);
   return e;
 }
+// Steps `q` to its last row, turning each row into a T with `read`.
+template <class T, class Read>
+Expected<std::vector<T>> collect_rows(Statement& q, Read read, std::size_t expected_rows = 0) {
+  std::vector<T> rows;
+  rows.reserve(expected_rows);
+  for (;;) {
+    auto row = q.step();
+    if (!row.ok()) return row.error();
+    if (!*row) return rows;
+    rows.push_back(read(q));
+  }
+}
 }  // namespace
 
 Expected<std::vector<RunRecord>> RunStore::list_runs() {
   auto q = db_.prepare("SELECT " + std::string(kRunColumns) +
                        " FROM runs ORDER BY started_unix_ms DESC, id DESC");
   if (!q.ok()) return q.error();
-  std::vector<RunRecord> runs;
-  for (;;) {
-    auto row = q->step();
-    if (!row.ok()) return row.error();
-    if (!*row) break;
-    runs.push_back(read_run(*q));
-  }
-  return runs;
+  return collect_rows<RunRecord>(*q, read_run);
 }
 
 Expected<RunRecord> RunStore::load_run(std::int64_t run_id) {
@@ -420,26 +444,21 @@ Expected<std::vector<RankRecord>> RunStore::load_ranks(std::int64_t run_id) {
       "sync_start_ns, sync_end_ns, pid FROM ranks WHERE run_id = ? ORDER BY rank");
   if (!q.ok()) return q.error();
   q->bind(1, run_id);
-  std::vector<RankRecord> ranks;
-  for (;;) {
-    auto row = q->step();
-    if (!row.ok()) return row.error();
-    if (!*row) break;
+  return collect_rows<RankRecord>(*q, [](const Statement& row) {
     RankRecord r;
-    r.rank = static_cast<int>(q->column_int64(0));
-    r.host = q->column_text(1);
-    r.device = q->column_text(2);
-    r.offset_ns = q->column_int64(3);
-    r.uncertainty_ns = q->column_int64(4);
-    r.t0_ns = q->column_int64(5);
-    r.events_recorded = q->column_int64(6);
-    r.offset_end_ns = q->column_int64(7);
-    r.sync_start_ns = q->column_int64(8);
-    r.sync_end_ns = q->column_int64(9);
-    r.pid = static_cast<int>(q->column_int64(10));
-    ranks.push_back(std::move(r));
-  }
-  return ranks;
+    r.rank = static_cast<int>(row.column_int64(0));
+    r.host = row.column_text(1);
+    r.device = row.column_text(2);
+    r.offset_ns = row.column_int64(3);
+    r.uncertainty_ns = row.column_int64(4);
+    r.t0_ns = row.column_int64(5);
+    r.events_recorded = row.column_int64(6);
+    r.offset_end_ns = row.column_int64(7);
+    r.sync_start_ns = row.column_int64(8);
+    r.sync_end_ns = row.column_int64(9);
+    r.pid = static_cast<int>(row.column_int64(10));
+    return r;
+  });
 }
 
 Expected<std::vector<trace::Event>> RunStore::load_events(std::int64_t run_id, int rank) {
@@ -456,29 +475,14 @@ Expected<std::vector<trace::Event>> RunStore::load_events(std::int64_t run_id, i
   if (rank >= 0) q->bind(2, rank);
   auto n = count_events(run_id, rank);
   if (!n.ok()) return n.error();
-  std::vector<trace::Event> events;
-  events.reserve(static_cast<std::size_t>(*n));
-  for (;;) {
-    auto row = q->step();
-    if (!row.ok()) return row.error();
-    if (!*row) break;
-    events.push_back(read_event(*q));
-  }
-  return events;
+  return collect_rows<trace::Event>(*q, read_event, static_cast<std::size_t>(*n));
 }
 
 Expected<std::vector<int>> RunStore::event_ranks(std::int64_t run_id) {
   auto q = db_.prepare("SELECT DISTINCT rank FROM events WHERE run_id = ? ORDER BY rank");
   if (!q.ok()) return q.error();
   q->bind(1, run_id);
-  std::vector<int> ranks;
-  for (;;) {
-    auto row = q->step();
-    if (!row.ok()) return row.error();
-    if (!*row) break;
-    ranks.push_back(static_cast<int>(q->column_int64(0)));
-  }
-  return ranks;
+  return collect_rows<int>(*q, [](const Statement& row) { return static_cast<int>(row.column_int64(0)); });
 }
 
 Expected<std::int64_t> RunStore::count_events(std::int64_t run_id, int rank) {
@@ -498,20 +502,15 @@ Expected<std::vector<MetricRecord>> RunStore::load_metrics(std::int64_t run_id, 
       "ORDER BY step, t_ns, rowid");
   if (!q.ok()) return q.error();
   q->bind(1, run_id).bind(2, std::string_view(name));
-  std::vector<MetricRecord> metrics;
-  for (;;) {
-    auto row = q->step();
-    if (!row.ok()) return row.error();
-    if (!*row) break;
+  return collect_rows<MetricRecord>(*q, [](const Statement& row) {
     MetricRecord m;
-    m.rank = static_cast<int>(q->column_int64(0));
-    m.step = q->column_int64(1);
-    m.t_ns = q->column_int64(2);
-    m.name = q->column_text(3);
-    m.value = q->column_double(4);
-    metrics.push_back(std::move(m));
-  }
-  return metrics;
+    m.rank = static_cast<int>(row.column_int64(0));
+    m.step = row.column_int64(1);
+    m.t_ns = row.column_int64(2);
+    m.name = row.column_text(3);
+    m.value = row.column_double(4);
+    return m;
+  });
 }
 
 }  // namespace loom::store

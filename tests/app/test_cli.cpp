@@ -7,26 +7,15 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include "cli_runner.h"
+
 #include <algorithm>
 #include <map>
 
 namespace {
 
-struct Result {
-  int exit_code = -1;
-  QString out, err;
-};
-
-Result run_cli(const QStringList& args, int timeout_ms = 120000) {
-  QProcess p;
-  p.start(LOOM_CLI, args);
-  if (!p.waitForFinished(timeout_ms)) {
-    p.kill();
-    p.waitForFinished();
-  }
-  return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1, QString::fromUtf8(p.readAllStandardOutput()),
-          QString::fromUtf8(p.readAllStandardError())};
-}
+using loom::test::Result;
+using loom::test::run_cli;
 
 QJsonObject last_line_json(const QString& out) {
   const QStringList lines = out.trimmed().split('\n');

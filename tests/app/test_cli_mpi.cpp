@@ -11,25 +11,14 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include "cli_runner.h"
+
 #include <map>
 
 namespace {
 
-struct Result {
-  int exit_code = -1;
-  QString out, err;
-};
-
-Result run_cli(const QStringList& args, int timeout_ms = 300000) {
-  QProcess p;
-  p.start(LOOM_CLI, args);
-  if (!p.waitForFinished(timeout_ms)) {
-    p.kill();
-    p.waitForFinished();
-  }
-  return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1, QString::fromUtf8(p.readAllStandardOutput()),
-          QString::fromUtf8(p.readAllStandardError())};
-}
+using loom::test::Result;
+using loom::test::run_cli;
 
 // The same MLP on Fashion-MNIST, on `ranks` ranks; small buckets so several are in flight.
 QByteArray plan(int ranks, int steps) {

@@ -1,8 +1,6 @@
 // In-process run of a single-rank plan, recorded live into the run store.
 #include "loom/engine/local_run.h"
 
-#include <unistd.h>
-
 #include <chrono>
 #include <thread>
 
@@ -15,30 +13,13 @@
 namespace loom::engine {
 namespace {
 
-std::int64_t unix_ms() {
-  using namespace std::chrono;
-  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
-}
-
-store::RunRecord new_run_record(const Plan& plan) {
-  store::RunRecord run;
-  run.name = plan.name;
-  run.plan_json = plan_to_json(plan);
-  run.status = "running";
-  run.started_unix_ms = unix_ms();
-  run.world_size = world_size(plan);
-  run.host = host_name();
-  run.version = loom_version();
-  return run;
-}
-
 // Trains with a live writer; returns the error that made the run fail, if any.
 Status train_recorded(const Plan& plan, const data::TrainTest& data, store::RunStore& store, std::int64_t run_id,
                       const LocalRunOptions& options, LocalRunOutcome& outcome) {
   std::vector<PlanError> ignored;
   const ModelInfo info = infer_model(plan, &ignored);
   trace::Recorder recorder;
-  store::RankRecord rank{0, host_name(), "cpu", 0, 0, trace::now_ns(), 0};
+  store::RankRecord rank{0, store::this_host_name(), "cpu", 0, 0, trace::now_ns(), 0};
   LOOM_TRY(store.upsert_rank(run_id, rank));
   store::StoreSink sink(store, run_id);
   RunWriter writer(sink, 0, recorder);
@@ -59,12 +40,6 @@ Status train_recorded(const Plan& plan, const data::TrainTest& data, store::RunS
 
 std::string loom_version() { return LOOM_VERSION; }
 
-std::string host_name() {
-  char name[256] = {};
-  if (gethostname(name, sizeof name - 1) != 0) return "localhost";
-  return name;
-}
-
 int apply_thread_count(const Plan& plan, int ranks_on_host) {
   int threads = plan.training.threads;
   if (threads <= 0) {
@@ -76,7 +51,7 @@ int apply_thread_count(const Plan& plan, int ranks_on_host) {
 }
 
 Expected<LocalRunOutcome> run_and_record(const Plan& plan, store::RunStore& store, const LocalRunOptions& options) {
-  auto run_id = store.create_run(new_run_record(plan));
+  auto run_id = store.create_run(store::new_run_record(plan, loom_version()));
   if (!run_id.ok()) return run_id.error();
   LocalRunOutcome outcome;
   outcome.run_id = *run_id;

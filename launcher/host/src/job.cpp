@@ -22,28 +22,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::int64_t unix_ms() {
-  using namespace std::chrono;
-  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
-}
-
-std::string this_host_name() {
-  char name[256] = {};
-  if (gethostname(name, sizeof name - 1) != 0) return "localhost";
-  return name;
-}
-
-store::RunRecord new_run_record(const Plan& plan, const std::string& host) {
-  store::RunRecord run;
-  run.name = plan.name;
-  run.plan_json = plan_to_json(plan);
-  run.started_unix_ms = unix_ms();
-  run.world_size = world_size(plan);
-  run.host = host;
-  run.version = LOOM_VERSION;
-  return run;
-}
-
 Status write_file(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary);
   out << text;
@@ -203,7 +181,7 @@ LaunchContext make_context(const JobOptions& options, const QTemporaryDir& dir, 
   c.rank_executable = options.rank_executable;
   c.plan_path = dir.filePath("plan.json").toStdString();
   c.hostfile_path = dir.filePath("hostfile").toStdString();
-  c.this_host = this_host_name();
+  c.this_host = store::this_host_name();
   c.port = port;
   c.secret = secret;
   c.run_id = run_id;
@@ -248,8 +226,8 @@ std::string default_rank_executable(const std::string& this_executable) {
 Expected<JobOutcome> run_job(const Plan& plan, const std::string& db_path, const JobOptions& options) {
   auto store = store::RunStore::open(db_path);
   if (!store.ok()) return store.error();
-  const std::string host = this_host_name();
-  auto run_id = store->create_run(new_run_record(plan, host));
+  const std::string host = store::this_host_name();
+  auto run_id = store->create_run(store::new_run_record(plan, LOOM_VERSION));
   if (!run_id.ok()) return run_id.error();
   auto feeder_store = store::RunStore::open(db_path);
   if (!feeder_store.ok()) return feeder_store.error();

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "loom/core/plan.h"
 #include "loom/core/status.h"
 #include "loom/profiles/event.h"
 #include "loom/profiles/sqlite_db.h"
@@ -48,6 +49,13 @@ struct MetricRecord {
   std::string name;
   double value = 0;
 };
+
+// This machine's host name, as run and rank records carry it ("localhost" if unknown).
+std::string this_host_name();
+
+// The record of a new run of `plan` on this machine: status running, world size from the
+// plan, started when create_run stores it.
+RunRecord new_run_record(const Plan& plan, const std::string& version);
 
 // The schema version this build writes and the newest it can read.
 inline constexpr int kSchemaVersion = 2;

@@ -36,6 +36,5 @@ Expected<LocalRunOutcome> run_and_record(const Plan& plan, store::RunStore& stor
 int apply_thread_count(const Plan& plan, int ranks_on_host);
 
 std::string loom_version();
-std::string host_name();
 
 }  // namespace loom::engine
