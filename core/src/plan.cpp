@@ -35,6 +35,22 @@ int world_size(const Plan& plan) {
   return static_cast<int>(std::clamp<long long>(ranks, std::numeric_limits<int>::min(), std::numeric_limits<int>::max()));
 }
 
+RankRole rank_role(const Plan& plan, int rank) {
+  const ParallelSpec& p = plan.parallel;
+  RankRole role;
+  if (rank < 0 || rank >= world_size(plan) || p.data_parallel < 1 || p.stages < 1) return role;
+  const long long workers = static_cast<long long>(p.data_parallel) * p.stages;
+  if (rank < workers) {
+    role.kind = RankKind::Worker;
+    role.stage = rank / p.data_parallel;
+    role.replica = rank % p.data_parallel;
+  } else {
+    role.kind = RankKind::Server;
+    role.server = static_cast<int>(rank - workers);
+  }
+  return role;
+}
+
 int dataset_classes(const Plan& plan) {
   return plan.data.source == DataSource::FashionMnist ? 10 : plan.data.classes;
 }

@@ -55,6 +55,7 @@ class TestPlan : public QObject {
   void round_trip_preserves_plan();
   void omitted_fields_get_defaults();
   void world_size_counts_servers();
+  void rank_roles_are_stage_major_then_servers();
   void missing_file_is_an_error();
   void validate_plan_checks_in_memory_plans();
 };
@@ -386,6 +387,24 @@ void TestPlan::omitted_fields_get_defaults() {
   QCOMPARE(plan.parallel.devices.size(), std::size_t(8));
   QVERIFY(plan.parallel.devices[7] == loom::DeviceSpec{});
   QVERIFY(plan.data == loom::DataSpec{});
+}
+
+void TestPlan::rank_roles_are_stage_major_then_servers() {
+  Plan plan = loom::default_plan();
+  plan.parallel.data_parallel = 2;
+  plan.parallel.stages = 3;
+  plan.parallel.sync.mode = loom::SyncMode::ParameterServer;
+  plan.parallel.sync.servers = 2;
+  using loom::RankKind;
+  using loom::RankRole;
+  QVERIFY(loom::rank_role(plan, 0) == (RankRole{RankKind::Worker, 0, 0, -1}));
+  QVERIFY(loom::rank_role(plan, 1) == (RankRole{RankKind::Worker, 0, 1, -1}));
+  QVERIFY(loom::rank_role(plan, 2) == (RankRole{RankKind::Worker, 1, 0, -1}));
+  QVERIFY(loom::rank_role(plan, 5) == (RankRole{RankKind::Worker, 2, 1, -1}));
+  QVERIFY(loom::rank_role(plan, 6) == (RankRole{RankKind::Server, -1, -1, 0}));
+  QVERIFY(loom::rank_role(plan, 7) == (RankRole{RankKind::Server, -1, -1, 1}));
+  QCOMPARE(loom::rank_role(plan, 8).kind, RankKind::Unused);
+  QCOMPARE(loom::rank_role(plan, -1).kind, RankKind::Unused);
 }
 
 void TestPlan::world_size_counts_servers() {

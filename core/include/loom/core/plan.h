@@ -166,6 +166,20 @@ inline constexpr std::string_view kPlanFormat = "loom-plan/1";
 // Ranks the plan needs: replicas x stages, plus parameter servers in the asynchronous modes.
 int world_size(const Plan& plan);
 
+// What one rank does. Ranks are laid out stage-major: rank = stage * data_parallel +
+// replica for the workers, then the parameter servers (asynchronous modes) after them.
+// Ranks at or beyond world_size(plan) get kind Unused.
+enum class RankKind { Worker, Server, Unused };
+struct RankRole {
+  RankKind kind = RankKind::Unused;
+  int stage = -1;    // workers: pipeline stage
+  int replica = -1;  // workers: data-parallel replica of that stage
+  int server = -1;   // servers: server index
+
+  bool operator==(const RankRole&) const = default;
+};
+RankRole rank_role(const Plan& plan, int rank);
+
 // One problem with a plan: `path` is a JSON pointer ("/model/layers/3/out").
 struct PlanError {
   std::string path;
