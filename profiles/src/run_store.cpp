@@ -405,6 +405,16 @@ trace::Event read_event(const Statement& q) {
   e.bytes = q.column_int64(9);
   return e;
 }
+MetricRecord read_metric(const Statement& row) {
+  MetricRecord m;
+  m.rank = static_cast<int>(row.column_int64(0));
+  m.step = row.column_int64(1);
+  m.t_ns = row.column_int64(2);
+  m.name = row.column_text(3);
+  m.value = row.column_double(4);
+  return m;
+}
+
 // Steps `q` to its last row, turning each row into a T with `read`.
 template <class T, class Read>
 Expected<std::vector<T>> collect_rows(Statement& q, Read read, std::size_t expected_rows = 0) {
@@ -502,15 +512,45 @@ Expected<std::vector<MetricRecord>> RunStore::load_metrics(std::int64_t run_id, 
       "ORDER BY step, t_ns, rowid");
   if (!q.ok()) return q.error();
   q->bind(1, run_id).bind(2, std::string_view(name));
-  return collect_rows<MetricRecord>(*q, [](const Statement& row) {
-    MetricRecord m;
-    m.rank = static_cast<int>(row.column_int64(0));
-    m.step = row.column_int64(1);
-    m.t_ns = row.column_int64(2);
-    m.name = row.column_text(3);
-    m.value = row.column_double(4);
-    return m;
-  });
+  return collect_rows<MetricRecord>(*q, read_metric);
+}
+
+Expected<EventBatch> RunStore::load_events_after(std::int64_t run_id, std::int64_t after_seq, std::size_t limit) {
+  // Columns 0-9 as read_event expects, then rank and rowid.
+  auto q = db_.prepare(
+      "SELECT start_ns, end_ns, kind, stream, step, layer, peer, message, microbatch, bytes, rank, rowid "
+      "FROM events WHERE run_id = ?1 AND rowid > ?2 ORDER BY rowid LIMIT ?3");
+  if (!q.ok()) return q.error();
+  q->bind(1, run_id).bind(2, after_seq).bind(3, static_cast<std::int64_t>(limit));
+  EventBatch batch;
+  batch.last_seq = after_seq;
+  for (;;) {
+    auto row = q->step();
+    if (!row.ok()) return row.error();
+    if (!*row) break;
+    batch.events.push_back(read_event(*q));
+    batch.ranks.push_back(static_cast<int>(q->column_int64(10)));
+    batch.last_seq = q->column_int64(11);
+  }
+  return batch;
+}
+
+Expected<MetricBatch> RunStore::load_metrics_after(std::int64_t run_id, std::int64_t after_seq, std::size_t limit) {
+  auto q = db_.prepare(
+      "SELECT rank, step, t_ns, name, value, rowid FROM metrics WHERE run_id = ?1 AND rowid > ?2 "
+      "ORDER BY rowid LIMIT ?3");
+  if (!q.ok()) return q.error();
+  q->bind(1, run_id).bind(2, after_seq).bind(3, static_cast<std::int64_t>(limit));
+  MetricBatch batch;
+  batch.last_seq = after_seq;
+  for (;;) {
+    auto row = q->step();
+    if (!row.ok()) return row.error();
+    if (!*row) break;
+    batch.metrics.push_back(read_metric(*q));
+    batch.last_seq = q->column_int64(5);
+  }
+  return batch;
 }
 
 }  // namespace loom::store

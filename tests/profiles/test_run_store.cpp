@@ -64,6 +64,7 @@ class TestRunStore : public QObject {
   void readerWhileWriterWrites();
   void concurrentOpensOfANewFile();
   void storeIsMovable();
+  void incrementalReadsFollowAppends();
 };
 
 void TestRunStore::roundTripThroughReopen() {
@@ -365,6 +366,49 @@ void TestRunStore::storeIsMovable() {
   RunStore b = std::move(a);
   must_ok(b.append_events(id, 0, events.data(), events.size()));
   QCOMPARE(must(b.count_events(id)), std::int64_t(200));
+}
+
+// A live view reads what arrived since its last read: every row exactly once, in the order
+// stored, with its rank, only from its own run, and in pages no larger than asked for.
+void TestRunStore::incrementalReadsFollowAppends() {
+  QTemporaryDir dir;
+  RunStore store = must(RunStore::open(dir.filePath("runs.db").toStdString()));
+  std::int64_t id = must(store.create_run({}));
+  std::int64_t other = must(store.create_run({}));
+  auto rank0 = make_events(0, 300);
+  auto rank1 = make_events(1, 200);
+  must_ok(store.append_events(id, 0, rank0.data(), 150));
+  must_ok(store.append_events(other, 0, rank0.data(), 50));
+  must_ok(store.append_events(id, 1, rank1.data(), rank1.size()));
+
+  auto first = must(store.load_events_after(id, 0, 100));
+  QCOMPARE(first.events.size(), std::size_t(100));
+  auto second = must(store.load_events_after(id, first.last_seq, 1000));
+  QCOMPARE(second.events.size(), std::size_t(250));
+  QCOMPARE(second.ranks.front(), 0);
+  QCOMPARE(second.ranks.back(), 1);
+  QCOMPARE(second.events.back().message, rank1.back().message);
+  QVERIFY(std::memcmp(&first.events[7], &rank0[7], sizeof(Event)) == 0);
+
+  auto nothing = must(store.load_events_after(id, second.last_seq, 1000));
+  QVERIFY(nothing.events.empty());
+  QCOMPARE(nothing.last_seq, second.last_seq);
+  must_ok(store.append_events(id, 0, rank0.data() + 150, 150));
+  auto rest = must(store.load_events_after(id, second.last_seq, 1000));
+  QCOMPARE(rest.events.size(), std::size_t(150));
+  QCOMPARE(rest.events.front().start_ns, rank0[150].start_ns);
+
+  must_ok(store.append_metrics(id, {{0, 3, 30, "loss", 1.5}, {1, 3, 31, "loss", 2.5}}));
+  must_ok(store.append_metrics(other, {{0, 0, 0, "loss", 9.0}}));
+  must_ok(store.append_metrics(id, {{0, 4, 40, "test_accuracy", 0.75}}));
+  auto m1 = must(store.load_metrics_after(id, 0, 2));
+  QCOMPARE(m1.metrics.size(), std::size_t(2));
+  QCOMPARE(m1.metrics[1].rank, 1);
+  QCOMPARE(m1.metrics[1].value, 2.5);
+  auto m2 = must(store.load_metrics_after(id, m1.last_seq, 10));
+  QCOMPARE(m2.metrics.size(), std::size_t(1));
+  QCOMPARE(m2.metrics[0].name, std::string("test_accuracy"));
+  QCOMPARE(m2.metrics[0].step, std::int64_t(4));
 }
 
 QTEST_GUILESS_MAIN(TestRunStore)

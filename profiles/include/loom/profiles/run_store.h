@@ -57,6 +57,19 @@ std::string this_host_name();
 // plan, started when create_run stores it.
 RunRecord new_run_record(const Plan& plan, const std::string& version);
 
+// Rows appended after a given point, for views that follow a live run: `last_seq` is the
+// position to pass as `after_seq` next time (unchanged when nothing new arrived). The
+// position is SQLite's rowid, which only grows while rows are appended.
+struct EventBatch {
+  std::vector<trace::Event> events;
+  std::vector<int> ranks;  // ranks[i] recorded events[i]
+  std::int64_t last_seq = 0;
+};
+struct MetricBatch {
+  std::vector<MetricRecord> metrics;
+  std::int64_t last_seq = 0;
+};
+
 // The schema version this build writes and the newest it can read.
 inline constexpr int kSchemaVersion = 2;
 
@@ -96,6 +109,10 @@ class RunStore {
   // Distinct ranks that have events, ascending.
   Expected<std::vector<int>> event_ranks(std::int64_t run_id);
   Expected<std::int64_t> count_events(std::int64_t run_id, int rank = -1);
+  // Up to `limit` events / metrics stored after `after_seq` (0 = from the start), in the
+  // order they were stored.
+  Expected<EventBatch> load_events_after(std::int64_t run_id, std::int64_t after_seq, std::size_t limit);
+  Expected<MetricBatch> load_metrics_after(std::int64_t run_id, std::int64_t after_seq, std::size_t limit);
   // Ordered by step, then t_ns; an empty name means every metric.
   Expected<std::vector<MetricRecord>> load_metrics(std::int64_t run_id, const std::string& name = "");
 

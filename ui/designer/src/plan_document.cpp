@@ -1,0 +1,113 @@
+// PlanDocument: undo through whole-plan snapshots. A plan is a few kilobytes, so storing
+// before/after copies is cheap and makes undo obviously correct for any edit, however
+// many fields it touches (resizing the device list with the data-parallel degree, say).
+#include "loom/ui/designer/plan_document.h"
+
+#include <QSaveFile>
+#include <QUndoCommand>
+
+namespace loom::ui {
+
+// One undo step: the plan before and after. Merging keeps the first 'before' and takes
+// the newest 'after'; a merged step that ends where it began is dropped by the stack.
+class PlanSnapshotCommand : public QUndoCommand {
+ public:
+  PlanSnapshotCommand(PlanDocument* doc, const QString& text, loom::Plan before, loom::Plan after, int key,
+                      int generation)
+      : QUndoCommand(text), doc_(doc), before_(std::move(before)), after_(std::move(after)), key_(key),
+        generation_(generation) {}
+
+  void undo() override { doc_->setPlan(before_); }
+  void redo() override { doc_->setPlan(after_); }
+  int id() const override { return key_ == 0 ? -1 : key_; }
+  bool mergeWith(const QUndoCommand* other) override {
+    auto* next = static_cast<const PlanSnapshotCommand*>(other);
+    if (next->key_ != key_ || next->generation_ != generation_) return false;
+    after_ = next->after_;
+    setObsolete(before_ == after_);
+    return true;
+  }
+
+ private:
+  PlanDocument* doc_;
+  loom::Plan before_;
+  loom::Plan after_;
+  int key_;
+  int generation_;
+};
+
+PlanDocument::PlanDocument(QObject* parent) : QObject(parent) {
+  connect(&undo_, &QUndoStack::cleanChanged, this, [this](bool clean) { emit modifiedChanged(!clean); });
+  setPlan(loom::default_plan());
+}
+
+void PlanDocument::setPlan(const loom::Plan& plan) {
+  plan_ = plan;
+  errors_ = loom::validate_plan(plan_);  // includes infer_model's findings
+  info_ = loom::infer_model(plan_, nullptr);
+  emit planChanged();
+}
+
+QStringList PlanDocument::errorsAt(const QString& jsonPathPrefix) const {
+  const std::string prefix = jsonPathPrefix.toStdString();
+  QStringList out;
+  for (const loom::PlanError& e : errors_) {
+    const bool inside = prefix.empty() || e.path == prefix || e.path.rfind(prefix + "/", 0) == 0;
+    if (inside) out << QString::fromStdString(e.reason);
+  }
+  return out;
+}
+
+QString PlanDocument::runBlockedReason() const {
+  if (errors_.empty()) return {};
+  const loom::PlanError& first = errors_.front();
+  QString text = QStringLiteral("%1: %2").arg(QString::fromStdString(first.path.empty() ? "/" : first.path),
+                                              QString::fromStdString(first.reason));
+  if (errors_.size() > 1) text += QStringLiteral(" (and %1 more)").arg(errors_.size() - 1);
+  return text;
+}
+
+void PlanDocument::edit(const QString& description, const std::function<void(loom::Plan&)>& change, int mergeKey) {
+  loom::Plan after = plan_;
+  change(after);
+  loom::assign_default_layer_names(after.model);
+  if (after == plan_) return;
+  undo_.push(new PlanSnapshotCommand(this, description, plan_, std::move(after), mergeKey, merge_generation_));
+}
+
+void PlanDocument::reset(const loom::Plan& plan, const QString& filePath) {
+  undo_.clear();  // emits cleanChanged when the old history was modified
+  file_path_ = filePath;
+  endMerge();
+  setPlan(plan);
+}
+
+loom::Status PlanDocument::load(const QString& path) {
+  loom::PlanResult result = loom::load_plan_file(path.toStdString());
+  if (!result.ok()) {
+    std::string message = "cannot open plan '" + path.toStdString() + "'";
+    if (!result.errors.empty()) {
+      const loom::PlanError& e = result.errors.front();
+      message += ": " + (e.path.empty() ? std::string() : e.path + ": ") + e.reason;
+      if (result.errors.size() > 1) message += " (and " + std::to_string(result.errors.size() - 1) + " more)";
+    }
+    return loom::make_error(loom::ErrorCode::InvalidArgument, message, "fix the field named above, or run `loom-cli validate` on the file");
+  }
+  reset(*result.plan, path);
+  return {};
+}
+
+loom::Status PlanDocument::save(const QString& path) {
+  QSaveFile file(path);
+  const std::string text = loom::plan_to_json(plan_) + "\n";
+  if (!file.open(QIODevice::WriteOnly) || file.write(text.data(), static_cast<qint64>(text.size())) < 0 ||
+      !file.commit()) {
+    return loom::make_error(loom::ErrorCode::Io, "cannot write plan '" + path.toStdString() + "': " +
+                                                     file.errorString().toStdString());
+  }
+  file_path_ = path;
+  undo_.setClean();
+  return {};
+}
+
+}  // namespace loom::ui
