@@ -182,8 +182,12 @@ class TestJob : public QObject {
     host::JobOptions o = job_options();
     o.rank_executable = "/nonexistent/loom-rank";
     o.drain_grace = std::chrono::milliseconds(200);
+    std::int64_t announced = 0;  // a GUI follows the run in the store from this id on
+    o.on_run_created = [&announced](std::int64_t id) { announced = id; };
     auto outcome = host::run_job(dp_plan(2, 10), db_, o);
     QVERIFY(outcome.ok());
+    QVERIFY(announced > 0);
+    QCOMPARE(outcome->run_id, announced);
     QCOMPARE(outcome->status, std::string("failed"));
     QVERIFY2(outcome->error.find("mpirun exited") != std::string::npos, outcome->error.c_str());
   }

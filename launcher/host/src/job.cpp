@@ -229,6 +229,7 @@ Expected<JobOutcome> run_job(const Plan& plan, const std::string& db_path, const
   const std::string host = store::this_host_name();
   auto run_id = store->create_run(store::new_run_record(plan, LOOM_VERSION));
   if (!run_id.ok()) return run_id.error();
+  if (options.on_run_created) options.on_run_created(*run_id);
   auto feeder_store = store::RunStore::open(db_path);
   if (!feeder_store.ok()) return feeder_store.error();
   StoreFeeder feeder(std::move(*feeder_store), *run_id, world_size(plan), host);

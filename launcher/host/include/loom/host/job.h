@@ -28,6 +28,7 @@ struct JobOptions {
   std::string mpirun = "mpirun";
   std::function<void(const JobProgress&)> on_progress;  // on the calling thread, every ~100 ms
   std::function<void(const std::string&)> on_output;    // each line mpirun prints
+  std::function<void(std::int64_t run_id)> on_run_created;  // once, before mpirun starts
   const std::atomic<bool>* stop = nullptr;
   std::chrono::milliseconds stop_grace{10000};   // SIGUSR1 to SIGTERM, and SIGTERM to SIGKILL
   std::chrono::milliseconds drain_grace{3000};   // after mpirun ends, for the last frames
