@@ -1,0 +1,273 @@
+// The chart widgets rendered offscreen: what each plot holds after data arrives (graph
+// points, bar values per rank, histogram bars), the redraw timer coalescing appends, the
+// x-axis switch, the staleness chart's empty-state text and palette-driven colours.
+// Set LOOM_CHARTS_PNG_DIR to also write each widget as a PNG for a look by eye.
+#include <QtTest>
+
+#include <qcustomplot.h>
+
+#include "loom/ui/charts/training_charts.h"
+
+using loom::store::MetricRecord;
+using loom::ui::charts::BreakdownChart;
+using loom::ui::charts::StalenessChart;
+using loom::ui::charts::StalenessSample;
+using loom::ui::charts::TrainingCharts;
+using loom::ui::charts::XAxis;
+
+namespace {
+
+// Two ranks, 40 steps each 50 ms apart, clocks 1000 s apart; an evaluation every 10 steps.
+std::vector<MetricRecord> training_records(int steps = 40) {
+  std::vector<MetricRecord> out;
+  for (int rank = 0; rank < 2; ++rank) {
+    const std::int64_t origin = 1'000'000'000'000LL * (rank + 1);
+    for (int step = 0; step < steps; ++step) {
+      const std::int64_t t = origin + step * 50'000'000LL;
+      const double loss = 2.3 * std::exp(-0.06 * step) + 0.2 + 0.1 * rank;
+      out.push_back({rank, step, t, "loss", loss});
+      out.push_back({rank, step, t, "train_accuracy", 1.0 - loss / 2.6});
+      out.push_back({rank, step, t, "samples_per_s", 1200.0 + 20.0 * step + 100.0 * rank});
+      if (step % 10 == 9) out.push_back({rank, step, t + 1'000'000, "test_accuracy", 0.9 - 0.5 * std::exp(-0.05 * step)});
+    }
+  }
+  return out;
+}
+
+std::vector<loom::analysis::RankBreakdown> breakdowns() {
+  std::vector<loom::analysis::RankBreakdown> out(3);
+  for (int i = 0; i < 3; ++i) {
+    auto& r = out[static_cast<std::size_t>(i)];
+    r.rank = i;
+    r.compute_s = 6.0 + i;
+    r.comm_s = 3.0;
+    r.exposed_comm_s = 1.0 + 0.5 * i;
+    r.optimizer_s = 0.5;
+    r.data_s = 0.25;
+    r.idle_s = 0.75 * (i + 1);
+  }
+  return out;
+}
+
+std::vector<StalenessSample> staleness_samples() {
+  std::vector<StalenessSample> out;
+  for (int worker = 1; worker <= 3; ++worker) {
+    for (int step = 0; step < 30; ++step) {
+      out.push_back({worker, step, (step * worker) % (worker + 2), step * 10'000'000LL});
+    }
+  }
+  return out;
+}
+
+QVector<QPointF> points(const QCPGraph* g) {
+  QVector<QPointF> out;
+  for (auto it = g->data()->constBegin(); it != g->data()->constEnd(); ++it) out.append(QPointF(it->key, it->value));
+  return out;
+}
+
+QVector<QPointF> points(const QCPBars* b) {
+  QVector<QPointF> out;
+  for (auto it = b->data()->constBegin(); it != b->data()->constEnd(); ++it) out.append(QPointF(it->key, it->value));
+  return out;
+}
+
+void save_png(QWidget& w, const char* name) {
+  const QByteArray dir = qgetenv("LOOM_CHARTS_PNG_DIR");
+  if (dir.isEmpty()) return;
+  QVERIFY(w.grab().save(QString::fromLocal8Bit(dir) + "/" + name));
+}
+
+QPalette dark_palette() {
+  QPalette p;
+  p.setColor(QPalette::Window, QColor(53, 53, 53));
+  p.setColor(QPalette::WindowText, QColor(230, 230, 230));
+  p.setColor(QPalette::Base, QColor(35, 35, 35));
+  p.setColor(QPalette::Text, QColor(230, 230, 230));
+  p.setColor(QPalette::Mid, QColor(90, 90, 90));
+  return p;
+}
+
+}  // namespace
+
+class TestChartsWidgets : public QObject {
+  Q_OBJECT
+ private slots:
+  void lossGraphHoldsMeanPoints();
+  void appendsAreCoalescedIntoOneRedraw();
+  void timeAxisChangesKeys();
+  void clearEmptiesGraphs();
+  void breakdownBarsPerRank();
+  void stalenessEmptyShowsExplanation();
+  void stalenessBarsAndLines();
+  void paletteChangeRecoloursAxes();
+  void renderForReview();
+};
+
+void TestChartsWidgets::lossGraphHoldsMeanPoints() {
+  TrainingCharts charts;
+  charts.appendMetrics(training_records());
+  charts.replotNow();
+  const QVector<QPointF> loss = points(charts.graph("loss"));
+  QCOMPARE(loss.size(), 40);
+  QCOMPARE(loss[0].x(), 0.0);
+  QCOMPARE(loss[0].y(), 2.3 + 0.2 + 0.05);  // mean of rank 0 (+0) and rank 1 (+0.1)
+  QCOMPARE(loss[39].x(), 39.0);
+  QVERIFY(qFuzzyCompare(loss[39].y(), 2.3 * std::exp(-0.06 * 39) + 0.25));
+  QCOMPARE(charts.graph("loss")->parentPlot(), charts.lossPlot());
+  QCOMPARE(charts.graph("train_accuracy")->valueAxis(), charts.lossPlot()->yAxis2);
+  const QVector<QPointF> test = points(charts.graph("test_accuracy"));
+  QCOMPARE(test.size(), 4);
+  QCOMPARE(test[0].x(), 9.0);
+  const QVector<QPointF> throughput = points(charts.graph("samples_per_s"));
+  QCOMPARE(charts.graph("samples_per_s")->parentPlot(), charts.throughputPlot());
+  QCOMPARE(throughput[10], QPointF(10, 1200.0 + 200.0 + 50.0));
+  // A metric the run never reported stays out of the legend.
+  QVERIFY(points(charts.graph("test_loss")).isEmpty());
+  QVERIFY(!charts.lossPlot()->legend->hasItemWithPlottable(charts.graph("test_loss")));
+  QVERIFY(charts.lossPlot()->legend->hasItemWithPlottable(charts.graph("loss")));
+  QCOMPARE(charts.lossPlot()->xAxis->range().upper, 39.0);
+}
+
+void TestChartsWidgets::appendsAreCoalescedIntoOneRedraw() {
+  TrainingCharts charts;
+  QSignalSpy redraws(charts.lossPlot(), &QCustomPlot::afterReplot);
+  const auto records = training_records(10);
+  for (std::size_t i = 0; i < records.size(); i += 6) {
+    charts.appendMetrics({records.begin() + std::ptrdiff_t(i), records.begin() + std::ptrdiff_t(std::min(records.size(), i + 6))});
+  }
+  QVERIFY(points(charts.graph("loss")).isEmpty());  // nothing drawn synchronously
+  QTRY_COMPARE_WITH_TIMEOUT(points(charts.graph("loss")).size(), 10, 2000);
+  QCOMPARE(redraws.count(), 1);
+  QTest::qWait(400);  // idle: no further redraws
+  QCOMPARE(redraws.count(), 1);
+  charts.appendMetrics({});  // no new records: still no redraw
+  QTest::qWait(300);
+  QCOMPARE(redraws.count(), 1);
+}
+
+void TestChartsWidgets::timeAxisChangesKeys() {
+  TrainingCharts charts;
+  charts.appendMetrics(training_records());
+  charts.replotNow();
+  QCOMPARE(points(charts.graph("loss"))[20].x(), 20.0);
+  charts.setXAxis(XAxis::Time);
+  QCOMPARE(charts.xAxis(), XAxis::Time);
+  const QVector<QPointF> loss = points(charts.graph("loss"));
+  QCOMPARE(loss.size(), 40);
+  QCOMPARE(loss[0].x(), 0.0);
+  QVERIFY(qFuzzyCompare(loss[20].x(), 1.0));  // 20 steps x 50 ms, each rank from its own origin
+  QVERIFY(qFuzzyCompare(points(charts.graph("samples_per_s"))[39].x(), 1.95));
+  QCOMPARE(charts.lossPlot()->xAxis->label(), QStringLiteral("time (s)"));
+  charts.setXAxis(XAxis::Step);
+  QCOMPARE(points(charts.graph("loss"))[20].x(), 20.0);
+}
+
+void TestChartsWidgets::clearEmptiesGraphs() {
+  TrainingCharts charts;
+  charts.appendMetrics(training_records());
+  charts.replotNow();
+  charts.clear();
+  QVERIFY(points(charts.graph("loss")).isEmpty());
+  QVERIFY(charts.accumulator().names().empty());
+}
+
+void TestChartsWidgets::breakdownBarsPerRank() {
+  BreakdownChart chart;
+  chart.setBreakdown(breakdowns());
+  QCOMPARE(points(chart.bars("compute")), (QVector<QPointF>{{0, 6.0}, {1, 7.0}, {2, 8.0}}));
+  QCOMPARE(points(chart.bars("exposed_comm")), (QVector<QPointF>{{0, 1.0}, {1, 1.5}, {2, 2.0}}));
+  QCOMPARE(points(chart.bars("idle")), (QVector<QPointF>{{0, 0.75}, {1, 1.5}, {2, 2.25}}));
+  QCOMPARE(points(chart.bars("optimizer"))[1].y(), 0.5);
+  QCOMPARE(points(chart.bars("data"))[2].y(), 0.25);
+  // Hidden communication is its own bar, not part of the stack.
+  const QVector<QPointF> hidden = points(chart.bars("hidden_comm"));
+  QCOMPARE(hidden.size(), 3);
+  QCOMPARE(hidden[0].y(), 2.0);
+  QCOMPARE(hidden[2].y(), 1.0);
+  QVERIFY(hidden[1].x() > 1.25 && hidden[1].x() < 1.5);
+  QCOMPARE(chart.bars("hidden_comm")->barAbove(), nullptr);
+  QCOMPARE(chart.bars("hidden_comm")->barBelow(), nullptr);
+  QCOMPARE(chart.bars("idle")->barBelow(), chart.bars("exposed_comm"));
+  QCOMPARE(chart.bars("optimizer")->barBelow(), chart.bars("compute"));
+  auto ticker = chart.plot()->yAxis->ticker().dynamicCast<QCPAxisTickerText>();
+  QVERIFY(ticker);
+  QCOMPARE(ticker->ticks().value(2), QStringLiteral("rank 2"));
+  QVERIFY(chart.toolTipForRank(1).contains(QStringLiteral("rank 1")));
+  QVERIFY(chart.toolTipForRank(1).contains(QStringLiteral("1.500 s")));  // hidden comm of rank 1
+  QVERIFY(chart.toolTipForRank(5).isEmpty());
+  // Longest stacked bar (rank 2: 8 + 0.5 + 0.25 + 2 + 2.25 = 13 s) fits the x range.
+  QVERIFY(chart.plot()->xAxis->range().upper >= 13.0);
+  chart.clear();
+  QVERIFY(points(chart.bars("compute")).isEmpty());
+}
+
+void TestChartsWidgets::stalenessEmptyShowsExplanation() {
+  StalenessChart chart;
+  QVERIFY(!chart.hasData());
+  QCOMPARE(chart.shownText(), StalenessChart::kNoStalenessText);
+  QCOMPARE(StalenessChart::kNoStalenessText,
+           QStringLiteral("No gradient staleness: synchronous all-reduce applies every gradient to the parameters "
+                          "it was computed from."));
+  QCOMPARE(chart.workerCount(), 0);
+  QVERIFY(!chart.plot()->axisRect(0)->visible());
+  chart.setSamples(staleness_samples());
+  QVERIFY(chart.shownText().isEmpty());
+  chart.clear();
+  QCOMPARE(chart.shownText(), StalenessChart::kNoStalenessText);
+}
+
+void TestChartsWidgets::stalenessBarsAndLines() {
+  StalenessChart chart;
+  chart.setSamples(staleness_samples());
+  QVERIFY(chart.hasData());
+  QCOMPARE(chart.workerCount(), 3);
+  // Worker 1: staleness step % 3 over 30 steps -> 10 each of 0, 1, 2.
+  QCOMPARE(points(chart.histogramBars(0)), (QVector<QPointF>{{0, 10}, {1, 10}, {2, 10}}));
+  QCOMPARE(chart.histogramBars(0)->brush().color(), loom::ui::device_color(1));
+  QCOMPARE(points(chart.histogramBars(2)).size(), 5);  // worker 3: 3*step % 5 -> 0..4
+  QCOMPARE(chart.stalenessGraph(1)->data()->size(), 30);
+  QCOMPARE(points(chart.stalenessGraph(1))[3], QPointF(3, 2));  // worker 2, step 3: 6 % 4
+  QCOMPARE(chart.stalenessGraph(1)->keyAxis()->axisRect(), chart.plot()->axisRect(1));
+  // Live appends arrive within the redraw delay.
+  chart.appendSamples({{4, 0, 7, 0}});
+  QTRY_COMPARE_WITH_TIMEOUT(chart.workerCount(), 4, 2000);
+  QCOMPARE(points(chart.histogramBars(3)), (QVector<QPointF>{{0, 0}, {1, 0}, {2, 0}, {3, 0}, {4, 0}, {5, 0}, {6, 0}, {7, 1}}));
+}
+
+void TestChartsWidgets::paletteChangeRecoloursAxes() {
+  TrainingCharts charts;
+  BreakdownChart breakdown;
+  const QPalette dark = dark_palette();
+  charts.setPalette(dark);
+  breakdown.setPalette(dark);
+  QCOMPARE(charts.lossPlot()->xAxis->tickLabelColor(), dark.color(QPalette::WindowText));
+  QCOMPARE(charts.throughputPlot()->yAxis->labelColor(), dark.color(QPalette::WindowText));
+  QCOMPARE(breakdown.plot()->axisRect()->background().color(), dark.color(QPalette::Base));
+  QCOMPARE(breakdown.plot()->legend->textColor(), dark.color(QPalette::Text));
+}
+
+void TestChartsWidgets::renderForReview() {
+  TrainingCharts charts;
+  charts.resize(900, 600);
+  charts.appendMetrics(training_records());
+  charts.replotNow();
+  save_png(charts, "charts-training.png");
+  charts.setXAxis(XAxis::Time);
+  charts.setPalette(dark_palette());
+  save_png(charts, "charts-training-dark-time.png");
+  BreakdownChart breakdown;
+  breakdown.resize(800, 320);
+  breakdown.setBreakdown(breakdowns());
+  save_png(breakdown, "charts-breakdown.png");
+  breakdown.setPalette(dark_palette());
+  save_png(breakdown, "charts-breakdown-dark.png");
+  StalenessChart staleness;
+  staleness.resize(900, 340);
+  save_png(staleness, "charts-staleness-empty.png");
+  staleness.setSamples(staleness_samples());
+  save_png(staleness, "charts-staleness.png");
+  QVERIFY(!charts.grab().isNull());
+}
+
+QTEST_MAIN(TestChartsWidgets)
+#include "test_charts_widgets.moc"

@@ -1,0 +1,271 @@
+// TimelineData without a display: nesting depth per (rank, stream) including a parent
+// Step that arrives after its children, lanes that stay sorted and non-overlapping under
+// shuffled batches, clock alignment of rank 1 onto rank 0, send/recv arrows matched
+// across batches, and the tooltip text.
+#include <QtTest>
+#include <algorithm>
+#include <random>
+
+#include "loom/ui/timeline/timeline_data.h"
+
+using namespace loom::ui::timeline;
+using loom::trace::Event;
+using loom::trace::EventKind;
+using loom::trace::Stream;
+
+namespace {
+
+Event ev(EventKind kind, std::int64_t start, std::int64_t end, Stream stream = Stream::Compute) {
+  Event e;
+  e.kind = kind;
+  e.start_ns = start;
+  e.end_ns = end;
+  e.stream = stream;
+  return e;
+}
+
+// The lane holding (rank, stream, depth), or nullptr.
+const Lane* find_lane(const TimelineData& d, int rank, Stream stream, int depth) {
+  for (const Lane& l : d.lanes())
+    if (l.key == LaneKey{rank, stream, depth}) return &l;
+  return nullptr;
+}
+
+// Kinds in a lane, in order.
+std::vector<EventKind> kinds(const Lane* lane) {
+  std::vector<EventKind> out;
+  if (lane)
+    for (const Span& s : lane->spans) out.push_back(s.kind);
+  return out;
+}
+
+bool lanes_well_formed(const TimelineData& d) {
+  for (std::size_t i = 0; i < d.lanes().size(); ++i) {
+    const auto& spans = d.lanes()[i].spans;
+    for (std::size_t k = 1; k < spans.size(); ++k)
+      if (spans[k].start_ns < spans[k - 1].end_ns) return false;
+    if (i > 0) {
+      const LaneKey &a = d.lanes()[i - 1].key, &b = d.lanes()[i].key;
+      if (std::tie(a.rank, a.stream, a.depth) >= std::tie(b.rank, b.stream, b.depth)) return false;
+    }
+  }
+  return true;
+}
+
+// One step: Step [0,100) containing Forward [10,40) (with two layer forwards inside) and
+// Backward [50,90); the Step is last, as a recorder that writes spans at their end does.
+std::vector<Event> one_step(std::int64_t t) {
+  return {ev(EventKind::Forward, t + 10, t + 20), ev(EventKind::Forward, t + 25, t + 35),
+          ev(EventKind::Forward, t + 10, t + 40), ev(EventKind::Backward, t + 50, t + 90),
+          ev(EventKind::Step, t + 0, t + 100)};
+}
+
+}  // namespace
+
+class TestTimelineData : public QObject {
+  Q_OBJECT
+ private slots:
+  void nestedDepthsInOneBatch();
+  void parentArrivingAfterChildren();
+  void shuffledBatchesStaySorted();
+  void streamsGetTheirOwnLanes();
+  void clockAlignmentShiftsRank1();
+  void arrowsMatchAcrossBatches();
+  void originStaysFixed();
+  void describeEventText();
+  void millionEventsAppendQuickly();
+};
+
+void TestTimelineData::nestedDepthsInOneBatch() {
+  TimelineData d;
+  const auto step = one_step(1000);
+  d.append(0, step);
+  QCOMPARE(d.origin_ns(), std::int64_t{1000});
+  QCOMPARE(d.lanes().size(), std::size_t{3});
+  QCOMPARE(kinds(find_lane(d, 0, Stream::Compute, 0)), std::vector<EventKind>{EventKind::Step});
+  QCOMPARE(kinds(find_lane(d, 0, Stream::Compute, 1)), (std::vector<EventKind>{EventKind::Forward, EventKind::Backward}));
+  const Lane* deepest = find_lane(d, 0, Stream::Compute, 2);
+  QVERIFY(deepest);
+  QCOMPARE(deepest->spans.size(), std::size_t{2});
+  QCOMPARE(deepest->spans[0].start_ns, std::int64_t{10});  // origin-relative
+  QCOMPARE(deepest->spans[1].end_ns, std::int64_t{35});
+  QCOMPARE(d.end_ns(), std::int64_t{100});
+  QCOMPARE(d.event_lane(4), 0);  // the Step
+  QCOMPARE(d.event_lane(0), 2);
+}
+
+void TestTimelineData::parentArrivingAfterChildren() {
+  TimelineData d;
+  auto step = one_step(0);
+  d.append(0, std::span(step).first(4));  // children first: all of them look top-level
+  QCOMPARE(kinds(find_lane(d, 0, Stream::Compute, 0)), (std::vector<EventKind>{EventKind::Forward, EventKind::Backward}));
+  const auto rev = d.revision();
+  d.append(0, std::span(step).subspan(4));  // then the Step that encloses them
+  QVERIFY(d.revision() > rev);
+  QCOMPARE(kinds(find_lane(d, 0, Stream::Compute, 0)), std::vector<EventKind>{EventKind::Step});
+  QCOMPARE(kinds(find_lane(d, 0, Stream::Compute, 1)), (std::vector<EventKind>{EventKind::Forward, EventKind::Backward}));
+  QCOMPARE(find_lane(d, 0, Stream::Compute, 2)->spans.size(), std::size_t{2});
+  QCOMPARE(d.event_lane(0), 2);
+  // A second step whose Step also comes late, after the next step's children started.
+  auto second = one_step(200);
+  auto third = one_step(400);
+  d.append(0, std::span(second).first(4));
+  d.append(0, std::span(third).first(2));
+  d.append(0, std::span(second).subspan(4));
+  d.append(0, std::span(third).subspan(2));
+  QCOMPARE(find_lane(d, 0, Stream::Compute, 0)->spans.size(), std::size_t{3});
+  QCOMPARE(find_lane(d, 0, Stream::Compute, 1)->spans.size(), std::size_t{6});
+  QCOMPARE(find_lane(d, 0, Stream::Compute, 2)->spans.size(), std::size_t{6});
+  QCOMPARE(d.lanes().size(), std::size_t{3});
+  QVERIFY(lanes_well_formed(d));
+}
+
+void TestTimelineData::shuffledBatchesStaySorted() {
+  // 200 steps delivered as 40 shuffled batches: the layout must equal the in-order one.
+  std::vector<Event> all;
+  for (int s = 0; s < 200; ++s)
+    for (const Event& e : one_step(s * 150)) all.push_back(e);
+  TimelineData ordered;
+  ordered.append(0, all);
+  std::mt19937 rng(7);
+  std::vector<Event> shuffled = all;
+  std::shuffle(shuffled.begin(), shuffled.end(), rng);
+  TimelineData d;
+  for (std::size_t i = 0; i < shuffled.size(); i += 25) d.append(0, std::span(shuffled).subspan(i, 25));
+  QVERIFY(lanes_well_formed(d));
+  QCOMPARE(d.lanes().size(), std::size_t{3});
+  for (int depth = 0; depth < 3; ++depth) {
+    const Lane *a = find_lane(d, 0, Stream::Compute, depth), *b = find_lane(ordered, 0, Stream::Compute, depth);
+    QVERIFY(a && b);
+    QCOMPARE(a->spans.size(), b->spans.size());
+    for (std::size_t k = 0; k < a->spans.size(); ++k) {
+      QCOMPARE(a->spans[k].start_ns - b->spans[k].start_ns, d.origin_ns() > ordered.origin_ns() ? 0 : 0);
+      QCOMPARE(a->spans[k].kind, b->spans[k].kind);
+    }
+  }
+  QCOMPARE(find_lane(d, 0, Stream::Compute, 0)->spans.size(), std::size_t{200});
+}
+
+void TestTimelineData::streamsGetTheirOwnLanes() {
+  TimelineData d;
+  // Overlapping compute and comm spans on rank 1, a host span on rank 0.
+  const std::vector<Event> r1 = {ev(EventKind::Backward, 0, 100), ev(EventKind::AllReduce, 50, 150, Stream::Comm)};
+  const std::vector<Event> r0 = {ev(EventKind::DataLoad, 0, 30, Stream::Host)};
+  d.append(1, r1);
+  d.append(0, r0);
+  QCOMPARE(d.lanes().size(), std::size_t{3});
+  QVERIFY(d.lanes()[0].key == (LaneKey{0, Stream::Host, 0}));
+  QVERIFY(d.lanes()[1].key == (LaneKey{1, Stream::Compute, 0}));
+  QVERIFY(d.lanes()[2].key == (LaneKey{1, Stream::Comm, 0}));
+  QCOMPARE(d.event_rank(2), 0);
+  QCOMPARE(d.event_lane(1), 2);  // the lane table follows lanes inserted before it
+}
+
+void TestTimelineData::clockAlignmentShiftsRank1() {
+  TimelineData d;
+  loom::store::RankRecord r1;
+  r1.rank = 1;
+  r1.offset_ns = 5000;  // rank 1's clock runs 5 us ahead of rank 0's
+  d.set_clocks({r1});
+  const std::vector<Event> a = {ev(EventKind::Forward, 10000, 11000)};
+  const std::vector<Event> b = {ev(EventKind::Forward, 16000, 17000)};
+  d.append(0, a);
+  d.append(1, b);
+  QCOMPARE(d.event(0).start_ns, std::int64_t{10000});  // rank 0 has no record: unchanged
+  QCOMPARE(d.event(1).start_ns, std::int64_t{11000});  // 16000 - 5000
+  QCOMPARE(d.event(1).end_ns, std::int64_t{12000});
+  const Lane* lane1 = find_lane(d, 1, Stream::Compute, 0);
+  QVERIFY(lane1);
+  QCOMPARE(lane1->spans[0].start_ns, std::int64_t{1000});  // relative to rank 0's first start
+}
+
+void TestTimelineData::arrowsMatchAcrossBatches() {
+  TimelineData d;
+  Event send = ev(EventKind::Send, 100, 200, Stream::Comm);
+  send.peer = 1;
+  send.message = 7;
+  Event other_send = send;
+  other_send.message = 8;
+  Event recv = ev(EventKind::Recv, 150, 260, Stream::Comm);
+  recv.peer = 0;
+  recv.message = 7;
+  Event wrong_peer = recv;
+  wrong_peer.peer = 2;  // from rank 2: must not match rank 0's send
+  d.append(1, std::vector<Event>{recv, wrong_peer});  // the receive arrives first
+  QVERIFY(d.arrows().empty());
+  d.append(0, std::vector<Event>{send, other_send});
+  QCOMPARE(d.arrows().size(), std::size_t{1});
+  const Arrow a = d.arrows()[0];
+  QCOMPARE(a.send_event, 2u);
+  QCOMPARE(a.recv_event, 0u);
+  QCOMPARE(a.from_rank, 0);
+  QCOMPARE(a.to_rank, 1);
+  recv.message = 8;
+  d.append(1, std::vector<Event>{recv});
+  QCOMPARE(d.arrows().size(), std::size_t{2});
+  QCOMPARE(d.arrows()[1].send_event, 3u);
+  QCOMPARE(d.arrows()[1].recv_event, 4u);
+}
+
+void TestTimelineData::originStaysFixed() {
+  TimelineData d;
+  d.append(0, std::vector<Event>{ev(EventKind::Forward, 5000, 6000)});
+  d.append(1, std::vector<Event>{ev(EventKind::Forward, 3000, 4000)});  // earlier, later batch
+  QCOMPARE(d.origin_ns(), std::int64_t{5000});
+  QCOMPARE(d.begin_ns(), std::int64_t{-2000});
+  QCOMPARE(find_lane(d, 1, Stream::Compute, 0)->spans[0].start_ns, std::int64_t{-2000});
+  QCOMPARE(d.end_ns(), std::int64_t{1000});
+  d.clear();
+  QCOMPARE(d.event_count(), std::size_t{0});
+  QVERIFY(d.lanes().empty());
+  d.append(0, std::vector<Event>{ev(EventKind::Forward, 9000, 9500)});
+  QCOMPARE(d.origin_ns(), std::int64_t{9000});
+}
+
+void TestTimelineData::describeEventText() {
+  Event e = ev(EventKind::Forward, 0, 1500000);
+  e.layer = 1;
+  e.step = 12;
+  e.microbatch = 3;
+  const QString text = describe_event(e, 2, {"flatten", "fc1"});
+  QCOMPARE(text, QStringLiteral("forward · rank 2 · compute\nlayer fc1 (#1)\nstep 12 · micro-batch 3\nduration 1.50 ms"));
+  Event s = ev(EventKind::Send, 0, 42000, Stream::Comm);
+  s.bytes = 3 * 1024 * 1024 / 2;
+  s.peer = 3;
+  s.message = 9;
+  QCOMPARE(describe_event(s, 0, {}),
+           QStringLiteral("send · rank 0 · comm\nduration 42.0 µs\nbytes 1.5 MiB\nto rank 3 (message 9)"));
+  Event r = s;
+  r.kind = EventKind::Recv;
+  r.bytes = 2048;
+  r.layer = 5;  // no name known: the id
+  QVERIFY(describe_event(r, 1, {"a"}).contains(QStringLiteral("layer #5")));
+  QVERIFY(describe_event(r, 1, {"a"}).contains(QStringLiteral("bytes 2.0 KiB")));
+  QVERIFY(describe_event(r, 1, {"a"}).contains(QStringLiteral("from rank 3")));
+}
+
+void TestTimelineData::millionEventsAppendQuickly() {
+  // 1M events (10k steps of 100: Step, 48 layer forwards/backwards pairs, optimizer) in
+  // batches of 10k with every Step after its children; the target is well under 1 s.
+  std::vector<Event> events;
+  events.reserve(1000000);
+  for (int s = 0; s < 10000; ++s) {
+    const std::int64_t t = s * 100000LL;
+    for (int l = 0; l < 98; ++l) events.push_back(ev(l < 49 ? EventKind::Forward : EventKind::Backward, t + l * 1000, t + l * 1000 + 900));
+    events.push_back(ev(EventKind::Optimizer, t + 98000, t + 99000));
+    events.push_back(ev(EventKind::Step, t, t + 99500));
+  }
+  TimelineData d;
+  QElapsedTimer timer;
+  timer.start();
+  for (std::size_t i = 0; i < events.size(); i += 10000) d.append(0, std::span(events).subspan(i, 10000));
+  const qint64 ms = timer.elapsed();
+  qInfo("appended 1M events in %lld ms", static_cast<long long>(ms));
+  QCOMPARE(d.event_count(), std::size_t{1000000});
+  QCOMPARE(find_lane(d, 0, Stream::Compute, 0)->spans.size(), std::size_t{10000});
+  QCOMPARE(find_lane(d, 0, Stream::Compute, 1)->spans.size(), std::size_t{990000});
+  QVERIFY2(ms < 1000, qPrintable(QString::number(ms)));
+}
+
+QTEST_GUILESS_MAIN(TestTimelineData)
+#include "test_timeline_data.moc"

@@ -1,0 +1,145 @@
+// The run view's charts, drawn with QCustomPlot:
+//   TrainingCharts  loss and accuracy over step or time, and throughput; fed live.
+//   BreakdownChart  per-rank stacked bars of where the wall time went.
+//   StalenessChart  gradient staleness of asynchronous training (histogram and curve).
+// The data work lives in chart_series.h (tested without a display); these classes only
+// move it into plots and keep them readable on light and dark palettes.
+#pragma once
+
+#include <QTimer>
+#include <QWidget>
+
+#include <cstdint>
+#include <vector>
+
+#include "loom/profiles/analysis.h"
+#include "loom/profiles/run_store.h"
+#include "loom/ui/charts/chart_series.h"
+
+class QComboBox;
+class QCustomPlot;
+class QCPGraph;
+class QCPBars;
+class QCPBarsGroup;
+class QCPItemText;
+class QMouseEvent;
+
+namespace loom::ui::charts {
+
+// Loss (left axis) with train/test accuracy (right axis, 0..1) above, throughput
+// (samples/s) below, both against step or seconds (a combo box). appendMetrics only marks
+// the charts dirty; a single-shot 150 ms timer redraws, so a live run redraws at most ~7
+// times a second however often records arrive, and an idle one not at all.
+class TrainingCharts : public QWidget {
+  Q_OBJECT
+
+ public:
+  explicit TrainingCharts(QWidget* parent = nullptr);
+
+  void appendMetrics(const std::vector<loom::store::MetricRecord>& records);
+  void clear();
+  void setXAxis(XAxis x);
+  XAxis xAxis() const { return x_; }
+  void replotNow();
+
+  const MetricAccumulator& accumulator() const { return accumulator_; }
+  MetricAccumulator& accumulator() { return accumulator_; }  // e.g. setOrigin before appending
+  QCustomPlot* lossPlot() const { return loss_plot_; }
+  QCustomPlot* throughputPlot() const { return throughput_plot_; }
+  // The graph drawing a metric ("loss", "test_loss", "train_accuracy", "test_accuracy",
+  // "samples_per_s"), nullptr for a metric these charts do not show.
+  QCPGraph* graph(const QString& metric) const;
+
+ protected:
+  void changeEvent(QEvent* event) override;
+
+ private:
+  void buildPlots();
+  void updateGraphs();
+  void rescale();
+  void applyPalette();
+
+  MetricAccumulator accumulator_;
+  XAxis x_ = XAxis::Step;
+  std::uint64_t drawn_revision_ = ~std::uint64_t{0};
+  bool axis_changed_ = true;
+  QTimer timer_;
+  QComboBox* x_choice_ = nullptr;
+  QCustomPlot* loss_plot_ = nullptr;
+  QCustomPlot* throughput_plot_ = nullptr;
+};
+
+// One horizontal bar per rank ("rank N"), stacked from segments that do not overlap:
+// compute, optimizer, data, exposed communication, idle/bubble; their sum is about the
+// rank's wall time. Communication hidden behind work ran during the compute/optimizer/data
+// segments, so stacking it would count that time twice: it is a thin separate bar just
+// under each rank's bar, and the tooltip explains it.
+class BreakdownChart : public QWidget {
+  Q_OBJECT
+
+ public:
+  explicit BreakdownChart(QWidget* parent = nullptr);
+
+  void setBreakdown(const std::vector<loom::analysis::RankBreakdown>& ranks);
+  void clear();
+  QCustomPlot* plot() const { return plot_; }
+  // The bars of one segment: "compute", "optimizer", "data", "exposed_comm", "idle",
+  // "hidden_comm"; nullptr for another name. Keys are ranks (hidden_comm: rank + offset).
+  QCPBars* bars(const QString& segment) const;
+  QString toolTipForRank(int rank) const;  // empty for a rank not shown
+
+ protected:
+  void changeEvent(QEvent* event) override;
+
+ private:
+  void buildPlot();
+  void applyPalette();
+  void showToolTip(QMouseEvent* event);
+
+  std::vector<loom::analysis::RankBreakdown> ranks_;
+  QCustomPlot* plot_ = nullptr;
+};
+
+// Left: histogram of staleness per worker (grouped bars in device colours); right: mean
+// staleness per step per worker (lines). Without samples (synchronous training) the plot
+// says why instead of showing empty axes.
+class StalenessChart : public QWidget {
+  Q_OBJECT
+
+ public:
+  // The text shown without samples (the plot breaks it into lines).
+  static const QString kNoStalenessText;
+
+  explicit StalenessChart(QWidget* parent = nullptr);
+
+  void setSamples(std::vector<StalenessSample> samples);     // redraws now
+  void appendSamples(const std::vector<StalenessSample>& samples);  // redraws within 150 ms
+  void clear();
+  bool hasData() const { return !samples_.empty(); }
+  void replotNow();
+
+  QCustomPlot* plot() const { return plot_; }
+  QString shownText() const;  // the explanatory text when visible (single-spaced), else ""
+  int workerCount() const { return static_cast<int>(hist_bars_.size()); }
+  QCPBars* histogramBars(int index) const;  // index into the workers, ascending
+  QCPGraph* stalenessGraph(int index) const;
+
+ protected:
+  void changeEvent(QEvent* event) override;
+
+ private:
+  void buildPlot();
+  void rebuild();
+  void setEmptyState(bool empty);
+  void applyPalette();
+
+  std::vector<StalenessSample> samples_;
+  QTimer timer_;
+  QCustomPlot* plot_ = nullptr;
+  QCPItemText* empty_text_ = nullptr;
+  QCPBarsGroup* group_ = nullptr;  // places the workers' bars side by side
+  std::vector<QCPBars*> hist_bars_;
+  std::vector<QCPGraph*> lines_;
+};
+
+}  // namespace loom::ui::charts

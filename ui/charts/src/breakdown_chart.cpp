@@ -1,0 +1,175 @@
+// BreakdownChart: where each rank's wall time went, as horizontal stacked bars built from
+// breakdown_segments (chart_series.h), plus a thin bar for communication hidden behind
+// work, which must not be stacked (it overlaps the compute/optimizer/data segments).
+#include "loom/ui/charts/training_charts.h"
+
+#include <QEvent>
+#include <QMouseEvent>
+#include <QToolTip>
+#include <QVBoxLayout>
+
+#include <qcustomplot.h>
+
+#include "loom/ui/colors.h"
+#include "plot_style.h"
+
+namespace loom::ui::charts {
+
+namespace {
+
+// Bar geometry in key units (one unit per rank): the stacked bar is centred on the rank,
+// the hidden-communication bar sits just under it (the rank axis is reversed so rank 0 is
+// on top, hence "+").
+constexpr double kStackWidth = 0.5;
+constexpr double kHiddenWidth = 0.16;
+constexpr double kHiddenOffset = 0.38;
+
+struct SegmentSpec {
+  const char* name;
+  const char* legend;
+  BreakdownCategory category;
+  double BreakdownSegments::*field;
+};
+
+// Stack order, left to right: work first, then what the rank waited for.
+constexpr SegmentSpec kStack[] = {
+    {"compute", "compute", BreakdownCategory::Compute, &BreakdownSegments::compute},
+    {"optimizer", "optimizer", BreakdownCategory::Optimizer, &BreakdownSegments::optimizer},
+    {"data", "data loading", BreakdownCategory::Data, &BreakdownSegments::data},
+    {"exposed_comm", "exposed communication", BreakdownCategory::ExposedCommunication,
+     &BreakdownSegments::exposed_comm},
+    {"idle", "idle / bubble", BreakdownCategory::Idle, &BreakdownSegments::idle},
+};
+
+const char* const kHiddenExplanation =
+    "The thin bar under each rank is communication hidden behind work: it ran while the "
+    "rank computed, so it is already inside the stacked bar and is not added to it.";
+
+QCPBars* make_bars(QCustomPlot* plot, const char* name, const QString& legend, const QColor& color, double width) {
+  auto* bars = new QCPBars(plot->yAxis, plot->xAxis);  // key axis vertical: horizontal bars
+  bars->setName(legend);
+  bars->setProperty("segment", QString::fromLatin1(name));
+  bars->setWidth(width);
+  bars->setBrush(color);
+  bars->setPen(QPen(color.darker(130), 0));
+  bars->setStackingGap(0);
+  return bars;
+}
+
+}  // namespace
+
+BreakdownChart::BreakdownChart(QWidget* parent) : QWidget(parent) {
+  buildPlot();
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(0, 0, 0, 0);
+  layout->addWidget(plot_);
+  applyPalette();
+}
+
+void BreakdownChart::buildPlot() {
+  plot_ = new QCustomPlot(this);
+  plot_->setMinimumHeight(140);
+  plot_->setMouseTracking(true);
+  plot_->setToolTip(tr(kHiddenExplanation));
+  QCPBars* below = nullptr;
+  for (const SegmentSpec& spec : kStack) {
+    QCPBars* bars = make_bars(plot_, spec.name, tr(spec.legend), breakdown_color(spec.category), kStackWidth);
+    if (below) bars->moveAbove(below);
+    below = bars;
+  }
+  QColor hidden = breakdown_color(BreakdownCategory::Communication);
+  QCPBars* hidden_bars = make_bars(plot_, "hidden_comm", tr("communication hidden behind work (not stacked)"),
+                                   hidden, kHiddenWidth);
+  hidden_bars->setBrush(QBrush(hidden, Qt::Dense3Pattern));  // pattern: an overlay, not a part
+  plot_->yAxis->setRangeReversed(true);
+  plot_->yAxis->setTicker(QSharedPointer<QCPAxisTickerText>::create());
+  plot_->yAxis->grid()->setVisible(false);
+  plot_->xAxis->setLabel(tr("seconds"));
+  detail::add_title(plot_, tr("Time per rank"));
+  detail::put_legend_below(plot_, 3);
+  connect(plot_, &QCustomPlot::mouseMove, this, &BreakdownChart::showToolTip);
+}
+
+QCPBars* BreakdownChart::bars(const QString& segment) const {
+  for (int i = 0; i < plot_->plottableCount(); ++i) {
+    auto* b = qobject_cast<QCPBars*>(plot_->plottable(i));
+    if (b && b->property("segment").toString() == segment) return b;
+  }
+  return nullptr;
+}
+
+void BreakdownChart::setBreakdown(const std::vector<loom::analysis::RankBreakdown>& ranks) {
+  ranks_ = ranks;
+  QVector<double> keys, hidden_keys, hidden;
+  std::vector<QVector<double>> values(std::size(kStack));
+  auto ticker = QSharedPointer<QCPAxisTickerText>::create();
+  double longest = 0;
+  for (const auto& rank : ranks_) {
+    const BreakdownSegments s = breakdown_segments(rank);
+    keys.append(rank.rank);
+    for (std::size_t i = 0; i < std::size(kStack); ++i) values[i].append(s.*kStack[i].field);
+    hidden_keys.append(rank.rank + kHiddenOffset);
+    hidden.append(s.hidden_comm);
+    ticker->addTick(rank.rank, tr("rank %1").arg(rank.rank));
+    longest = std::max({longest, s.stacked(), s.hidden_comm});
+  }
+  for (std::size_t i = 0; i < std::size(kStack); ++i) bars(kStack[i].name)->setData(keys, values[i]);
+  bars("hidden_comm")->setData(hidden_keys, hidden);
+  plot_->yAxis->setTicker(ticker);
+  if (ranks_.empty()) {
+    plot_->yAxis->setRange(-0.5, 0.5);
+  } else {
+    const auto [lo, hi] = std::minmax_element(keys.begin(), keys.end());
+    plot_->yAxis->setRange(*lo - 0.5, *hi + 0.6);  // room for the last hidden bar
+  }
+  plot_->xAxis->setRange(0, longest > 0 ? longest * 1.04 : 1.0);
+  plot_->replot();
+}
+
+void BreakdownChart::clear() { setBreakdown({}); }
+
+QString BreakdownChart::toolTipForRank(int rank) const {
+  for (const auto& r : ranks_) {
+    if (r.rank != rank) continue;
+    const BreakdownSegments s = breakdown_segments(r);
+    auto row = [](const QString& label, double seconds) {
+      return QStringLiteral("<tr><td>%1</td><td align=right>%2 s</td></tr>").arg(label).arg(seconds, 0, 'f', 3);
+    };
+    QString html = QStringLiteral("<b>rank %1</b><table>").arg(rank);
+    for (const SegmentSpec& spec : kStack) html += row(tr(spec.legend), s.*spec.field);
+    html += row(tr("<i>stacked total</i>"), s.stacked());
+    html += row(tr("communication, all"), s.exposed_comm + s.hidden_comm);
+    html += row(tr("&nbsp;&nbsp;hidden behind work"), s.hidden_comm);
+    html += QStringLiteral("</table><p>%1</p>").arg(tr(kHiddenExplanation));
+    return html;
+  }
+  return {};
+}
+
+void BreakdownChart::showToolTip(QMouseEvent* event) {
+  if (ranks_.empty() || !plot_->axisRect()->rect().contains(event->pos())) {
+    QToolTip::hideText();
+    return;
+  }
+  // The hidden bar belongs to the rank above it (offset < 0.5 + its width).
+  const double key = plot_->yAxis->pixelToCoord(event->pos().y());
+  const int rank = static_cast<int>(std::lround(key - 0.12));
+  const QString text = toolTipForRank(rank);
+  if (text.isEmpty()) {
+    QToolTip::hideText();
+  } else {
+    QToolTip::showText(event->globalPosition().toPoint(), text, plot_);
+  }
+}
+
+void BreakdownChart::changeEvent(QEvent* event) {
+  QWidget::changeEvent(event);
+  if (event->type() == QEvent::PaletteChange || event->type() == QEvent::StyleChange) {
+    applyPalette();
+    plot_->replot();
+  }
+}
+
+void BreakdownChart::applyPalette() { detail::apply_palette(plot_, palette()); }
+
+}  // namespace loom::ui::charts

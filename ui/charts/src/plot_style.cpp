@@ -1,0 +1,79 @@
+// Palette-driven plot styling for the charts (plot_style.h).
+#include "plot_style.h"
+
+#include <qcustomplot.h>
+
+namespace loom::ui::charts::detail {
+
+namespace {
+
+void style_axis(QCPAxis* axis, const QColor& text, const QColor& grid) {
+  const QPen pen(text, 0);
+  axis->setBasePen(pen);
+  axis->setTickPen(pen);
+  axis->setSubTickPen(pen);
+  axis->setTickLabelColor(text);
+  axis->setLabelColor(text);
+  axis->grid()->setPen(QPen(grid, 0, Qt::DotLine));
+  axis->grid()->setZeroLinePen(Qt::NoPen);
+}
+
+void style_legend(QCPLegend* legend, const QPalette& palette) {
+  QColor fill = palette.color(QPalette::Base);
+  fill.setAlpha(210);  // legends inside an axis rect stay legible over the curves
+  legend->setBrush(fill);
+  legend->setBorderPen(QPen(palette.color(QPalette::Mid), 0));
+  legend->setTextColor(palette.color(QPalette::Text));
+  for (int i = 0; i < legend->itemCount(); ++i) legend->item(i)->setTextColor(palette.color(QPalette::Text));
+}
+
+}  // namespace
+
+void apply_palette(QCustomPlot* plot, const QPalette& palette) {
+  const QColor text = palette.color(QPalette::WindowText);
+  // Mid is too close to the dark Window colour; a translucent text colour reads on both.
+  QColor grid = text;
+  grid.setAlpha(60);
+  plot->setBackground(palette.brush(QPalette::Window));
+  for (QCPAxisRect* rect : plot->axisRects()) {
+    rect->setBackground(palette.brush(QPalette::Base));
+    for (QCPAxis* axis : rect->axes()) style_axis(axis, text, grid);
+  }
+  for (QCPLayoutElement* element : plot->plotLayout()->elements(true)) {
+    if (auto* legend = qobject_cast<QCPLegend*>(element)) style_legend(legend, palette);
+    if (auto* title = qobject_cast<QCPTextElement*>(element)) title->setTextColor(text);
+  }
+  for (int i = 0; i < plot->itemCount(); ++i) {
+    if (auto* item = qobject_cast<QCPItemText*>(plot->item(i))) item->setColor(text);
+  }
+}
+
+void put_legend_below(QCustomPlot* plot, int columns) {
+  QCPLegend* legend = plot->legend;
+  legend->setVisible(true);
+  plot->axisRect()->insetLayout()->take(legend);
+  plot->plotLayout()->addElement(plot->plotLayout()->rowCount(), 0, legend);
+  legend->setFillOrder(QCPLegend::foColumnsFirst);
+  legend->setWrap(columns);
+  legend->setMargins(QMargins(4, 2, 4, 2));
+  // A tiny stretch factor keeps the legend row at its minimum height.
+  plot->plotLayout()->setRowStretchFactor(plot->plotLayout()->rowCount() - 1, 0.001);
+}
+
+void add_title(QCustomPlot* plot, const QString& title) {
+  plot->plotLayout()->insertRow(0);
+  QFont font = plot->font();
+  font.setBold(true);
+  plot->plotLayout()->addElement(0, 0, new QCPTextElement(plot, title, font));
+}
+
+QColor metric_color(const QString& metric) {
+  if (metric == QLatin1String("loss")) return QColor(0x00, 0x72, 0xb2);
+  if (metric == QLatin1String("test_loss")) return QColor(0x56, 0xb4, 0xe9);
+  if (metric == QLatin1String("train_accuracy")) return QColor(0xe6, 0x9f, 0x00);
+  if (metric == QLatin1String("test_accuracy")) return QColor(0xd5, 0x5e, 0x00);
+  if (metric == QLatin1String("samples_per_s")) return QColor(0x00, 0x9e, 0x73);
+  return QColor(0x88, 0x88, 0x88);
+}
+
+}  // namespace loom::ui::charts::detail

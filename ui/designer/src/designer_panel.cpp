@@ -1,0 +1,81 @@
+// DesignerPanel (designer_panel.h).
+#include "loom/ui/designer/designer_panel.h"
+
+#include <QHeaderView>
+#include <QLabel>
+#include <QMenu>
+#include <QTableView>
+#include <QToolBar>
+#include <QToolButton>
+#include <QVBoxLayout>
+
+#include "delegates.h"
+#include "loom/ui/designer/layer_list_model.h"
+
+namespace loom::ui {
+
+DesignerPanel::DesignerPanel(PlanDocument* doc, QWidget* parent)
+    : QWidget(parent), doc_(doc), model_(new LayerListModel(doc, this)), view_(new QTableView), totals_(new QLabel) {
+  auto* bar = new QToolBar;
+  auto* add = new QToolButton;
+  add->setText(tr("Add layer"));
+  add->setPopupMode(QToolButton::InstantPopup);
+  auto* menu = new QMenu(add);
+  for (int k = 0; k <= static_cast<int>(loom::LayerKind::Parallel); ++k) {
+    const auto kind = static_cast<loom::LayerKind>(k);
+    menu->addAction(QString::fromUtf8(loom::layer_kind_name(kind).data()), this,
+                    [this, kind] { select(model_->insertLayer(currentRow() >= 0 ? currentRow() : model_->rowCount() - 1, kind)); });
+  }
+  add->setMenu(menu);
+  bar->addWidget(add);
+  bar->addAction(tr("Remove"), this, [this] {
+    const int row = currentRow();
+    if (model_->removeLayer(row)) select(std::min(row, model_->rowCount() - 1));
+  });
+  bar->addAction(tr("Move up"), this, [this] { select(model_->moveLayer(currentRow(), -1)); });
+  bar->addAction(tr("Move down"), this, [this] { select(model_->moveLayer(currentRow(), 1)); });
+  bar->addAction(tr("Add branch"), this, [this] { select(model_->addBranch(currentRow())); });
+
+  QStringList kinds;
+  for (int k = 0; k <= static_cast<int>(loom::LayerKind::Parallel); ++k) {
+    kinds << QString::fromUtf8(loom::layer_kind_name(static_cast<loom::LayerKind>(k)).data());
+  }
+  view_->setModel(model_);
+  view_->setItemDelegateForColumn(LayerListModel::Type, new ChoiceDelegate(kinds, view_));
+  view_->setItemDelegateForColumn(LayerListModel::Settings, new SettingsDelegate(view_));
+  view_->setSelectionBehavior(QAbstractItemView::SelectRows);
+  view_->setSelectionMode(QAbstractItemView::SingleSelection);
+  view_->verticalHeader()->hide();
+  view_->horizontalHeader()->setStretchLastSection(true);
+  view_->setEditTriggers(QAbstractItemView::DoubleClicked | QAbstractItemView::EditKeyPressed |
+                         QAbstractItemView::AnyKeyPressed);
+
+  totals_->setTextFormat(Qt::PlainText);
+  auto* layout = new QVBoxLayout(this);
+  layout->addWidget(bar);
+  layout->addWidget(view_, 1);
+  layout->addWidget(totals_);
+  connect(doc_, &PlanDocument::planChanged, this, &DesignerPanel::refreshTotals);
+  refreshTotals();
+}
+
+int DesignerPanel::currentRow() const {
+  const QModelIndex current = view_->currentIndex();
+  return current.isValid() ? current.row() : -1;
+}
+
+void DesignerPanel::select(int row) {
+  if (row >= 0 && row < model_->rowCount()) view_->selectRow(row);
+}
+
+void DesignerPanel::refreshTotals() {
+  // The model has reset by now (it connected to planChanged first), so columns fit the new text.
+  view_->resizeColumnsToContents();
+  QStringList lines;
+  const int ranks = std::clamp(loom::world_size(doc_->plan()), 0, 64);
+  for (int rank = 0; rank < ranks; ++rank) lines << model_->deviceTotals(rank);
+  if (loom::world_size(doc_->plan()) > ranks) lines << tr("...");
+  totals_->setText(lines.join(QLatin1Char('\n')));
+}
+
+}  // namespace loom::ui

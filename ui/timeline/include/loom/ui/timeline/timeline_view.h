@@ -1,0 +1,98 @@
+// The per-device timeline: a QCustomPlot whose lanes (one row per rank, stream and
+// nesting depth) are painted by one custom layerable from TimelineData, with arrows from
+// each send to its matching receive. Interaction is the view's own (wheel zoom around the
+// cursor on x only, drag to pan, double-click to fit) so that any user move can switch
+// follow-latest off. Appends only mark the data dirty; a 100 ms timer replots when the
+// revision changed, so a flowing run repaints a few times a second and an idle one never.
+#pragma once
+
+#include <QPoint>
+#include <QString>
+#include <QWidget>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "loom/profiles/event.h"
+#include "loom/profiles/run_store.h"
+#include "loom/ui/timeline/geometry.h"
+#include "loom/ui/timeline/timeline_data.h"
+
+class QCustomPlot;
+class QMouseEvent;
+class QTimer;
+class QWheelEvent;
+
+namespace loom::ui::timeline {
+
+class LanePainter;
+
+class TimelineView : public QWidget {
+  Q_OBJECT
+ public:
+  explicit TimelineView(QWidget* parent = nullptr);
+  ~TimelineView() override;
+
+  void setClocks(std::vector<loom::store::RankRecord> ranks);
+  void appendEvents(int rank, std::span<const loom::trace::Event> events);
+  void clear();
+  void setLayerNames(std::vector<std::string> names);
+
+  // While on, each data update moves the window (keeping its width) to end at the data's
+  // end. A user zoom, pan or fit switches it off.
+  void setFollowLatest(bool on);
+  bool followLatest() const { return follow_; }
+
+  void fitAll();
+  Viewport viewport() const;  // origin-relative ns over the plotting area's width
+  void setViewport(const Viewport& v);
+  const TimelineData& data() const { return data_; }
+
+  double lastPaintMs() const;  // how long the last lane paint took
+  void replotNow();            // synchronous replot
+  QString toolTipAt(QPoint pos) const;
+  // The event under pos (view coordinates), if any.
+  std::optional<std::uint32_t> eventAt(QPoint pos) const;
+  // The same as a wheel notch (factor > 1 zooms in) at pos, as a user action.
+  void zoomAt(QPoint pos, double factor);
+  QCustomPlot* plot() const { return plot_; }
+
+ signals:
+  void followLatestChanged(bool on);
+  void viewportChanged();
+  void eventHovered(quint32 index);
+
+ private:
+  friend class LanePainter;
+  void onTick();
+  void onWheel(QWheelEvent* event);
+  void onMousePress(QMouseEvent* event);
+  void onMouseMove(QMouseEvent* event);
+  void onMouseRelease(QMouseEvent* event);
+  void onDoubleClick(QMouseEvent* event);
+  void userMoved();                 // switches follow-latest off
+  void applyViewport(const Viewport& v);
+  void syncAxes();
+  void rebuildRows();
+  int laneAtY(int y) const;
+  double plotLeft() const;
+  double plotWidth() const;
+
+  TimelineData data_;
+  std::vector<std::string> layer_names_;
+  QCustomPlot* plot_ = nullptr;
+  LanePainter* painter_ = nullptr;  // owned by plot_
+  QTimer* timer_ = nullptr;
+  double t0_ns_ = 0, t1_ns_ = 1e6;
+  bool follow_ = false;
+  bool touched_ = false;  // the window was set by a user or caller; don't auto-fit
+  std::uint64_t painted_revision_ = ~std::uint64_t{0};
+  std::vector<double> row_top_, row_bottom_;  // per lane, in y-axis units (0 at the top)
+  bool dragging_ = false;
+  QPoint drag_last_;
+};
+
+}  // namespace loom::ui::timeline

@@ -1,0 +1,75 @@
+// Follows one run in the run store and hands what is new to the GUI: trace events grouped
+// by rank, metrics, the ranks' clock records, the run's status, and every second a
+// per-rank time breakdown. All SQLite work happens on the feed's own thread; the GUI
+// thread only receives finished batches by a queued signal, so it never waits on the
+// database. The same feed opens a saved run (it reads everything in pages, then stops)
+// and follows a live one, whoever writes it (this window's job or a loom-cli elsewhere).
+#pragma once
+
+#include <QObject>
+#include <QString>
+#include <QThread>
+
+#include <cstdint>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "loom/profiles/analysis.h"
+#include "loom/profiles/event.h"
+#include "loom/profiles/run_store.h"
+
+namespace loom::ui {
+
+struct RankEvents {
+  int rank = 0;
+  std::vector<loom::trace::Event> events;  // each rank's own clock, as stored
+};
+
+struct FeedBatch {
+  std::uint64_t generation = 0;  // which follow() this belongs to; older ones are stale
+  std::int64_t run_id = 0;
+  std::vector<RankEvents> events;
+  std::vector<loom::store::MetricRecord> metrics;
+  bool ranks_changed = false;
+  std::vector<loom::store::RankRecord> ranks;  // all ranks, when ranks_changed
+  bool breakdown_changed = false;
+  std::vector<loom::analysis::RankBreakdown> breakdown;  // every rank seen so far
+  QString status;      // running | completed | failed | stopped
+  QString error;       // the run's error text, when it failed
+  QString log;         // the stored log, in the first batch of a run that is not live
+  QString plan_json;   // in the first batch
+  bool first = false;  // the first batch of this follow()
+  bool finished = false;  // the run ended and everything stored has been delivered
+  std::int64_t total_events = 0;
+};
+
+class FeedWorker;
+
+class RunFeed : public QObject {
+  Q_OBJECT
+
+ public:
+  explicit RunFeed(QObject* parent = nullptr);
+  ~RunFeed() override;
+
+  // Starts following `runId`; anything still arriving from an earlier follow() is dropped.
+  void follow(const QString& dbPath, qint64 runId);
+  void stop();
+  std::uint64_t generation() const { return generation_; }
+  // How often the store is polled while a run is live (default 50 ms).
+  void setPollIntervalMs(int ms);
+
+ signals:
+  void batchReady(std::shared_ptr<const loom::ui::FeedBatch> batch);
+  void failed(const QString& message);
+
+ private:
+  void onWorkerBatch(std::shared_ptr<const loom::ui::FeedBatch> batch);
+
+  QThread thread_;
+  FeedWorker* worker_ = nullptr;  // lives on thread_
+  std::uint64_t generation_ = 0;
+};
+
+}  // namespace loom::ui

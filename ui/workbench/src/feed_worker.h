@@ -1,0 +1,56 @@
+// The run feed's worker: lives on the feed's thread, owns its own store connection and
+// polls it (see run_feed.h). Private to loom_ui_live.
+#pragma once
+
+#include <QObject>
+#include <QString>
+#include <QTimer>
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "loom/profiles/run_store.h"
+#include "loom/ui/workbench/run_feed.h"
+
+namespace loom::ui {
+
+class FeedWorker : public QObject {
+  Q_OBJECT
+
+ public:
+  FeedWorker();
+
+ public slots:
+  void follow(const QString& dbPath, qint64 runId, quint64 generation);
+  void halt();
+  void setPollIntervalMs(int ms);
+
+ signals:
+  void batchReady(std::shared_ptr<const loom::ui::FeedBatch> batch);
+  void failed(const QString& message, quint64 generation);
+
+ private:
+  void poll();
+  bool readRun(FeedBatch& batch);
+  bool readEvents(FeedBatch& batch, bool& page_full);
+  bool readMetrics(FeedBatch& batch, bool& page_full);
+  bool readRanks(FeedBatch& batch);
+  void computeBreakdown(FeedBatch& batch, bool force);
+  void fail(const std::string& what);
+
+  QTimer timer_;
+  std::optional<loom::store::RunStore> store_;
+  std::int64_t run_id_ = 0;
+  quint64 generation_ = 0;
+  bool first_ = true;
+  std::int64_t event_seq_ = 0, metric_seq_ = 0, total_events_ = 0;
+  std::vector<loom::store::RankRecord> ranks_;
+  std::map<int, std::vector<loom::trace::Event>> events_by_rank_;  // for the breakdown
+  bool events_since_breakdown_ = false;
+  std::chrono::steady_clock::time_point last_breakdown_{};
+};
+
+}  // namespace loom::ui

@@ -1,0 +1,123 @@
+// MainWindow: running a plan and showing runs. A run goes Run → RunController starts the
+// job → runCreated(id) → RunFeed follows the run in the store → batches update the views;
+// the job's end (finished) and the feed's end (the last batch) arrive independently.
+#include <QAction>
+#include <QElapsedTimer>
+#include <QLabel>
+#include <QPlainTextEdit>
+#include <QPointer>
+#include <QProgressBar>
+#include <QThreadPool>
+#include <QTimer>
+
+#include <cmath>
+
+#include "loom/ui/run_list_model.h"
+#include "loom/ui/run_rows.h"
+#include "loom/ui/timeline/timeline_view.h"
+#include "loom/ui/workbench/main_window.h"
+
+namespace loom::ui {
+
+void MainWindow::connectRunSignals() {
+  connect(&controller_, &RunController::runCreated, this, &MainWindow::onRunCreated);
+  connect(&controller_, &RunController::progress, this, &MainWindow::onProgress);
+  connect(&controller_, &RunController::outputLine, this, [this](const QString& line) { log_->appendPlainText(line); });
+  connect(&controller_, &RunController::finished, this, &MainWindow::onRunFinished);
+  connect(&feed_, &RunFeed::batchReady, this, &MainWindow::onBatch);
+  connect(&feed_, &RunFeed::failed, this, [this](const QString& message) {
+    showError(tr("Cannot read the run database"), message);
+  });
+  connect(views_.timeline(), &timeline::TimelineView::followLatestChanged, follow_action_, &QAction::setChecked);
+}
+
+void MainWindow::runPlan() {
+  if (controller_.isRunning() || !document_.runBlockedReason().isEmpty()) return;
+  log_->clear();
+  views_.clear(layerNames());
+  current_run_ = 0;
+  run_state_ = tr("Starting %1 ranks…").arg(loom::world_size(document_.plan()));
+  controller_.start(document_.plan());
+  progress_bar_->setRange(0, 0);  // busy until the first rank reports its step count
+  progress_bar_->setVisible(true);
+  rate_label_->clear();
+  run_clock_->start();
+  elapsed_timer_->start();
+  updateRunState();
+}
+
+void MainWindow::stopRun() {
+  if (!controller_.isRunning()) return;
+  controller_.stop();
+  run_state_ = tr("Stopping run %1: ranks finish their step and flush…").arg(current_run_);
+  stop_action_->setEnabled(false);
+  state_label_->setText(run_state_);
+}
+
+void MainWindow::onRunCreated(qint64 runId) {
+  current_run_ = runId;
+  feed_.follow(dbPath(), runId);
+  run_state_ = tr("Run %1 starting").arg(runId);
+  updateRunState();
+}
+
+void MainWindow::onProgress(const loom::host::JobProgress& p) {
+  if (p.total_steps > 0) {
+    progress_bar_->setRange(0, static_cast<int>(p.total_steps));
+    progress_bar_->setValue(static_cast<int>(p.step));
+  }
+  if (p.samples_per_s > 0) rate_label_->setText(tr("%1 samples/s").arg(p.samples_per_s, 0, 'f', 0));
+  QString text = tr("Run %1: step %2").arg(current_run_).arg(p.step);
+  if (p.total_steps > 0) text += tr(" of %1").arg(p.total_steps);
+  if (!std::isnan(p.loss)) text += tr(", loss %1").arg(p.loss, 0, 'f', 4);
+  text += tr(" · %1 ranks connected").arg(p.ranks_connected);
+  if (stop_action_->isEnabled()) run_state_ = text;  // keep "Stopping…" once asked
+  updateRunState();
+}
+
+void MainWindow::onRunFinished(qint64 runId, const QString& status, const QString& error, double wallSeconds) {
+  elapsed_timer_->stop();
+  progress_bar_->setVisible(false);
+  elapsed_label_->setText(tr("%1 s").arg(wallSeconds, 0, 'f', 1));
+  run_state_ = tr("Run %1 %2 after %3 s").arg(runId).arg(status).arg(wallSeconds, 0, 'f', 1);
+  if (!error.isEmpty()) run_state_ += " — " + error;
+  if (runId == 0) run_state_ = tr("Run could not start — %1").arg(error);
+  updateRunState();
+  refreshRunList();
+  emit runFinished(runId, status);
+}
+
+void MainWindow::onBatch(std::shared_ptr<const FeedBatch> batch) {
+  if (batch->first && !controller_.isRunning() && !batch->log.isEmpty()) log_->setPlainText(batch->log);
+  views_.apply(*batch);
+  if (batch->finished) {
+    views_.timeline()->fitAll();
+    emit runLoaded(batch->run_id);
+  }
+}
+
+void MainWindow::openRun(qint64 runId) {
+  if (runId <= 0 || controller_.isRunning()) return;
+  current_run_ = runId;
+  log_->clear();
+  views_.clear({});
+  run_state_ = tr("Run %1 (stored)").arg(runId);
+  feed_.follow(dbPath(), runId);
+  updateRunState();
+}
+
+// Reads the run list on the thread pool; the result lands back on the GUI thread, and is
+// dropped if the window is gone.
+void MainWindow::refreshRunList() {
+  QPointer<MainWindow> self(this);
+  const std::string path = dbPath().toStdString();
+  QThreadPool::globalInstance()->start([self, path] {
+    auto rows = load_run_rows(path);
+    QMetaObject::invokeMethod(qApp, [self, rows = std::move(rows)]() mutable {
+      if (!self) return;
+      if (rows.ok()) self->run_list_->setRows(std::move(*rows));
+    });
+  });
+}
+
+}  // namespace loom::ui

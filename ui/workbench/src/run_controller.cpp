@@ -1,0 +1,53 @@
+// RunController (see run_controller.h). The job runs on a std::thread; signals emitted
+// there reach GUI-thread receivers queued, because this object lives on the GUI thread.
+#include "loom/ui/workbench/run_controller.h"
+
+#include <QCoreApplication>
+
+#include "loom/host/job.h"
+
+namespace loom::ui {
+
+RunController::RunController(QObject* parent) : QObject(parent) {
+  qRegisterMetaType<loom::host::JobProgress>();
+  rank_executable_ = QString::fromStdString(
+      host::default_rank_executable(QCoreApplication::applicationFilePath().toStdString()));
+}
+
+RunController::~RunController() {
+  stop();
+  join();
+}
+
+void RunController::join() {
+  if (worker_.joinable()) worker_.join();
+}
+
+bool RunController::start(const loom::Plan& plan) {
+  if (running_) return false;
+  join();  // the previous job's thread has already reported; reap it
+  running_ = true;
+  stop_requested_ = false;
+  host::JobOptions options;
+  options.rank_executable = rank_executable_.toStdString();
+  options.stop = &stop_requested_;
+  options.on_run_created = [this](std::int64_t id) { emit runCreated(id); };
+  options.on_progress = [this](const host::JobProgress& p) { emit progress(p); };
+  options.on_output = [this](const std::string& line) { emit outputLine(QString::fromStdString(line)); };
+  worker_ = std::thread([this, plan, options, db = db_path_.toStdString()] {
+    auto outcome = host::run_job(plan, db, options);
+    // running_ is cleared on the GUI thread, in order after every queued signal above.
+    QMetaObject::invokeMethod(this, [this] { running_ = false; }, Qt::QueuedConnection);
+    if (!outcome.ok()) {
+      emit finished(0, "failed", QString::fromStdString(outcome.error().describe()), 0.0);
+    } else {
+      emit finished(outcome->run_id, QString::fromStdString(outcome->status),
+                    QString::fromStdString(outcome->error), outcome->wall_s);
+    }
+  });
+  return true;
+}
+
+void RunController::stop() { stop_requested_ = true; }
+
+}  // namespace loom::ui

@@ -1,0 +1,54 @@
+// RunViews (see run_views.h). The widgets are created parentless here and adopted by the
+// main window's docks; the window owns them from then on.
+#include "loom/ui/workbench/run_views.h"
+
+#include <algorithm>
+
+#include "loom/core/model_info.h"
+#include "loom/core/plan.h"
+#include "loom/ui/charts/training_charts.h"
+#include "loom/ui/timeline/timeline_view.h"
+
+namespace loom::ui {
+
+RunViews::RunViews(QObject* parent)
+    : QObject(parent),
+      timeline_(new timeline::TimelineView),
+      training_(new charts::TrainingCharts),
+      breakdown_(new charts::BreakdownChart),
+      staleness_(new charts::StalenessChart) {}
+
+void RunViews::clear(std::vector<std::string> layer_names) {
+  timeline_->clear();
+  timeline_->setLayerNames(std::move(layer_names));
+  timeline_->setFollowLatest(true);
+  training_->clear();
+  breakdown_->clear();
+  staleness_->clear();
+  events_shown_ = 0;
+  newest_end_ns_ = 0;
+  emit eventsShownChanged(0);
+}
+
+void RunViews::apply(const FeedBatch& batch) {
+  if (batch.first && !batch.plan_json.isEmpty()) {
+    // A saved run carries its own plan: label its layers by that plan's names.
+    auto parsed = loom::parse_plan(batch.plan_json.toStdString());
+    if (parsed.ok()) {
+      std::vector<std::string> names;
+      for (const auto& layer : loom::infer_model(*parsed.plan, nullptr).layers) names.push_back(layer.name);
+      timeline_->setLayerNames(std::move(names));
+    }
+  }
+  if (batch.ranks_changed) timeline_->setClocks(batch.ranks);
+  for (const RankEvents& r : batch.events) {
+    timeline_->appendEvents(r.rank, r.events);
+    events_shown_ += static_cast<std::int64_t>(r.events.size());
+    for (const auto& e : r.events) newest_end_ns_ = std::max(newest_end_ns_, e.end_ns);
+  }
+  if (!batch.metrics.empty()) training_->appendMetrics(batch.metrics);
+  if (batch.breakdown_changed) breakdown_->setBreakdown(batch.breakdown);
+  if (!batch.events.empty()) emit eventsShownChanged(events_shown_);
+}
+
+}  // namespace loom::ui
