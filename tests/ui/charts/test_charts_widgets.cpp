@@ -7,6 +7,7 @@
 #include <qcustomplot.h>
 
 #include "loom/ui/charts/training_charts.h"
+#include "loom/ui/colors.h"
 
 using loom::store::MetricRecord;
 using loom::ui::charts::BreakdownChart;
@@ -242,7 +243,7 @@ void TestChartsWidgets::paletteChangeRecoloursAxes() {
   breakdown.setPalette(dark);
   QCOMPARE(charts.lossPlot()->xAxis->tickLabelColor(), dark.color(QPalette::WindowText));
   QCOMPARE(charts.throughputPlot()->yAxis->labelColor(), dark.color(QPalette::WindowText));
-  QCOMPARE(breakdown.plot()->axisRect()->background().color(), dark.color(QPalette::Base));
+  QCOMPARE(breakdown.plot()->axisRect()->backgroundBrush().color(), dark.color(QPalette::Base));
   QCOMPARE(breakdown.plot()->legend->textColor(), dark.color(QPalette::Text));
 }
 

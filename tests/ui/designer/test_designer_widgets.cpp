@@ -115,7 +115,7 @@ void TestDesignerWidgets::fieldsEnabledByStrategy() {
   QVERIFY(!panel.fieldEditor("/parallel/sync/period")->isEnabled());
   QCOMPARE(doc.plan().parallel.devices.size(), std::size_t(2));  // a server joined
   doc.undoStack()->undo();
-  QCOMPARE(mode->currentText(), QString("all_reduce"));
+  QCOMPARE(mode->currentText(), QString("allreduce"));
   QVERIFY(!bound->isEnabled());
 }
 

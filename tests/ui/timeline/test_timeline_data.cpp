@@ -139,7 +139,8 @@ void TestTimelineData::shuffledBatchesStaySorted() {
     QVERIFY(a && b);
     QCOMPARE(a->spans.size(), b->spans.size());
     for (std::size_t k = 0; k < a->spans.size(); ++k) {
-      QCOMPARE(a->spans[k].start_ns - b->spans[k].start_ns, d.origin_ns() > ordered.origin_ns() ? 0 : 0);
+      QCOMPARE(a->spans[k].start_ns + d.origin_ns(), b->spans[k].start_ns + ordered.origin_ns());
+      QCOMPARE(a->spans[k].end_ns + d.origin_ns(), b->spans[k].end_ns + ordered.origin_ns());
       QCOMPARE(a->spans[k].kind, b->spans[k].kind);
     }
   }
@@ -246,7 +247,9 @@ void TestTimelineData::describeEventText() {
 
 void TestTimelineData::millionEventsAppendQuickly() {
   // 1M events (10k steps of 100: Step, 48 layer forwards/backwards pairs, optimizer) in
-  // batches of 10k with every Step after its children; the target is well under 1 s.
+  // batches of 10k with every Step after its children. The target is well under 1 s
+  // (bench_timeline measures it); the bound here is loose for a loaded machine but still
+  // catches a per-batch copy of everything (that took 3.6 s).
   std::vector<Event> events;
   events.reserve(1000000);
   for (int s = 0; s < 10000; ++s) {
@@ -264,7 +267,7 @@ void TestTimelineData::millionEventsAppendQuickly() {
   QCOMPARE(d.event_count(), std::size_t{1000000});
   QCOMPARE(find_lane(d, 0, Stream::Compute, 0)->spans.size(), std::size_t{10000});
   QCOMPARE(find_lane(d, 0, Stream::Compute, 1)->spans.size(), std::size_t{990000});
-  QVERIFY2(ms < 1000, qPrintable(QString::number(ms)));
+  QVERIFY2(ms < 2000, qPrintable(QString::number(ms)));
 }
 
 QTEST_GUILESS_MAIN(TestTimelineData)

@@ -46,7 +46,7 @@ DesignerPanel::DesignerPanel(PlanDocument* doc, QWidget* parent)
   view_->setSelectionBehavior(QAbstractItemView::SelectRows);
   view_->setSelectionMode(QAbstractItemView::SingleSelection);
   view_->verticalHeader()->hide();
-  view_->horizontalHeader()->setStretchLastSection(true);
+  view_->horizontalHeader()->setSectionResizeMode(LayerListModel::Settings, QHeaderView::Stretch);
   view_->setEditTriggers(QAbstractItemView::DoubleClicked | QAbstractItemView::EditKeyPressed |
                          QAbstractItemView::AnyKeyPressed);
 

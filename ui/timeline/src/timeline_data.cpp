@@ -71,7 +71,8 @@ void TimelineData::clear() {
 void TimelineData::append(int rank, std::span<const Event> batch) {
   if (batch.empty()) return;
   const std::size_t base = events_.size();
-  events_.reserve(base + batch.size());
+  // Grow geometrically: reserving the exact size per batch would copy everything each time.
+  if (events_.capacity() < base + batch.size()) events_.reserve(std::max(base + batch.size(), 2 * events_.capacity()));
   event_rank_.resize(base + batch.size(), rank);
   event_depth_.resize(base + batch.size(), 0);
   const bool aligned = clocks_.contains(rank);
@@ -124,7 +125,7 @@ void TimelineData::insert_items(Group& g, std::vector<Item>& batch) {
   std::size_t r = p;
   while (r > 0) {
     --r;
-    if (g.items[r].depth == 0 && (r == 0 || g.items[r - 1].start < g.items[r].start)) break;
+    if ((r == 0 || g.items[r - 1].start < g.items[r].start)) break;
   }
   const std::int64_t cut = g.items[r].start;
   for (int li : g.lane_of_depth) {

@@ -315,7 +315,7 @@ void TimelineView::zoomAt(QPoint pos, double factor) {
 void TimelineView::onWheel(QWheelEvent* event) {
   // 1.2x per notch of 120 units; trackpads send smaller deltas for smooth zoom.
   const double factor = std::pow(1.2, event->angleDelta().y() / 120.0);
-  zoomAt(mapFrom(plot_, event->position().toPoint()), factor);
+  zoomAt(plot_->mapTo(this, event->position().toPoint()), factor);
   event->accept();
 }
 
@@ -335,7 +335,7 @@ void TimelineView::onMouseMove(QMouseEvent* event) {
     }
     return;
   }
-  const QPoint pos = mapFrom(plot_, event->pos());
+  const QPoint pos = plot_->mapTo(this, event->pos());
   const auto hit = eventAt(pos);
   if (!hit) {
     QToolTip::hideText();

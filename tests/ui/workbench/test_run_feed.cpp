@@ -1,0 +1,186 @@
+// RunFeed against a real SQLite run store: a stored run is delivered whole (in pages, each
+// event once, grouped by rank, with its ranks, metrics and breakdown) and then ends; a run
+// being written is followed as it grows and ends when the writer marks it ended; a second
+// follow() drops the first run's batches; an unknown run is reported, not hung on.
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <atomic>
+#include <map>
+#include <thread>
+
+#include "loom/core/plan.h"
+#include "loom/profiles/run_store.h"
+#include "loom/ui/workbench/run_feed.h"
+
+using loom::store::RunStore;
+using loom::trace::Event;
+using loom::ui::FeedBatch;
+using loom::ui::RunFeed;
+using BatchPtr = std::shared_ptr<const FeedBatch>;
+
+namespace {
+
+template <class T>
+T must(loom::Expected<T> r) {
+  if (!r.ok()) qFatal("unexpected error: %s", r.error().describe().c_str());
+  return std::move(r).value();
+}
+void must_ok(const loom::Status& s) {
+  if (!s.ok()) qFatal("unexpected error: %s", s.error().describe().c_str());
+}
+
+// Forward spans of 1 µs, numbered through `message` so each one can be recognised.
+std::vector<Event> numbered_events(int first, int count) {
+  std::vector<Event> v(static_cast<std::size_t>(count));
+  for (int i = 0; i < count; ++i) {
+    Event& e = v[static_cast<std::size_t>(i)];
+    e.start_ns = 1'000'000 + std::int64_t(first + i) * 2000;
+    e.end_ns = e.start_ns + 1000;
+    e.message = first + i;
+    e.step = (first + i) / 100;
+  }
+  return v;
+}
+
+struct Collected {
+  std::vector<BatchPtr> batches;
+  std::map<int, std::vector<int>> messages_by_rank;
+  std::size_t metrics = 0;
+  bool finished = false;
+};
+
+Collected collect_until_finished(RunFeed& feed, int timeout_ms) {
+  Collected c;
+  QObject context;
+  QObject::connect(&feed, &RunFeed::batchReady, &context, [&c](BatchPtr b) {
+    c.batches.push_back(b);
+    for (const auto& r : b->events)
+      for (const Event& e : r.events) c.messages_by_rank[r.rank].push_back(e.message);
+    c.metrics += b->metrics.size();
+    c.finished = c.finished || b->finished;
+  });
+  static_cast<void>(QTest::qWaitFor([&c] { return c.finished; }, timeout_ms));
+  return c;  // callers check c.finished
+}
+
+std::vector<int> iota_vec(int first, int count) {
+  std::vector<int> v(static_cast<std::size_t>(count));
+  for (int i = 0; i < count; ++i) v[static_cast<std::size_t>(i)] = first + i;
+  return v;
+}
+
+}  // namespace
+
+class TestRunFeed : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void init() { path_ = dir_.filePath(QString("runs-%1.db").arg(QTest::currentTestFunction())); }
+
+  void storedRunIsDeliveredWholeThenEnds() {
+    RunStore store = must(RunStore::open(path_.toStdString()));
+    loom::store::RunRecord record = loom::store::new_run_record(loom::default_plan(), "test");
+    const std::int64_t id = must(store.create_run(record));
+    must_ok(store.upsert_rank(id, {0, "here", "cpu"}));
+    must_ok(store.upsert_rank(id, {1, "here", "cpu"}));
+    auto rank0 = numbered_events(0, 400'000);  // more than one page
+    auto rank1 = numbered_events(0, 1000);
+    must_ok(store.append_events(id, 0, rank0.data(), rank0.size()));
+    must_ok(store.append_events(id, 1, rank1.data(), rank1.size()));
+    must_ok(store.append_metrics(id, {{0, 0, 5, "loss", 2.0}, {1, 0, 6, "loss", 2.2}, {0, 1, 7, "loss", 1.8}}));
+    must_ok(store.finish_run(id, "completed", 1.0, 64, ""));
+
+    RunFeed feed;
+    feed.follow(path_, id);
+    Collected c = collect_until_finished(feed, 20000);
+    QVERIFY(c.finished);
+    QVERIFY(c.batches.size() >= 2);  // paged
+    QVERIFY(c.batches.front()->first);
+    QVERIFY(c.batches.front()->plan_json.contains("loom-plan/1"));
+    QVERIFY(c.messages_by_rank[0] == iota_vec(0, 400'000));
+    QVERIFY(c.messages_by_rank[1] == iota_vec(0, 1000));
+    QCOMPARE(c.metrics, std::size_t(3));
+    QCOMPARE(c.batches.back()->status, QString("completed"));
+    QCOMPARE(c.batches.back()->total_events, std::int64_t(401'000));
+    int rank_updates = 0;
+    std::vector<loom::analysis::RankBreakdown> breakdown;
+    for (const auto& b : c.batches) {
+      if (b->ranks_changed) {
+        ++rank_updates;
+        QCOMPARE(b->ranks.size(), std::size_t(2));
+      }
+      if (b->breakdown_changed) breakdown = b->breakdown;
+    }
+    QCOMPARE(rank_updates, 1);
+    QCOMPARE(breakdown.size(), std::size_t(2));
+    QCOMPARE(breakdown[1].rank, 1);
+    QVERIFY(qAbs(breakdown[1].compute_s - 1000 * 1e-6) < 1e-9);  // 1000 spans of 1 µs
+  }
+
+  void liveRunIsFollowedAsItGrows() {
+    RunStore store = must(RunStore::open(path_.toStdString()));
+    const std::int64_t id = must(store.create_run(loom::store::new_run_record(loom::default_plan(), "test")));
+    RunFeed feed;
+    feed.setPollIntervalMs(10);
+    feed.follow(path_, id);
+    std::thread writer([this, id] {
+      RunStore w = must(RunStore::open(path_.toStdString()));
+      for (int b = 0; b < 10; ++b) {
+        auto events = numbered_events(b * 500, 500);
+        must_ok(w.append_events(id, b % 2, events.data(), events.size()));
+        std::this_thread::sleep_for(std::chrono::milliseconds(40));
+      }
+      must_ok(w.finish_run(id, "stopped", 0.5, 0, ""));
+    });
+    Collected c = collect_until_finished(feed, 20000);
+    QVERIFY(c.finished);
+    writer.join();
+    int with_events = 0;
+    for (const auto& b : c.batches) with_events += b->events.empty() ? 0 : 1;
+    QVERIFY2(with_events >= 3, "events should arrive while the run is written, not all at the end");
+    std::vector<int> even, odd;
+    for (int b = 0; b < 10; ++b) {
+      auto part = iota_vec(b * 500, 500);
+      (b % 2 ? odd : even).insert((b % 2 ? odd : even).end(), part.begin(), part.end());
+    }
+    QVERIFY(c.messages_by_rank[0] == even);
+    QVERIFY(c.messages_by_rank[1] == odd);
+    QCOMPARE(c.batches.back()->status, QString("stopped"));
+  }
+
+  void secondFollowDropsTheFirstRun() {
+    RunStore store = must(RunStore::open(path_.toStdString()));
+    const std::int64_t a = must(store.create_run({}));
+    const std::int64_t b = must(store.create_run({}));
+    auto events = numbered_events(0, 300'000);
+    must_ok(store.append_events(a, 0, events.data(), events.size()));
+    must_ok(store.append_events(b, 0, events.data(), 10));
+    must_ok(store.finish_run(a, "completed", 1, 0, ""));
+    must_ok(store.finish_run(b, "completed", 1, 0, ""));
+    RunFeed feed;
+    feed.follow(path_, a);
+    feed.follow(path_, b);  // before any batch of a could be handled
+    Collected c = collect_until_finished(feed, 20000);
+    QVERIFY(c.finished);
+    for (const auto& batch : c.batches) QCOMPARE(batch->run_id, b);
+    QCOMPARE(c.messages_by_rank[0].size(), std::size_t(10));
+  }
+
+  void unknownRunIsReported() {
+    must(RunStore::open(path_.toStdString()));
+    RunFeed feed;
+    QSignalSpy failed(&feed, &RunFeed::failed);
+    feed.follow(path_, 4242);
+    QTRY_COMPARE_WITH_TIMEOUT(failed.count(), 1, 5000);
+    QVERIFY2(failed.at(0).at(0).toString().contains("4242"), qPrintable(failed.at(0).at(0).toString()));
+  }
+
+ private:
+  QTemporaryDir dir_;
+  QString path_;
+};
+
+QTEST_GUILESS_MAIN(TestRunFeed)
+#include "test_run_feed.moc"

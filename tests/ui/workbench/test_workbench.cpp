@@ -1,0 +1,154 @@
+// The workbench window driven offscreen through real jobs: an invalid plan disables Run
+// and says why; Run starts a real 2-rank mpirun job whose events reach the timeline while
+// it runs and which completes; Stop ends a long run and the store records it as stopped;
+// a stored run reopened shows every stored event; unsaved changes are not lost silently.
+#include <QAction>
+#include <QStandardPaths>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include "loom/core/plan.h"
+#include "loom/profiles/run_store.h"
+#include "loom/ui/designer/plan_document.h"
+#include "loom/ui/timeline/timeline_view.h"
+#include "loom/ui/workbench/main_window.h"
+
+using loom::ui::MainWindow;
+
+namespace {
+
+// Two data-parallel ranks on a slice of Fashion-MNIST: a few seconds of real training.
+loom::Plan two_rank_plan(std::int64_t steps) {
+  loom::Plan plan = loom::default_plan();
+  plan.name = "workbench-test";
+  plan.data.train_limit = 2048;
+  plan.data.test_limit = 256;
+  plan.training.batch = 64;
+  plan.training.steps = steps;
+  plan.training.eval_every = 0;
+  plan.training.threads = 1;
+  plan.parallel.data_parallel = 2;
+  plan.parallel.devices.assign(2, loom::DeviceSpec{});
+  return plan;
+}
+
+loom::store::RunRecord stored_run(const QString& db, qint64 id) {
+  auto store = loom::store::RunStore::open(db.toStdString());
+  if (!store.ok()) qFatal("%s", store.error().describe().c_str());
+  auto run = store->load_run(id);
+  if (!run.ok()) qFatal("%s", run.error().describe().c_str());
+  return *run;
+}
+
+}  // namespace
+
+class TestWorkbench : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void initTestCase() { QStandardPaths::setTestModeEnabled(true); }
+
+  void init() {
+    window_ = std::make_unique<MainWindow>();
+    window_->setSavePrompt([] { return MainWindow::SaveChoice::Discard; });
+    window_->setDbPath(dir_.filePath(QString("runs-%1.db").arg(QTest::currentTestFunction())));
+    window_->resize(1400, 900);
+    window_->show();
+  }
+  void cleanup() { window_.reset(); }
+
+  void invalidPlanDisablesRunWithTheReason() {
+    QVERIFY(window_->runAction()->isEnabled());
+    window_->document()->edit("batch 0", [](loom::Plan& p) { p.training.batch = 0; });
+    QVERIFY(!window_->runAction()->isEnabled());
+    QVERIFY2(window_->runAction()->toolTip().contains("/training/batch"), qPrintable(window_->runAction()->toolTip()));
+    QVERIFY2(window_->statusText().contains("/training/batch"), qPrintable(window_->statusText()));
+    window_->document()->undoStack()->undo();
+    QVERIFY(window_->runAction()->isEnabled());
+  }
+
+  void runFromTheWindowStreamsIntoTheTimelineAndCompletes() {
+    window_->document()->reset(two_rank_plan(60));
+    QSignalSpy finished(window_.get(), &MainWindow::runFinished);
+    qint64 events_while_running = 0;
+    QObject context;
+    connect(window_->views(), &loom::ui::RunViews::eventsShownChanged, &context, [&](qint64 n) {
+      if (window_->controller()->isRunning()) events_while_running = std::max(events_while_running, n);
+    });
+    window_->runAction()->trigger();
+    QVERIFY(window_->controller()->isRunning());
+    QVERIFY(!window_->runAction()->isEnabled());
+    QVERIFY(window_->stopAction()->isEnabled());
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 240000);
+    QCOMPARE(finished.at(0).at(1).toString(), QString("completed"));
+    QVERIFY2(events_while_running > 0, "events should reach the timeline while the job runs");
+    const qint64 id = finished.at(0).at(0).toLongLong();
+    QCOMPARE(stored_run(window_->dbPath(), id).status, std::string("completed"));
+    QVERIFY2(window_->launchLog().contains("launch:"), qPrintable(window_->launchLog()));
+
+    // The feed delivers the rest after the job ends; then the timeline holds every event.
+    auto store = loom::store::RunStore::open(window_->dbPath().toStdString());
+    const auto stored = *store->count_events(id);
+    QTRY_COMPARE_WITH_TIMEOUT(static_cast<std::int64_t>(window_->views()->timeline()->data().event_count()), stored,
+                              10000);
+    std::set<int> ranks;
+    for (const auto& lane : window_->views()->timeline()->data().lanes()) ranks.insert(lane.key.rank);
+    QCOMPARE(ranks, (std::set<int>{0, 1}));
+    QVERIFY(!window_->views()->timeline()->data().arrows().empty());  // clock probes are Send/Recv pairs
+    QVERIFY(window_->runAction()->isEnabled());
+  }
+
+  void stopEndsTheRunAndTheStoreSaysStopped() {
+    window_->document()->reset(two_rank_plan(200000));
+    QSignalSpy finished(window_.get(), &MainWindow::runFinished);
+    window_->runAction()->trigger();
+    QTRY_VERIFY_WITH_TIMEOUT(window_->views()->eventsShown() > 100, 120000);
+    window_->stopAction()->trigger();
+    QVERIFY2(window_->statusText().contains("Stopping"), qPrintable(window_->statusText()));
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 60000);
+    QCOMPARE(finished.at(0).at(1).toString(), QString("stopped"));
+    const qint64 id = finished.at(0).at(0).toLongLong();
+    QCOMPARE(stored_run(window_->dbPath(), id).status, std::string("stopped"));
+  }
+
+  void storedRunReopensWithEveryEvent() {
+    window_->document()->reset(two_rank_plan(20));
+    QSignalSpy finished(window_.get(), &MainWindow::runFinished);
+    window_->runAction()->trigger();
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 240000);
+    const qint64 id = finished.at(0).at(0).toLongLong();
+
+    MainWindow other;
+    other.setDbPath(window_->dbPath());
+    QSignalSpy loaded(&other, &MainWindow::runLoaded);
+    other.openRun(id);
+    QTRY_COMPARE_WITH_TIMEOUT(loaded.count(), 1, 20000);
+    auto store = loom::store::RunStore::open(window_->dbPath().toStdString());
+    QCOMPARE(static_cast<std::int64_t>(other.views()->timeline()->data().event_count()), *store->count_events(id));
+    QVERIFY(other.launchLog().contains("launch:"));
+  }
+
+  void unsavedChangesAreNotLostSilently() {
+    window_->document()->edit("rename", [](loom::Plan& p) { p.name = "changed"; });
+    QVERIFY(window_->isWindowModified());
+    window_->setSavePrompt([] { return MainWindow::SaveChoice::Cancel; });
+    QVERIFY(!window_->close());
+    QVERIFY(window_->isVisible());
+    const QString path = dir_.filePath("saved-plan.json");
+    window_->setSavePrompt([this, path] {
+      window_->savePlanTo(path);
+      return MainWindow::SaveChoice::Discard;  // already saved above
+    });
+    QVERIFY(window_->close());
+    auto reread = loom::load_plan_file(path.toStdString());
+    QVERIFY(reread.ok());
+    QCOMPARE(reread.plan->name, std::string("changed"));
+  }
+
+ private:
+  QTemporaryDir dir_;
+  std::unique_ptr<MainWindow> window_;
+};
+
+QTEST_MAIN(TestWorkbench)
+#include "test_workbench.moc"
