@@ -132,6 +132,8 @@ void TestChartsWidgets::lossGraphHoldsMeanPoints() {
 void TestChartsWidgets::appendsAreCoalescedIntoOneRedraw() {
   TrainingCharts charts;
   QSignalSpy redraws(charts.lossPlot(), &QCustomPlot::afterReplot);
+  QCoreApplication::processEvents();  // QCustomPlot's own first (queued) replot
+  redraws.clear();
   const auto records = training_records(10);
   for (std::size_t i = 0; i < records.size(); i += 6) {
     charts.appendMetrics({records.begin() + std::ptrdiff_t(i), records.begin() + std::ptrdiff_t(std::min(records.size(), i + 6))});
