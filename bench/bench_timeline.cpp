@@ -6,10 +6,15 @@
 // are delivered in batches of 4096 per rank in end order, as the live recorder does, so a
 // Step arrives after its children. Run with QT_QPA_PLATFORM=offscreen.
 //
+// `bench_timeline --png DIR` also saves DIR/timeline_full.png and DIR/timeline_deep.png of
+// the 100k case, to look at what was timed.
+//
 // "paint" is the lane painter alone (TimelineView::lastPaintMs); "replot" is the whole
 // synchronous QCustomPlot replot (axes, labels, lanes, arrows) that a user waits for.
 #include <QApplication>
 #include <QElapsedTimer>
+#include <QPixmap>
+#include <QString>
 #include <algorithm>
 #include <cstdio>
 #include <random>
@@ -115,7 +120,7 @@ Timing measure(TimelineView& view, const Viewport& v) {
   return {median(paint), median(replot)};
 }
 
-void run(std::size_t total) {
+void run(std::size_t total, const QString& png_dir) {
   const auto ranks = generate(total);
   TimelineView view;
   view.resize(1600, 900);
@@ -142,8 +147,10 @@ void run(std::size_t total) {
   view.fitAll();
   const Viewport all = view.viewport();
   const Timing full = measure(view, all);
+  if (!png_dir.isEmpty()) view.grab().save(png_dir + QStringLiteral("/timeline_full.png"));
   const double mid = 0.5 * (all.t0_ns + all.t1_ns);
   const Timing deep = measure(view, Viewport{mid - 500000, mid + 500000, all.width_px});
+  if (!png_dir.isEmpty()) view.grab().save(png_dir + QStringLiteral("/timeline_deep.png"));
   const bool pass = full.replot_ms <= 30 && deep.replot_ms <= 30;
   std::printf("%9zu %6zu %6zu %10.1f %8.2f %8.2f %9.2f %8.2f %9.2f %6s\n", count, view.data().lanes().size(),
               view.data().arrows().size(), append_ms, count / append_ms / 1000.0, full.paint_ms, full.replot_ms,
@@ -158,6 +165,9 @@ int main(int argc, char** argv) {
   std::printf("Times are medians of 10 synchronous replots; append is all batches of 4096 into TimelineData.\n\n");
   std::printf("%9s %6s %6s %10s %8s %8s %9s %8s %9s %6s\n", "events", "lanes", "arrows", "append ms", "Mev/s",
               "full pnt", "full rplt", "deep pnt", "deep rplt", "30 ms");
-  for (std::size_t n : {10000u, 100000u, 1000000u}) run(n);
+  const QStringList args = QApplication::arguments();
+  const qsizetype png = args.indexOf(QStringLiteral("--png"));
+  const QString png_dir = png >= 0 && png + 1 < args.size() ? args[png + 1] : QString();
+  for (std::size_t n : {10000u, 100000u, 1000000u}) run(n, n == 100000u ? png_dir : QString());
   return 0;
 }

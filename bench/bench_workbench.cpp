@@ -10,6 +10,7 @@
 #include <QElapsedTimer>
 #include <QTemporaryDir>
 #include <QtTest>
+#include <qcustomplot.h>
 
 #include <algorithm>
 #include <chrono>
@@ -106,7 +107,8 @@ void bench_latency(const QString& db, std::int64_t steps) {
   std::vector<double> latencies_ms;
   std::int64_t last_drawn = 0;
   auto* timeline = window.views()->timeline();
-  QObject::connect(timeline, &loom::ui::timeline::TimelineView::painted, [&] {
+  // afterReplot: the timeline's buffer has been drawn with the data it has now.
+  QObject::connect(timeline->plot(), &QCustomPlot::afterReplot, [&] {
     const std::int64_t newest = window.views()->newestEventEndNs();
     if (newest == 0 || newest == last_drawn || !window.controller()->isRunning()) return;
     last_drawn = newest;

@@ -212,7 +212,19 @@ void TestChartsWidgets::stalenessEmptyShowsExplanation() {
            QStringLiteral("No gradient staleness: synchronous all-reduce applies every gradient to the parameters "
                           "it was computed from."));
   QCOMPARE(chart.workerCount(), 0);
-  QVERIFY(!chart.plot()->axisRect(0)->visible());
+  QVERIFY(!chart.plot()->axisRect(0)->axis(QCPAxis::atBottom)->visible());
+  // The text must really be painted: count text-coloured pixels in the middle of the plot.
+  chart.resize(900, 340);
+  const QImage image = chart.grab().toImage();
+  const QColor ink = chart.palette().color(QPalette::WindowText);
+  int inked = 0;
+  for (int y = 120; y < 220; ++y) {
+    for (int x = 250; x < 650; ++x) {
+      const QColor c = image.pixelColor(x, y);
+      inked += std::abs(c.lightness() - ink.lightness()) < 60 ? 1 : 0;
+    }
+  }
+  QVERIFY2(inked > 200, qPrintable(QStringLiteral("only %1 text pixels").arg(inked)));
   chart.setSamples(staleness_samples());
   QVERIFY(chart.shownText().isEmpty());
   chart.clear();

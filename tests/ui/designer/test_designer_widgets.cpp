@@ -52,6 +52,7 @@ class TestDesignerWidgets : public QObject {
   void fieldsEnabledByStrategy();
   void stragglerRowsFollowDocument();
   void designerPanelAddsLayer();
+  void designerPanelShowsBranches();
   void placementDragIsOneStep();
   void devicesPanelAddsReplica();
 };
@@ -148,6 +149,20 @@ void TestDesignerWidgets::designerPanelAddsLayer() {
   QCOMPARE(panel.view()->model()->rowCount(), 7);
   doc.undoStack()->undo();
   QCOMPARE(panel.view()->model()->rowCount(), 6);
+}
+
+void TestDesignerWidgets::designerPanelShowsBranches() {
+  PlanDocument doc;
+  QVERIFY(doc.load(LOOM_SOURCE_DIR "/resources/plans/branches_example.json").ok());
+  DesignerPanel panel(&doc);
+  panel.resize(900, 520);
+  snapshot(panel, "layers-branches");
+  // inception, 2 branch headers with 3 layers each, then 5 top-level layers.
+  QCOMPARE(panel.view()->model()->rowCount(), 14);
+  QCOMPARE(panel.view()->model()->index(1, 0).data().toString(), QString("  branch 0"));
+  QCOMPARE(panel.view()->model()->index(2, 0).data().toString(), QString("    narrow_conv"));
+  QCOMPARE(panel.view()->model()->index(2, LayerListModel::Settings).data().toString(), QString("8 ch, k3 s1 p1"));
+  QCOMPARE(panel.view()->model()->index(0, LayerListModel::Output).data().toString(), QString("16x14x14"));
 }
 
 void TestDesignerWidgets::placementDragIsOneStep() {

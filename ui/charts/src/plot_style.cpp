@@ -53,8 +53,8 @@ void put_legend_below(QCustomPlot* plot, int columns) {
   legend->setVisible(true);
   plot->axisRect()->insetLayout()->take(legend);
   plot->plotLayout()->addElement(plot->plotLayout()->rowCount(), 0, legend);
+  legend->setWrap(columns);  // before the fill order, which rearranges with the wrap it finds
   legend->setFillOrder(QCPLegend::foColumnsFirst);
-  legend->setWrap(columns);
   legend->setMargins(QMargins(4, 2, 4, 2));
   // A tiny stretch factor keeps the legend row at its minimum height.
   plot->plotLayout()->setRowStretchFactor(plot->plotLayout()->rowCount() - 1, 0.001);

@@ -64,9 +64,8 @@ void StalenessChart::buildPlot() {
   plot_->plotLayout()->addElement(0, 0, rects);
   rects->addElement(0, 0, left);
   rects->addElement(0, 1, right);
-  plot_->legend->setVisible(true);
-  left->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
   detail::add_title(plot_, tr("Gradient staleness per worker"));
+  detail::put_legend_below(plot_, 8);
   group_ = new QCPBarsGroup(plot_);
   empty_text_ = new QCPItemText(plot_);
   empty_text_->setClipToAxisRect(false);
@@ -110,18 +109,25 @@ void StalenessChart::rebuild() {
   hist_bars_.clear();
   lines_.clear();
   setEmptyState(samples_.empty());
-  if (samples_.empty()) return;
+  if (!samples_.empty()) addWorkerPlottables();
+  applyPalette();  // new legend items take the legend's colour only when styled
+}
+
+// Per worker: histogram bars on the left rect, mean staleness per step on the right; axes
+// fitted to the data with the histogram counted from zero.
+void StalenessChart::addWorkerPlottables() {
   QCPAxisRect* left = plot_->axisRect(0);
   QCPAxisRect* right = plot_->axisRect(1);
   const std::vector<int> workers = staleness_workers(samples_);
   const double width = 0.8 / static_cast<double>(workers.size());
-  int max_bin = 0;
+  int max_bin = 0, max_count = 0;
   for (int worker : workers) {
     const Histogram h = staleness_histogram(samples_, worker);
     QVector<double> keys, counts;
     for (std::size_t s = 0; s < h.bins.size(); ++s) {
       keys.append(static_cast<double>(s));
       counts.append(h.bins[s]);
+      max_count = std::max(max_count, h.bins[s]);
     }
     max_bin = std::max(max_bin, static_cast<int>(h.bins.size()) - 1);
     auto* bars = new QCPBars(left->axis(QCPAxis::atBottom), left->axis(QCPAxis::atLeft));
@@ -145,19 +151,18 @@ void StalenessChart::rebuild() {
     lines_.push_back(line);
   }
   left->axis(QCPAxis::atBottom)->setRange(-0.6, max_bin + 0.6);
-  left->axis(QCPAxis::atLeft)->rescale();
-  left->axis(QCPAxis::atLeft)->setRangeLower(0);
+  left->axis(QCPAxis::atLeft)->setRange(0, std::max(1, max_count) * 1.08);
   right->axis(QCPAxis::atBottom)->rescale();
   right->axis(QCPAxis::atLeft)->setRange(0, std::max(1.0, static_cast<double>(max_bin)) * 1.1);
-  applyPalette();  // new legend items take the legend's colour only when styled
 }
 
-// Without samples the axes would frame nothing: hide them and show why instead.
+// Without samples the axes would frame nothing: hide them and show why instead. The axis
+// rects themselves stay visible (their backgrounds are cleared in applyPalette) because
+// QCustomPlot parents the text item to the first rect: hiding it would hide the text.
 void StalenessChart::setEmptyState(bool empty) {
   empty_text_->setVisible(empty);
   plot_->legend->setVisible(!empty);
   for (QCPAxisRect* rect : plot_->axisRects()) {
-    rect->setVisible(!empty);
     for (QCPAxis* axis : rect->axes()) {
       const bool shown = axis->axisType() == QCPAxis::atBottom || axis->axisType() == QCPAxis::atLeft;
       axis->setVisible(!empty && shown);
@@ -167,7 +172,7 @@ void StalenessChart::setEmptyState(bool empty) {
 }
 
 QString StalenessChart::shownText() const {
-  if (!empty_text_->visible()) return {};
+  if (!empty_text_->realVisibility()) return {};
   return empty_text_->text().replace(QLatin1Char('\n'), QLatin1Char(' '));
 }
 
@@ -179,6 +184,10 @@ void StalenessChart::changeEvent(QEvent* event) {
   }
 }
 
-void StalenessChart::applyPalette() { detail::apply_palette(plot_, palette()); }
+void StalenessChart::applyPalette() {
+  detail::apply_palette(plot_, palette());
+  if (hasData()) return;
+  for (QCPAxisRect* rect : plot_->axisRects()) rect->setBackground(Qt::NoBrush);
+}
 
 }  // namespace loom::ui::charts

@@ -75,6 +75,7 @@ TrainingCharts::TrainingCharts(QWidget* parent) : QWidget(parent) {
           [this](int index) { setXAxis(index == 1 ? XAxis::Time : XAxis::Step); });
 
   auto* controls = new QHBoxLayout;
+  controls->setContentsMargins(6, 4, 6, 0);
   controls->addWidget(new QLabel(tr("X axis:"), this));
   controls->addWidget(x_choice_);
   controls->addStretch(1);

@@ -115,7 +115,10 @@ QVariant LayerListModel::data(const QModelIndex& index, int role) const {
     case Qt::ToolTipRole:
       return hasError ? QStringLiteral("%1: %2").arg(qs(r.json_path), row_errors_[static_cast<std::size_t>(row)].join(QStringLiteral("\n")))
                       : QVariant(qs(r.json_path));
-    case Qt::ForegroundRole: return hasError ? QVariant(QColor(Qt::red)) : QVariant();
+    case Qt::ForegroundRole:
+      // Branch headers are structure, not layers: quieter unless they carry an error.
+      if (hasError) return QColor(Qt::red);
+      return r.is_branch ? QVariant(QColor(Qt::darkGray)) : QVariant();
     case Qt::TextAlignmentRole:
       if (index.column() == Params || index.column() == Memory || index.column() == Stage) {
         return QVariant(Qt::AlignRight | Qt::AlignVCenter);
@@ -130,7 +133,7 @@ QVariant LayerListModel::displayData(int row, int column) const {
   const loom::ModelSpec& model = doc_->plan().model;
   if (r.is_branch) {
     // Branch headers sit half a level above their layers so the tree reads at a glance.
-    const loom::BranchSpec& b = branchAt(const_cast<loom::ModelSpec&>(model), r.address);
+    const loom::BranchSpec& b = branchAt(model, r.address);
     switch (column) {
       case Name: return QString(4 * r.depth - 2, QLatin1Char(' ')) + QStringLiteral("branch %1").arg(r.address.back());
       case Type: return QStringLiteral("branch");

@@ -76,6 +76,10 @@ loom::BranchSpec& branchAt(loom::ModelSpec& model, const LayerAddress& address) 
   return layerAt(model, block).branches[static_cast<std::size_t>(address.back())];
 }
 
+const loom::BranchSpec& branchAt(const loom::ModelSpec& model, const LayerAddress& address) {
+  return branchAt(const_cast<loom::ModelSpec&>(model), address);  // read-only use of the same walk
+}
+
 void applyStage(std::vector<loom::LayerSpec>& layers, int stage) {
   for (loom::LayerSpec& layer : layers) {
     layer.stage = stage;

@@ -97,7 +97,7 @@ void fold_visible(std::span<const Span> lane, const Viewport& v, double min_px, 
     const double limit_t = v.t0_ns + (fold->x1_px + min_px) * ns_per_px;
     const std::size_t j = first_starting_at(lane, i + 1, limit_t);
     if (j > i + 2) {
-      fold->count += static_cast<std::uint32_t>(j - i - 1);
+      fold->count += static_cast<std::uint32_t>(j - i - 2);
       fold->x1_px = std::max(fold->x1_px, clamp_px(time_to_px(v, static_cast<double>(lane[j - 2].end_ns)), v.width_px));
       i = j - 1;  // the last one may be wide: look at it normally
     } else {

@@ -125,7 +125,7 @@ void TimelineData::insert_items(Group& g, std::vector<Item>& batch) {
   std::size_t r = p;
   while (r > 0) {
     --r;
-    if ((r == 0 || g.items[r - 1].start < g.items[r].start)) break;
+    if (g.items[r].depth == 0 && (r == 0 || g.items[r - 1].start < g.items[r].start)) break;
   }
   const std::int64_t cut = g.items[r].start;
   for (int li : g.lane_of_depth) {

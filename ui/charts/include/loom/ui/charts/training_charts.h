@@ -130,6 +130,7 @@ class StalenessChart : public QWidget {
  private:
   void buildPlot();
   void rebuild();
+  void addWorkerPlottables();
   void setEmptyState(bool empty);
   void applyPalette();
 

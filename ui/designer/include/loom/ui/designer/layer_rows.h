@@ -31,6 +31,7 @@ std::vector<loom::LayerSpec>& layerList(loom::ModelSpec& model, const LayerAddre
 loom::LayerSpec& layerAt(loom::ModelSpec& model, const LayerAddress& address);
 const loom::LayerSpec& layerAt(const loom::ModelSpec& model, const LayerAddress& address);
 loom::BranchSpec& branchAt(loom::ModelSpec& model, const LayerAddress& address);
+const loom::BranchSpec& branchAt(const loom::ModelSpec& model, const LayerAddress& address);
 // True when every index of `address` is in range.
 bool addressValid(const loom::ModelSpec& model, const LayerAddress& address);
 
