@@ -90,6 +90,13 @@ void MainWindow::onRunFinished(qint64 runId, const QString& status, const QStrin
 void MainWindow::onBatch(std::shared_ptr<const FeedBatch> batch) {
   if (batch->first && !controller_.isRunning() && !batch->log.isEmpty()) log_->setPlainText(batch->log);
   views_.apply(*batch);
+  if (batch->finished && views_.clocksChangedAfterEvents()) {
+    // The timeline aligns events once, as they arrive; the ranks' final clock estimate
+    // came later. Read the run again with its final clocks (seconds, off this thread).
+    views_.clear(layerNames());
+    feed_.follow(dbPath(), batch->run_id);
+    return;
+  }
   if (batch->finished) {
     views_.timeline()->fitAll();
     emit runLoaded(batch->run_id);

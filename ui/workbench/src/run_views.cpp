@@ -27,6 +27,7 @@ void RunViews::clear(std::vector<std::string> layer_names) {
   staleness_->clear();
   events_shown_ = 0;
   newest_end_ns_ = 0;
+  clocks_changed_after_events_ = false;
   emit eventsShownChanged(0);
 }
 
@@ -40,7 +41,10 @@ void RunViews::apply(const FeedBatch& batch) {
       timeline_->setLayerNames(std::move(names));
     }
   }
-  if (batch.ranks_changed) timeline_->setClocks(batch.ranks);
+  if (batch.ranks_changed) {
+    timeline_->setClocks(batch.ranks);
+    clocks_changed_after_events_ = clocks_changed_after_events_ || events_shown_ > 0;
+  }
   for (const RankEvents& r : batch.events) {
     timeline_->appendEvents(r.rank, r.events);
     events_shown_ += static_cast<std::int64_t>(r.events.size());

@@ -41,6 +41,9 @@ class RunViews : public QObject {
   void apply(const FeedBatch& batch);
 
   std::int64_t eventsShown() const { return events_shown_; }
+  // The ranks' clock records changed after events were drawn (a live run's end-of-run
+  // clock estimate): those events were aligned with the older offsets.
+  bool clocksChangedAfterEvents() const { return clocks_changed_after_events_; }
   // End time (steady clock, ns) of the newest event handed to the timeline; 0 before any.
   std::int64_t newestEventEndNs() const { return newest_end_ns_; }
 
@@ -54,6 +57,7 @@ class RunViews : public QObject {
   charts::StalenessChart* staleness_;
   std::int64_t events_shown_ = 0;
   std::int64_t newest_end_ns_ = 0;
+  bool clocks_changed_after_events_ = false;
 };
 
 }  // namespace loom::ui
