@@ -172,6 +172,10 @@ void TestChartsWidgets::clearEmptiesGraphs() {
   charts.clear();
   QVERIFY(points(charts.graph("loss")).isEmpty());
   QVERIFY(charts.accumulator().names().empty());
+  // An empty legend must not squeeze the plot's layout column.
+  charts.resize(900, 600);
+  (void)charts.grab();
+  QVERIFY(charts.lossPlot()->axisRect()->outerRect().width() > charts.lossPlot()->width() * 8 / 10);
 }
 
 void TestChartsWidgets::breakdownBarsPerRank() {
@@ -225,6 +229,9 @@ void TestChartsWidgets::stalenessEmptyShowsExplanation() {
     }
   }
   QVERIFY2(inked > 200, qPrintable(QStringLiteral("only %1 text pixels").arg(inked)));
+  auto* title = qobject_cast<QCPTextElement*>(chart.plot()->plotLayout()->element(0, 0));
+  QVERIFY(title);
+  QCOMPARE(title->outerRect().width(), chart.plot()->width());  // centred over the whole plot
   chart.setSamples(staleness_samples());
   QVERIFY(chart.shownText().isEmpty());
   chart.clear();

@@ -56,6 +56,10 @@ void put_legend_below(QCustomPlot* plot, int columns) {
   legend->setWrap(columns);  // before the fill order, which rearranges with the wrap it finds
   legend->setFillOrder(QCPLegend::foColumnsFirst);
   legend->setMargins(QMargins(4, 2, 4, 2));
+  // A grid's maximum width is the sum of its items' maxima, so a legend with no items would
+  // cap the whole layout column (axis rect and title) at its margins. An explicit large
+  // maximum (below QWIDGETSIZE_MAX, which means "use the hint") keeps the column free.
+  legend->setMaximumSize(1 << 20, QWIDGETSIZE_MAX);
   // A tiny stretch factor keeps the legend row at its minimum height.
   plot->plotLayout()->setRowStretchFactor(plot->plotLayout()->rowCount() - 1, 0.001);
 }
