@@ -76,7 +76,7 @@ QVector<QPointF> MetricAccumulator::series(const std::string& name, XAxis x) con
       if (x == XAxis::Time) sum_s += seconds(e);
     }
     const double n = static_cast<double>(entries.size());
-    points.append(QPointF(x == XAxis::Step ? static_cast<double>(step) : sum_s / n, sum));
+    points.append(QPointF(x == XAxis::Step ? static_cast<double>(step) : sum_s / n, sum / n));
   }
   // Steps are ascending already; mean times of successive steps can swap only when the
   // set of reporting ranks changes, and a line chart needs ascending keys.

@@ -163,7 +163,6 @@ void StalenessChart::setEmptyState(bool empty) {
   empty_text_->setVisible(empty);
   plot_->legend->setVisible(!empty);
   for (QCPAxisRect* rect : plot_->axisRects()) {
-    rect->setVisible(!empty);
     for (QCPAxis* axis : rect->axes()) {
       const bool shown = axis->axisType() == QCPAxis::atBottom || axis->axisType() == QCPAxis::atLeft;
       axis->setVisible(!empty && shown);
