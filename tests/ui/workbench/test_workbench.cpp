@@ -7,6 +7,8 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <set>
+
 #include "loom/core/plan.h"
 #include "loom/profiles/run_store.h"
 #include "loom/ui/designer/plan_document.h"
@@ -52,6 +54,7 @@ class TestWorkbench : public QObject {
     window_ = std::make_unique<MainWindow>();
     window_->setSavePrompt([] { return MainWindow::SaveChoice::Discard; });
     window_->setDbPath(dir_.filePath(QString("runs-%1.db").arg(QTest::currentTestFunction())));
+    window_->controller()->setRankExecutable(LOOM_RANK_EXE);  // also when run outside CTest
     window_->resize(1400, 900);
     window_->show();
   }
@@ -80,7 +83,9 @@ class TestWorkbench : public QObject {
     QVERIFY(!window_->runAction()->isEnabled());
     QVERIFY(window_->stopAction()->isEnabled());
     QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 240000);
-    QCOMPARE(finished.at(0).at(1).toString(), QString("completed"));
+    QVERIFY2(finished.at(0).at(1).toString() == "completed",
+             qPrintable(finished.at(0).at(1).toString() + ": " + finished.at(0).at(2).toString() + "\n" +
+                        window_->launchLog()));
     QVERIFY2(events_while_running > 0, "events should reach the timeline while the job runs");
     const qint64 id = finished.at(0).at(0).toLongLong();
     QCOMPARE(stored_run(window_->dbPath(), id).status, std::string("completed"));
@@ -93,7 +98,7 @@ class TestWorkbench : public QObject {
                               10000);
     std::set<int> ranks;
     for (const auto& lane : window_->views()->timeline()->data().lanes()) ranks.insert(lane.key.rank);
-    QCOMPARE(ranks, (std::set<int>{0, 1}));
+    QVERIFY(ranks == (std::set<int>{0, 1}));
     QVERIFY(!window_->views()->timeline()->data().arrows().empty());  // clock probes are Send/Recv pairs
     QVERIFY(window_->runAction()->isEnabled());
   }
@@ -102,7 +107,8 @@ class TestWorkbench : public QObject {
     window_->document()->reset(two_rank_plan(200000));
     QSignalSpy finished(window_.get(), &MainWindow::runFinished);
     window_->runAction()->trigger();
-    QTRY_VERIFY_WITH_TIMEOUT(window_->views()->eventsShown() > 100, 120000);
+    QTRY_VERIFY_WITH_TIMEOUT(window_->views()->eventsShown() > 100 || finished.count() > 0, 60000);
+    QVERIFY2(finished.count() == 0, qPrintable("the run ended before it could be stopped: " + window_->launchLog()));
     window_->stopAction()->trigger();
     QVERIFY2(window_->statusText().contains("Stopping"), qPrintable(window_->statusText()));
     QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 60000);

@@ -32,6 +32,7 @@
 #include "loom/ui/designer/devices_panel.h"
 #include "loom/ui/designer/placement_panel.h"
 #include "loom/ui/designer/strategy_panel.h"
+#include "loom/ui/item_roles.h"
 #include "loom/ui/run_list_model.h"
 #include "loom/ui/timeline/timeline_view.h"
 #include "loom/ui/workbench/appearance.h"
@@ -60,7 +61,12 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), run_clock_(new QE
   refreshRunList();
 }
 
-MainWindow::~MainWindow() { delete run_clock_; }
+MainWindow::~MainWindow() {
+  // The panels and views hold pointers to document_ and views_, which as members die
+  // before QWidget's destructor would delete the child widgets: delete those first.
+  qDeleteAll(findChildren<QWidget*>(Qt::FindDirectChildrenOnly));
+  delete run_clock_;
+}
 
 void MainWindow::createActions() {
   auto make = [this](const QString& text, const QKeySequence& key, auto slot) {

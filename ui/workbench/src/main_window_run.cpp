@@ -2,6 +2,7 @@
 // job → runCreated(id) → RunFeed follows the run in the store → batches update the views;
 // the job's end (finished) and the feed's end (the last batch) arrive independently.
 #include <QAction>
+#include <QCoreApplication>
 #include <QElapsedTimer>
 #include <QLabel>
 #include <QPlainTextEdit>
@@ -84,7 +85,7 @@ void MainWindow::onRunFinished(qint64 runId, const QString& status, const QStrin
   if (runId == 0) run_state_ = tr("Run could not start — %1").arg(error);
   updateRunState();
   refreshRunList();
-  emit runFinished(runId, status);
+  emit runFinished(runId, status, error);
 }
 
 void MainWindow::onBatch(std::shared_ptr<const FeedBatch> batch) {

@@ -65,7 +65,7 @@ class MainWindow : public QMainWindow {
   void stopRun();
 
  signals:
-  void runFinished(qint64 runId, const QString& status);
+  void runFinished(qint64 runId, const QString& status, const QString& error);
   // The feed delivered the whole of the run being shown.
   void runLoaded(qint64 runId);
 
