@@ -176,6 +176,10 @@ void MainWindow::createDocks() {
   model->raise();
   strategy->raise();
   charts->raise();
+  // First-run proportions (saved layouts override them): the timeline gets the middle,
+  // the charts a third of the height.
+  resizeDocks({model, strategy}, {420, 480}, Qt::Horizontal);
+  resizeDocks({charts}, {360}, Qt::Vertical);
 }
 
 void MainWindow::createStatusBar() {

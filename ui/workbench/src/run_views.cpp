@@ -11,6 +11,10 @@
 
 namespace loom::ui {
 
+namespace {
+constexpr double kFollowWindowNs = 2e9;
+}  // namespace
+
 RunViews::RunViews(QObject* parent)
     : QObject(parent),
       timeline_(new timeline::TimelineView),
@@ -21,6 +25,9 @@ RunViews::RunViews(QObject* parent)
 void RunViews::clear(std::vector<std::string> layer_names) {
   timeline_->clear();
   timeline_->setLayerNames(std::move(layer_names));
+  // Follow-latest keeps the window's width: start with the last two seconds, wide
+  // enough to show a few steps of every rank, narrow enough to see the spans.
+  timeline_->setViewport({-kFollowWindowNs, 0, timeline_->viewport().width_px});
   timeline_->setFollowLatest(true);
   training_->clear();
   breakdown_->clear();
