@@ -516,10 +516,12 @@ Expected<std::vector<MetricRecord>> RunStore::load_metrics(std::int64_t run_id, 
 }
 
 Expected<EventBatch> RunStore::load_events_after(std::int64_t run_id, std::int64_t after_seq, std::size_t limit) {
-  // Columns 0-9 as read_event expects, then rank and rowid.
+  // Columns 0-9 as read_event expects, then rank and rowid. "+run_id" keeps the planner
+  // off the (run_id, rank, start_ns) index, which would mean sorting every row of the run
+  // by rowid for each page; a rowid range scan reads just the page.
   auto q = db_.prepare(
       "SELECT start_ns, end_ns, kind, stream, step, layer, peer, message, microbatch, bytes, rank, rowid "
-      "FROM events WHERE run_id = ?1 AND rowid > ?2 ORDER BY rowid LIMIT ?3");
+      "FROM events WHERE +run_id = ?1 AND rowid > ?2 ORDER BY rowid LIMIT ?3");
   if (!q.ok()) return q.error();
   q->bind(1, run_id).bind(2, after_seq).bind(3, static_cast<std::int64_t>(limit));
   EventBatch batch;
@@ -537,7 +539,7 @@ Expected<EventBatch> RunStore::load_events_after(std::int64_t run_id, std::int64
 
 Expected<MetricBatch> RunStore::load_metrics_after(std::int64_t run_id, std::int64_t after_seq, std::size_t limit) {
   auto q = db_.prepare(
-      "SELECT rank, step, t_ns, name, value, rowid FROM metrics WHERE run_id = ?1 AND rowid > ?2 "
+      "SELECT rank, step, t_ns, name, value, rowid FROM metrics WHERE +run_id = ?1 AND rowid > ?2 "
       "ORDER BY rowid LIMIT ?3");
   if (!q.ok()) return q.error();
   q->bind(1, run_id).bind(2, after_seq).bind(3, static_cast<std::int64_t>(limit));
