@@ -90,6 +90,7 @@ class TestRunFeed : public QObject {
     must_ok(store.append_events(id, 0, rank0.data(), rank0.size()));
     must_ok(store.append_events(id, 1, rank1.data(), rank1.size()));
     must_ok(store.append_metrics(id, {{0, 0, 5, "loss", 2.0}, {1, 0, 6, "loss", 2.2}, {0, 1, 7, "loss", 1.8}}));
+    must_ok(store.append_log(id, "launch: mpirun -n 2\n"));
     must_ok(store.finish_run(id, "completed", 1.0, 64, ""));
 
     RunFeed feed;
@@ -97,6 +98,9 @@ class TestRunFeed : public QObject {
     Collected c = collect_until_finished(feed, 20000);
     QVERIFY(c.finished);
     QVERIFY(c.batches.size() >= 2);  // paged
+    QString log;
+    for (const auto& b : c.batches) log += b->log;
+    QCOMPARE(log, QString("launch: mpirun -n 2\n"));  // delivered once
     QVERIFY(c.batches.front()->first);
     QVERIFY(c.batches.front()->plan_json.contains("loom-plan/1"));
     QVERIFY(c.messages_by_rank[0] == iota_vec(0, 400'000));

@@ -89,7 +89,8 @@ class TestWorkbench : public QObject {
     QVERIFY2(events_while_running > 0, "events should reach the timeline while the job runs");
     const qint64 id = finished.at(0).at(0).toLongLong();
     QCOMPARE(stored_run(window_->dbPath(), id).status, std::string("completed"));
-    QVERIFY2(window_->launchLog().contains("launch:"), qPrintable(window_->launchLog()));
+    QTRY_VERIFY2_WITH_TIMEOUT(window_->launchLog().contains("launch: ") && window_->launchLog().contains("mpirun -n 2"),
+                              qPrintable(window_->launchLog()), 10000);
 
     // The feed delivers the rest after the job ends; then the timeline holds every event.
     auto store = loom::store::RunStore::open(window_->dbPath().toStdString());
@@ -131,7 +132,8 @@ class TestWorkbench : public QObject {
     QTRY_COMPARE_WITH_TIMEOUT(loaded.count(), 1, 20000);
     auto store = loom::store::RunStore::open(window_->dbPath().toStdString());
     QCOMPARE(static_cast<std::int64_t>(other.views()->timeline()->data().event_count()), *store->count_events(id));
-    QVERIFY(other.launchLog().contains("launch:"));
+    QVERIFY2(other.launchLog().contains("mpirun -n 2"),
+             qPrintable(other.launchLog() + " | stored: " + QString::fromStdString(stored_run(window_->dbPath(), id).log)));
   }
 
   void unsavedChangesAreNotLostSilently() {

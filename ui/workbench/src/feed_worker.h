@@ -47,6 +47,7 @@ class FeedWorker : public QObject {
   quint64 generation_ = 0;
   bool first_ = true;
   std::int64_t event_seq_ = 0, metric_seq_ = 0, total_events_ = 0;
+  std::size_t log_size_ = 0;  // bytes of the run's log already delivered
   std::vector<loom::store::RankRecord> ranks_;
   std::map<int, std::vector<loom::trace::Event>> events_by_rank_;  // for the breakdown
   bool events_since_breakdown_ = false;

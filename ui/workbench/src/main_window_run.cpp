@@ -6,6 +6,7 @@
 #include <QElapsedTimer>
 #include <QLabel>
 #include <QPlainTextEdit>
+#include <QTextCursor>
 #include <QPointer>
 #include <QProgressBar>
 #include <QThreadPool>
@@ -23,7 +24,8 @@ namespace loom::ui {
 void MainWindow::connectRunSignals() {
   connect(&controller_, &RunController::runCreated, this, &MainWindow::onRunCreated);
   connect(&controller_, &RunController::progress, this, &MainWindow::onProgress);
-  connect(&controller_, &RunController::outputLine, this, [this](const QString& line) { log_->appendPlainText(line); });
+  // The launch log shows the run's stored log as the feed delivers it (the launch
+  // command, then mpirun's output), the same for a live run and a reopened one.
   connect(&controller_, &RunController::finished, this, &MainWindow::onRunFinished);
   connect(&feed_, &RunFeed::batchReady, this, &MainWindow::onBatch);
   connect(&feed_, &RunFeed::failed, this, [this](const QString& message) {
@@ -89,7 +91,10 @@ void MainWindow::onRunFinished(qint64 runId, const QString& status, const QStrin
 }
 
 void MainWindow::onBatch(std::shared_ptr<const FeedBatch> batch) {
-  if (batch->first && !controller_.isRunning() && !batch->log.isEmpty()) log_->setPlainText(batch->log);
+  if (!batch->log.isEmpty()) {
+    log_->moveCursor(QTextCursor::End);
+    log_->insertPlainText(batch->log);
+  }
   views_.apply(*batch);
   if (batch->finished && views_.clocksChangedAfterEvents()) {
     // The timeline aligns events once, as they arrive; the ranks' final clock estimate

@@ -46,6 +46,7 @@ void FeedWorker::halt() {
   store_.reset();
   first_ = true;
   event_seq_ = metric_seq_ = total_events_ = 0;
+  log_size_ = 0;
   ranks_.clear();
   events_by_rank_.clear();
   events_since_breakdown_ = false;
@@ -77,7 +78,7 @@ void FeedWorker::poll() {
   batch->finished = ended && !more;
   computeBreakdown(*batch, batch->finished);
   batch->total_events = total_events_;
-  const bool news = !batch->events.empty() || !batch->metrics.empty() || batch->ranks_changed ||
+  const bool news = !batch->events.empty() || !batch->metrics.empty() || !batch->log.isEmpty() || batch->ranks_changed ||
                     batch->breakdown_changed || batch->first || batch->finished;
   first_ = false;
   if (batch->finished) halt();
@@ -93,9 +94,10 @@ bool FeedWorker::readRun(FeedBatch& batch) {
   }
   batch.status = QString::fromStdString(run->status);
   batch.error = QString::fromStdString(run->error);
-  if (first_) {
-    batch.plan_json = QString::fromStdString(run->plan_json);
-    batch.log = QString::fromStdString(run->log);
+  if (first_) batch.plan_json = QString::fromStdString(run->plan_json);
+  if (run->log.size() > log_size_) {
+    batch.log = QString::fromStdString(run->log.substr(log_size_));
+    log_size_ = run->log.size();
   }
   return true;
 }

@@ -37,7 +37,7 @@ struct FeedBatch {
   std::vector<loom::analysis::RankBreakdown> breakdown;  // every rank seen so far
   QString status;      // running | completed | failed | stopped
   QString error;       // the run's error text, when it failed
-  QString log;         // the stored log, in the first batch of a run that is not live
+  QString log;         // what was appended to the run's log (launch line, mpirun output)
   QString plan_json;   // in the first batch
   bool first = false;  // the first batch of this follow()
   bool finished = false;  // the run ended and everything stored has been delivered
