@@ -35,16 +35,6 @@ void changeKind(loom::LayerSpec& layer, loom::LayerKind kind) {
 
 }  // namespace
 
-QString groupedDigits(std::int64_t value) {
-  const QString digits = QString::number(value < 0 ? -value : value);
-  QString out;
-  for (qsizetype i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += QLatin1Char(',');
-    out += digits[i];
-  }
-  return value < 0 ? QLatin1Char('-') + out : out;
-}
-
 LayerListModel::LayerListModel(PlanDocument* doc, QObject* parent) : QAbstractTableModel(parent), doc_(doc) {
   connect(doc_, &PlanDocument::planChanged, this, &LayerListModel::refresh);
   refresh();

@@ -6,6 +6,7 @@
 #include <QStringList>
 
 #include "loom/ui/item_roles.h"
+#include "loom/ui/text_format.h"
 
 namespace loom::ui {
 namespace {
@@ -17,18 +18,6 @@ QString qs(const std::string& text) { return QString::fromStdString(text); }
 bool pathInside(const std::string& path, const std::string& layerPath) {
   if (path.size() < layerPath.size() || path.compare(0, layerPath.size(), layerPath) != 0) return false;
   return path.size() == layerPath.size() || path[layerPath.size()] == '/';
-}
-
-// 235146 -> "235,146": parameter counts are read at a glance. Not QLocale: the C locale
-// omits separators and a user's locale would make tests and screenshots differ.
-QString groupedDigits(std::int64_t value) {
-  const QString digits = QString::number(value < 0 ? -value : value);
-  QString out;
-  for (qsizetype i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += QLatin1Char(',');
-    out += digits[i];
-  }
-  return value < 0 ? QLatin1Char('-') + out : out;
 }
 
 }  // namespace

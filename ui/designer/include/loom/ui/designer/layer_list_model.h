@@ -15,6 +15,7 @@
 #include "loom/ui/designer/layer_rows.h"
 #include "loom/ui/designer/plan_document.h"
 #include "loom/ui/item_roles.h"
+#include "loom/ui/text_format.h"  // groupedDigits, used with these rows
 
 namespace loom::ui {
 
@@ -78,6 +79,5 @@ class LayerListModel : public QAbstractTableModel {
   std::vector<QStringList> row_errors_;
 };
 
-QString groupedDigits(std::int64_t value);  // 235146 -> "235,146"
 
 }  // namespace loom::ui
