@@ -415,17 +415,24 @@ MetricRecord read_metric(const Statement& row) {
   return m;
 }
 
+// Steps `q` to its last row, calling on_row for each.
+template <class OnRow>
+Status each_row(Statement& q, OnRow on_row) {
+  for (;;) {
+    auto row = q.step();
+    if (!row.ok()) return row.error();
+    if (!*row) return {};
+    on_row(q);
+  }
+}
+
 // Steps `q` to its last row, turning each row into a T with `read`.
 template <class T, class Read>
 Expected<std::vector<T>> collect_rows(Statement& q, Read read, std::size_t expected_rows = 0) {
   std::vector<T> rows;
   rows.reserve(expected_rows);
-  for (;;) {
-    auto row = q.step();
-    if (!row.ok()) return row.error();
-    if (!*row) return rows;
-    rows.push_back(read(q));
-  }
+  LOOM_TRY(each_row(q, [&rows, &read](const Statement& row) { rows.push_back(read(row)); }));
+  return rows;
 }
 }  // namespace
 
@@ -526,14 +533,11 @@ Expected<EventBatch> RunStore::load_events_after(std::int64_t run_id, std::int64
   q->bind(1, run_id).bind(2, after_seq).bind(3, static_cast<std::int64_t>(limit));
   EventBatch batch;
   batch.last_seq = after_seq;
-  for (;;) {
-    auto row = q->step();
-    if (!row.ok()) return row.error();
-    if (!*row) break;
-    batch.events.push_back(read_event(*q));
-    batch.ranks.push_back(static_cast<int>(q->column_int64(10)));
-    batch.last_seq = q->column_int64(11);
-  }
+  LOOM_TRY(each_row(*q, [&batch](const Statement& row) {
+    batch.events.push_back(read_event(row));
+    batch.ranks.push_back(static_cast<int>(row.column_int64(10)));
+    batch.last_seq = row.column_int64(11);
+  }));
   return batch;
 }
 
@@ -545,14 +549,22 @@ Expected<MetricBatch> RunStore::load_metrics_after(std::int64_t run_id, std::int
   q->bind(1, run_id).bind(2, after_seq).bind(3, static_cast<std::int64_t>(limit));
   MetricBatch batch;
   batch.last_seq = after_seq;
-  for (;;) {
-    auto row = q->step();
-    if (!row.ok()) return row.error();
-    if (!*row) break;
-    batch.metrics.push_back(read_metric(*q));
-    batch.last_seq = q->column_int64(5);
-  }
+  LOOM_TRY(each_row(*q, [&batch](const Statement& row) {
+    batch.metrics.push_back(read_metric(row));
+    batch.last_seq = row.column_int64(5);
+  }));
   return batch;
+}
+
+Expected<RunState> RunStore::load_run_state(std::int64_t run_id, std::size_t log_from) {
+  // The log as a blob so that substr counts bytes, matching std::string offsets.
+  auto q = db_.prepare("SELECT status, error, substr(CAST(log AS BLOB), ?2 + 1) FROM runs WHERE id = ?1");
+  if (!q.ok()) return q.error();
+  q->bind(1, run_id).bind(2, static_cast<std::int64_t>(log_from));
+  auto row = q->step();
+  if (!row.ok()) return row.error();
+  if (!*row) return unknown_run(run_id, db_.path());
+  return RunState{q->column_text(0), q->column_text(1), q->column_text(2)};
 }
 
 }  // namespace loom::store

@@ -409,6 +409,18 @@ void TestRunStore::incrementalReadsFollowAppends() {
   QCOMPARE(m2.metrics.size(), std::size_t(1));
   QCOMPARE(m2.metrics[0].name, std::string("test_accuracy"));
   QCOMPARE(m2.metrics[0].step, std::int64_t(4));
+
+  // The polled run state: the log from a byte offset (multi-byte text counted in bytes).
+  const std::string first_line = "launch: caf\xc3\xa9 \xe2\x86\x92 mpirun\n";
+  must_ok(store.append_log(id, first_line));
+  must_ok(store.append_log(id, "rank 1 done\n"));
+  auto whole = must(store.load_run_state(id, 0));
+  QCOMPARE(whole.status, std::string("running"));
+  QCOMPARE(whole.log_tail, first_line + "rank 1 done\n");
+  auto tail = must(store.load_run_state(id, first_line.size()));
+  QCOMPARE(tail.log_tail, std::string("rank 1 done\n"));
+  QVERIFY(must(store.load_run_state(id, whole.log_tail.size())).log_tail.empty());
+  QCOMPARE(store.load_run_state(4242, 0).error().code, ErrorCode::NotFound);
 }
 
 QTEST_GUILESS_MAIN(TestRunStore)

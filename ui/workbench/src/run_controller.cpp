@@ -33,7 +33,6 @@ bool RunController::start(const loom::Plan& plan) {
   options.stop = &stop_requested_;
   options.on_run_created = [this](std::int64_t id) { emit runCreated(id); };
   options.on_progress = [this](const host::JobProgress& p) { emit progress(p); };
-  options.on_output = [this](const std::string& line) { emit outputLine(QString::fromStdString(line)); };
   worker_ = std::thread([this, plan, options, db = db_path_.toStdString()] {
     auto outcome = host::run_job(plan, db, options);
     // running_ is cleared on the GUI thread, in order after every queued signal above.

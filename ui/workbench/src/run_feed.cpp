@@ -86,19 +86,26 @@ void FeedWorker::poll() {
   if (more) QMetaObject::invokeMethod(this, &FeedWorker::poll, Qt::QueuedConnection);
 }
 
+// Polled every interval: status, error and the log's new bytes only; the plan (which a
+// view needs once) is read with the first poll.
 bool FeedWorker::readRun(FeedBatch& batch) {
-  auto run = store_->load_run(run_id_);
-  if (!run.ok()) {
-    fail(run.error().describe());
+  if (first_) {
+    auto run = store_->load_run(run_id_);
+    if (!run.ok()) {
+      fail(run.error().describe());
+      return false;
+    }
+    batch.plan_json = QString::fromStdString(run->plan_json);
+  }
+  auto state = store_->load_run_state(run_id_, log_size_);
+  if (!state.ok()) {
+    fail(state.error().describe());
     return false;
   }
-  batch.status = QString::fromStdString(run->status);
-  batch.error = QString::fromStdString(run->error);
-  if (first_) batch.plan_json = QString::fromStdString(run->plan_json);
-  if (run->log.size() > log_size_) {
-    batch.log = QString::fromStdString(run->log.substr(log_size_));
-    log_size_ = run->log.size();
-  }
+  batch.status = QString::fromStdString(state->status);
+  batch.error = QString::fromStdString(state->error);
+  batch.log = QString::fromStdString(state->log_tail);
+  log_size_ += state->log_tail.size();
   return true;
 }
 

@@ -70,6 +70,12 @@ struct MetricBatch {
   std::int64_t last_seq = 0;
 };
 
+// What a view following a run polls: its status and error, and the log after a byte offset.
+struct RunState {
+  std::string status, error;
+  std::string log_tail;
+};
+
 // The schema version this build writes and the newest it can read.
 inline constexpr int kSchemaVersion = 2;
 
@@ -103,6 +109,8 @@ class RunStore {
   // Newest first. plan_json is included; log is left empty (it can be large: load_run).
   Expected<std::vector<RunRecord>> list_runs();
   Expected<RunRecord> load_run(std::int64_t run_id);  // NotFound for an unknown id
+  // Cheap to poll: no plan, and only the log's bytes from `log_from` on. NotFound as load_run.
+  Expected<RunState> load_run_state(std::int64_t run_id, std::size_t log_from);
   Expected<std::vector<RankRecord>> load_ranks(std::int64_t run_id);  // ordered by rank
   // Ordered by rank, then start_ns, then insertion order; rank -1 means all ranks.
   Expected<std::vector<trace::Event>> load_events(std::int64_t run_id, int rank = -1);

@@ -36,7 +36,6 @@ class RunController : public QObject {
  signals:
   void runCreated(qint64 runId);
   void progress(const loom::host::JobProgress& progress);
-  void outputLine(const QString& line);
   void finished(qint64 runId, const QString& status, const QString& error, double wallSeconds);
 
  private:
