@@ -39,7 +39,10 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "%s: %s: %s\n", options.plan_path.c_str(), e.path.c_str(), e.reason.c_str());
     return 2;
   }
-  auto comm = comm::init_mpi(&argc, &argv);
+  comm::MpiOptions mpi_options;
+  // Hybrid runs all-reduce on a communication thread while the pipeline sends.
+  mpi_options.thread_multiple = loaded.plan->parallel.stages > 1 && loaded.plan->parallel.data_parallel > 1;
+  auto comm = comm::init_mpi(&argc, &argv, mpi_options);
   if (!comm.ok()) {
     std::fprintf(stderr, "loom-rank: %s\n", comm.error().describe().c_str());
     return 1;

@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <memory>
 
 #include <nlohmann/json.hpp>
@@ -145,13 +146,18 @@ int train(Session& s, const RankOptions& options) {
   if (s.reporter.sink()) writer = std::make_unique<engine::RunWriter>(*s.reporter.sink(), s.comm.rank(), s.recorder, kStreamPeriod);
   Status measured = measure_before_training(s, writer.get());
   if (!measured.ok()) return s.reporter.fail(measured.error().describe(), 1);
-  engine::Trainer trainer(s.plan, info, s.data, &s.recorder, &s.comm);
-  if (writer && s.comm.rank() == 0) writer->add_metrics({{0, -1, s.clock.t0_ns, "total_steps", double(trainer.total_steps())}});
+  std::unique_ptr<engine::TrainingLoop> trainer;
+  try {
+    trainer = engine::make_training_loop(s.plan, info, s.data, &s.recorder, &s.comm);
+  } catch (const std::exception& e) {
+    return s.reporter.fail(e.what(), 2);
+  }
+  if (writer && s.comm.rank() == 0) writer->add_metrics({{0, -1, s.clock.t0_ns, "total_steps", double(trainer->total_steps())}});
   engine::TrainerHooks hooks;
   hooks.stop = &stop_requested();
   hooks.on_step = [](const engine::StepProgress& p) { note_step(p.step); };
   if (writer) hooks.on_metrics = [&writer](std::vector<store::MetricRecord>&& m) { writer->add_metrics(std::move(m)); };
-  const engine::TrainResult result = trainer.run(hooks);
+  const engine::TrainResult result = trainer->run(hooks);
   if (!result.error.empty()) return s.reporter.fail(result.error, 1);
   measured = measure_after_training(s);
   if (!measured.ok()) return s.reporter.fail(measured.error().describe(), 1);
@@ -159,8 +165,11 @@ int train(Session& s, const RankOptions& options) {
     Status flushed = writer->finish();
     if (!flushed.ok()) std::fprintf(stderr, "loom-rank %d: stream: %s\n", s.comm.rank(), flushed.error().describe().c_str());
   }
-  if (s.comm.rank() == 0 && !options.dump_params.empty()) {
-    Status saved = engine::save_params(options.dump_params, trainer.model().params());
+  if (!options.dump_params.empty()) {
+    // Collective: a pipeline's parameters are spread over its stages.
+    auto params = trainer->gather_params();
+    if (!params.ok()) return s.reporter.fail(params.error().describe(), 1);
+    Status saved = s.comm.rank() == 0 ? engine::save_params(options.dump_params, *params) : Status{};
     if (!saved.ok()) return s.reporter.fail(saved.error().describe(), 1);
   }
   s.reporter.done({std::int64_t(s.recorder.recorded()), result.stopped ? "stopped" : "completed", ""});

@@ -5,7 +5,9 @@
 // Thread level: MPI_THREAD_SERIALIZED. Gradient sync may drive communication from a
 // thread other than main (a communication thread that progresses requests while compute
 // threads run backward); FUNNELED would forbid that. A Communicator is used by one thread
-// at a time, so MULTIPLE (and the locking it costs inside Open MPI) is not needed.
+// at a time, so MULTIPLE (and the locking it costs inside Open MPI) is asked for only when
+// MpiOptions::thread_multiple says two communicators will be busy at once (hybrid
+// parallelism), and allows_concurrent_threads() reports whether MPI granted it.
 //
 // Counts: MPI takes int counts, so operations larger than MpiOptions::max_count_per_call
 // are split into several calls. Chunks of one message share a tag and MPI does not let
@@ -151,6 +153,7 @@ class MpiCommunicator final : public Communicator {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   std::string backend_name() const override { return "mpi"; }
+  bool allows_concurrent_threads() const override { return options_.thread_multiple; }
 
   Status allreduce_sum(float* data, std::int64_t count) override;
   std::unique_ptr<Request> iallreduce_sum(float* data, std::int64_t count) override;
@@ -278,7 +281,8 @@ Expected<std::unique_ptr<Communicator>> init_mpi(int* argc, char*** argv, const 
   int provided = MPI_THREAD_SINGLE;
   if (!initialized) {
     // Before this succeeds MPI's default handler (abort) applies; nothing can change that.
-    if (int rc = MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided); rc != MPI_SUCCESS) {
+    const int wanted = options.thread_multiple ? MPI_THREAD_MULTIPLE : MPI_THREAD_SERIALIZED;
+    if (int rc = MPI_Init_thread(argc, argv, wanted, &provided); rc != MPI_SUCCESS) {
       return mpi_error(rc, "MPI_Init_thread");
     }
   } else {
@@ -294,7 +298,9 @@ Expected<std::unique_ptr<Communicator>> init_mpi(int* argc, char*** argv, const 
   // A duplicate keeps Loom's tags and collectives apart from any other MPI user's.
   if (int rc = MPI_Comm_dup(MPI_COMM_WORLD, &world); rc != MPI_SUCCESS) return mpi_error(rc, "MPI_Comm_dup");
   MPI_Comm_set_errhandler(world, MPI_ERRORS_RETURN);
-  return std::unique_ptr<Communicator>(std::make_unique<MpiCommunicator>(world, options));
+  MpiOptions granted = options;
+  granted.thread_multiple = provided >= MPI_THREAD_MULTIPLE;  // sub-communicators inherit it
+  return std::unique_ptr<Communicator>(std::make_unique<MpiCommunicator>(world, granted));
 }
 
 void finalize_mpi() {

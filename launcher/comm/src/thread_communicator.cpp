@@ -267,6 +267,7 @@ class ThreadCommunicator final : public Communicator {
   int rank() const override { return rank_; }
   int size() const override { return group_->size; }
   std::string backend_name() const override { return "threads"; }
+  bool allows_concurrent_threads() const override { return true; }  // every group has its own lock
 
   Status allreduce_sum(float* data, std::int64_t count) override { return iallreduce_sum(data, count)->wait(); }
   std::unique_ptr<Request> iallreduce_sum(float* data, std::int64_t count) override {

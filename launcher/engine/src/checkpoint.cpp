@@ -18,17 +18,27 @@ bool read_all(std::FILE* f, void* data, std::size_t bytes) { return std::fread(d
 
 }  // namespace
 
+std::vector<NamedTensor> named_copies(const std::vector<Param*>& params) {
+  std::vector<NamedTensor> out;
+  for (const Param* p : params) out.push_back({p->name, p->value});
+  return out;
+}
+
 Status save_params(const std::string& path, const std::vector<Param*>& params) {
+  return save_params(path, named_copies(params));
+}
+
+Status save_params(const std::string& path, const std::vector<NamedTensor>& params) {
   File f(std::fopen(path.c_str(), "wb"), &std::fclose);
   if (!f) return make_error(ErrorCode::Io, "cannot write parameters to " + path, "check the directory exists");
   bool ok = write_all(f.get(), kMagic, sizeof kMagic - 1);
   const auto count = std::uint64_t(params.size());
   ok = ok && write_all(f.get(), &count, sizeof count);
-  for (const Param* p : params) {
-    const auto name_size = std::uint64_t(p->name.size());
-    const auto elems = std::uint64_t(p->value.size());
-    ok = ok && write_all(f.get(), &name_size, sizeof name_size) && write_all(f.get(), p->name.data(), p->name.size()) &&
-         write_all(f.get(), &elems, sizeof elems) && write_all(f.get(), p->value.data(), elems * sizeof(float));
+  for (const NamedTensor& p : params) {
+    const auto name_size = std::uint64_t(p.name.size());
+    const auto elems = std::uint64_t(p.values.size());
+    ok = ok && write_all(f.get(), &name_size, sizeof name_size) && write_all(f.get(), p.name.data(), p.name.size()) &&
+         write_all(f.get(), &elems, sizeof elems) && write_all(f.get(), p.values.data(), elems * sizeof(float));
   }
   if (!ok) return make_error(ErrorCode::Io, "short write to " + path, "is the disk full?");
   return {};

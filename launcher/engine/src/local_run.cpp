@@ -23,12 +23,12 @@ Status train_recorded(const Plan& plan, const data::TrainTest& data, store::RunS
   LOOM_TRY(store.upsert_rank(run_id, rank));
   store::StoreSink sink(store, run_id);
   RunWriter writer(sink, 0, recorder);
-  Trainer trainer(plan, info, data, &recorder);
+  const auto trainer = make_training_loop(plan, info, data, &recorder);
   TrainerHooks hooks;
   hooks.on_step = options.on_step;
   hooks.on_metrics = [&writer](std::vector<store::MetricRecord>&& m) { writer.add_metrics(std::move(m)); };
   hooks.stop = options.stop;
-  outcome.result = trainer.run(hooks);
+  outcome.result = trainer->run(hooks);
   Status written = writer.finish();
   if (!outcome.result.error.empty()) written = make_error(ErrorCode::Io, outcome.result.error);
   rank.events_recorded = std::int64_t(recorder.recorded());

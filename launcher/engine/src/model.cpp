@@ -107,27 +107,28 @@ class Dropout final : public Module {
   Dropout(double p, LayerId id) : p_(p), layer_salt_(std::uint64_t(id.value) * 0xD1B54A32D192ED03ULL) {}
   void forward(const Tensor& x, Tensor& y, const Pass& pass) override {
     y.resize(x.batch, out_shape);
-    mask_.resize(x.batch, out_shape);
+    Tensor& mask = slot_state(masks_, pass.slot);
+    mask.resize(x.batch, out_shape);
     if (!pass.training || p_ == 0.0) {
-      std::fill_n(mask_.ptr(), x.size(), 1.0f);
+      std::fill_n(mask.ptr(), x.size(), 1.0f);
       std::copy_n(x.ptr(), x.size(), y.ptr());
       return;
     }
     // Keyed by the global sample index, so a sample gets the same mask whichever rank
     // or micro-batch processes it.
     const auto offset = std::uint64_t(pass.first_sample) * std::uint64_t(x.sample_size());
-    cpu::dropout_forward(x.ptr(), y.ptr(), mask_.ptr(), x.size(), p_, pass.seed ^ layer_salt_, offset);
+    cpu::dropout_forward(x.ptr(), y.ptr(), mask.ptr(), x.size(), p_, pass.seed ^ layer_salt_, offset);
   }
-  void backward(const Tensor& x, const Tensor&, const Tensor& dy, Tensor* dx, const Pass&) override {
+  void backward(const Tensor& x, const Tensor&, const Tensor& dy, Tensor* dx, const Pass& pass) override {
     if (!dx) return;
     dx->resize(x.batch, x.sample);
-    cpu::dropout_backward(mask_.ptr(), dy.ptr(), dx->ptr(), x.size());
+    cpu::dropout_backward(slot_state(masks_, pass.slot).ptr(), dy.ptr(), dx->ptr(), x.size());
   }
 
  private:
   double p_;
   std::uint64_t layer_salt_;
-  Tensor mask_;
+  std::vector<Tensor> masks_;  // per slot
 };
 
 class Conv2d final : public Module {
@@ -186,22 +187,23 @@ class MaxPool2d final : public Module {
     geometry_.kernel = as_int(spec.kernel);
     geometry_.stride = as_int(spec.stride > 0 ? spec.stride : spec.kernel);
   }
-  void forward(const Tensor& x, Tensor& y, const Pass&) override {
+  void forward(const Tensor& x, Tensor& y, const Pass& pass) override {
     y.resize(x.batch, out_shape);
     geometry_.N = as_int(x.batch);
-    argmax_.resize(static_cast<std::size_t>(y.size()));
-    cpu::maxpool2d_forward(x.ptr(), y.ptr(), argmax_.data(), geometry_);
+    auto& argmax = slot_state(argmax_, pass.slot);
+    argmax.resize(static_cast<std::size_t>(y.size()));
+    cpu::maxpool2d_forward(x.ptr(), y.ptr(), argmax.data(), geometry_);
   }
-  void backward(const Tensor& x, const Tensor&, const Tensor& dy, Tensor* dx, const Pass&) override {
+  void backward(const Tensor& x, const Tensor&, const Tensor& dy, Tensor* dx, const Pass& pass) override {
     if (!dx) return;
     dx->resize(x.batch, x.sample);
     geometry_.N = as_int(x.batch);
-    cpu::maxpool2d_backward(argmax_.data(), dy.ptr(), dx->ptr(), geometry_);
+    cpu::maxpool2d_backward(slot_state(argmax_, pass.slot).data(), dy.ptr(), dx->ptr(), geometry_);
   }
 
  private:
   cpu::PoolGeometry geometry_;
-  std::vector<std::int32_t> argmax_;
+  std::vector<std::vector<std::int32_t>> argmax_;  // per slot
 };
 
 // Branches see the same input; their outputs are concatenated per sample (along channels
@@ -210,17 +212,18 @@ class Parallel final : public Module {
  public:
   void add_branch(std::unique_ptr<Sequential> branch) { branches_.push_back(std::move(branch)); }
   void forward(const Tensor& x, Tensor& y, const Pass& pass) override {
-    prepare(x.batch);
-    for (std::size_t b = 0; b < branches_.size(); ++b) branches_[b]->forward(x, outputs_[b], pass);
+    auto& outputs = slot_outputs(pass.slot);
+    for (std::size_t b = 0; b < branches_.size(); ++b) branches_[b]->forward(x, outputs[b], pass);
     y.resize(x.batch, out_shape);
     std::vector<const float*> parts(branches_.size());
-    for (std::size_t b = 0; b < branches_.size(); ++b) parts[b] = outputs_[b].ptr();
+    for (std::size_t b = 0; b < branches_.size(); ++b) parts[b] = outputs[b].ptr();
     cpu::concat_forward(parts.data(), widths_.data(), int(parts.size()), y.ptr(), as_int(x.batch));
   }
   void backward(const Tensor& x, const Tensor&, const Tensor& dy, Tensor* dx, const Pass& pass) override {
+    auto& outputs = slot_outputs(pass.slot);
     std::vector<float*> dparts(branches_.size());
     for (std::size_t b = 0; b < branches_.size(); ++b) {
-      doutputs_[b].resize(x.batch, outputs_[b].sample);
+      doutputs_[b].resize(x.batch, outputs[b].sample);
       dparts[b] = doutputs_[b].ptr();
     }
     cpu::concat_backward(dy.ptr(), widths_.data(), int(dparts.size()), dparts.data(), as_int(x.batch));
@@ -229,7 +232,7 @@ class Parallel final : public Module {
       std::fill_n(dx->ptr(), x.size(), 0.0f);
     }
     for (std::size_t b = 0; b < branches_.size(); ++b) {
-      branches_[b]->backward(x, outputs_[b], doutputs_[b], dx ? &branch_dx_ : nullptr, pass);
+      branches_[b]->backward(x, outputs[b], doutputs_[b], dx ? &branch_dx_ : nullptr, pass);
       if (dx) {
         for (std::int64_t i = 0; i < x.size(); ++i) dx->data[i] += branch_dx_.data[i];
       }
@@ -241,13 +244,16 @@ class Parallel final : public Module {
   void set_widths(std::vector<std::int64_t> widths) { widths_ = std::move(widths); }
 
  private:
-  void prepare(std::int64_t /*batch*/) {
-    outputs_.resize(branches_.size());
+  std::vector<Tensor>& slot_outputs(int slot) {
+    auto& outputs = slot_state(outputs_, slot);
+    outputs.resize(branches_.size());
     doutputs_.resize(branches_.size());
+    return outputs;
   }
   std::vector<std::unique_ptr<Sequential>> branches_;
   std::vector<std::int64_t> widths_;  // per-sample output size of each branch
-  std::vector<Tensor> outputs_, doutputs_;
+  std::vector<std::vector<Tensor>> outputs_;  // [slot][branch]
+  std::vector<Tensor> doutputs_;             // scratch
   Tensor branch_dx_;
 };
 
@@ -255,11 +261,17 @@ class Parallel final : public Module {
 // LayerInfo.
 class Builder {
  public:
-  Builder(const ModelInfo& info, std::uint64_t seed) : info_(info), seed_(seed) {}
+  Builder(const ModelInfo& info, std::uint64_t seed, std::size_t first_row = 0)
+      : info_(info), seed_(seed), next_(first_row) {}
 
   std::unique_ptr<Sequential> sequence(const std::vector<LayerSpec>& specs) {
     auto seq = std::make_unique<Sequential>();
     for (const LayerSpec& spec : specs) seq->add(layer(spec));
+    return seq;
+  }
+  std::unique_ptr<Sequential> sequence(const std::vector<const LayerSpec*>& specs) {
+    auto seq = std::make_unique<Sequential>();
+    for (const LayerSpec* spec : specs) seq->add(layer(*spec));
     return seq;
   }
 
@@ -304,31 +316,38 @@ class Builder {
 
 }  // namespace
 
+std::unique_ptr<Sequential> build_layers(const std::vector<const LayerSpec*>& specs, const ModelInfo& info,
+                                         std::size_t first_row, std::uint64_t seed) {
+  return Builder(info, seed, first_row).sequence(specs);
+}
+
 void Sequential::add(std::unique_ptr<Module> module) {
   modules_.push_back(std::move(module));
-  outputs_.resize(modules_.size());
   gradients_.resize(modules_.size());
 }
 
 void Sequential::forward(const Tensor& x, Tensor& y, const Pass& pass) {
+  auto& outputs = slot_state(outputs_, pass.slot);
+  outputs.resize(modules_.size());
   const Tensor* input = &x;
   for (std::size_t i = 0; i < modules_.size(); ++i) {
     Span span(pass.recorder, EventKind::Forward, Stream::Compute, pass.step, modules_[i]->id.value, pass.microbatch);
-    modules_[i]->forward(*input, outputs_[i], pass);
-    input = &outputs_[i];
+    modules_[i]->forward(*input, outputs[i], pass);
+    input = &outputs[i];
   }
   y.resize(input->batch, input->sample);
   std::copy_n(input->ptr(), input->size(), y.ptr());
 }
 
 void Sequential::backward(const Tensor& x, const Tensor&, const Tensor& dy, Tensor* dx, const Pass& pass) {
+  auto& outputs = slot_state(outputs_, pass.slot);
   const Tensor* upstream = &dy;
   for (std::size_t i = modules_.size(); i-- > 0;) {
-    const Tensor& input = i == 0 ? x : outputs_[i - 1];
+    const Tensor& input = i == 0 ? x : outputs[i - 1];
     Tensor* target = i == 0 ? dx : &gradients_[i - 1];
     {
       Span span(pass.recorder, EventKind::Backward, Stream::Compute, pass.step, modules_[i]->id.value, pass.microbatch);
-      modules_[i]->backward(input, outputs_[i], *upstream, target, pass);
+      modules_[i]->backward(input, outputs[i], *upstream, target, pass);
     }
     // Outside the span: starting a bucket's all-reduce is communication, not backward.
     if (pass.observer) pass.observer->layer_done(modules_[i]->id.value);

@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "loom/engine/pipeline_trainer.h"
 #include "loom/kernels/cpu.h"
 
 namespace loom::engine {
@@ -23,21 +24,25 @@ std::int64_t compute_total_steps(const Plan& plan, std::int64_t train_count) {
 
 }  // namespace
 
-Trainer::Trainer(const Plan& plan, const ModelInfo& info, const data::TrainTest& data, trace::Recorder* recorder,
-                 comm::Communicator* comm)
+TrainingLoop::TrainingLoop(const Plan& plan, const data::TrainTest& data, trace::Recorder* recorder,
+                           comm::Communicator* comm)
     : plan_(plan),
       data_(data),
       recorder_(recorder),
       comm_(comm),
       rank_(comm ? comm->rank() : 0),
       ranks_(comm ? comm->size() : 1),
+      total_steps_(compute_total_steps(plan, data.train.count())) {}
+
+Trainer::Trainer(const Plan& plan, const ModelInfo& info, const data::TrainTest& data, trace::Recorder* recorder,
+                 comm::Communicator* comm)
+    : TrainingLoop(plan, data, recorder, comm),
       model_(Model::build(plan, info)),
       optimizer_(plan.training.optimizer, model_.params()) {
-  total_steps_ = compute_total_steps(plan, data.train.count());
   if (ranks_ > 1) sync_ = std::make_unique<GradientSync>(*comm_, model_.params(), plan.parallel.bucket_mb, recorder_);
 }
 
-TrainResult Trainer::run(const TrainerHooks& hooks) {
+TrainResult TrainingLoop::run(const TrainerHooks& hooks) {
   TrainResult result;
   cpu::flush_denormals_on_this_thread();
   start_ns_ = trace::now_ns();
@@ -66,14 +71,21 @@ TrainResult Trainer::run(const TrainerHooks& hooks) {
         result.stopped = true;
         break;
       }
-      // Replicas hold identical parameters, so one evaluation (rank 0's) says it all.
-      if (rank_ == 0 && due_for_evaluation(step, b + 1 == per_epoch)) {
-        result.test = evaluate();
-        report_evaluation(step, result.test, hooks);
+      if (due_for_evaluation(step, b + 1 == per_epoch)) {
+        auto eval = evaluate_due();
+        if (!eval.ok()) {
+          result.error = eval.error().describe();
+          break;
+        }
+        if (eval->has_value()) {
+          result.test = **eval;
+          report_evaluation(step, result.test, hooks);
+        }
       }
     }
     if (result.stopped || !result.error.empty()) break;
   }
+  if (result.error.empty()) finish(hooks, step);
   result.steps = step;
   result.samples = step * plan_.training.batch;
   result.wall_s = double(trace::now_ns() - start_ns_) * 1e-9;
@@ -92,8 +104,7 @@ Expected<Trainer::StepStats> Trainer::train_step(std::int64_t step, const std::v
   const std::int64_t classes = data_.train.classes;
   for (int micro = 0; micro < accumulation; ++micro) {
     // Each micro-step takes its own slice of the global batch; shards split that slice.
-    const int slot = micro * ranks_ + rank_;
-    const auto slice = data::shard_of_batch(batch_in_epoch, plan_.training.batch, slot, accumulation * ranks_);
+    const auto slice = chunk_of_batch(batch_in_epoch, micro * ranks_ + rank_, accumulation * ranks_);
     {
       Span span(recorder_, EventKind::DataLoad, Stream::Compute, std::int32_t(step));
       input_.resize(slice.size, data_.train.sample_shape);
@@ -107,7 +118,7 @@ Expected<Trainer::StepStats> Trainer::train_step(std::int64_t step, const std::v
               std::int32_t(step),
               std::int16_t(accumulation > 1 ? micro : -1),
               plan_.training.seed,
-              step * plan_.training.batch + (slice.begin - batch_in_epoch * plan_.training.batch),
+              first_sample(step, batch_in_epoch, slice),
               recorder_,
               last_micro ? sync_.get() : nullptr};
     if (sync_ && last_micro) sync_->begin_step(std::int32_t(step));
@@ -136,9 +147,18 @@ Expected<Trainer::StepStats> Trainer::train_step(std::int64_t step, const std::v
   return stats;
 }
 
+data::BatchSlice TrainingLoop::chunk_of_batch(std::int64_t batch_in_epoch, int chunk, int chunks) const {
+  return data::shard_of_batch(batch_in_epoch, plan_.training.batch, chunk, chunks);
+}
+
+std::int64_t TrainingLoop::first_sample(std::int64_t step, std::int64_t batch_in_epoch,
+                                        const data::BatchSlice& slice) const {
+  return step * plan_.training.batch + (slice.begin - batch_in_epoch * plan_.training.batch);
+}
+
 // Loss and accuracy of the whole global batch, so every rank reports what a single
 // process would, plus the stop votes. Three floats: negligible next to the gradients.
-Status Trainer::reduce_stats(StepStats& stats) {
+Status TrainingLoop::reduce_stats(StepStats& stats) {
   if (ranks_ == 1) return {};
   float values[3] = {float(stats.loss), float(stats.correct), stats.stop ? 1.0f : 0.0f};
   LOOM_TRY(comm_->allreduce_sum(values, 3));
@@ -146,6 +166,17 @@ Status Trainer::reduce_stats(StepStats& stats) {
   stats.correct = std::int64_t(values[1] + 0.5f);
   stats.stop = values[2] > 0.5f;
   return {};
+}
+
+// Replicas hold identical parameters, so one evaluation (rank 0's) says it all.
+Expected<std::optional<Evaluation>> Trainer::evaluate_due() {
+  if (rank_ != 0) return std::optional<Evaluation>{};
+  return std::optional<Evaluation>{evaluate()};
+}
+
+Expected<std::vector<NamedTensor>> Trainer::gather_params() {
+  if (rank_ != 0) return std::vector<NamedTensor>{};
+  return named_copies(model_.params());
 }
 
 Evaluation Trainer::evaluate() {
@@ -178,13 +209,13 @@ Evaluation Trainer::evaluate() {
   return eval;
 }
 
-bool Trainer::due_for_evaluation(std::int64_t steps_done, bool end_of_epoch) const {
+bool TrainingLoop::due_for_evaluation(std::int64_t steps_done, bool end_of_epoch) const {
   if (steps_done == total_steps_) return true;
   if (plan_.training.eval_every > 0) return steps_done % plan_.training.eval_every == 0;
   return end_of_epoch;
 }
 
-void Trainer::report_step(std::int64_t step, int epoch, const StepStats& stats, const TrainerHooks& hooks) {
+void TrainingLoop::report_step(std::int64_t step, int epoch, const StepStats& stats, const TrainerHooks& hooks) {
   const std::int64_t now = trace::now_ns();
   const double elapsed = double(now - start_ns_) * 1e-9;
   const double samples_per_s = elapsed > 0 ? double(step * plan_.training.batch) / elapsed : 0.0;
@@ -201,11 +232,17 @@ void Trainer::report_step(std::int64_t step, int epoch, const StepStats& stats, 
   }
 }
 
-void Trainer::report_evaluation(std::int64_t step, const Evaluation& eval, const TrainerHooks& hooks) {
+void TrainingLoop::report_evaluation(std::int64_t step, const Evaluation& eval, const TrainerHooks& hooks) {
   if (!hooks.on_metrics) return;
   const std::int64_t now = trace::now_ns();
   hooks.on_metrics({{rank_, step - 1, now, "test_loss", eval.loss},
                     {rank_, step - 1, now, "test_accuracy", eval.accuracy}});
+}
+
+std::unique_ptr<TrainingLoop> make_training_loop(const Plan& plan, const ModelInfo& info, const data::TrainTest& data,
+                                                 trace::Recorder* recorder, comm::Communicator* comm) {
+  if (uses_pipeline(plan)) return std::make_unique<PipelineTrainer>(plan, info, data, recorder, comm);
+  return std::make_unique<Trainer>(plan, info, data, recorder, comm);
 }
 
 }  // namespace loom::engine

@@ -64,6 +64,10 @@ class Communicator {
   virtual std::unique_ptr<Communicator> split(int color, int key) = 0;
 
   virtual std::string backend_name() const = 0;  // "mpi", "threads"
+  // True when this rank's communicators may be used by different threads at the same
+  // time (one per thread): hybrid parallelism all-reduces a stage's gradients on a
+  // communication thread while the training thread sends activations along the pipeline.
+  virtual bool allows_concurrent_threads() const = 0;
 };
 
 }  // namespace loom::comm

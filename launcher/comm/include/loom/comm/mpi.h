@@ -16,9 +16,12 @@ struct MpiOptions {
   // rest). MPI counts are int, so larger operations are split into several calls; tests
   // lower this to exercise the splitting without multi-gigabyte buffers.
   std::int64_t max_count_per_call = std::numeric_limits<int>::max();
+  // Ask for MPI_THREAD_MULTIPLE instead of SERIALIZED: needed only when two threads
+  // communicate at once (hybrid parallelism), and it costs locking inside MPI otherwise.
+  bool thread_multiple = false;
 };
 
-// Initialises MPI (MPI_THREAD_SERIALIZED) and returns a communicator over all ranks (a
+// Initialises MPI (MPI_THREAD_SERIALIZED, or MULTIPLE when asked and available) and returns a communicator over all ranks (a
 // duplicate of MPI_COMM_WORLD, so Loom's messages never match a user's). MPI errors after
 // initialisation come back as values. If MPI is already initialised it is reused. Call
 // finalize_mpi() at exit even when this failed (MPI may be up with too low a thread level).

@@ -16,7 +16,10 @@ struct NamedTensor {
   std::vector<float> values;
 };
 
+Status save_params(const std::string& path, const std::vector<NamedTensor>& tensors);
 Status save_params(const std::string& path, const std::vector<Param*>& params);
+// Named copies of parameters, in the given order.
+std::vector<NamedTensor> named_copies(const std::vector<Param*>& params);
 Expected<std::vector<NamedTensor>> load_params(const std::string& path);
 
 // max |a - b| / max |a| over one tensor: the per-tensor relative difference the

@@ -25,7 +25,18 @@ struct Pass {
   std::int64_t first_sample = 0;      // global index of this batch's first sample (dropout)
   trace::Recorder* recorder = nullptr;
   BackwardObserver* observer = nullptr;  // told after each layer's backward (gradient sync)
+  // Which set of saved activations this pass uses. A pipeline keeps several micro-batches
+  // between their forward and backward; each gets its own slot, and backward must name
+  // the slot its forward used.
+  int slot = 0;
 };
+
+// The per-slot part of a module's state (activations saved for backward), grown on demand.
+template <class T>
+T& slot_state(std::vector<T>& per_slot, int slot) {  // ("slots" is a Qt macro)
+  if (per_slot.size() <= static_cast<std::size_t>(slot)) per_slot.resize(static_cast<std::size_t>(slot) + 1);
+  return per_slot[static_cast<std::size_t>(slot)];
+}
 
 class Module {
  public:
@@ -51,9 +62,15 @@ class Sequential final : public Module {
 
  private:
   std::vector<std::unique_ptr<Module>> modules_;
-  std::vector<Tensor> outputs_;    // outputs_[i] = output of module i (the last is copied to y)
-  std::vector<Tensor> gradients_;  // gradients_[i] = loss gradient w.r.t. outputs_[i]
+  std::vector<std::vector<Tensor>> outputs_;  // [slot][i] = output of module i (the last is copied to y)
+  std::vector<Tensor> gradients_;  // gradients_[i] = loss gradient w.r.t. outputs_[i] (scratch)
 };
+
+// Builds the modules for `specs`, a run of consecutive layers (top-level or one branch's)
+// whose first row in the pre-order numbering of `info` is `first_row`. A pipeline stage
+// builds only its own layers this way, with the same weights the whole model would have.
+std::unique_ptr<Sequential> build_layers(const std::vector<const LayerSpec*>& specs, const ModelInfo& info,
+                                         std::size_t first_row, std::uint64_t seed);
 
 class Model {
  public:

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,6 +16,7 @@
 #include "loom/core/model_info.h"
 #include "loom/core/plan.h"
 #include "loom/data/dataset.h"
+#include "loom/engine/checkpoint.h"
 #include "loom/engine/gradient_sync.h"
 #include "loom/engine/model.h"
 #include "loom/engine/optimizer.h"
@@ -57,30 +60,41 @@ struct TrainResult {
 };
 
 
-class Trainer {
+// The training loop shared by every strategy: epochs, shuffling, stopping, evaluation
+// and reporting. A strategy supplies one optimizer step and one evaluation; with several
+// ranks both are collective, so every rank runs the loop in lockstep.
+class TrainingLoop {
  public:
-  // With a communicator of more than one rank this is one data-parallel replica: it
-  // trains on shard comm->rank() of every global batch and sums gradients across ranks.
-  Trainer(const Plan& plan, const ModelInfo& info, const data::TrainTest& data, trace::Recorder* recorder,
-          comm::Communicator* comm = nullptr);
-
+  virtual ~TrainingLoop() = default;
   TrainResult run(const TrainerHooks& hooks);
-  Evaluation evaluate();
   std::int64_t total_steps() const { return total_steps_; }
-  Model& model() { return model_; }
+  // The parameters this rank holds (a pipeline stage holds only its own layers').
+  virtual const std::vector<Param*>& params() const = 0;
+  // Every parameter of the model, in model order, on rank 0 (empty elsewhere). Collective.
+  virtual Expected<std::vector<NamedTensor>> gather_params() = 0;
 
- private:
+ protected:
+  TrainingLoop(const Plan& plan, const data::TrainTest& data, trace::Recorder* recorder, comm::Communicator* comm);
+
   struct StepStats {
     double loss = 0;
     std::int64_t correct = 0;
     bool stop = false;  // some rank asked to stop (after reduce_stats: any rank)
   };
+  // One optimizer step on the global batch `batch_in_epoch` of `order`; ends with
+  // reduce_stats so every rank returns the global loss and the stop vote.
+  virtual Expected<StepStats> train_step(std::int64_t step, const std::vector<std::int64_t>& order,
+                                         std::int64_t batch_in_epoch, bool stop_requested) = 0;
+  // Called on every rank when an evaluation is due; rank 0 gets the result to report.
+  virtual Expected<std::optional<Evaluation>> evaluate_due() = 0;
+  // After the last step, before the result is returned (extra end-of-run metrics).
+  virtual void finish(const TrainerHooks& /*hooks*/, std::int64_t /*steps*/) {}
+
   Status reduce_stats(StepStats& stats);
-  Expected<StepStats> train_step(std::int64_t step, const std::vector<std::int64_t>& order, std::int64_t batch_in_epoch,
-                                 bool stop_requested);
-  void report_step(std::int64_t step, int epoch, const StepStats& stats, const TrainerHooks& hooks);
-  void report_evaluation(std::int64_t step, const Evaluation& eval, const TrainerHooks& hooks);
-  bool due_for_evaluation(std::int64_t steps_done, bool end_of_epoch) const;
+  // The slice of the global batch that `chunk` of `chunks` equal chunks covers.
+  data::BatchSlice chunk_of_batch(std::int64_t batch_in_epoch, int chunk, int chunks) const;
+  // Global index of a slice's first sample over the whole run (keys dropout masks).
+  std::int64_t first_sample(std::int64_t step, std::int64_t batch_in_epoch, const data::BatchSlice& slice) const;
 
   const Plan& plan_;
   const data::TrainTest& data_;
@@ -88,13 +102,44 @@ class Trainer {
   comm::Communicator* comm_;
   int rank_ = 0;
   int ranks_ = 1;
+
+ private:
+  void report_step(std::int64_t step, int epoch, const StepStats& stats, const TrainerHooks& hooks);
+  void report_evaluation(std::int64_t step, const Evaluation& eval, const TrainerHooks& hooks);
+  bool due_for_evaluation(std::int64_t steps_done, bool end_of_epoch) const;
+
+  std::int64_t total_steps_ = 0;
+  std::int64_t start_ns_ = 0;
+};
+
+// Data parallelism (and one process): every rank holds the whole model.
+class Trainer final : public TrainingLoop {
+ public:
+  // With a communicator of more than one rank this is one data-parallel replica: it
+  // trains on shard comm->rank() of every global batch and sums gradients across ranks.
+  Trainer(const Plan& plan, const ModelInfo& info, const data::TrainTest& data, trace::Recorder* recorder,
+          comm::Communicator* comm = nullptr);
+
+  Evaluation evaluate();
+  Model& model() { return model_; }
+  const std::vector<Param*>& params() const override { return model_.params(); }
+  Expected<std::vector<NamedTensor>> gather_params() override;
+
+ private:
+  Expected<StepStats> train_step(std::int64_t step, const std::vector<std::int64_t>& order,
+                                 std::int64_t batch_in_epoch, bool stop_requested) override;
+  Expected<std::optional<Evaluation>> evaluate_due() override;
+
   Model model_;
   Optimizer optimizer_;
   std::unique_ptr<GradientSync> sync_;
-  std::int64_t total_steps_ = 0;
   Tensor input_, logits_, dlogits_, probs_;
   std::vector<std::int32_t> labels_;
-  std::int64_t start_ns_ = 0;
 };
+
+// The loop the plan calls for: pipeline stages (and micro-batches) run as a pipeline,
+// everything else as data parallelism.
+std::unique_ptr<TrainingLoop> make_training_loop(const Plan& plan, const ModelInfo& info, const data::TrainTest& data,
+                                                 trace::Recorder* recorder, comm::Communicator* comm = nullptr);
 
 }  // namespace loom::engine
