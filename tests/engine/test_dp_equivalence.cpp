@@ -4,17 +4,10 @@
 // 1e-5 relative difference per tensor (max |a-b| / max |a|; the only difference is the
 // order of float summation in the all-reduce). SGD with momentum is used because Adam
 // divides by sqrt(v), which turns round-off in near-zero gradients into O(lr) steps.
-#include <QProcess>
-#include <QTemporaryDir>
-#include <QtTest>
-
-#include "loom/core/model_info.h"
-#include "loom/core/plan.h"
-#include "loom/data/dataset.h"
-#include "loom/engine/checkpoint.h"
-#include "loom/engine/trainer.h"
+#include "rank_equivalence.h"
 
 using namespace loom;
+using namespace loom::testing;
 
 namespace {
 
@@ -48,36 +41,6 @@ Plan with_ranks(Plan plan, int ranks, int accumulation) {
   return plan;
 }
 
-std::vector<engine::NamedTensor> single_process_params(const Plan& plan) {
-  auto data = data::load_dataset(plan.data);
-  if (!data.ok()) qFatal("%s", data.error().describe().c_str());
-  std::vector<PlanError> errors;
-  engine::Trainer trainer(plan, infer_model(plan, &errors), *data, nullptr);
-  trainer.run({});
-  std::vector<engine::NamedTensor> out;
-  for (const engine::Param* p : trainer.model().params()) out.push_back({p->name, p->value});
-  return out;
-}
-
-struct RankRun {
-  int exit_code = -1;
-  QString err;
-};
-
-RankRun mpirun(int ranks, const QString& plan_path, const QString& params_path) {
-  QProcess p;
-  QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-  env.insert("OMPI_ALLOW_RUN_AS_ROOT", "1");
-  env.insert("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
-  env.insert("OMPI_MCA_btl_vader_single_copy_mechanism", "none");
-  p.setProcessEnvironment(env);
-  p.start(LOOM_MPIEXEC, {"-n", QString::number(ranks), "--oversubscribe", "--bind-to", "none", LOOM_RANK, plan_path,
-                         "--dump-params", params_path});
-  if (!p.waitForFinished(240000)) p.kill();
-  p.waitForFinished();
-  return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1, QString::fromUtf8(p.readAllStandardError())};
-}
-
 }  // namespace
 
 class DataParallelEquivalence : public QObject {
@@ -85,13 +48,6 @@ class DataParallelEquivalence : public QObject {
  private:
   QTemporaryDir dir_;
   std::vector<engine::NamedTensor> reference_;
-
-  QString write_plan(const Plan& plan, const QString& name) {
-    QFile f(dir_.filePath(name));
-    f.open(QIODevice::WriteOnly);
-    f.write(QByteArray::fromStdString(plan_to_json(plan)));
-    return f.fileName();
-  }
 
  private slots:
   void initTestCase() { reference_ = single_process_params(base_plan()); }
@@ -109,17 +65,7 @@ class DataParallelEquivalence : public QObject {
     QFETCH(int, ranks);
     QFETCH(int, accumulation);
     const QString tag = QString("r%1a%2").arg(ranks).arg(accumulation);
-    const QString plan = write_plan(with_ranks(base_plan(), ranks, accumulation), tag + ".json");
-    const RankRun run = mpirun(ranks, plan, dir_.filePath(tag + ".params"));
-    QVERIFY2(run.exit_code == 0, qPrintable(run.err));
-    auto params = engine::load_params(dir_.filePath(tag + ".params").toStdString());
-    QVERIFY(params.ok());
-    QCOMPARE(params->size(), reference_.size());
-    for (std::size_t i = 0; i < reference_.size(); ++i) {
-      QCOMPARE((*params)[i].name, reference_[i].name);
-      const double diff = engine::relative_difference(reference_[i].values, (*params)[i].values);
-      QVERIFY2(diff <= 1e-5, qPrintable(QString("%1 differs by %2").arg(reference_[i].name.c_str()).arg(diff)));
-    }
+    expect_same_params_under_mpirun(dir_, with_ranks(base_plan(), ranks, accumulation), tag, reference_);
   }
 
   // The comparison is not vacuous: a different global batch gives different parameters.
@@ -131,7 +77,7 @@ class DataParallelEquivalence : public QObject {
   }
 
   void worldSizeMismatchIsReported() {
-    const QString plan = write_plan(with_ranks(base_plan(), 4, 1), "needs4.json");
+    const QString plan = write_plan(dir_, with_ranks(base_plan(), 4, 1), "needs4.json");
     const RankRun run = mpirun(2, plan, dir_.filePath("never.params"));
     QVERIFY(run.exit_code != 0);
     QVERIFY2(run.err.contains("needs 4"), qPrintable(run.err));

@@ -1,0 +1,74 @@
+// Shared by the equivalence tests that run loom-rank under real mpiexec: single-process
+// reference parameters, one mpiexec run with --dump-params, and the per-tensor comparison
+// (max |a-b| / max |a| <= 1e-5).
+#pragma once
+
+#include <QFile>
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include "loom/core/model_info.h"
+#include "loom/core/plan.h"
+#include "loom/data/dataset.h"
+#include "loom/engine/checkpoint.h"
+#include "loom/engine/trainer.h"
+
+namespace loom::testing {
+
+inline std::vector<engine::NamedTensor> single_process_params(Plan plan) {
+  plan.parallel = ParallelSpec{};
+  plan.parallel.devices.assign(1, DeviceSpec{});
+  auto data = data::load_dataset(plan.data);
+  if (!data.ok()) qFatal("%s", data.error().describe().c_str());
+  std::vector<PlanError> errors;
+  engine::Trainer trainer(plan, infer_model(plan, &errors), *data, nullptr);
+  trainer.run({});
+  return engine::named_copies(trainer.params());
+}
+
+struct RankRun {
+  int exit_code = -1;
+  QString err;
+};
+
+inline RankRun mpirun(int ranks, const QString& plan_path, const QString& params_path) {
+  QProcess p;
+  QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+  env.insert("OMPI_ALLOW_RUN_AS_ROOT", "1");
+  env.insert("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+  env.insert("OMPI_MCA_btl_vader_single_copy_mechanism", "none");
+  p.setProcessEnvironment(env);
+  p.start(LOOM_MPIEXEC, {"-n", QString::number(ranks), "--oversubscribe", "--bind-to", "none", LOOM_RANK, plan_path,
+                         "--dump-params", params_path});
+  if (!p.waitForFinished(240000)) p.kill();
+  p.waitForFinished();
+  return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1, QString::fromUtf8(p.readAllStandardError())};
+}
+
+inline QString write_plan(const QTemporaryDir& dir, const Plan& plan, const QString& name) {
+  QFile f(dir.filePath(name));
+  f.open(QIODevice::WriteOnly);
+  f.write(QByteArray::fromStdString(plan_to_json(plan)));
+  return f.fileName();
+}
+
+// Runs `plan` on world_size(plan) real ranks and compares rank 0's dumped parameters
+// with `reference`; reports through QVERIFY in the calling test.
+inline void expect_same_params_under_mpirun(const QTemporaryDir& dir, const Plan& plan, const QString& tag,
+                                            const std::vector<engine::NamedTensor>& reference) {
+  const QString plan_path = write_plan(dir, plan, tag + ".json");
+  const QString params_path = dir.filePath(tag + ".params");
+  const RankRun run = mpirun(world_size(plan), plan_path, params_path);
+  QVERIFY2(run.exit_code == 0, qPrintable(run.err));
+  auto params = engine::load_params(params_path.toStdString());
+  QVERIFY(params.ok());
+  QCOMPARE(params->size(), reference.size());
+  for (std::size_t i = 0; i < reference.size(); ++i) {
+    QCOMPARE((*params)[i].name, reference[i].name);
+    const double diff = engine::relative_difference(reference[i].values, (*params)[i].values);
+    QVERIFY2(diff <= 1e-5, qPrintable(QString("%1 differs by %2").arg(reference[i].name.c_str()).arg(diff)));
+  }
+}
+
+}  // namespace loom::testing
