@@ -165,13 +165,25 @@ void check_stage_placement(const Plan& plan, Checker& check) {
     }
     used.insert(layer.stage);
     for (std::size_t b = 0; b < layer.branches.size(); ++b) {
-      int s = layer.branches[b].stage;
+      const int s = layer.branches[b].stage;
+      const std::string branch_path = place.path + "/branches/" + std::to_string(b) + "/stage";
       if (s >= stages) {
-        check.error(place.path + "/branches/" + std::to_string(b) + "/stage",
+        check.error(branch_path,
                     "stage " + std::to_string(s) + " does not exist: parallel.stages is " + std::to_string(stages));
+      } else if (s >= 0 && place.branch_stage >= 0 && s != place.branch_stage) {
+        // A nested block runs as one piece on its branch's stage; only top-level blocks split.
+        check.error(branch_path, "a parallel block inside a branch runs on its branch's stage (" +
+                                     std::to_string(place.branch_stage) +
+                                     "); only top-level parallel blocks may place branches on other stages");
       }
     }
   });
+  const int devices = static_cast<int>(plan.parallel.devices.size());
+  if (stages > devices && devices > 0) {
+    check.error("/parallel/stages", std::to_string(stages) + " stages but only " + std::to_string(devices) +
+                                        " device(s): every stage runs on its own rank (list one device per rank, "
+                                        "or lower parallel.stages)");
+  }
   if (plan.model.layers.empty()) return;
   for (int s = 0; s < stages; ++s) {
     if (used.count(s) == 0) {

@@ -2,6 +2,7 @@
 // category is the union of its intervals so nested spans count once.
 #include "loom/profiles/analysis.h"
 
+#include "loom/core/model_info.h"
 #include "loom/profiles/clock_align.h"
 
 #include <algorithm>
@@ -157,11 +158,119 @@ RankBreakdown breakdown_rank(int rank, const std::vector<Event>& events) {
 }
 
 namespace {
+// One worker rank's step window and the work inside it (see StageStats in analysis.h).
+struct StepWork {
+  std::int64_t window_ns = 0, busy_ns = 0;
+};
+
+bool is_stage_work(const Event& e) {
+  if (e.stream != trace::Stream::Compute) return false;
+  switch (e.kind) {
+    case EventKind::Forward:
+    case EventKind::Backward:
+    case EventKind::Loss:
+    case EventKind::Optimizer:
+    case EventKind::DataLoad:
+      return true;
+    default:
+      return false;
+  }
+}
+
+StepWork step_work(const std::vector<Event>& events) {
+  Intervals steps, work;
+  for (const Event& e : events) {
+    if (e.kind == EventKind::Step) steps.emplace_back(e.start_ns, e.end_ns);
+    if (is_stage_work(e)) work.emplace_back(e.start_ns, e.end_ns);
+  }
+  StepWork w;
+  w.busy_ns = overlap_length_ns(work, steps);
+  w.window_ns = union_length_ns(steps);
+  return w;
+}
+
+// The theory and the measured fraction share one denominator per schedule (analysis.h).
+void set_bubble_fraction(StageStats& st, Schedule schedule, int p, int m) {
+  if (schedule == Schedule::OneFOneB) {
+    st.bubble_theory = static_cast<double>(p - 1) / m;
+    if (st.busy_s > 0) st.bubble_fraction = st.bubble_s / st.busy_s;
+  } else {
+    st.bubble_theory = static_cast<double>(p - 1) / (m + p - 1);
+    if (st.busy_s + st.bubble_s > 0) st.bubble_fraction = st.bubble_s / (st.busy_s + st.bubble_s);
+  }
+}
+
+// Ranks without events (not started, or nothing stored yet) would pull the mean to zero.
+void set_stage_times(StageStats& st, const std::map<int, StepWork>& work) {
+  double busy = 0, bubble = 0;
+  int counted = 0;
+  for (int r : st.ranks) {
+    auto it = work.find(r);
+    if (it == work.end()) continue;
+    busy += static_cast<double>(it->second.busy_ns) / kNsPerS;
+    bubble += static_cast<double>(it->second.window_ns - it->second.busy_ns) / kNsPerS;
+    ++counted;
+  }
+  if (counted == 0) return;
+  st.busy_s = busy / counted;
+  st.bubble_s = bubble / counted;
+}
+
+void set_stage_metrics(StageStats& st, const std::vector<store::MetricRecord>& metrics) {
+  for (const store::MetricRecord& m : metrics) {
+    if (std::find(st.ranks.begin(), st.ranks.end(), m.rank) == st.ranks.end() || !std::isfinite(m.value)) continue;
+    const auto v = static_cast<std::int64_t>(std::llround(m.value));
+    if (m.name == "max_in_flight") st.max_in_flight = std::max(st.max_in_flight, v);
+    if (m.name == "peak_activation_bytes") st.peak_activation_bytes = std::max(st.peak_activation_bytes, v);
+  }
+}
+
+// `work` holds the ranks that have events; stored runs and live views fill it differently.
+PipelineStats pipeline_from_work(const Plan& plan, const std::map<int, StepWork>& work,
+                                 const std::vector<store::MetricRecord>& metrics) {
+  const ParallelSpec& par = plan.parallel;
+  PipelineStats ps;
+  ps.schedule = schedule_name(par.schedule);
+  ps.stages = std::max(1, par.stages);
+  ps.microbatches = std::max(1, par.microbatches);
+  ps.bubble_convention = par.schedule == Schedule::OneFOneB ? "of ideal compute" : "of wall time";
+  ps.stages_stats.resize(static_cast<std::size_t>(ps.stages));
+  for (int s = 0; s < ps.stages; ++s) ps.stages_stats[static_cast<std::size_t>(s)].stage = s;
+  for (int r = 0; r < world_size(plan); ++r) {
+    const RankRole role = rank_role(plan, r);
+    if (role.kind == RankKind::Worker && role.stage >= 0 && role.stage < ps.stages)
+      ps.stages_stats[static_cast<std::size_t>(role.stage)].ranks.push_back(r);
+  }
+  for (StageStats& st : ps.stages_stats) {
+    set_stage_times(st, work);
+    set_bubble_fraction(st, par.schedule, ps.stages, ps.microbatches);
+    set_stage_metrics(st, metrics);
+  }
+  return ps;
+}
+}  // namespace
+
+PipelineStats pipeline_stats(const Plan& plan, const std::vector<std::vector<Event>>& events_by_rank,
+                             const std::vector<store::MetricRecord>& metrics) {
+  std::map<int, StepWork> work;
+  for (std::size_t r = 0; r < events_by_rank.size(); ++r)
+    if (!events_by_rank[r].empty()) work[static_cast<int>(r)] = step_work(events_by_rank[r]);
+  return pipeline_from_work(plan, work, metrics);
+}
+
+namespace {
+// What the per-rank pass gathers besides the breakdowns, so no rank is loaded twice.
+struct RankScan {
+  std::int32_t max_step = -1;
+  std::vector<AllReduceTotals> allreduce;
+  std::map<int, StepWork> step_work;  // ranks with events
+};
+
 // Breaks down every rank with a record, with events, or below world_size (a silent rank
-// is news too), accumulating all-reduce totals. Ranks are loaded one at a time since
-// Event has no rank field, which also bounds memory to the largest rank.
+// is news too), accumulating all-reduce totals and step work. Ranks are loaded one at a
+// time since Event has no rank field, which also bounds memory to the largest rank.
 Status add_rank_breakdowns(store::RunStore& store, std::int64_t run_id, const std::vector<store::RankRecord>& records,
-                           RunSummary& s, std::int32_t& max_step, std::vector<AllReduceTotals>& allreduce) {
+                           RunSummary& s, RankScan& scan) {
   auto event_ranks = store.event_ranks(run_id);
   if (!event_ranks.ok()) return event_ranks.error();
   std::set<int> rank_ids(event_ranks->begin(), event_ranks->end());
@@ -170,12 +279,13 @@ Status add_rank_breakdowns(store::RunStore& store, std::int64_t run_id, const st
   for (int r : rank_ids) {
     auto events = store.load_events(run_id, r);
     if (!events.ok()) return events.error();
-    for (const Event& e : *events) max_step = std::max(max_step, e.step);
+    for (const Event& e : *events) scan.max_step = std::max(scan.max_step, e.step);
     RankBreakdown b = breakdown_rank(r, *events);
     for (const auto& rec : records)
       if (rec.rank == r) b.events_recorded = rec.events_recorded;
     s.ranks.push_back(b);
-    allreduce.push_back(allreduce_totals(*events));
+    scan.allreduce.push_back(allreduce_totals(*events));
+    if (!events->empty()) scan.step_work[r] = step_work(*events);
   }
   return {};
 }
@@ -242,6 +352,19 @@ Expected<std::optional<Scaling>> find_scaling(store::RunStore& store, const RunS
   }
   return std::optional<Scaling>();
 }
+// Every plan has stages (one without pipelining); a plan that no longer parses has none.
+Expected<std::optional<PipelineStats>> pipeline_of_run(store::RunStore& store, const store::RunRecord& run,
+                                                       const std::map<int, StepWork>& work) {
+  const PlanResult plan = parse_plan(run.plan_json);
+  if (!plan.ok()) return std::optional<PipelineStats>();
+  std::vector<store::MetricRecord> metrics;
+  for (const char* name : {"max_in_flight", "peak_activation_bytes"}) {
+    auto m = store.load_metrics(run.id, name);
+    if (!m.ok()) return m.error();
+    metrics.insert(metrics.end(), m->begin(), m->end());
+  }
+  return std::optional<PipelineStats>(pipeline_from_work(*plan.plan, work, metrics));
+}
 }  // namespace
 
 bool same_plan_but_parallelism(const std::string& plan_json_a, const std::string& plan_json_b) {
@@ -260,9 +383,8 @@ Expected<RunSummary> summarize_run(store::RunStore& store, std::int64_t run_id) 
   s.wall_s = s.run.wall_s;
   s.samples_per_s = s.wall_s > 0 ? static_cast<double>(s.run.samples) / s.wall_s : 0.0;
 
-  std::int32_t max_step = -1;
-  std::vector<AllReduceTotals> allreduce;
-  LOOM_TRY(add_rank_breakdowns(store, run_id, *ranks, s, max_step, allreduce));
+  RankScan scan;
+  LOOM_TRY(add_rank_breakdowns(store, run_id, *ranks, s, scan));
 
   auto loss = store.load_metrics(run_id, "loss");
   if (!loss.ok()) return loss.error();
@@ -272,14 +394,17 @@ Expected<RunSummary> summarize_run(store::RunStore& store, std::int64_t run_id) 
   if (!p2p.ok()) return p2p.error();
   std::set<std::int64_t> loss_steps;
   for (const auto& m : *loss) loss_steps.insert(m.step);
-  s.steps = loss_steps.empty() ? static_cast<std::int64_t>(max_step) + 1 : static_cast<std::int64_t>(loss_steps.size());
+  s.steps = loss_steps.empty() ? static_cast<std::int64_t>(scan.max_step) + 1 : static_cast<std::int64_t>(loss_steps.size());
   s.final_loss = last_value(*loss);
   s.test_accuracy = last_value(*accuracy);
-  s.allreduce = allreduce_stats(allreduce, s.ranks, s.world_size, last_value(*p2p));
+  s.allreduce = allreduce_stats(scan.allreduce, s.ranks, s.world_size, last_value(*p2p));
   s.clock = clock_rows(*ranks);
   auto scaling = find_scaling(store, s);
   if (!scaling.ok()) return scaling.error();
   s.scaling = *scaling;
+  auto pipeline = pipeline_of_run(store, s.run, scan.step_work);
+  if (!pipeline.ok()) return pipeline.error();
+  s.pipeline = std::move(pipeline).value();
   return s;
 }
 
@@ -313,6 +438,22 @@ nlohmann::json scaling_json(const std::optional<Scaling>& sc) {
           {"efficiency", sc->efficiency}};
 }
 
+nlohmann::json stages_json(const std::optional<PipelineStats>& p) {
+  nlohmann::json out = nlohmann::json::array();
+  if (!p) return out;
+  for (const StageStats& st : p->stages_stats) {
+    out.push_back({{"stage", st.stage},
+                   {"ranks", st.ranks},
+                   {"busy_s", st.busy_s},
+                   {"bubble_s", st.bubble_s},
+                   {"bubble_fraction", number_or_null(st.bubble_fraction)},
+                   {"bubble_theory", number_or_null(st.bubble_theory)},
+                   {"max_in_flight", st.max_in_flight},
+                   {"peak_activation_bytes", st.peak_activation_bytes}});
+  }
+  return out;
+}
+
 nlohmann::json ranks_json(const std::vector<RankBreakdown>& ranks) {
   nlohmann::json out = nlohmann::json::array();
   for (const auto& r : ranks) {
@@ -333,6 +474,7 @@ nlohmann::json ranks_json(const std::vector<RankBreakdown>& ranks) {
 nlohmann::json summary_to_json(const RunSummary& s) {
   nlohmann::json plan = nlohmann::json::parse(s.run.plan_json, nullptr, /*allow_exceptions=*/false);
   if (plan.is_discarded()) plan = nullptr;
+  const auto& p = s.pipeline;
   return {{"id", s.run.id},
           {"name", s.run.name},
           {"status", s.run.status},
@@ -350,7 +492,11 @@ nlohmann::json summary_to_json(const RunSummary& s) {
           {"ranks", ranks_json(s.ranks)},
           {"allreduce", allreduce_json(s.allreduce)},
           {"clock", clock_json(s.clock)},
-          {"scaling", scaling_json(s.scaling)}};
+          {"scaling", scaling_json(s.scaling)},
+          {"schedule", p ? nlohmann::json(p->schedule) : nlohmann::json()},
+          {"microbatches", p ? nlohmann::json(p->microbatches) : nlohmann::json()},
+          {"bubble_convention", p ? nlohmann::json(p->bubble_convention) : nlohmann::json()},
+          {"stages", stages_json(p)}};
 }
 
 namespace {
@@ -394,6 +540,29 @@ std::string format_ns(std::int64_t ns, bool sign) {
   return format(sign ? "%+.3f s" : "%.3f s", v / 1e9);
 }
 
+std::string join_ranks(const std::vector<int>& ranks) {
+  std::string out;
+  for (int r : ranks) {
+    if (!out.empty()) out += ',';
+    out += std::to_string(r);
+  }
+  return out.empty() ? "-" : out;
+}
+
+std::string format_stages(const PipelineStats& p) {
+  std::string out = format("\n  pipeline:      %s, %d stage(s), %d micro-batch(es); bubble %% %s\n",
+                           p.schedule.c_str(), p.stages, p.microbatches, p.bubble_convention.c_str());
+  out += format("  %5s %-12s %10s %10s %9s %9s %9s %12s\n", "stage", "ranks", "busy_s", "bubble_s", "bubble %",
+                "theory %", "in flight", "peak act.");
+  for (const StageStats& st : p.stages_stats) {
+    out += format("  %5d %-12s %10.4f %10.4f %9s %9s %9lld %12s\n", st.stage, join_ranks(st.ranks).c_str(),
+                  st.busy_s, st.bubble_s, optional_number(st.bubble_fraction * 100.0, "%.1f").c_str(),
+                  optional_number(st.bubble_theory * 100.0, "%.1f").c_str(),
+                  static_cast<long long>(st.max_in_flight), format_bytes(st.peak_activation_bytes).c_str());
+  }
+  return out;
+}
+
 std::string format_clock(const std::vector<ClockRow>& rows) {
   std::string out;
   for (const ClockRow& c : rows) {
@@ -424,6 +593,7 @@ std::string format_summary(const RunSummary& s) {
   out += format_allreduce(s.allreduce);
   if (s.world_size > 1) out += format_clock(s.clock);
   if (!s.ranks.empty()) out += format_ranks(s.ranks);
+  if (s.pipeline) out += format_stages(*s.pipeline);
   return out;
 }
 

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <tuple>
 
@@ -32,9 +33,15 @@ struct Slice {
 // extra lane of its stream, shown as its own thread ("comm #2").
 constexpr int kLaneStride = 16;
 
+// A message from a Send slice to its Recv slice (indices into Prepared::slices).
+struct Flow {
+  std::size_t send = 0, recv = 0;
+};
+
 struct Prepared {
   json metadata = json::array();     // "M" events: process and thread names, sort order
   std::vector<Slice> slices;         // sorted by pid, tid, start asc, end desc
+  std::vector<Flow> flows;           // ordered by send slice; the flow id is the index
   json header = json::object();      // every top-level key except traceEvents
   std::vector<std::string> layer_names;  // by LayerId; empty when the plan does not parse
   std::int64_t t0 = 0;               // time origin: earliest aligned start, rank 0's clock
@@ -139,6 +146,52 @@ std::int64_t assign_lanes(std::vector<Slice>& slices) {
   return extra_lanes;
 }
 
+// Both ends of one message carry the sender's step (-1 when not about a step).
+bool same_step(const Event& a, const Event& b) { return a.step < 0 || b.step < 0 || a.step == b.step; }
+
+// Pairs one key's sends and receives, both in time order. Pipeline ids repeat every 4096
+// steps, so an end whose partner was lost (dropped from a full buffer) is skipped by its
+// step rather than paired with the next repeat, which would shift every later pair.
+void pair_in_order(const std::vector<Slice>& slices, const std::vector<std::size_t>& sends,
+                   const std::vector<std::size_t>& recvs, std::vector<Flow>& flows) {
+  std::size_t i = 0, j = 0;
+  while (i < sends.size() && j < recvs.size()) {
+    const Event& s = slices[sends[i]].e;
+    const Event& r = slices[recvs[j]].e;
+    if (same_step(s, r)) {
+      flows.push_back({sends[i++], recvs[j++]});
+    } else if (s.step < r.step) {
+      ++i;
+    } else {
+      ++j;
+    }
+  }
+}
+
+// Pairs each Send with its Recv: same (sender, receiver, message id), in time order.
+// Runs after lane assignment, which fixes each slice's index and thread.
+std::vector<Flow> match_flows(const std::vector<Slice>& slices) {
+  using Key = std::tuple<int, int, std::int32_t>;  // sender, receiver, message
+  std::map<Key, std::vector<std::size_t>> sends, recvs;
+  for (std::size_t i = 0; i < slices.size(); ++i) {
+    const Event& e = slices[i].e;
+    if (e.peer < 0) continue;
+    if (e.kind == trace::EventKind::Send) sends[{slices[i].pid, e.peer, e.message}].push_back(i);
+    if (e.kind == trace::EventKind::Recv) recvs[{e.peer, slices[i].pid, e.message}].push_back(i);
+  }
+  auto by_start = [&](std::size_t a, std::size_t b) { return slices[a].e.start_ns < slices[b].e.start_ns; };
+  std::vector<Flow> flows;
+  for (auto& [key, send_list] : sends) {
+    auto it = recvs.find(key);
+    if (it == recvs.end()) continue;
+    std::stable_sort(send_list.begin(), send_list.end(), by_start);
+    std::stable_sort(it->second.begin(), it->second.end(), by_start);
+    pair_in_order(slices, send_list, it->second, flows);
+  }
+  std::sort(flows.begin(), flows.end(), [](const Flow& a, const Flow& b) { return a.send < b.send; });
+  return flows;
+}
+
 // Aligns one rank's events and moves them into `p.slices`; records its metadata.
 void add_rank(Prepared& p, RankEvents& r, json& rank_infos) {
   clock::align_events(r.record, r.events);
@@ -164,6 +217,8 @@ Prepared prepare(const store::RunRecord& run, std::vector<RankEvents> ranks) {
            })->e.start_ns;
   }
   p.stats.extra_lanes = assign_lanes(p.slices);
+  p.flows = match_flows(p.slices);
+  p.stats.flows = static_cast<std::int64_t>(p.flows.size());
   add_thread_metadata(p.metadata, p.slices);
   p.stats.events = static_cast<std::int64_t>(p.slices.size());
   p.stats.ranks = static_cast<int>(ranks.size());
@@ -206,6 +261,20 @@ json slice_json(const Slice& s, std::int64_t t0, const std::vector<std::string>&
           {"args", std::move(args)}};
 }
 
+// A flow arrow as Chrome's "s"/"f" pair: it leaves the send slice where the send starts
+// and binds to the enclosing receive slice ("bp": "e") at its end, when the data arrived.
+std::pair<json, json> flow_json(const Flow& f, std::size_t id, const Prepared& p) {
+  const Slice& send = p.slices[f.send];
+  const Slice& recv = p.slices[f.recv];
+  json start = {{"ph", "s"},       {"id", id},          {"pid", send.pid},
+                {"tid", send.tid}, {"cat", "message"},  {"name", "message"},
+                {"ts", static_cast<double>(send.e.start_ns - p.t0) / 1e3}};
+  json end = {{"ph", "f"},       {"bp", "e"},         {"id", id},
+              {"pid", recv.pid}, {"tid", recv.tid},   {"cat", "message"},
+              {"name", "message"}, {"ts", static_cast<double>(recv.e.end_ns - p.t0) / 1e3}};
+  return {std::move(start), std::move(end)};
+}
+
 std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 void write_trace(std::ostream& out, const Prepared& p) {
@@ -218,6 +287,11 @@ void write_trace(std::ostream& out, const Prepared& p) {
   };
   for (const json& m : p.metadata) emit(m);
   for (const Slice& s : p.slices) emit(slice_json(s, p.t0, p.layer_names));
+  for (std::size_t i = 0; i < p.flows.size(); ++i) {
+    auto [start, end] = flow_json(p.flows[i], i, p);
+    emit(start);
+    emit(end);
+  }
   out << "\n]";
   for (const auto& [key, value] : p.header.items()) out << ",\n" << dump(json(key)) << ":" << dump(value);
   out << "}\n";
@@ -281,6 +355,11 @@ json chrome_trace(const store::RunRecord& run, std::vector<RankEvents> ranks, Ex
   json trace = p.header;
   json events = std::move(p.metadata);
   for (const Slice& s : p.slices) events.push_back(slice_json(s, p.t0, p.layer_names));
+  for (std::size_t i = 0; i < p.flows.size(); ++i) {
+    auto [start, end] = flow_json(p.flows[i], i, p);
+    events.push_back(std::move(start));
+    events.push_back(std::move(end));
+  }
   trace["traceEvents"] = std::move(events);
   if (stats) *stats = p.stats;
   return trace;

@@ -156,6 +156,18 @@ void add_strategy_rows() {
           "/model/layers/2": {"type": "parallel", "branches": [{"stage": 1, "layers": [{"type": "relu", "stage": 0}]}]},
           "/model/layers/3/stage": 1, "/model/layers/4/stage": 1, "/model/layers/5/stage": 1})",
       "/model/layers/2/branches/0/layers/0/stage", "runs on its branch's stage (1)");
+  row("more_stages_than_ranks", R"({"/parallel/stages": 3})", "/parallel/stages",
+      "3 stages but only 1 device(s): every stage runs on its own rank");
+  row("hybrid_rank_count",
+      R"({"/parallel/stages": 2, "/parallel/data_parallel": 2, "/model/layers/5/stage": 1,
+          "/parallel/devices": [{"kind": "cpu"}, {"kind": "cpu"}, {"kind": "cpu"}]})",
+      "/parallel/devices", "3 devices listed but the plan needs 4 ranks (data_parallel 2 x stages 2)");
+  row("nested_branch_stage",
+      R"({"/parallel/stages": 2, "/parallel/devices": [{"kind": "cpu"}, {"kind": "cpu"}],
+          "/model/layers/2": {"type": "parallel", "branches": [{"layers": [
+              {"type": "parallel", "branches": [{"stage": 1, "layers": [{"type": "relu"}]}]}]}]},
+          "/model/layers/3/stage": 1, "/model/layers/4/stage": 1, "/model/layers/5/stage": 1})",
+      "/model/layers/2/branches/0/layers/0/branches/0/stage", "only top-level parallel blocks may place branches");
   row("device_count", R"({"/parallel/data_parallel": 2})", "/parallel/devices",
       "1 devices listed but the plan needs 2 ranks");
   row("gpu_without_index", R"({"/parallel/devices/0/kind": "gpu"})", "/parallel/devices/0", "needs a \"gpu\" index");

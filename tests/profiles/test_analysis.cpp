@@ -2,7 +2,8 @@
 // seconds (nested spans counted once, containers and off-stream spans excluded) and exact
 // exposed communication; all-reduce bandwidth, clock rows and scaling efficiency against
 // a single-rank reference run come out as defined in analysis.h; the summary JSON carries
-// every key the CLI and GUI read.
+// every key the CLI and GUI read; pipeline bubbles per stage come out exactly, in each
+// schedule's convention, with the in-flight and activation metrics per stage.
 #include <QtTest>
 
 #include <cmath>
@@ -67,6 +68,48 @@ std::vector<Event> rank1_with_allreduce() {
   }
   return v;
 }
+
+// Stage 0 (rank 0), one 100 ms step: data [0,10), forward [10,30) [30,50), idle [50,70)
+// waiting for a receive, backward [70,90), optimizer [90,95); a send on the host stream
+// and a forward on the comm stream (neither is compute work) and a forward after the step
+// [100,110) (outside the window). busy = 75 ms, bubble = 25 ms.
+std::vector<Event> stage0_events() {
+  return {
+      span(EventKind::Step, Stream::Host, 0, 100),     span(EventKind::DataLoad, Stream::Compute, 0, 10),
+      span(EventKind::Forward, Stream::Compute, 10, 30), span(EventKind::Forward, Stream::Compute, 30, 50),
+      span(EventKind::Send, Stream::Host, 30, 32),     span(EventKind::Idle, Stream::Compute, 50, 70),
+      span(EventKind::Backward, Stream::Compute, 70, 90), span(EventKind::Optimizer, Stream::Compute, 90, 95),
+      span(EventKind::Forward, Stream::Comm, 95, 98),  span(EventKind::Forward, Stream::Compute, 100, 110),
+  };
+}
+
+// Stage 1 (rank 1), one 100 ms step: forward [40,60) with per-layer forwards nested in it
+// (counted once), loss [60,65), backward [65,85). busy = 45 ms, bubble = 55 ms.
+std::vector<Event> stage1_events() {
+  return {
+      span(EventKind::Step, Stream::Host, 0, 100),         span(EventKind::Forward, Stream::Compute, 40, 60),
+      span(EventKind::Forward, Stream::Compute, 40, 50, 0, 3), span(EventKind::Forward, Stream::Compute, 50, 60, 0, 4),
+      span(EventKind::Loss, Stream::Compute, 60, 65),      span(EventKind::Backward, Stream::Compute, 65, 85),
+  };
+}
+
+// The default MLP on `devices` devices in `stages` stages (the later layers on stage 1).
+loom::Plan pipeline_plan(int stages, int data_parallel, int microbatches, loom::Schedule schedule) {
+  loom::Plan plan = loom::default_plan();
+  plan.parallel.devices.assign(static_cast<std::size_t>(stages * data_parallel), loom::DeviceSpec{});
+  plan.parallel.stages = stages;
+  plan.parallel.data_parallel = data_parallel;
+  plan.parallel.microbatches = microbatches;
+  plan.parallel.schedule = schedule;
+  for (std::size_t i = 3; i < plan.model.layers.size(); ++i) plan.model.layers[i].stage = stages - 1;
+  return plan;
+}
+
+const std::vector<loom::store::MetricRecord> kPipelineMetrics = {
+    {0, 9, 1, "max_in_flight", 2.0},         {1, 9, 1, "max_in_flight", 1.0},
+    {0, 9, 1, "peak_activation_bytes", 1048576.0}, {1, 9, 1, "peak_activation_bytes", 4096.0},
+    {1, 9, 1, "loss", 3.0},  // another metric: ignored
+};
 
 template <class T>
 T must(loom::Expected<T> r) {
@@ -265,6 +308,103 @@ class TestAnalysis : public QObject {
     QVERIFY(text.find("500.0 samples/s") != std::string::npos);
   }
 
+  void pipelineGpipe() {
+    const loom::Plan plan = pipeline_plan(2, 1, 4, loom::Schedule::GPipe);
+    QVERIFY(loom::validate_plan(plan).empty());
+    const auto p = loom::analysis::pipeline_stats(plan, {stage0_events(), stage1_events()}, kPipelineMetrics);
+    QCOMPARE(p.schedule, std::string("gpipe"));
+    QCOMPARE(p.stages, 2);
+    QCOMPARE(p.microbatches, 4);
+    QCOMPARE(p.bubble_convention, std::string("of wall time"));
+    QCOMPARE(p.stages_stats.size(), std::size_t(2));
+    const auto& s0 = p.stages_stats[0];
+    const auto& s1 = p.stages_stats[1];
+    QCOMPARE(s0.stage, 0);
+    QCOMPARE(s0.ranks, std::vector<int>{0});
+    QCOMPARE(s1.ranks, std::vector<int>{1});
+    QCOMPARE(s0.busy_s, 0.075);
+    QCOMPARE(s0.bubble_s, 0.025);
+    QCOMPARE(s0.bubble_fraction, 0.25);  // 25 / 100 of the window
+    QCOMPARE(s0.bubble_theory, 0.2);     // (2-1) / (4+2-1)
+    QCOMPARE(s1.busy_s, 0.045);
+    QCOMPARE(s1.bubble_s, 0.055);
+    QCOMPARE(s1.bubble_fraction, 0.55);
+    QCOMPARE(s1.bubble_theory, 0.2);
+    QCOMPARE(s0.max_in_flight, std::int64_t(2));
+    QCOMPARE(s1.max_in_flight, std::int64_t(1));
+    QCOMPARE(s0.peak_activation_bytes, std::int64_t(1048576));
+    QCOMPARE(s1.peak_activation_bytes, std::int64_t(4096));
+  }
+
+  void pipeline1f1b() {
+    const loom::Plan plan = pipeline_plan(2, 1, 4, loom::Schedule::OneFOneB);
+    QVERIFY(loom::validate_plan(plan).empty());
+    const auto p = loom::analysis::pipeline_stats(plan, {stage0_events(), stage1_events()}, {});
+    QCOMPARE(p.schedule, std::string("1f1b"));
+    QCOMPARE(p.bubble_convention, std::string("of ideal compute"));
+    QCOMPARE(p.stages_stats[0].bubble_fraction, 25.0 / 75.0);  // of busy time
+    QCOMPARE(p.stages_stats[0].bubble_theory, 0.25);           // (2-1) / 4
+    QCOMPARE(p.stages_stats[1].bubble_fraction, 55.0 / 45.0);
+    QCOMPARE(p.stages_stats[1].max_in_flight, std::int64_t(0));  // no metrics: 0
+    QCOMPARE(p.stages_stats[1].peak_activation_bytes, std::int64_t(0));
+  }
+
+  // Replicas of a stage are averaged, skipping ranks without events; a rank without
+  // Step spans has no window, so nothing to call a bubble.
+  void pipelineReplicasAndNoSteps() {
+    const loom::Plan dp = pipeline_plan(1, 4, 1, loom::Schedule::GPipe);
+    QVERIFY(loom::validate_plan(dp).empty());
+    auto p = loom::analysis::pipeline_stats(dp, {stage0_events(), stage1_events()}, kPipelineMetrics);
+    QCOMPARE(p.stages_stats.size(), std::size_t(1));
+    QCOMPARE(p.stages_stats[0].ranks, (std::vector<int>{0, 1, 2, 3}));
+    QCOMPARE(p.stages_stats[0].busy_s, 0.060);  // (75 + 45) / 2: ranks 2 and 3 have no events
+    QCOMPARE(p.stages_stats[0].bubble_s, 0.040);
+    QCOMPARE(p.stages_stats[0].bubble_fraction, 0.4);
+    QCOMPARE(p.stages_stats[0].bubble_theory, 0.0);
+    QCOMPARE(p.stages_stats[0].max_in_flight, std::int64_t(2));
+
+    const loom::Plan plan = pipeline_plan(2, 1, 4, loom::Schedule::OneFOneB);
+    p = loom::analysis::pipeline_stats(plan, {{span(EventKind::Forward, Stream::Compute, 0, 10)}}, {});
+    QCOMPARE(p.stages_stats[0].busy_s, 0.0);
+    QCOMPARE(p.stages_stats[0].bubble_s, 0.0);
+    QVERIFY(std::isnan(p.stages_stats[0].bubble_fraction));
+    QVERIFY(std::isnan(p.stages_stats[1].bubble_fraction));
+  }
+
+  void pipelineInSummary() {
+    QTemporaryDir dir;
+    RunStore store = must(RunStore::open(dir.filePath("runs.db").toStdString()));
+    loom::store::RunRecord run;
+    run.plan_json = loom::plan_to_json(pipeline_plan(2, 1, 4, loom::Schedule::GPipe));
+    run.world_size = 2;
+    const std::int64_t id = must(store.create_run(run));
+    auto e0 = stage0_events(), e1 = stage1_events();
+    QVERIFY(store.append_events(id, 0, e0.data(), e0.size()).ok());
+    QVERIFY(store.append_events(id, 1, e1.data(), e1.size()).ok());
+    QVERIFY(store.append_metrics(id, kPipelineMetrics).ok());
+    auto s = must(loom::analysis::summarize_run(store, id));
+    QVERIFY(s.pipeline.has_value());
+    QCOMPARE(s.pipeline->stages_stats[1].bubble_fraction, 0.55);
+    QCOMPARE(s.pipeline->stages_stats[0].peak_activation_bytes, std::int64_t(1048576));
+
+    nlohmann::json j = loom::analysis::summary_to_json(s);
+    QCOMPARE(j["schedule"].get<std::string>(), std::string("gpipe"));
+    QCOMPARE(j["microbatches"].get<int>(), 4);
+    QCOMPARE(j["bubble_convention"].get<std::string>(), std::string("of wall time"));
+    QCOMPARE(j["stages"].size(), std::size_t(2));
+    for (const char* key : {"stage", "ranks", "busy_s", "bubble_s", "bubble_fraction", "bubble_theory",
+                            "max_in_flight", "peak_activation_bytes"})
+      QVERIFY2(j["stages"][1].contains(key), key);
+    QCOMPARE(j["stages"][1]["ranks"], nlohmann::json::array({1}));
+    QCOMPARE(j["stages"][0]["bubble_fraction"].get<double>(), 0.25);
+    QCOMPARE(j["stages"][0]["max_in_flight"].get<std::int64_t>(), std::int64_t(2));
+
+    const std::string text = loom::analysis::format_summary(s);
+    for (const char* part : {"gpipe, 2 stage(s), 4 micro-batch(es); bubble % of wall time", "55.0", "20.0",
+                             "1.0 MiB"})
+      QVERIFY2(text.find(part) != std::string::npos, (std::string(part) + " missing in:\n" + text).c_str());
+  }
+
   void unknownValuesAreNull() {
     QTemporaryDir dir;
     RunStore store = must(RunStore::open(dir.filePath("runs.db").toStdString()));
@@ -286,6 +426,8 @@ class TestAnalysis : public QObject {
     QVERIFY(j["clock"].is_array());
     QVERIFY(j["scaling"].is_null());
     QCOMPARE(j["ranks"][0]["exposed_comm_s"].get<double>(), 0.0);
+    QVERIFY(j["schedule"].is_null());  // no plan: no stages
+    QVERIFY(j["stages"].is_array() && j["stages"].empty());
     QCOMPARE(loom::analysis::summarize_run(store, id + 1).error().code, loom::ErrorCode::NotFound);
   }
 };

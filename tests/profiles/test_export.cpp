@@ -2,7 +2,7 @@
 // threads, every slice nests on its thread (checked with a stack, in integer ns), times
 // are relative and non-negative, a rank whose clock is 1 s ahead lands where rank 0's
 // clock says, a crossing slice moves to a second lane with its length intact, and the file written from a store
-// parses to the same trace.
+// parses to the same trace; a matched send/receive gets one flow arrow, an unmatched one none.
 #include <QtTest>
 
 #include <fstream>
@@ -108,6 +108,58 @@ const json* find_slice(const json& trace, int pid, const std::string& name) {
   for (const json& e : trace["traceEvents"])
     if (e["ph"] == "X" && e["pid"] == pid && e["name"] == name) return &e;
   return nullptr;
+}
+// Rank 0 sends pipeline message kMsg to rank 1 at [10,12) ms and message 99 (never
+// received) at [30,31) ms; it also receives a message 99 from rank 1, which is the
+// other direction and so no match. Rank 1 (clock 1 s ahead) receives kMsg over [11,20) ms.
+constexpr std::int32_t kMsg = (1 << 28) + (4095 * 256 + 3) * 256 + 1;
+
+Event message(EventKind kind, std::int64_t start_ns, std::int64_t end_ns, int peer, std::int32_t id) {
+  Event e = span(kind, Stream::Host, start_ns, end_ns);
+  e.peer = peer;
+  e.message = id;
+  e.bytes = 1024;
+  return e;
+}
+
+std::vector<RankEvents> messaging_ranks() {
+  const std::int64_t t = 5 * kS;
+  RankEvents r0, r1;
+  r0.record.rank = 0;
+  r0.events = {span(EventKind::Step, Stream::Host, t, t + 100 * kMs),
+               message(EventKind::Send, t + 10 * kMs, t + 12 * kMs, 1, kMsg),
+               message(EventKind::Send, t + 30 * kMs, t + 31 * kMs, 1, 99),
+               message(EventKind::Recv, t + 40 * kMs, t + 41 * kMs, 1, 99)};
+  r1.record.rank = 1;
+  r1.record.offset_ns = kS;
+  r1.events = {span(EventKind::Step, Stream::Host, t + kS, t + kS + 100 * kMs),
+               message(EventKind::Recv, t + kS + 11 * kMs, t + kS + 20 * kMs, 0, kMsg)};
+  return {r0, r1};
+}
+
+// The flow events of a trace, by phase.
+std::map<std::string, std::vector<json>> flows_of(const json& trace) {
+  std::map<std::string, std::vector<json>> out;
+  for (const json& e : trace["traceEvents"])
+    if (e["ph"] == "s" || e["ph"] == "f") out[e["ph"].get<std::string>()].push_back(e);
+  return out;
+}
+
+void check_message_flow(const json& trace) {
+  auto flows = flows_of(trace);
+  QCOMPARE(flows["s"].size(), std::size_t(1));
+  QCOMPARE(flows["f"].size(), std::size_t(1));
+  const json& s = flows["s"][0];
+  const json& f = flows["f"][0];
+  QCOMPARE(s["id"], f["id"]);
+  QVERIFY(s["cat"] == "message" && f["cat"] == "message" && s["name"] == "message" && f["name"] == "message");
+  QVERIFY(f["bp"] == "e");
+  QCOMPARE(s["pid"].get<int>(), 0);
+  QCOMPARE(s["tid"].get<int>(), 2);  // host stream
+  QCOMPARE(f["pid"].get<int>(), 1);
+  QCOMPARE(f["tid"].get<int>(), 2);
+  QCOMPARE(ns(s["ts"]), 10 * kMs);  // the send slice's start
+  QCOMPARE(ns(f["ts"]), 20 * kMs);  // the receive slice's end, on rank 0's clock
 }
 }  // namespace
 
@@ -229,6 +281,65 @@ class TestExport : public QObject {
     auto unwritable = loom::chrome::export_chrome_trace(*store, id, bad);
     QVERIFY(!unwritable.ok());
     QVERIFY2(unwritable.error().message.find(bad) != std::string::npos, unwritable.error().message.c_str());
+  }
+
+  void messagesBecomeFlows() {
+    loom::chrome::ExportStats stats;
+    const json trace = loom::chrome::chrome_trace(run_record(), messaging_ranks(), &stats);
+    QCOMPARE(stats.flows, std::int64_t(1));
+    check_message_flow(trace);
+
+    // The streaming writer emits the same pair.
+    QTemporaryDir dir;
+    auto store = loom::store::RunStore::open(dir.filePath("runs.db").toStdString());
+    QVERIFY(store.ok());
+    const std::int64_t id = *store->create_run(run_record());
+    for (RankEvents& r : messaging_ranks()) {
+      QVERIFY(store->append_events(id, r.record.rank, r.events.data(), r.events.size()).ok());
+      QVERIFY(store->upsert_rank(id, r.record).ok());
+    }
+    const std::string path = dir.filePath("flows.json").toStdString();
+    auto written = loom::chrome::export_chrome_trace(*store, id, path);
+    QVERIFY2(written.ok(), written.ok() ? "" : written.error().describe().c_str());
+    QCOMPARE(written->flows, std::int64_t(1));
+    std::ifstream in(path);
+    check_message_flow(json::parse(in));
+  }
+
+  // Pipeline ids repeat every 4096 steps: a send whose receive was lost (step 0) must not
+  // take the receive of the next use of its id (step 4096), nor shift later pairs.
+  void repeatedIdsPairByStep() {
+    const std::int64_t t = 5 * kS;
+    RankEvents r0, r1;
+    r0.record.rank = 0;
+    r1.record.rank = 1;
+    for (int step : {0, 4096, 8192}) {
+      Event send = message(EventKind::Send, t + step * kMs, t + step * kMs + 1000, 1, kMsg);
+      send.step = step;
+      r0.events.push_back(send);
+      if (step == 0) continue;  // lost
+      Event recv = message(EventKind::Recv, t + step * kMs + 500, t + step * kMs + 2000, 0, kMsg);
+      recv.step = step;
+      r1.events.push_back(recv);
+    }
+    const json trace = loom::chrome::chrome_trace(run_record(), {r0, r1});
+    auto flows = flows_of(trace);
+    QCOMPARE(flows["s"].size(), std::size_t(2));
+    for (std::size_t i = 0; i < 2; ++i) {
+      const std::int64_t step_ms = (i + 1) * 4096;
+      QCOMPARE(ns(flows["s"][i]["ts"]), step_ms * kMs);
+      QCOMPARE(flows["f"][i]["id"], flows["s"][i]["id"]);
+      QCOMPARE(ns(flows["f"][i]["ts"]), step_ms * kMs + 2000);
+    }
+  }
+
+  void unmatchedSendHasNoFlow() {
+    std::vector<RankEvents> ranks = messaging_ranks();
+    ranks.pop_back();  // rank 1 and its receive are gone
+    loom::chrome::ExportStats stats;
+    const json trace = loom::chrome::chrome_trace(run_record(), ranks, &stats);
+    QCOMPARE(stats.flows, std::int64_t(0));
+    QVERIFY(flows_of(trace).empty());
   }
 };
 

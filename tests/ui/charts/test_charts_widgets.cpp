@@ -98,6 +98,7 @@ class TestChartsWidgets : public QObject {
   void timeAxisChangesKeys();
   void clearEmptiesGraphs();
   void breakdownBarsPerRank();
+  void breakdownShowsPipelineBubbles();
   void stalenessEmptyShowsExplanation();
   void stalenessBarsAndLines();
   void paletteChangeRecoloursAxes();
@@ -208,6 +209,43 @@ void TestChartsWidgets::breakdownBarsPerRank() {
   QVERIFY(points(chart.bars("compute")).isEmpty());
 }
 
+namespace {
+loom::analysis::PipelineStats two_stages() {
+  loom::analysis::PipelineStats p;
+  p.schedule = "gpipe";
+  p.stages = 2;
+  p.microbatches = 2;
+  p.bubble_convention = "of wall time";
+  p.stages_stats.resize(2);
+  p.stages_stats[0].stage = 0;
+  p.stages_stats[0].bubble_fraction = 0.3125;
+  p.stages_stats[0].bubble_theory = 1.0 / 3.0;
+  p.stages_stats[1].stage = 1;
+  p.stages_stats[1].bubble_theory = 1.0 / 3.0;  // measured fraction unknown (NaN)
+  return p;
+}
+}  // namespace
+
+// Two stages: each line has the measured bubble, the theory and the convention; a
+// single-stage run shows nothing (its theory is 0).
+void TestChartsWidgets::breakdownShowsPipelineBubbles() {
+  BreakdownChart chart;
+  loom::analysis::PipelineStats p = two_stages();
+  chart.setPipeline(p);
+  const QString text = chart.pipelineText();
+  QVERIFY2(text.contains(QStringLiteral("stage 0: bubble 31% (theory 33%, of wall time)")), qPrintable(text));
+  QVERIFY2(text.contains(QStringLiteral("stage 1: bubble n/a (theory 33%, of wall time)")), qPrintable(text));
+  p.stages = 1;
+  p.stages_stats.resize(1);
+  chart.setPipeline(p);
+  QVERIFY(chart.pipelineText().isEmpty());
+  p.stages = 2;
+  p.stages_stats.resize(2);
+  chart.setPipeline(p);
+  chart.clear();
+  QVERIFY(chart.pipelineText().isEmpty());
+}
+
 void TestChartsWidgets::stalenessEmptyShowsExplanation() {
   StalenessChart chart;
   QVERIFY(!chart.hasData());
@@ -280,6 +318,7 @@ void TestChartsWidgets::renderForReview() {
   BreakdownChart breakdown;
   breakdown.resize(800, 320);
   breakdown.setBreakdown(breakdowns());
+  breakdown.setPipeline(two_stages());
   save_png(breakdown, "charts-breakdown.png");
   breakdown.setPalette(dark_palette());
   save_png(breakdown, "charts-breakdown-dark.png");

@@ -1,7 +1,8 @@
 // TimelineData without a display: nesting depth per (rank, stream) including a parent
 // Step that arrives after its children, lanes that stay sorted and non-overlapping under
 // shuffled batches, clock alignment of rank 1 onto rank 0, send/recv arrows matched
-// across batches, and the tooltip text.
+// across batches (pipeline messages on the host stream too, with ids above 2^28 that
+// repeat every 4096 steps), and the tooltip text.
 #include <QtTest>
 #include <algorithm>
 #include <random>
@@ -60,6 +61,17 @@ std::vector<Event> one_step(std::int64_t t) {
           ev(EventKind::Step, t + 0, t + 100)};
 }
 
+// A pipeline message end as the engine records it: on the host stream, inside the step,
+// id (1 << 28) + ((step % 4096) * 256 + microbatch) * 256 + channel.
+Event pipeline_message(EventKind kind, int step, int peer) {
+  Event e = ev(kind, std::int64_t(step) * 1000, std::int64_t(step) * 1000 + 100, Stream::Host);
+  e.step = step;
+  e.microbatch = 3;
+  e.peer = peer;
+  e.message = (1 << 28) + ((step % 4096) * 256 + 3) * 256 + 1;
+  return e;
+}
+
 }  // namespace
 
 class TestTimelineData : public QObject {
@@ -71,6 +83,7 @@ class TestTimelineData : public QObject {
   void streamsGetTheirOwnLanes();
   void clockAlignmentShiftsRank1();
   void arrowsMatchAcrossBatches();
+  void pipelineMessagesRepeatingIds();
   void originStaysFixed();
   void describeEventText();
   void millionEventsAppendQuickly();
@@ -206,6 +219,31 @@ void TestTimelineData::arrowsMatchAcrossBatches() {
   QCOMPARE(d.arrows().size(), std::size_t{2});
   QCOMPARE(d.arrows()[1].send_event, 3u);
   QCOMPARE(d.arrows()[1].recv_event, 4u);
+}
+
+// Step 0's receive is lost; step 4096 reuses step 0's id and must pair with its own send,
+// and step 4097 with its own (step 1's pair was matched and is gone).
+void TestTimelineData::pipelineMessagesRepeatingIds() {
+  TimelineData d;
+  d.append(0, std::vector<Event>{pipeline_message(EventKind::Send, 0, 1), pipeline_message(EventKind::Send, 1, 1)});
+  d.append(1, std::vector<Event>{pipeline_message(EventKind::Recv, 1, 0)});
+  QCOMPARE(d.arrows().size(), std::size_t{1});
+  QCOMPARE(d.arrows()[0].send_event, 1u);
+  QCOMPARE(d.arrows()[0].recv_event, 2u);
+  d.append(1, std::vector<Event>{pipeline_message(EventKind::Recv, 4096, 0)});  // before its send
+  QCOMPARE(d.arrows().size(), std::size_t{1});  // not paired with step 0's orphan send
+  d.append(0, std::vector<Event>{pipeline_message(EventKind::Send, 4096, 1)});
+  d.append(0, std::vector<Event>{pipeline_message(EventKind::Send, 4097, 1)});
+  d.append(1, std::vector<Event>{pipeline_message(EventKind::Recv, 4097, 0)});
+  QCOMPARE(d.arrows().size(), std::size_t{3});
+  QCOMPARE(d.arrows()[1].send_event, 4u);
+  QCOMPARE(d.arrows()[1].recv_event, 3u);
+  QCOMPARE(d.arrows()[2].send_event, 5u);
+  QCOMPARE(d.arrows()[2].recv_event, 6u);
+  QCOMPARE(d.arrows()[2].from_rank, 0);
+  QCOMPARE(d.arrows()[2].to_rank, 1);
+  QVERIFY(d.event(0).message > (1 << 28));
+  QVERIFY(d.event_lane(5) >= 0);  // drawable: the host stream has its lanes
 }
 
 void TestTimelineData::originStaysFixed() {

@@ -1,5 +1,6 @@
 // RunFeed against a real SQLite run store: a stored run is delivered whole (in pages, each
-// event once, grouped by rank, with its ranks, metrics and breakdown) and then ends; a run
+// event once, grouped by rank, with its ranks, metrics and breakdown) and then ends; a
+// pipelined run's batches carry its stages' bubbles from the run's own plan; a run
 // being written is followed as it grows and ends when the writer marks it ended; a second
 // follow() drops the first run's batches; an unknown run is reported, not hung on.
 #include <QSignalSpy>
@@ -121,6 +122,49 @@ class TestRunFeed : public QObject {
     QCOMPARE(breakdown.size(), std::size_t(2));
     QCOMPARE(breakdown[1].rank, 1);
     QVERIFY(qAbs(breakdown[1].compute_s - 1000 * 1e-6) < 1e-9);  // 1000 spans of 1 µs
+  }
+
+  // Stage 0 (rank 0) works 40 of its 100 ms step, stage 1 (rank 1) 50: GPipe bubbles of
+  // 60 % and 50 % of wall time, against (2-1)/(4+2-1) = 20 % in theory.
+  void pipelineStagesComeWithTheBreakdown() {
+    loom::Plan plan = loom::default_plan();
+    plan.parallel.devices.assign(2, loom::DeviceSpec{});
+    plan.parallel.stages = 2;
+    plan.parallel.microbatches = 4;
+    for (std::size_t i = 3; i < plan.model.layers.size(); ++i) plan.model.layers[i].stage = 1;
+    QVERIFY(loom::validate_plan(plan).empty());
+    RunStore store = must(RunStore::open(path_.toStdString()));
+    const std::int64_t id = must(store.create_run(loom::store::new_run_record(plan, "pipe")));
+    auto span = [](loom::trace::EventKind kind, std::int64_t start_ms, std::int64_t end_ms) {
+      Event e;
+      e.kind = kind;
+      e.stream = kind == loom::trace::EventKind::Step ? loom::trace::Stream::Host : loom::trace::Stream::Compute;
+      e.start_ns = start_ms * 1'000'000;
+      e.end_ns = end_ms * 1'000'000;
+      return e;
+    };
+    using loom::trace::EventKind;
+    std::vector<Event> rank0 = {span(EventKind::Step, 0, 100), span(EventKind::Forward, 0, 40)};
+    std::vector<Event> rank1 = {span(EventKind::Step, 0, 100), span(EventKind::Backward, 50, 100)};
+    must_ok(store.append_events(id, 0, rank0.data(), rank0.size()));
+    must_ok(store.append_events(id, 1, rank1.data(), rank1.size()));
+    must_ok(store.append_metrics(id, {{0, 0, 1, "max_in_flight", 4.0}, {1, 0, 1, "peak_activation_bytes", 512.0}}));
+    must_ok(store.finish_run(id, "completed", 1.0, 64, ""));
+
+    RunFeed feed;
+    feed.follow(path_, id);
+    Collected c = collect_until_finished(feed, 20000);
+    QVERIFY(c.finished);
+    std::optional<loom::analysis::PipelineStats> pipeline;
+    for (const auto& b : c.batches)
+      if (b->breakdown_changed) pipeline = b->pipeline;
+    QVERIFY(pipeline.has_value());
+    QCOMPARE(pipeline->stages_stats.size(), std::size_t(2));
+    QCOMPARE(pipeline->stages_stats[0].bubble_fraction, 0.6);
+    QCOMPARE(pipeline->stages_stats[1].bubble_fraction, 0.5);
+    QCOMPARE(pipeline->stages_stats[1].bubble_theory, 0.2);
+    QCOMPARE(pipeline->stages_stats[0].max_in_flight, std::int64_t(4));
+    QCOMPARE(pipeline->stages_stats[1].peak_activation_bytes, std::int64_t(512));
   }
 
   void liveRunIsFollowedAsItGrows() {

@@ -1,10 +1,15 @@
 // BreakdownChart: where each rank's wall time went, as horizontal stacked bars built from
 // breakdown_segments (chart_series.h), plus a thin bar for communication hidden behind
-// work, which must not be stacked (it overlaps the compute/optimizer/data segments).
+// work, which must not be stacked (it overlaps the compute/optimizer/data segments), and
+// for pipelined runs a line per stage with the measured bubble against its theory.
 #include "loom/ui/charts/training_charts.h"
 
+#include <cmath>
+
 #include <QEvent>
+#include <QLabel>
 #include <QMouseEvent>
+#include <QStringList>
 #include <QToolTip>
 #include <QVBoxLayout>
 
@@ -56,13 +61,33 @@ QCPBars* make_bars(QCustomPlot* plot, const char* name, const QString& legend, c
   return bars;
 }
 
+QString percent_or_na(double fraction) {
+  return std::isfinite(fraction) ? QStringLiteral("%1%").arg(fraction * 100.0, 0, 'f', 0) : QStringLiteral("n/a");
+}
+
+QString stage_line(const loom::analysis::StageStats& st, const QString& convention) {
+  return BreakdownChart::tr("stage %1: bubble %2 (theory %3, %4)")
+      .arg(st.stage)
+      .arg(percent_or_na(st.bubble_fraction), percent_or_na(st.bubble_theory), convention);
+}
+
 }  // namespace
 
 BreakdownChart::BreakdownChart(QWidget* parent) : QWidget(parent) {
   buildPlot();
+  pipeline_label_ = new QLabel(this);
+  pipeline_label_->setObjectName("pipelineLabel");
+  pipeline_label_->setContentsMargins(6, 0, 6, 4);
+  pipeline_label_->setToolTip(
+      tr("Bubble: time inside optimizer steps when the compute stream did no work, per rank of "
+         "the stage. GPipe compares it with the step's wall time, theory (p-1)/(m+p-1); 1F1B "
+         "with the ideal compute time, theory (p-1)/m."));
+  pipeline_label_->hide();
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 0);
-  layout->addWidget(plot_);
+  layout->setSpacing(0);
+  layout->addWidget(plot_, 1);
+  layout->addWidget(pipeline_label_);
   applyPalette();
 }
 
@@ -126,7 +151,22 @@ void BreakdownChart::setBreakdown(const std::vector<loom::analysis::RankBreakdow
   plot_->replot();
 }
 
-void BreakdownChart::clear() { setBreakdown({}); }
+void BreakdownChart::setPipeline(const loom::analysis::PipelineStats& stats) {
+  QStringList lines;
+  if (stats.stages > 1) {
+    const QString convention = QString::fromStdString(stats.bubble_convention);
+    for (const auto& st : stats.stages_stats) lines << stage_line(st, convention);
+  }
+  pipeline_label_->setText(lines.join(QLatin1Char('\n')));
+  pipeline_label_->setVisible(!lines.isEmpty());
+}
+
+QString BreakdownChart::pipelineText() const { return pipeline_label_->isHidden() ? QString() : pipeline_label_->text(); }
+
+void BreakdownChart::clear() {
+  setBreakdown({});
+  setPipeline({});
+}
 
 QString BreakdownChart::toolTipForRank(int rank) const {
   for (const auto& r : ranks_) {

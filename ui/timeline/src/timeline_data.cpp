@@ -174,6 +174,9 @@ int TimelineData::event_lane(std::uint32_t index) const {
   return depth < table.size() ? table[depth] : -1;
 }
 
+// Pipeline message ids repeat every 4096 steps, and an end can be lost (a full trace
+// buffer drops events): both ends carry the step, so a pending end from another step is
+// never taken for this one's partner. Matched ends leave the pending lists at once.
 void TimelineData::match_message(std::uint32_t index) {
   const Event& e = events_[index];
   if (e.peer < 0) return;
@@ -181,15 +184,20 @@ void TimelineData::match_message(std::uint32_t index) {
   const bool send = e.kind == EventKind::Send;
   const MessageKey key = send ? MessageKey{rank, e.peer, e.message} : MessageKey{e.peer, rank, e.message};
   auto& other_side = send ? pending_recvs_ : pending_sends_;
-  auto it = other_side.find(key);
-  if (it == other_side.end() || it->second.empty()) {
-    (send ? pending_sends_ : pending_recvs_)[key].push_back(index);
-    return;
+  auto same_step = [&](std::uint32_t other) {
+    const std::int32_t step = events_[other].step;
+    return e.step < 0 || step < 0 || step == e.step;
+  };
+  if (auto it = other_side.find(key); it != other_side.end()) {
+    if (auto match = std::find_if(it->second.begin(), it->second.end(), same_step); match != it->second.end()) {
+      const std::uint32_t other = *match;
+      it->second.erase(match);
+      if (it->second.empty()) other_side.erase(it);
+      arrows_.push_back(send ? Arrow{index, other, key.from, key.to} : Arrow{other, index, key.from, key.to});
+      return;
+    }
   }
-  const std::uint32_t other = it->second.front();
-  it->second.erase(it->second.begin());
-  if (it->second.empty()) other_side.erase(it);
-  arrows_.push_back(send ? Arrow{index, other, key.from, key.to} : Arrow{other, index, key.from, key.to});
+  (send ? pending_sends_ : pending_recvs_)[key].push_back(index);
 }
 
 QString format_duration_ns(std::int64_t ns) {

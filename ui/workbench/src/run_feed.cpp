@@ -49,6 +49,8 @@ void FeedWorker::halt() {
   log_size_ = 0;
   ranks_.clear();
   events_by_rank_.clear();
+  plan_.reset();
+  pipeline_metrics_.clear();
   events_since_breakdown_ = false;
 }
 
@@ -96,6 +98,8 @@ bool FeedWorker::readRun(FeedBatch& batch) {
       return false;
     }
     batch.plan_json = QString::fromStdString(run->plan_json);
+    PlanResult plan = parse_plan(run->plan_json);
+    if (plan.ok()) plan_ = std::move(plan.plan);
   }
   auto state = store_->load_run_state(run_id_, log_size_);
   if (!state.ok()) {
@@ -121,7 +125,9 @@ bool FeedWorker::readEvents(FeedBatch& batch, bool& page_full) {
   std::map<int, std::vector<trace::Event>> grouped;
   for (std::size_t i = 0; i < page->events.size(); ++i) grouped[page->ranks[i]].push_back(page->events[i]);
   for (auto& [rank, events] : grouped) {
-    auto& all = events_by_rank_[rank];
+    if (rank < 0) continue;  // not a rank: nothing can show it
+    if (events_by_rank_.size() <= std::size_t(rank)) events_by_rank_.resize(std::size_t(rank) + 1);
+    auto& all = events_by_rank_[std::size_t(rank)];
     all.insert(all.end(), events.begin(), events.end());
     batch.events.push_back(RankEvents{rank, std::move(events)});
   }
@@ -138,6 +144,13 @@ bool FeedWorker::readMetrics(FeedBatch& batch, bool& page_full) {
   metric_seq_ = page->last_seq;
   page_full = page->metrics.size() == kMetricPage;
   batch.metrics = std::move(page->metrics);
+  // Ranks record these once, at the end of training: they change the stages even when no
+  // event arrives with them.
+  for (const auto& m : batch.metrics) {
+    if (m.name != "max_in_flight" && m.name != "peak_activation_bytes") continue;
+    pipeline_metrics_.push_back(m);
+    events_since_breakdown_ = true;
+  }
   return true;
 }
 
@@ -156,11 +169,15 @@ bool FeedWorker::readRanks(FeedBatch& batch) {
 }
 
 // Recomputed from every event seen so far, at most once a second while the run is live
-// (it sorts each rank's intervals), and once more when the run has been read whole.
+// (it sorts each rank's intervals), and once more when the run has been read whole. The
+// pipeline stages come from the same events, with the plan the run was started with.
 void FeedWorker::computeBreakdown(FeedBatch& batch, bool force) {
   const auto now = std::chrono::steady_clock::now();
   if (!events_since_breakdown_ || (!force && now - last_breakdown_ < kBreakdownPeriod)) return;
-  for (const auto& [rank, events] : events_by_rank_) batch.breakdown.push_back(analysis::breakdown_rank(rank, events));
+  for (std::size_t rank = 0; rank < events_by_rank_.size(); ++rank)
+    if (!events_by_rank_[rank].empty())
+      batch.breakdown.push_back(analysis::breakdown_rank(static_cast<int>(rank), events_by_rank_[rank]));
+  if (plan_) batch.pipeline = analysis::pipeline_stats(*plan_, events_by_rank_, pipeline_metrics_);
   batch.breakdown_changed = true;
   events_since_breakdown_ = false;
   last_breakdown_ = now;

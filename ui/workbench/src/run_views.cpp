@@ -58,7 +58,10 @@ void RunViews::apply(const FeedBatch& batch) {
     for (const auto& e : r.events) newest_end_ns_ = std::max(newest_end_ns_, e.end_ns);
   }
   if (!batch.metrics.empty()) training_->appendMetrics(batch.metrics);
-  if (batch.breakdown_changed) breakdown_->setBreakdown(batch.breakdown);
+  if (batch.breakdown_changed) {
+    breakdown_->setBreakdown(batch.breakdown);
+    if (batch.pipeline) breakdown_->setPipeline(*batch.pipeline);
+  }
   if (!batch.events.empty()) emit eventsShownChanged(events_shown_);
 }
 

@@ -1,8 +1,8 @@
 // Run analysis: turns a stored run into the figures a user compares runs by: per-rank
 // time split into compute, communication, optimizer, data and idle, how much of the
 // communication was exposed, all-reduce bandwidth, clock offsets, scaling efficiency
-// against a single-rank run of the same plan, plus throughput and the final
-// loss/accuracy. Pure functions over the RunStore; no GUI.
+// against a single-rank run of the same plan, pipeline bubbles per stage against their
+// theory, plus throughput and the final loss/accuracy. Pure functions over the RunStore; no GUI.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "loom/core/plan.h"
 #include "loom/core/status.h"
 #include "loom/profiles/event.h"
 #include "loom/profiles/run_store.h"
@@ -79,6 +80,41 @@ struct Scaling {
   double efficiency = 0;
 };
 
+// Pipeline bubbles per stage. Per worker rank:
+//   window = the union of its Step spans (time inside optimizer steps)
+//   busy   = the union of Forward, Backward, Loss, Optimizer and DataLoad spans on the
+//            compute stream, intersected with the window
+//   bubble = window - busy (the compute thread waited: Idle spans, receives, all-reduce)
+// A stage's busy_s and bubble_s are the means over its ranks that have events. The
+// fraction follows the convention each schedule's textbook figure uses, so the measured
+// number and the theory compare like for like (p stages, m micro-batches):
+//   gpipe: bubble_fraction = bubble / window, bubble_theory = (p-1) / (m+p-1)  "of wall time"
+//   1f1b:  bubble_fraction = bubble / busy,   bubble_theory = (p-1) / m        "of ideal compute"
+// A rank without Step spans has busy = bubble = 0; a stage without time has fraction NaN.
+// max_in_flight (micro-batches whose forward started and backward has not finished) and
+// peak_activation_bytes are the maxima over the stage's ranks of the metrics of those
+// names that each worker records at the end of training; 0 when absent.
+struct StageStats {
+  int stage = 0;
+  std::vector<int> ranks;            // world ranks of this stage's replicas
+  double busy_s = 0, bubble_s = 0;   // per rank, mean over the stage's ranks
+  double bubble_fraction = kNaN, bubble_theory = kNaN;
+  std::int64_t max_in_flight = 0, peak_activation_bytes = 0;
+};
+
+struct PipelineStats {
+  std::string schedule;           // "gpipe" / "1f1b"
+  int stages = 1, microbatches = 1;
+  std::string bubble_convention;  // "of wall time" (gpipe) / "of ideal compute" (1f1b)
+  std::vector<StageStats> stages_stats;  // one per stage, ordered; JSON key "stages"
+};
+
+// Pure, for stored runs and live views alike. events_by_rank[r] = rank r's events (any
+// order, own clock); ranks beyond the vector have no events. Metrics of other names are
+// ignored.
+PipelineStats pipeline_stats(const Plan& plan, const std::vector<std::vector<trace::Event>>& events_by_rank,
+                             const std::vector<store::MetricRecord>& metrics);
+
 struct RunSummary {
   store::RunRecord run;
   int world_size = 1;
@@ -90,6 +126,7 @@ struct RunSummary {
   AllReduceStats allreduce;
   std::vector<ClockRow> clock;       // one per row of the ranks table, ordered by rank
   std::optional<Scaling> scaling;    // only for world_size > 1 with a reference run
+  std::optional<PipelineStats> pipeline;  // whenever the run's plan parses (1 stage without pipelining)
 };
 
 // Breakdown of one rank's events (any order); exposed for tests and live views.
@@ -114,7 +151,10 @@ Expected<RunSummary> summarize_run(store::RunStore& store, std::int64_t run_id);
 // optimizer_s, data_s, idle_s, events_recorded, events_stored, exposed_comm_s}],
 // allreduce: {bytes, count, seconds, algbw_gbs, busbw_gbs, p2p_gbs, hidden_fraction}
 // (unknown figures null), clock: [{rank, offset_ns, offset_end_ns, uncertainty_ns,
-// drift_ppm}], scaling: {reference_run_id, reference_samples_per_s, efficiency} or null.
+// drift_ppm}], scaling: {reference_run_id, reference_samples_per_s, efficiency} or null,
+// schedule, microbatches, bubble_convention (null without a parsable plan), stages:
+// [{stage, ranks, busy_s, bubble_s, bubble_fraction, bubble_theory, max_in_flight,
+// peak_activation_bytes}] (empty without a parsable plan).
 nlohmann::json summary_to_json(const RunSummary& s);
 
 // Human-readable text for `loom-cli show`.

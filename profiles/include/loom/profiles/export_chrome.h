@@ -5,7 +5,10 @@
 // Slices on one thread are strictly nested, as the viewers require: work that overlaps on
 // one stream without nesting (several all-reduce buckets in flight at once) goes to extra
 // lanes of that stream (tid = 16 * lane + stream, named "comm #2", ...), so every slice
-// keeps its true length; otherData.extra_lanes counts the lanes opened.
+// keeps its true length; otherData.extra_lanes counts the lanes opened. Each Send whose
+// Recv is in the trace (sender = the Send's rank, receiver = its peer, same message id)
+// gets a flow arrow: "s" at the send slice's start, "f" with "bp": "e" at the receive
+// slice's end, sharing an "id", cat and name "message".
 #pragma once
 
 #include <cstdint>
@@ -31,6 +34,7 @@ struct ExportStats {
   std::int64_t events = 0;          // "X" slices written
   int ranks = 0;                    // processes (ranks) in the trace
   std::int64_t extra_lanes = 0;     // lanes opened beyond one per stream, over all ranks
+  std::int64_t flows = 0;           // send -> receive arrows ("s"/"f" pairs) written
 };
 
 // The whole trace as one JSON document: {"traceEvents", "displayTimeUnit",

@@ -17,6 +17,7 @@
 #include "loom/ui/charts/chart_series.h"
 
 class QComboBox;
+class QLabel;
 class QCustomPlot;
 class QCPGraph;
 class QCPBars;
@@ -73,7 +74,10 @@ class TrainingCharts : public QWidget {
 // compute, optimizer, data, exposed communication, idle/bubble; their sum is about the
 // rank's wall time. Communication hidden behind work ran during the compute/optimizer/data
 // segments, so stacking it would count that time twice: it is a thin separate bar just
-// under each rank's bar, and the tooltip explains it.
+// under each rank's bar, and the tooltip explains it. A pipelined run (more than one
+// stage) also gets a line per stage under the plot with its measured bubble next to the
+// theory for its schedule ("stage 1: bubble 31% (theory 33%, of wall time)"), so the
+// idle segment can be read against what the schedule must leave idle.
 class BreakdownChart : public QWidget {
   Q_OBJECT
 
@@ -81,7 +85,10 @@ class BreakdownChart : public QWidget {
   explicit BreakdownChart(QWidget* parent = nullptr);
 
   void setBreakdown(const std::vector<loom::analysis::RankBreakdown>& ranks);
-  void clear();
+  // Hidden for a single stage: its theory is 0 and the idle segment already tells it.
+  void setPipeline(const loom::analysis::PipelineStats& stats);
+  void clear();  // both the bars and the stage lines
+  QString pipelineText() const;  // the stage lines as shown, "" when hidden
   QCustomPlot* plot() const { return plot_; }
   // The bars of one segment: "compute", "optimizer", "data", "exposed_comm", "idle",
   // "hidden_comm"; nullptr for another name. Keys are ranks (hidden_comm: rank + offset).
@@ -98,6 +105,7 @@ class BreakdownChart : public QWidget {
 
   std::vector<loom::analysis::RankBreakdown> ranks_;
   QCustomPlot* plot_ = nullptr;
+  QLabel* pipeline_label_ = nullptr;
 };
 
 // Left: histogram of staleness per worker (grouped bars in device colours); right: mean

@@ -1,6 +1,6 @@
 // Follows one run in the run store and hands what is new to the GUI: trace events grouped
 // by rank, metrics, the ranks' clock records, the run's status, and every second a
-// per-rank time breakdown. All SQLite work happens on the feed's own thread; the GUI
+// per-rank time breakdown with the pipeline bubbles per stage. All SQLite work happens on the feed's own thread; the GUI
 // thread only receives finished batches by a queued signal, so it never waits on the
 // database. The same feed opens a saved run (it reads everything in pages, then stops)
 // and follows a live one, whoever writes it (this window's job or a loom-cli elsewhere).
@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -35,6 +36,8 @@ struct FeedBatch {
   std::vector<loom::store::RankRecord> ranks;  // all ranks, when ranks_changed
   bool breakdown_changed = false;
   std::vector<loom::analysis::RankBreakdown> breakdown;  // every rank seen so far
+  // With the breakdown, when the run's plan parses (one stage without pipelining).
+  std::optional<loom::analysis::PipelineStats> pipeline;
   QString status;      // running | completed | failed | stopped
   QString error;       // the run's error text, when it failed
   QString log;         // what was appended to the run's log (launch line, mpirun output)
