@@ -1,0 +1,104 @@
+// The pipeline example plans, each run to completion by loom-cli as a real mpirun job
+// (shortened to a few steps), and what `show --json` reports for them: one entry per
+// stage, the theoretical bubble of the schedule, and in-flight micro-batches as the
+// schedule dictates (GPipe holds all M, 1F1B at most p - stage), with peak activation
+// memory following the in-flight count.
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include "cli_runner.h"
+
+namespace {
+
+using loom::test::Result;
+using loom::test::run_cli;
+
+QJsonObject read_json(const QString& path) {
+  QFile f(path);
+  f.open(QIODevice::ReadOnly);
+  return QJsonDocument::fromJson(f.readAll()).object();
+}
+
+}  // namespace
+
+class CliPipelineTest : public QObject {
+  Q_OBJECT
+  QTemporaryDir dir_;
+
+  // The example plan shortened to `steps` steps on part of the data, run and shown.
+  QJsonObject run_example(const QString& name, int steps = 12) {
+    QJsonObject plan = read_json(QString(LOOM_SOURCE_DIR "/resources/plans/%1.json").arg(name));
+    QJsonObject training = plan["training"].toObject();
+    training["steps"] = steps;
+    training["eval_every"] = steps;
+    training["threads"] = 1;
+    plan["training"] = training;
+    QJsonObject data = plan["data"].toObject();
+    data["train_limit"] = 3200;
+    data["test_limit"] = 500;
+    plan["data"] = data;
+    QFile f(dir_.filePath(name + ".json"));
+    f.open(QIODevice::WriteOnly);
+    f.write(QJsonDocument(plan).toJson());
+    f.close();
+    const Result r = run_cli({"run", f.fileName(), "--db", dir_.filePath("runs.db"), "--json"});
+    if (r.exit_code != 0) qWarning("%s", qPrintable(r.err + r.out));
+    return QJsonDocument::fromJson(r.out.trimmed().split('\n').last().toUtf8()).object();
+  }
+
+  static QList<int> in_flight(const QJsonObject& shown) {
+    QList<int> out;
+    for (const QJsonValue& s : shown["stages"].toArray()) out << s.toObject()["max_in_flight"].toInt();
+    return out;
+  }
+
+ private slots:
+  void everyExampleRunsToCompletion_data() {
+    QTest::addColumn<QString>("plan");
+    QTest::addColumn<QString>("schedule");
+    QTest::addColumn<int>("microbatches");
+    QTest::addColumn<QList<int>>("in_flight");
+    QTest::newRow("layer split") << "layer_split_mlp" << "gpipe" << 1 << QList<int>{1, 1};
+    QTest::newRow("gpipe") << "gpipe_mlp" << "gpipe" << 8 << QList<int>{8, 8};
+    QTest::newRow("1f1b") << "onefoneb_mlp" << "1f1b" << 8 << QList<int>{2, 1};
+    QTest::newRow("branches") << "branches_two_devices" << "gpipe" << 1 << QList<int>{1, 1};
+    QTest::newRow("hybrid") << "hybrid_mlp" << "1f1b" << 4 << QList<int>{2, 1};
+  }
+
+  void everyExampleRunsToCompletion() {
+    QFETCH(QString, plan);
+    QFETCH(QString, schedule);
+    QFETCH(int, microbatches);
+    QFETCH(QList<int>, in_flight);
+    const QJsonObject shown = run_example(plan);
+    QCOMPARE(shown["status"].toString(), QString("completed"));
+    QCOMPARE(shown["steps"].toInt(), 12);
+    QCOMPARE(shown["schedule"].toString(), schedule);
+    QCOMPARE(shown["microbatches"].toInt(), microbatches);
+    QCOMPARE(CliPipelineTest::in_flight(shown), in_flight);
+    const QJsonArray stages = shown["stages"].toArray();
+    const double theory = schedule == "gpipe" ? 1.0 / (microbatches + 1) : 1.0 / microbatches;  // p = 2
+    for (const QJsonValue& s : stages) {
+      QCOMPARE(s.toObject()["bubble_theory"].toDouble(), theory);
+      QVERIFY(s.toObject()["busy_s"].toDouble() > 0);
+      QVERIFY(s.toObject()["peak_activation_bytes"].toDouble() > 0);
+    }
+    if (plan == "hybrid_mlp") QCOMPARE(stages[0].toObject()["ranks"].toArray().size(), 2);
+  }
+
+  // The same model and micro-batches: GPipe keeps four times the activations 1F1B keeps
+  // on the first stage (8 micro-batches against 2).
+  void gpipeHoldsMoreActivationsThanOneFOneB() {
+    const QJsonObject gpipe = run_example("gpipe_mlp", 4);
+    const QJsonObject one_f_one_b = run_example("onefoneb_mlp", 4);
+    const double g = gpipe["stages"].toArray()[0].toObject()["peak_activation_bytes"].toDouble();
+    const double o = one_f_one_b["stages"].toArray()[0].toObject()["peak_activation_bytes"].toDouble();
+    QCOMPARE(g, 4 * o);
+  }
+};
+
+QTEST_GUILESS_MAIN(CliPipelineTest)
+#include "test_cli_pipeline.moc"
