@@ -133,22 +133,26 @@ RankBreakdown breakdown_rank(int rank, const std::vector<Event>& events) {
   b.events_stored = static_cast<std::int64_t>(events.size());
   if (events.empty()) return b;
   Intervals per_category[kNone];
-  Intervals busy;
+  Intervals busy, bubbles;
   std::int64_t first = events.front().start_ns, last = events.front().end_ns;
   for (const Event& e : events) {
     first = std::min(first, e.start_ns);
     last = std::max(last, e.end_ns);
+    if (e.kind == EventKind::Idle) bubbles.emplace_back(e.start_ns, e.end_ns);
     Category c = category_of(e);
     if (c == kNone) continue;
     per_category[c].emplace_back(e.start_ns, e.end_ns);
     busy.emplace_back(e.start_ns, e.end_ns);
   }
   b.compute_s = static_cast<double>(union_length_ns(per_category[kCompute])) / kNsPerS;
-  const std::int64_t comm_ns = union_length_ns(per_category[kComm]);
+  // A pipeline receive marked Idle is a wait for the neighbour's compute (the bubble),
+  // so that part of it counts as idle rather than as communication.
+  const std::int64_t waited_ns = overlap_length_ns(per_category[kComm], bubbles);
+  const std::int64_t comm_ns = union_length_ns(per_category[kComm]) - waited_ns;
   b.comm_s = static_cast<double>(comm_ns) / kNsPerS;
   b.optimizer_s = static_cast<double>(union_length_ns(per_category[kOptimizer])) / kNsPerS;
   b.data_s = static_cast<double>(union_length_ns(per_category[kData])) / kNsPerS;
-  b.idle_s = static_cast<double>(std::max<std::int64_t>(0, last - first - union_length_ns(busy))) / kNsPerS;
+  b.idle_s = static_cast<double>(std::max<std::int64_t>(0, last - first - union_length_ns(busy) + waited_ns)) / kNsPerS;
   Intervals work = per_category[kCompute];
   work.insert(work.end(), per_category[kOptimizer].begin(), per_category[kOptimizer].end());
   work.insert(work.end(), per_category[kData].begin(), per_category[kData].end());

@@ -140,6 +140,19 @@ class TestAnalysis : public QObject {
     QCOMPARE(b.exposed_comm_s, 0.010);
   }
 
+  // A stage blocked in a receive it marked Idle waits for its neighbour: bubble, not comm.
+  void pipelineReceiveWaitIsIdle() {
+    std::vector<Event> events = {
+        span(EventKind::Forward, Stream::Compute, 0, 10), span(EventKind::Idle, Stream::Compute, 10, 30),
+        span(EventKind::Recv, Stream::Host, 10, 30),      span(EventKind::Send, Stream::Host, 30, 32),
+        span(EventKind::Backward, Stream::Compute, 32, 40),
+    };
+    RankBreakdown b = loom::analysis::breakdown_rank(0, events);
+    QCOMPARE(b.comm_s, 0.002);  // the send only
+    QCOMPARE(b.idle_s, 0.020);
+    QCOMPARE(b.exposed_comm_s, 0.002);
+  }
+
   void overlapOfIntervalSets() {
     std::vector<std::pair<std::int64_t, std::int64_t>> a = {{0, 30}, {20, 50}, {70, 80}};
     std::vector<std::pair<std::int64_t, std::int64_t>> b = {{5, 10}, {40, 45}, {48, 75}, {44, 46}};

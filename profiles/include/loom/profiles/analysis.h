@@ -30,6 +30,8 @@ namespace loom::analysis {
 //               included) minus the union of every compute/comm/optimizer/data interval.
 //               Step spans are containers, not work; Wait, Idle and InjectedDelay spans
 //               count as idle time (they are what idle looks like from the inside).
+//               Communication overlapping an Idle span (a pipeline stage blocked in a
+//               receive: the bubble) is idle, and left out of comm and exposed_comm.
 //   exposed_comm = the union of comm intervals minus its overlap with the union of
 //               compute, optimizer and data intervals: communication during which the
 //               rank does no work (what overlapping communication tries to remove).
