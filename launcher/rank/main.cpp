@@ -40,8 +40,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   comm::MpiOptions mpi_options;
-  // Hybrid runs all-reduce on a communication thread while the pipeline sends.
-  mpi_options.thread_multiple = loaded.plan->parallel.stages > 1 && loaded.plan->parallel.data_parallel > 1;
+  // A pipeline keeps its sends moving from a second thread (and hybrid runs all-reduce
+  // on a communication thread while the pipeline sends).
+  mpi_options.thread_multiple = loaded.plan->parallel.stages > 1;
   auto comm = comm::init_mpi(&argc, &argv, mpi_options);
   if (!comm.ok()) {
     std::fprintf(stderr, "loom-rank: %s\n", comm.error().describe().c_str());

@@ -2,9 +2,13 @@
 #include "loom/engine/pipeline_trainer.h"
 
 #include <algorithm>
+#include <chrono>
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 #include "loom/kernels/cpu.h"
 
@@ -98,6 +102,59 @@ std::vector<ParamRecord> deserialize(const std::vector<char>& in) {
 
 }  // namespace
 
+// Keeps pending sends moving while the training thread computes. With shared memory and
+// no single-copy mechanism (how loom-cli runs Open MPI in containers), a message larger
+// than the eager limit moves only while the sender is inside an MPI call: without this a
+// stage's activations left only when it next blocked, and the stages ran one after the
+// other (bench/pipeline_bench.py measured a 50% bubble for every M). Polls every ~20 us
+// and sleeps when nothing is pending; needs a communicator that allows concurrent threads.
+class PipelineTrainer::SendProgress {
+ public:
+  SendProgress() : thread_([this] { loop(); }) {}
+  ~SendProgress() {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    wake_.notify_all();
+    thread_.join();
+  }
+  void watch(comm::Request* request) {
+    {
+      std::lock_guard lock(mutex_);
+      watched_.push_back(request);
+    }
+    wake_.notify_all();
+  }
+  // Before the owner waits for or destroys them: only one thread may touch a request.
+  void forget(const std::vector<std::unique_ptr<comm::Request>>& requests) {
+    std::lock_guard lock(mutex_);
+    for (const auto& r : requests) watched_.erase(std::remove(watched_.begin(), watched_.end(), r.get()), watched_.end());
+  }
+
+ private:
+  void loop() {
+    std::unique_lock lock(mutex_);
+    while (!stopping_) {
+      if (watched_.empty()) {
+        wake_.wait(lock, [this] { return stopping_ || !watched_.empty(); });
+        continue;
+      }
+      watched_.erase(std::remove_if(watched_.begin(), watched_.end(), [](comm::Request* r) { return r->test(); }),
+                     watched_.end());
+      lock.unlock();
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+      lock.lock();
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::vector<comm::Request*> watched_;
+  bool stopping_ = false;
+  std::thread thread_;  // last: starts after the members it uses
+};
+
 bool uses_pipeline(const Plan& plan) { return plan.parallel.stages > 1 || plan.parallel.microbatches > 1; }
 
 // What one micro-batch keeps between its forward and its backward, plus the pending sends
@@ -149,6 +206,7 @@ PipelineTrainer::PipelineTrainer(const Plan& plan, const ModelInfo& info, const 
   const ParallelSpec& p = plan.parallel;
   const std::int64_t chunks = std::int64_t(p.grad_accumulation) * p.data_parallel * p.microbatches;
   microbatch_activation_bytes_ = per_sample_bytes * (plan.training.batch / std::max<std::int64_t>(chunks, 1));
+  if (ranks_ > 1 && comm_->allows_concurrent_threads()) progress_ = std::make_unique<SendProgress>();
   if (p.data_parallel > 1) {
     stage_comm_ = comm_->split(stage_, replica_);
     if (!stage_comm_) throw std::runtime_error("could not split the communicator into per-stage groups");
@@ -429,7 +487,9 @@ void PipelineTrainer::send(const Tensor& tensor, int stage, int tag, int channel
   Span span(pass.recorder, EventKind::Send, Stream::Host, pass.step, -1, pass.microbatch, bytes);
   span.event().peer = peer;
   span.event().message = message_id(pass, channel);
-  slots_[std::size_t(mb.slot)]->sends.push_back(comm_->isend(tensor.ptr(), bytes, peer, tag));
+  auto& sends = slots_[std::size_t(mb.slot)]->sends;
+  sends.push_back(comm_->isend(tensor.ptr(), bytes, peer, tag));
+  if (progress_) progress_->watch(sends.back().get());
 }
 
 Status PipelineTrainer::receive(Tensor& tensor, std::int64_t batch, const Shape& shape, int stage, int tag,
@@ -452,6 +512,7 @@ std::int32_t PipelineTrainer::message_id(const Pass& pass, int channel) const {
 }
 
 Status PipelineTrainer::wait_sends(Slot& slot) {
+  if (progress_) progress_->forget(slot.sends);
   Status first;
   for (auto& request : slot.sends) {
     Status s = request->wait();

@@ -59,6 +59,7 @@ class PipelineTrainer final : public TrainingLoop {
 
  private:
   struct Slot;
+  class SendProgress;
   struct MicroBatch {
     int index = 0;  // within the step (flush * microbatches + m): traced
     int slot = 0;
@@ -113,6 +114,7 @@ class PipelineTrainer final : public TrainingLoop {
   std::unique_ptr<GradientSync> sync_;
   bool overlap_sync_ = false;
   std::vector<std::unique_ptr<Slot>> slots_;
+  std::unique_ptr<SendProgress> progress_;  // after slots_: destroyed first, while requests live
   std::vector<int> free_slots_;
   int in_flight_ = 0;
   int max_in_flight_ = 0;

@@ -1,0 +1,493 @@
+#!/usr/bin/python3
+"""Pipeline parallelism: measured bubble vs schedule theory for uniform stages, and
+throughput of pipeline vs data parallel vs hybrid on one model and global batch.
+
+What it runs: real jobs, `loom-cli run PLAN --db DB --json` (mpirun, one loom-rank per
+device), on plans it generates into a temporary directory:
+
+1. Bubble vs theory. A model of p UNIFORM stages: stage 0 = flatten + linear 784->W + relu,
+   stages 1..p-1 = linear W->W + relu, the last stage also a linear W->10 classifier
+   (W = 768 by default, so every stage's GEMMs are 784xW or WxW: equal work within ~2% plus
+   the classifier's 1.3%; the per-stage busy_s columns show how equal they came out).
+   Fashion-MNIST, batch 256, SGD, training.threads 1 (one BLAS thread per rank), one
+   evaluation at the end on a few test samples (outside the step spans, so outside the
+   bubble). For each (p, m) and both schedules it reports the measured bubble per stage
+   and its mean over stages, the theory, measured/theory and whether it is within 10%.
+   Definitions are loom-cli's (profiles/src/analysis.cpp), per rank:
+     window = union of the Step spans, busy = union of the Forward/Backward/Loss/Optimizer/
+     DataLoad spans on the compute stream inside them, bubble = window - busy;
+     GPipe: bubble / window, theory (p-1)/(m+p-1);  1F1B: bubble / busy, theory (p-1)/m.
+   WARM-UP: loom-cli's summary covers every step. This script recomputes the same
+   quantities itself from the run store (SQLite `events` table, schema in
+   profiles/src/run_store.cpp) over steps >= --warmup (default 3) only, because the first
+   steps pay one-off costs that are not pipeline bubble: the ranks start at different
+   times (mpirun, connecting back to the host), first-touch of the activation and
+   gradient buffers, the MPI connection set-up on the first message of each pair, BLAS
+   warm-up. Both numbers are printed: `loom-cli (all steps)` and `steady (>= warmup)`;
+   the 10% verdict uses the steady one. Nothing else is changed in the definitions.
+   (Measured on the 2-core machine the two differ by under one percentage point: the
+   exclusion is a precaution, not what decides any verdict.)
+   The checks against those same rows recomputed over all steps keep the SQL honest
+   (they must equal loom-cli's figures; the script warns if they do not).
+2. Throughput on the p=2 uniform model, global batch 256, one BLAS thread per rank:
+   1 process (1 thread, and 2 threads = the whole machine), data parallel 2 ranks,
+   pipeline 2 stages GPipe and 1F1B (m = --tp-microbatches), hybrid 2 replicas x 2 stages
+   (4 ranks; m halved so the micro-batch stays the same size). samples/s is the steady
+   state from rank 0's Step spans (steps >= warmup) and, beside it, loom-cli's whole-run
+   figure (which includes mpirun start-up and the evaluation).
+
+More ranks than cores (p >= 3, hybrid 2x2 on a 2-core machine) are oversubscribed: ranks
+time-share cores, a rank that waits spins in MPI_Wait, so their bubbles measure the
+scheduler as much as the pipeline. They are reported and flagged, not judged.
+
+Also reported per row: the share of the bubble spent blocked in a receive from the
+neighbour stage (Idle spans), and `other CPU`, the cores' worth of CPU that processes other
+than this benchmark used during the run (/proc/stat minus the run's own CPU time): the
+machine may be shared (builds, tests), so before each run the script waits up to
+--quiet-wait seconds for it to go idle, and a row with other CPU above ~0.1 is suspect.
+
+--cma (diagnostic, a separate table, never the verdict): the same pipeline rows with Open
+MPI's shared-memory transport switched to single-copy CMA by an `mpirun` wrapper put first
+on PATH. loom-cli exports OMPI_MCA_btl_vader_single_copy_mechanism=none to the ranks; with
+it every message above vader's 4 KiB eager limit (an activation or gradient micro-batch
+here is 24-786 KB) is a copy-in/copy-out rendezvous that advances only while the SENDING
+rank is inside an MPI call. The pipeline isend()s and goes on computing, so a micro-batch
+reaches the next stage only when the sender next blocks (its next receive, or the wait for
+its sends before the optimizer): the stages serialise and the bubble comes out near 50%
+whatever m. With CMA the receiver copies the data itself and the schedule behaves as
+designed. The table shows how much of the measured bubble is that transport.
+
+usage: /usr/bin/python3 bench/pipeline_bench.py [--build build | --cli PATH] [--steps 40] [--warmup 3]
+           [--stages 2 3] [--microbatches 1 2 4 8] [--repeats 3] [--cma] [--no-throughput]
+           [--out bench/results/pipeline_bench.md]
+e.g.   /usr/bin/python3 bench/pipeline_bench.py --repeats 3 --cma       (about 10 minutes on 2 cores)
+(Open MPI's run-as-root variables are set by loom-cli when it runs as root.)
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import resource
+import shlex
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+WORK_KINDS = (0, 1, 2, 3, 14)  # Forward, Backward, Optimizer, DataLoad, Loss (profiles/event.h)
+STEP_KIND = 13
+IDLE_KIND = 11  # a rank blocked in a receive from its neighbour stage
+COMPUTE_STREAM = 0
+
+
+# ---------------------------------------------------------------- plans
+
+def uniform_layers(stages, width, pipeline=True):
+    """p stages of equal work; `stage` tags only when pipelined."""
+    def tag(layer, s):
+        if pipeline:
+            layer["stage"] = s
+        return layer
+    layers = [tag({"type": "flatten"}, 0), tag({"type": "linear", "out": width, "name": "fc0"}, 0),
+              tag({"type": "relu"}, 0)]
+    for s in range(1, stages):
+        layers += [tag({"type": "linear", "out": width, "name": f"fc{s}"}, s), tag({"type": "relu"}, s)]
+    layers.append(tag({"type": "linear", "out": 10, "name": "classifier"}, stages - 1))
+    return layers
+
+
+def make_plan(args, name, model_stages, pipe_stages, microbatches, schedule, data_parallel, threads):
+    ranks = data_parallel * pipe_stages
+    return {
+        "format": "loom-plan/1",
+        "name": name,
+        "model": {"input": [1, 28, 28], "layers": uniform_layers(model_stages, args.width, pipe_stages > 1),
+                  "loss": "softmax_cross_entropy"},
+        "data": {"source": "fashion-mnist", "path": args.data, "test_limit": args.test_limit, "shuffle": True},
+        "training": {"batch": args.batch, "steps": args.steps, "seed": 42, "eval_every": args.steps,
+                     "threads": threads, "optimizer": {"type": "sgd", "lr": 0.01}},
+        "parallel": {"stages": pipe_stages, "microbatches": microbatches, "schedule": schedule,
+                     "data_parallel": data_parallel,
+                     "devices": [{"kind": "cpu", "host": "localhost"} for _ in range(ranks)]},
+    }
+
+
+# ---------------------------------------------------------------- running
+
+def mpi_env():
+    env = dict(os.environ)
+    env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    env.setdefault("OMPI_MCA_btl_vader_single_copy_mechanism", "none")
+    return env
+
+
+def run_plan(args, plan, tmp, cma=False):
+    path = os.path.join(tmp, plan["name"] + ".json")
+    with open(path, "w") as f:
+        json.dump(plan, f, indent=1)
+    cmd = [args.cli, "run", path, "--db", args.db, "--json"]
+    wait_for_quiet(args)
+    busy0, kids0, t0 = cpu_busy_s(), children_cpu_s(), time.monotonic()
+    env = mpi_env()
+    if cma:
+        env["PATH"] = cma_wrapper(tmp) + os.pathsep + env.get("PATH", "")
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env)
+    elapsed = time.monotonic() - t0
+    # CPU the rest of the machine used meanwhile, in cores: another build or test run on a
+    # 2-core machine shows up here and in the bubbles (a waiting rank spins in MPI_Wait).
+    foreign = max(0.0, (cpu_busy_s() - busy0) - (children_cpu_s() - kids0)) / elapsed
+    if proc.returncode != 0:
+        sys.exit(f"error: {' '.join(cmd)} exited with {proc.returncode}:\n"
+                 f"{proc.stdout.strip()[-1500:]}\n{proc.stderr.strip()[-1500:]}")
+    summary = json.loads(proc.stdout.strip().splitlines()[-1])
+    if summary.get("status") != "completed":
+        sys.exit(f"error: run {plan['name']} ended {summary.get('status')}: {summary.get('error')}")
+    summary["foreign_cores"] = foreign
+    return summary
+
+
+def wait_for_quiet(args):
+    """Up to --quiet-wait seconds until the machine is idle (< 0.25 cores busy over 1 s)
+    before a run starts; what others use during the run is reported as `other CPU`."""
+    deadline = time.monotonic() + args.quiet_wait
+    while True:
+        b0 = cpu_busy_s()
+        time.sleep(1.0)
+        busy = cpu_busy_s() - b0
+        if busy < 0.25 or time.monotonic() >= deadline:
+            return busy
+        print(f"    machine busy ({busy:.2f} cores used by others), waiting ...", file=sys.stderr, flush=True)
+
+
+def cma_wrapper(tmp):
+    """A directory with an `mpirun` that switches Open MPI's shared-memory transport to
+    single-copy CMA before running the real one. loom-cli exports
+    OMPI_MCA_btl_vader_single_copy_mechanism=none to the ranks (launch_command.cpp), which
+    makes every message above vader's 4 KiB eager limit a copy-in/copy-out rendezvous that
+    moves only while the SENDER is inside an MPI call; with CMA the receiver copies the data
+    itself. Diagnostic only (--cma): it tells how much of the bubble is that transport."""
+    d = os.path.join(tmp, "cma-bin")
+    path = os.path.join(d, "mpirun")
+    if not os.path.exists(path):
+        real = None
+        for p in os.environ.get("PATH", "").split(os.pathsep):
+            cand = os.path.join(p, "mpirun")
+            if os.access(cand, os.X_OK):
+                real = cand
+                break
+        if not real:
+            sys.exit("error: mpirun not on PATH")
+        os.makedirs(d, exist_ok=True)
+        with open(path, "w") as f:
+            f.write(f"#!/bin/sh\nexport OMPI_MCA_btl_vader_single_copy_mechanism=cma\nexec {shlex.quote(real)} \"$@\"\n")
+        os.chmod(path, 0o755)
+    return d
+
+
+def cpu_busy_s():
+    """Non-idle CPU seconds of the whole machine so far (/proc/stat)."""
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+def children_cpu_s():
+    """CPU seconds of this script's finished descendants (loom-cli, mpirun, the ranks)."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+# ---------------------------------------------------------------- analysis from the store
+
+def union(intervals):
+    out = []
+    for s, e in sorted(intervals):
+        if e <= s:
+            continue
+        if out and s <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], e)
+        else:
+            out.append([s, e])
+    return out
+
+
+def overlap(a, b):
+    """Length of the intersection of two interval lists (each merged first)."""
+    a, b = union(a), union(b)
+    i = j = total = 0
+    while i < len(a) and j < len(b):
+        lo, hi = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
+        if hi > lo:
+            total += hi - lo
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return total
+
+
+def rank_window_busy(db, run_id, rank, first_step):
+    """(window_ns, busy_ns, steps) of one rank over steps >= first_step, as analysis.cpp."""
+    steps = db.execute("SELECT start_ns, end_ns FROM events WHERE run_id=? AND rank=? AND kind=? AND step>=? ",
+                       (run_id, rank, STEP_KIND, first_step)).fetchall()
+    work = db.execute(f"SELECT start_ns, end_ns FROM events WHERE run_id=? AND rank=? AND stream=? AND step>=? "
+                      f"AND kind IN ({','.join('?' * len(WORK_KINDS))})",
+                      (run_id, rank, COMPUTE_STREAM, first_step, *WORK_KINDS)).fetchall()
+    idle = db.execute("SELECT start_ns, end_ns FROM events WHERE run_id=? AND rank=? AND stream=? AND kind=? "
+                      "AND step>=?", (run_id, rank, COMPUTE_STREAM, IDLE_KIND, first_step)).fetchall()
+    window = sum(e - s for s, e in union(steps))
+    return window, overlap(work, steps), len(steps), overlap(idle, steps)
+
+
+def stage_bubbles(db, summary, first_step):
+    """Per stage: mean over its ranks of busy and bubble seconds, and the fraction; the
+    theory; the mean window per step over all ranks (ms)."""
+    schedule = summary["schedule"]
+    p, m = len(summary["stages"]), summary["microbatches"]
+    out = []
+    per_step = []
+    for st in summary["stages"]:
+        busy = bubble = idle = 0.0
+        for r in st["ranks"]:
+            w, b, n, i = rank_window_busy(db, summary["id"], r, first_step)
+            busy += b / 1e9
+            bubble += (w - b) / 1e9
+            idle += i / 1e9
+            per_step.append(w / 1e6 / max(n, 1))
+        busy /= len(st["ranks"])
+        bubble /= len(st["ranks"])
+        idle /= len(st["ranks"])
+        frac = bubble / busy if schedule == "1f1b" else bubble / (busy + bubble)
+        out.append({"stage": st["stage"], "busy_s": busy, "bubble_s": bubble, "bubble_fraction": frac,
+                    "recv_share": idle / bubble if bubble > 0 else 0.0})
+    theory = (p - 1) / m if schedule == "1f1b" else (p - 1) / (m + p - 1)
+    return out, theory, statistics.mean(per_step)
+
+
+def steady_rate(db, summary, first_step, batch):
+    """Global samples/s from rank 0's Step spans, steps >= first_step (first start to last end)."""
+    row = db.execute("SELECT MIN(start_ns), MAX(end_ns), COUNT(*) FROM events WHERE run_id=? AND rank=0 AND kind=? "
+                     "AND step>=?", (summary["id"], STEP_KIND, first_step)).fetchone()
+    if not row or not row[2]:
+        return None, None
+    seconds = (row[1] - row[0]) / 1e9
+    return row[2] * batch / seconds, 1e3 * seconds / row[2]
+
+
+# ---------------------------------------------------------------- measurements
+
+def bubble_runs(args, tmp, stages, cma=False):
+    rows = []
+    for p in stages:
+        for m in args.microbatches:
+            if args.batch % m:
+                print(f"skip p={p} m={m}: batch {args.batch} not divisible", file=sys.stderr)
+                continue
+            for schedule in ("gpipe", "1f1b"):
+                reps = []
+                for rep in range(args.repeats):
+                    name = f"uniform-p{p}-m{m}-{schedule}{'-cma' if cma else ''}-r{rep}"
+                    print(f"  running {name} ...", file=sys.stderr, flush=True)
+                    summary = run_plan(args, make_plan(args, name, p, p, m, schedule, 1, args.threads), tmp, cma)
+                    with sqlite3.connect(args.db) as db:
+                        steady, theory, step_ms = stage_bubbles(db, summary, args.warmup)
+                        check, _, _ = stage_bubbles(db, summary, 0)
+                    for mine, theirs in zip(check, summary["stages"]):
+                        if abs(mine["bubble_fraction"] - (theirs["bubble_fraction"] or 0)) > 1e-6:
+                            print(f"warning: {name} stage {mine['stage']}: all-step recomputation "
+                                  f"{mine['bubble_fraction']:.6f} != loom-cli {theirs['bubble_fraction']}",
+                                  file=sys.stderr)
+                    reps.append({"summary": summary, "steady": steady, "theory": theory, "step_ms": step_ms})
+                # The repeat whose steady mean bubble is the median (noise only adds bubble
+                # here, but a median keeps one lucky run from deciding the verdict).
+                reps.sort(key=lambda r: statistics.mean(s["bubble_fraction"] for s in r["steady"]))
+                chosen = reps[(len(reps) - 1) // 2]
+                chosen.update(p=p, m=m, schedule=schedule, repeats=[
+                    statistics.mean(s["bubble_fraction"] for s in r["steady"]) for r in reps])
+                rows.append(chosen)
+    return rows
+
+
+def throughput_runs(args, tmp):
+    m = args.tp_microbatches
+    configs = [
+        ("1 process, 1 thread", 2, 1, 1, "gpipe", 1, 1, False),
+        ("1 process, 2 threads", 2, 1, 1, "gpipe", 1, 2, False),
+        ("data parallel 2", 2, 1, 1, "gpipe", 2, 1, False),
+        (f"pipeline 2 stages GPipe m={m}", 2, 2, m, "gpipe", 1, 1, False),
+        (f"pipeline 2 stages 1F1B m={m}", 2, 2, m, "1f1b", 1, 1, False),
+        (f"hybrid 2x2 1F1B m={max(1, m // 2)}", 2, 2, max(1, m // 2), "1f1b", 2, 1, False),
+    ]
+    if args.cma:
+        configs += [(label + " [CMA, diagnostic]", *rest[:-1], True) for label, *rest in configs[2:]]
+    rows = []
+    for label, model_stages, stages, mb, schedule, dp, threads, cma in configs:
+        best = None
+        for rep in range(args.repeats):
+            name = "tp-" + "".join(c if c.isalnum() else "-" for c in label) + f"-r{rep}"
+            print(f"  running {name} ...", file=sys.stderr, flush=True)
+            summary = run_plan(args, make_plan(args, name, model_stages, stages, mb, schedule, dp, threads), tmp, cma)
+            with sqlite3.connect(args.db) as db:
+                rate, step_ms = steady_rate(db, summary, args.warmup, args.batch)
+            if best is None or rate > best["rate"]:
+                best = {"label": label, "ranks": dp * stages, "threads": threads, "microbatch": args.batch // dp // mb,
+                        "rate": rate, "step_ms": step_ms, "summary": summary}
+        rows.append(best)
+    return rows
+
+
+# ---------------------------------------------------------------- report
+
+def machine():
+    model = "unknown"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    load = os.getloadavg() if hasattr(os, "getloadavg") else None
+    return os.cpu_count() or 1, model, load
+
+
+def pct(x):
+    return "-" if x is None else f"{100 * x:.1f}%"
+
+
+def bubble_table(args, rows, cores, title):
+    out = [f"### {title}", ""]
+    out.append("| p | m | schedule | convention | theory | steady mean | steady per stage | measured/theory "
+               "| within 10% | busy_s per stage | bubble waiting in recv | loom-cli mean (all steps) | step ms "
+               "| other CPU | note |")
+    out.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        steady = r["steady"]
+        mean = statistics.mean(s["bubble_fraction"] for s in steady)
+        ratio = mean / r["theory"] if r["theory"] else float("nan")
+        ok = abs(ratio - 1) <= 0.10
+        all_steps = statistics.mean(s["bubble_fraction"] or 0 for s in r["summary"]["stages"])
+        conv = "bubble/busy" if r["schedule"] == "1f1b" else "bubble/window"
+        over = r["p"] > cores
+        note = f"oversubscribed ({r['p']} ranks on {cores} cores)" if over else ""
+        if args.repeats > 1:
+            note = (note + "; " if note else "") + "repeats " + ", ".join(pct(x) for x in r["repeats"])
+        out.append(f"| {r['p']} | {r['m']} | {r['schedule']} | {conv} | {pct(r['theory'])} | {pct(mean)} | "
+                   f"{' / '.join(pct(s['bubble_fraction']) for s in steady)} | {ratio:.2f} | "
+                   f"{('yes' if ok else 'NO') + (' (flagged)' if over else '')} | "
+                   f"{' / '.join('%.3f' % s['busy_s'] for s in steady)} | "
+                   f"{pct(statistics.mean(s['recv_share'] for s in steady))} | {pct(all_steps)} | "
+                   f"{r['step_ms']:.1f} | {r['summary']['foreign_cores']:.2f} | {note} |")
+    out.append("")
+    out.append("steady = steps >= warmup, from the store; per stage in stage order. busy_s = compute inside the "
+               "counted steps (equal busy_s = uniform stages). bubble waiting in recv = share of the bubble spent in "
+               "Idle spans (blocked receiving from the neighbour stage); the rest is untraced time between spans "
+               "(isend calls, waiting for the last sends before the optimizer, bookkeeping). step ms = steady window "
+               "per step, mean over ranks. other CPU = cores' worth of CPU used by other processes during the run "
+               "(/proc/stat minus the run's own CPU time): above ~0.1 the machine was shared and the bubble grows.")
+    out.append("")
+    return out
+
+
+def report(args, bubble_rows, cma_rows, tp_rows, load_before, started):
+    cores, model, _ = machine()
+    load_after = os.getloadavg()
+    out = ["## Pipeline bubble and throughput (bench/pipeline_bench.py)", ""]
+    out.append(f"- machine: {cores} cores (nproc), {model}, {platform.system()} {platform.release()}; "
+               f"load average before {load_before[0]:.2f}, after {load_after[0]:.2f}")
+    out.append(f"- command: `{args.command}`")
+    out.append(f"- date: {started:%Y-%m-%d %H:%M}; loom-cli: `{args.cli}`")
+    out.append(f"- model: stage 0 = flatten + linear 784->{args.width} + relu, each further stage linear "
+               f"{args.width}->{args.width} + relu, last stage + linear {args.width}->10; Fashion-MNIST, batch "
+               f"{args.batch}, SGD lr 0.01, {args.steps} steps, training.threads {args.threads}, one evaluation "
+               f"at the end on {args.test_limit} test samples")
+    out.append(f"- steady = steps >= {args.warmup} recomputed from the run store (first {args.warmup} step(s) "
+               f"excluded: start-up skew between ranks, first-touch buffers, MPI connection set-up); "
+               f"loom-cli = its own summary over all steps. Verdict on steady: |measured/theory - 1| <= 10%.")
+    if args.repeats > 1:
+        out.append(f"- {args.repeats} repeats per row; the bubble rows show the repeat with the median steady "
+                   f"mean (all repeats' means in the last column), throughput rows the best repeat")
+    out.append("")
+    out += bubble_table(args, bubble_rows, cores, "Bubble vs theory, uniform stages (loom-cli as it is)")
+    if cma_rows:
+        out += bubble_table(args, cma_rows, cores, "Diagnostic: the same with Open MPI's CMA single-copy transport "
+                            "(mpirun wrapper, --cma); NOT the verdict")
+    if tp_rows:
+        out.append("")
+        out.append(f"### Throughput, same model (p=2 uniform) and global batch {args.batch}")
+        out.append("")
+        base = tp_rows[0]["rate"]
+        out.append("| configuration | ranks | BLAS threads/rank | cores used / available | micro-batch | steady samples/s "
+                   "| vs 1 process (1 thread) | step ms | loom-cli samples/s (whole run) | other CPU | note |")
+        out.append("|---|---|---|---|---|---|---|---|---|---|---|")
+        for r in tp_rows:
+            used = r["ranks"] * r["threads"]
+            note = f"oversubscribed ({used} threads on {cores} cores)" if used > cores else ""
+            out.append(f"| {r['label']} | {r['ranks']} | {r['threads']} | {used}/{cores} ({100 * used / cores:.0f}%) | "
+                       f"{r['microbatch']} | {r['rate']:.0f} | {r['rate'] / base:.2f}x | {r['step_ms']:.1f} | "
+                       f"{r['summary']['samples_per_s']:.0f} | {r['summary']['foreign_cores']:.2f} | {note} |")
+    return "\n".join(out) + "\n"
+
+
+def main():
+    ap = argparse.ArgumentParser(description="Pipeline bubble vs theory (uniform stages) and pipeline / data "
+                                             "parallel / hybrid throughput, with real loom-cli runs.")
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--cli", help="loom-cli binary (default BUILD/app/loom-cli; loom-rank is found next to it, in "
+                                  "the build tree, or via $LOOM_RANK)")
+    ap.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
+    ap.add_argument("--width", type=int, default=768)
+    ap.add_argument("--batch", type=int, default=256)
+    ap.add_argument("--steps", type=int, default=40)
+    ap.add_argument("--warmup", type=int, default=3, help="steps left out of the steady figures")
+    ap.add_argument("--threads", type=int, default=1, help="training.threads (BLAS threads per rank)")
+    ap.add_argument("--test-limit", type=int, default=200)
+    ap.add_argument("--stages", type=int, nargs="+", default=[2, 3])
+    ap.add_argument("--microbatches", type=int, nargs="+", default=[1, 2, 4, 8])
+    ap.add_argument("--tp-microbatches", type=int, default=8)
+    ap.add_argument("--no-throughput", action="store_true")
+    ap.add_argument("--no-bubble", action="store_true")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--cma", action="store_true",
+                    help="also run the pipeline rows with Open MPI's CMA single-copy transport (diagnostic)")
+    ap.add_argument("--cma-stages", type=int, nargs="+", default=[2])
+    ap.add_argument("--quiet-wait", type=float, default=60,
+                    help="seconds to wait, before each run, for other processes to leave the CPU (0: do not)")
+    ap.add_argument("--db", help="run store to use (default: a temporary file)")
+    ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "pipeline_bench.md"))
+    args = ap.parse_args()
+    args.command = "/usr/bin/python3 " + " ".join(shlex.quote(a) for a in sys.argv)
+    args.cli = os.path.abspath(args.cli or os.path.join(args.build, "app", "loom-cli"))
+    if not os.path.exists(args.cli):
+        sys.exit(f"error: {args.cli} not found (cmake --build build --target loom-cli loom-rank)")
+    if args.warmup >= args.steps:
+        sys.exit("error: --warmup must be below --steps")
+    started = datetime.datetime.now()
+    load_before = os.getloadavg()
+    with tempfile.TemporaryDirectory(prefix="loom-pipeline-bench-") as tmp:
+        if not args.db:
+            args.db = os.path.join(tmp, "runs.db")
+        bubble_rows, cma_rows, tp_rows = [], [], []
+        if not args.no_bubble:
+            bubble_rows = bubble_runs(args, tmp, args.stages)
+            if args.cma:
+                cma_rows = bubble_runs(args, tmp, args.cma_stages, cma=True)
+        if not args.no_throughput:
+            tp_rows = throughput_runs(args, tmp)
+        text = report(args, bubble_rows, cma_rows, tp_rows, load_before, started)
+    print(text)
+    if args.out and args.out != "-":
+        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+        with open(args.out, "w") as f:
+            f.write(text)
+        print(f"written to {args.out}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
