@@ -19,7 +19,6 @@ using trace::EventKind;
 using trace::Span;
 using trace::Stream;
 
-constexpr std::int64_t kEvalBatch = 1000;
 // Tags of pipeline messages: activations of value v on kTagBase + 2v, gradients along
 // edge e on kTagBase + 2e + 1 (below the probes' 9001 and MPI's guaranteed 32767).
 constexpr int kTagBase = 1000;
@@ -202,6 +201,8 @@ PipelineTrainer::PipelineTrainer(const Plan& plan, const ModelInfo& info, const 
     }
   }
   if (edges > kMaxChannels) throw std::invalid_argument("the model has too many stage connections");
+  needs_input_batch_ = consumes_input_batch();
+  for (std::size_t v = 0; v < graph_.values.size(); ++v) remote_stages_.push_back(graph_.remote_consumer_stages(int(v)));
   optimizer_ = Optimizer(plan.training.optimizer, params_);
   const ParallelSpec& p = plan.parallel;
   const std::int64_t chunks = std::int64_t(p.grad_accumulation) * p.data_parallel * p.microbatches;
@@ -282,13 +283,13 @@ Status PipelineTrainer::forward(const MicroBatch& mb, const data::Dataset& set, 
                                 const Pass& pass, StepStats* stats) {
   Slot& slot = *slots_[std::size_t(mb.slot)];
   std::fill(slot.have.begin(), slot.have.end(), 0);
-  if (needs_input_batch()) load_batch(set, order, mb, slot, pass);
+  if (needs_input_batch_) load_batch(set, order, mb, slot, pass);
   for (int u : my_units_) {
     const StageUnit& unit = graph_.units[std::size_t(u)];
     LOOM_TRY(receive_inputs(unit, mb, pass));
     run_unit_forward(u, slot, pass);
     slot.have[std::size_t(unit.output)] = 1;
-    for (int stage : graph_.remote_consumer_stages(unit.output)) {
+    for (int stage : remote_stages_[std::size_t(unit.output)]) {
       send(slot.values[std::size_t(unit.output)], stage, forward_tag(unit.output), unit.output, mb, pass);
     }
   }
@@ -457,16 +458,14 @@ Expected<std::optional<Evaluation>> PipelineTrainer::evaluate_due() {
 Status PipelineTrainer::evaluate_pipeline(StepStats& totals) {
   Span span(recorder_, EventKind::Evaluate, Stream::Compute, -1);
   const data::Dataset& test = data_.test;
-  std::vector<std::int64_t> identity(static_cast<std::size_t>(test.count()));
-  for (std::int64_t i = 0; i < test.count(); ++i) identity[std::size_t(i)] = i;
-  for (std::int64_t begin = 0; begin < test.count(); begin += kEvalBatch) {
+  for (const data::BatchSlice& batch : test_batches()) {
     MicroBatch mb;
-    mb.slice = {begin, std::min(kEvalBatch, test.count() - begin)};
+    mb.slice = batch;
     mb.slot = acquire_slot();
     LOOM_TRY(wait_sends(*slots_[std::size_t(mb.slot)]));
     // Per-layer spans are left out of evaluation: one Evaluate span says enough.
     const Pass pass{false, -1, -1, 0, 0, nullptr, nullptr, mb.slot};
-    Status done = forward(mb, test, identity, pass, &totals);
+    Status done = forward(mb, test, test_order(), pass, &totals);
     release_slot(mb.slot);
     LOOM_TRY(done);
   }
@@ -549,7 +548,7 @@ int PipelineTrainer::acquire_slot() {
 
 void PipelineTrainer::release_slot(int slot) { free_slots_.push_back(slot); }
 
-bool PipelineTrainer::needs_input_batch() const {
+bool PipelineTrainer::consumes_input_batch() const {
   if (stage_ == graph_.loss_stage()) return true;  // the labels
   return std::any_of(my_units_.begin(), my_units_.end(), [this](int u) {
     const auto& inputs = graph_.units[std::size_t(u)].inputs;

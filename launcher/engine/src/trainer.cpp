@@ -32,7 +32,14 @@ TrainingLoop::TrainingLoop(const Plan& plan, const data::TrainTest& data, trace:
       comm_(comm),
       rank_(comm ? comm->rank() : 0),
       ranks_(comm ? comm->size() : 1),
-      total_steps_(compute_total_steps(plan, data.train.count())) {}
+      total_steps_(compute_total_steps(plan, data.train.count())) {
+  const std::int64_t count = data.test.count();
+  test_order_.resize(static_cast<std::size_t>(count));
+  for (std::int64_t i = 0; i < count; ++i) test_order_[std::size_t(i)] = i;
+  for (std::int64_t begin = 0; begin < count; begin += kEvalBatch) {
+    test_batches_.push_back({begin, std::min(kEvalBatch, count - begin)});
+  }
+}
 
 Trainer::Trainer(const Plan& plan, const ModelInfo& info, const data::TrainTest& data, trace::Recorder* recorder,
                  comm::Communicator* comm)
@@ -185,13 +192,11 @@ Evaluation Trainer::evaluate() {
   const std::int64_t classes = test.classes;
   double loss_sum = 0;
   std::int64_t correct_sum = 0;
-  std::vector<std::int64_t> identity(static_cast<std::size_t>(test.count()));
-  for (std::int64_t i = 0; i < test.count(); ++i) identity[std::size_t(i)] = i;
-  for (std::int64_t begin = 0; begin < test.count(); begin += kEvalBatch) {
-    const std::int64_t n = std::min(kEvalBatch, test.count() - begin);
+  for (const data::BatchSlice& batch : test_batches()) {
+    const std::int64_t n = batch.size;
     input_.resize(n, test.sample_shape);
     labels_.resize(static_cast<std::size_t>(n));
-    data::gather_batch(test, identity, {begin, n}, input_.ptr(), labels_.data());
+    data::gather_batch(test, test_order(), batch, input_.ptr(), labels_.data());
     // Per-layer spans are left out of evaluation: one Evaluate span says enough.
     Pass pass{false, -1, -1, 0, 0, nullptr};
     model_.forward(input_, logits_, pass);

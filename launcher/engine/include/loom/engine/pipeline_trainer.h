@@ -99,7 +99,7 @@ class PipelineTrainer final : public TrainingLoop {
   void release_slot(int slot);
 
   int rank_of_stage(int stage) const { return stage * plan_.parallel.data_parallel + replica_; }
-  bool needs_input_batch() const;
+  bool consumes_input_batch() const;
   int edge_index(int unit, int input) const { return edge_offset_[std::size_t(unit)] + input; }
 
   StageGraph graph_;
@@ -108,6 +108,8 @@ class PipelineTrainer final : public TrainingLoop {
   std::vector<int> my_units_;                         // unit indices on this stage, in order
   std::vector<std::unique_ptr<Sequential>> modules_;  // by unit index; null for other stages / Concat
   std::vector<int> edge_offset_;                      // first edge index of each unit's inputs
+  std::vector<std::vector<int>> remote_stages_;       // by value: stages it is sent to
+  bool needs_input_batch_ = false;                    // loads the batch (input or labels)
   std::vector<Param*> params_;
   Optimizer optimizer_;
   std::unique_ptr<comm::Communicator> stage_comm_;    // this stage's replicas (hybrid)

@@ -95,6 +95,9 @@ class TrainingLoop {
   data::BatchSlice chunk_of_batch(std::int64_t batch_in_epoch, int chunk, int chunks) const;
   // Global index of a slice's first sample over the whole run (keys dropout masks).
   std::int64_t first_sample(std::int64_t step, std::int64_t batch_in_epoch, const data::BatchSlice& slice) const;
+  // The test set in order, cut into evaluation batches: the slices, and the order they index.
+  const std::vector<data::BatchSlice>& test_batches() const { return test_batches_; }
+  const std::vector<std::int64_t>& test_order() const { return test_order_; }
 
   const Plan& plan_;
   const data::TrainTest& data_;
@@ -110,6 +113,8 @@ class TrainingLoop {
 
   std::int64_t total_steps_ = 0;
   std::int64_t start_ns_ = 0;
+  std::vector<std::int64_t> test_order_;
+  std::vector<data::BatchSlice> test_batches_;
 };
 
 // Data parallelism (and one process): every rank holds the whole model.
