@@ -5,11 +5,13 @@ throughput of pipeline vs data parallel vs hybrid on one model and global batch.
 What it runs: real jobs, `loom-cli run PLAN --db DB --json` (mpirun, one loom-rank per
 device), on plans it generates into a temporary directory:
 
-1. Bubble vs theory. A model of p UNIFORM stages: stage 0 = flatten + linear 784->W + relu,
-   stages 1..p-1 = linear W->W + relu, the last stage also a linear W->10 classifier
+1. Bubble vs theory. A model of p UNIFORM stages, each D = --depth (default 2) layers of
+   linear W + relu: stage 0 = flatten + linear 784->W + relu + (D-1) x (linear W->W + relu),
+   stages 1..p-1 = D x (linear W->W + relu), the last stage also a linear W->10 classifier
    (W = 768 by default, so every stage's GEMMs are 784xW or WxW: equal work within ~2% plus
    the classifier's 1.3%; the per-stage busy_s columns show how equal they came out).
-   Fashion-MNIST, batch 256, SGD, training.threads 1 (one BLAS thread per rank), one
+   Fashion-MNIST, batch --batch (default 1024), SGD, training.threads 1 (one BLAS thread per
+   rank), one
    evaluation at the end on a few test samples (outside the step spans, so outside the
    bubble). For each (p, m) and both schedules it reports the measured bubble per stage
    and its mean over stages, the theory, measured/theory and whether it is within 10%.
@@ -29,7 +31,7 @@ device), on plans it generates into a temporary directory:
    exclusion is a precaution, not what decides any verdict.)
    The checks against those same rows recomputed over all steps keep the SQL honest
    (they must equal loom-cli's figures; the script warns if they do not).
-2. Throughput on the p=2 uniform model, global batch 256, one BLAS thread per rank:
+2. Throughput on the p=2 uniform model, the same global batch, one BLAS thread per rank:
    1 process (1 thread, and 2 threads = the whole machine), data parallel 2 ranks,
    pipeline 2 stages GPipe and 1F1B (m = --tp-microbatches), hybrid 2 replicas x 2 stages
    (4 ranks; m halved so the micro-batch stays the same size). samples/s is the steady
@@ -86,16 +88,16 @@ COMPUTE_STREAM = 0
 
 # ---------------------------------------------------------------- plans
 
-def uniform_layers(stages, width, pipeline=True):
-    """p stages of equal work; `stage` tags only when pipelined."""
+def uniform_layers(stages, width, depth, pipeline=True):
+    """p stages of equal work, `depth` linear+relu layers each; `stage` tags only when pipelined."""
     def tag(layer, s):
         if pipeline:
             layer["stage"] = s
         return layer
-    layers = [tag({"type": "flatten"}, 0), tag({"type": "linear", "out": width, "name": "fc0"}, 0),
-              tag({"type": "relu"}, 0)]
-    for s in range(1, stages):
-        layers += [tag({"type": "linear", "out": width, "name": f"fc{s}"}, s), tag({"type": "relu"}, s)]
+    layers = [tag({"type": "flatten"}, 0)]
+    for s in range(stages):
+        for d in range(depth):
+            layers += [tag({"type": "linear", "out": width, "name": f"fc{s}_{d}"}, s), tag({"type": "relu"}, s)]
     layers.append(tag({"type": "linear", "out": 10, "name": "classifier"}, stages - 1))
     return layers
 
@@ -105,7 +107,7 @@ def make_plan(args, name, model_stages, pipe_stages, microbatches, schedule, dat
     return {
         "format": "loom-plan/1",
         "name": name,
-        "model": {"input": [1, 28, 28], "layers": uniform_layers(model_stages, args.width, pipe_stages > 1),
+        "model": {"input": [1, 28, 28], "layers": uniform_layers(model_stages, args.width, args.depth, pipe_stages > 1),
                   "loss": "softmax_cross_entropy"},
         "data": {"source": "fashion-mnist", "path": args.data, "test_limit": args.test_limit, "shuffle": True},
         "training": {"batch": args.batch, "steps": args.steps, "seed": 42, "eval_every": args.steps,
@@ -403,8 +405,8 @@ def report(args, bubble_rows, cma_rows, tp_rows, load_before, started):
                f"load average before {load_before[0]:.2f}, after {load_after[0]:.2f}")
     out.append(f"- command: `{args.command}`")
     out.append(f"- date: {started:%Y-%m-%d %H:%M}; loom-cli: `{args.cli}`")
-    out.append(f"- model: stage 0 = flatten + linear 784->{args.width} + relu, each further stage linear "
-               f"{args.width}->{args.width} + relu, last stage + linear {args.width}->10; Fashion-MNIST, batch "
+    out.append(f"- model: {args.depth} x (linear {args.width} + relu) per stage (stage 0 starts with flatten and "
+               f"784->{args.width}), last stage + linear {args.width}->10; Fashion-MNIST, batch "
                f"{args.batch}, SGD lr 0.01, {args.steps} steps, training.threads {args.threads}, one evaluation "
                f"at the end on {args.test_limit} test samples")
     out.append(f"- steady = steps >= {args.warmup} recomputed from the run store (first {args.warmup} step(s) "
@@ -443,7 +445,8 @@ def main():
                                   "the build tree, or via $LOOM_RANK)")
     ap.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
     ap.add_argument("--width", type=int, default=768)
-    ap.add_argument("--batch", type=int, default=256)
+    ap.add_argument("--depth", type=int, default=2, help="linear+relu layers per stage")
+    ap.add_argument("--batch", type=int, default=1024)
     ap.add_argument("--steps", type=int, default=40)
     ap.add_argument("--warmup", type=int, default=3, help="steps left out of the steady figures")
     ap.add_argument("--threads", type=int, default=1, help="training.threads (BLAS threads per rank)")

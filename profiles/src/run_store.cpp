@@ -346,6 +346,23 @@ Status RunStore::append_metrics(std::int64_t run_id, const std::vector<MetricRec
   return tx->commit();
 }
 
+Status RunStore::append_updates(std::int64_t run_id, const std::vector<UpdateRecord>& updates) {
+  if (updates.empty()) return {};
+  auto tx = Transaction::begin(db_);
+  if (!tx.ok()) return tx.error();
+  LOOM_TRY(require_run(run_id));
+  auto q = db_.prepare(
+      "INSERT INTO updates (run_id, worker, server, step, version_read, version_applied, staleness, t_ns) "
+      "VALUES (?,?,?,?,?,?,?,?)");
+  if (!q.ok()) return q.error();
+  for (const auto& u : updates) {
+    q->bind(1, run_id).bind(2, u.worker).bind(3, u.server).bind(4, u.step).bind(5, u.version_read);
+    q->bind(6, u.version_applied).bind(7, u.staleness).bind(8, u.t_ns);
+    LOOM_TRY(run_once(*q));
+  }
+  return tx->commit();
+}
+
 Status RunStore::append_log(std::int64_t run_id, const std::string& text) {
   auto q = db_.prepare("UPDATE runs SET log = log || ? WHERE id = ?");
   if (!q.ok()) return q.error();
@@ -405,6 +422,18 @@ trace::Event read_event(const Statement& q) {
   e.bytes = q.column_int64(9);
   return e;
 }
+UpdateRecord read_update(const Statement& row) {
+  UpdateRecord u;
+  u.worker = static_cast<int>(row.column_int64(0));
+  u.server = static_cast<int>(row.column_int64(1));
+  u.step = row.column_int64(2);
+  u.version_read = row.column_int64(3);
+  u.version_applied = row.column_int64(4);
+  u.staleness = row.column_int64(5);
+  u.t_ns = row.column_int64(6);
+  return u;
+}
+
 MetricRecord read_metric(const Statement& row) {
   MetricRecord m;
   m.rank = static_cast<int>(row.column_int64(0));
@@ -520,6 +549,30 @@ Expected<std::vector<MetricRecord>> RunStore::load_metrics(std::int64_t run_id, 
   if (!q.ok()) return q.error();
   q->bind(1, run_id).bind(2, std::string_view(name));
   return collect_rows<MetricRecord>(*q, read_metric);
+}
+
+Expected<std::vector<UpdateRecord>> RunStore::load_updates(std::int64_t run_id) {
+  auto q = db_.prepare(
+      "SELECT worker, server, step, version_read, version_applied, staleness, t_ns FROM updates "
+      "WHERE +run_id = ?1 ORDER BY rowid");
+  if (!q.ok()) return q.error();
+  q->bind(1, run_id);
+  return collect_rows<UpdateRecord>(*q, read_update);
+}
+
+Expected<UpdateBatch> RunStore::load_updates_after(std::int64_t run_id, std::int64_t after_seq, std::size_t limit) {
+  auto q = db_.prepare(
+      "SELECT worker, server, step, version_read, version_applied, staleness, t_ns, rowid FROM updates "
+      "WHERE +run_id = ?1 AND rowid > ?2 ORDER BY rowid LIMIT ?3");
+  if (!q.ok()) return q.error();
+  q->bind(1, run_id).bind(2, after_seq).bind(3, static_cast<std::int64_t>(limit));
+  UpdateBatch batch;
+  batch.last_seq = after_seq;
+  LOOM_TRY(each_row(*q, [&batch](const Statement& row) {
+    batch.updates.push_back(read_update(row));
+    batch.last_seq = row.column_int64(7);
+  }));
+  return batch;
 }
 
 Expected<EventBatch> RunStore::load_events_after(std::int64_t run_id, std::int64_t after_seq, std::size_t limit) {

@@ -50,6 +50,19 @@ struct MetricRecord {
   double value = 0;
 };
 
+// One gradient a parameter server applied (asynchronous modes). Versions count what the
+// server has applied: updates in parameter_server mode, completed clocks in ssp mode
+// (see launcher/engine/parameter_server.h). staleness = version_applied - version_read.
+struct UpdateRecord {
+  int worker = 0;                    // rank of the worker that pushed the gradient
+  int server = 0;                    // server index, 0 .. servers-1
+  std::int64_t step = 0;             // the worker's step that produced it
+  std::int64_t version_read = 0;     // the server's version the worker's pull read
+  std::int64_t version_applied = 0;  // the server's version just before applying it
+  std::int64_t staleness = 0;
+  std::int64_t t_ns = 0;             // when applied, on the server's clock
+};
+
 // This machine's host name, as run and rank records carry it ("localhost" if unknown).
 std::string this_host_name();
 
@@ -67,6 +80,11 @@ struct EventBatch {
 };
 struct MetricBatch {
   std::vector<MetricRecord> metrics;
+  std::int64_t last_seq = 0;
+};
+
+struct UpdateBatch {
+  std::vector<UpdateRecord> updates;
   std::int64_t last_seq = 0;
 };
 
@@ -101,6 +119,7 @@ class RunStore {
   // One transaction per call with a reused prepared statement: batch events.
   Status append_events(std::int64_t run_id, int rank, const trace::Event* events, std::size_t count);
   Status append_metrics(std::int64_t run_id, const std::vector<MetricRecord>& metrics);
+  Status append_updates(std::int64_t run_id, const std::vector<UpdateRecord>& updates);
   Status append_log(std::int64_t run_id, const std::string& text);
   // Sets status (completed|failed|stopped|running), ended_unix_ms = now, wall_s, samples, error.
   Status finish_run(std::int64_t run_id, const std::string& status, double wall_s,
@@ -121,8 +140,11 @@ class RunStore {
   // order they were stored.
   Expected<EventBatch> load_events_after(std::int64_t run_id, std::int64_t after_seq, std::size_t limit);
   Expected<MetricBatch> load_metrics_after(std::int64_t run_id, std::int64_t after_seq, std::size_t limit);
+  Expected<UpdateBatch> load_updates_after(std::int64_t run_id, std::int64_t after_seq, std::size_t limit);
   // Ordered by step, then t_ns; an empty name means every metric.
   Expected<std::vector<MetricRecord>> load_metrics(std::int64_t run_id, const std::string& name = "");
+  // Every applied update of a run, in the order the servers applied them.
+  Expected<std::vector<UpdateRecord>> load_updates(std::int64_t run_id);
 
  private:
   explicit RunStore(Database db) : db_(std::move(db)) {}
