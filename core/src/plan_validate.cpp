@@ -285,6 +285,21 @@ void check_stragglers(const Plan& plan, Checker& check) {
   }
 }
 
+// The asynchronous modes replicate the whole model on every worker: no pipeline stages,
+// and no micro-batches.
+void check_asynchronous(const Plan& plan, Checker& check) {
+  const ParallelSpec& p = plan.parallel;
+  if (p.sync.mode == SyncMode::AllReduce) return;
+  const std::string mode(sync_mode_name(p.sync.mode));
+  if (p.stages > 1) {
+    check.error("/parallel/stages", "sync mode " + mode + " trains whole-model replicas; use stages 1 (got " +
+                                        std::to_string(p.stages) + ")");
+  }
+  if (p.microbatches > 1) {
+    check.error("/parallel/microbatches", "sync mode " + mode + " has no pipeline; use microbatches 1");
+  }
+}
+
 }  // namespace
 
 std::vector<PlanError> validate_plan(const Plan& plan) {
@@ -300,6 +315,7 @@ std::vector<PlanError> validate_plan(const Plan& plan) {
   check_batch_split(plan, check);
   check_devices(plan, check);
   check_stragglers(plan, check);
+  check_asynchronous(plan, check);
   return errors;
 }
 

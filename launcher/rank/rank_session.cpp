@@ -12,6 +12,7 @@
 
 #include "loom/core/model_info.h"
 #include "loom/data/dataset.h"
+#include "loom/engine/parameter_server.h"
 #include "loom/engine/checkpoint.h"
 #include "loom/engine/local_run.h"
 #include "loom/engine/rank_probes.h"
@@ -139,6 +140,33 @@ void print_summary(const engine::TrainResult& result, int world) {
   std::fflush(stdout);
 }
 
+// A parameter-server rank: serves until every worker is done; its applied updates go to
+// the store next to the events.
+int serve(Session& s, const RankOptions& options, const ModelInfo& info, engine::RunWriter* writer) {
+  std::unique_ptr<engine::ParameterServer> server;
+  try {
+    server = std::make_unique<engine::ParameterServer>(s.plan, info, &s.recorder, &s.comm);
+  } catch (const std::exception& e) {
+    return s.reporter.fail(e.what(), 2);
+  }
+  engine::UpdateHook on_updates;
+  if (writer) on_updates = [writer](std::vector<store::UpdateRecord>&& u) { writer->add_updates(std::move(u)); };
+  Status served = server->serve(on_updates);
+  if (!served.ok()) return s.reporter.fail(served.error().describe(), 1);
+  Status measured = measure_after_training(s);
+  if (!measured.ok()) return s.reporter.fail(measured.error().describe(), 1);
+  if (writer) {
+    Status flushed = writer->finish();
+    if (!flushed.ok()) std::fprintf(stderr, "loom-rank %d: stream: %s\n", s.comm.rank(), flushed.error().describe().c_str());
+  }
+  if (!options.dump_params.empty()) {
+    Status sent = server->send_final_params();
+    if (!sent.ok()) return s.reporter.fail(sent.error().describe(), 1);
+  }
+  s.reporter.done({std::int64_t(s.recorder.recorded()), "completed", ""});
+  return 0;
+}
+
 int train(Session& s, const RankOptions& options) {
   std::vector<PlanError> errors;
   const ModelInfo info = infer_model(s.plan, &errors);
@@ -146,6 +174,7 @@ int train(Session& s, const RankOptions& options) {
   if (s.reporter.sink()) writer = std::make_unique<engine::RunWriter>(*s.reporter.sink(), s.comm.rank(), s.recorder, kStreamPeriod);
   Status measured = measure_before_training(s, writer.get());
   if (!measured.ok()) return s.reporter.fail(measured.error().describe(), 1);
+  if (rank_role(s.plan, s.comm.rank()).kind == RankKind::Server) return serve(s, options, info, writer.get());
   std::unique_ptr<engine::TrainingLoop> trainer;
   try {
     trainer = engine::make_training_loop(s.plan, info, s.data, &s.recorder, &s.comm);

@@ -15,6 +15,12 @@ void RunWriter::add_metrics(std::vector<store::MetricRecord>&& metrics) {
   for (auto& m : metrics) pending_metrics_.push_back(std::move(m));
 }
 
+void RunWriter::add_updates(std::vector<store::UpdateRecord>&& updates) {
+  std::lock_guard lock(mutex_);
+  if (pending_updates_.empty()) pending_updates_ = std::move(updates);  // the common case: no copy
+  else pending_updates_.insert(pending_updates_.end(), updates.begin(), updates.end());
+}
+
 Status RunWriter::finish() {
   {
     std::lock_guard lock(mutex_);
@@ -38,23 +44,27 @@ void RunWriter::loop() {
   flush();  // whatever was recorded between the last tick and the stop
 }
 
+void RunWriter::note(const Status& s) {
+  if (!s.ok() && first_error_.ok()) first_error_ = s;
+}
+
 void RunWriter::flush() {
   std::vector<store::MetricRecord> metrics;
+  std::vector<store::UpdateRecord> updates;
   {
     std::lock_guard lock(mutex_);
     metrics.swap(pending_metrics_);
+    updates.swap(pending_updates_);
   }
   drained_.clear();
   recorder_.drain(drained_);
   if (!drained_.empty()) {
     Status s = sink_.write_events(rank_, drained_.data(), drained_.size());
     if (s.ok()) events_written_ += std::int64_t(drained_.size());
-    else if (first_error_.ok()) first_error_ = s;
+    note(s);
   }
-  if (!metrics.empty()) {
-    Status s = sink_.write_metrics(metrics);
-    if (!s.ok() && first_error_.ok()) first_error_ = s;
-  }
+  if (!metrics.empty()) note(sink_.write_metrics(metrics));
+  if (!updates.empty()) note(sink_.write_updates(updates));
 }
 
 }  // namespace loom::engine

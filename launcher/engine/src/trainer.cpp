@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "loom/engine/parameter_server.h"
 #include "loom/engine/pipeline_trainer.h"
 #include "loom/kernels/cpu.h"
 
@@ -45,8 +46,12 @@ Trainer::Trainer(const Plan& plan, const ModelInfo& info, const data::TrainTest&
                  comm::Communicator* comm)
     : TrainingLoop(plan, data, recorder, comm),
       model_(Model::build(plan, info)),
-      optimizer_(plan.training.optimizer, model_.params()) {
-  if (ranks_ > 1) sync_ = std::make_unique<GradientSync>(*comm_, model_.params(), plan.parallel.bucket_mb, recorder_);
+      optimizer_(plan.training.optimizer, model_.params()),
+      local_sgd_(plan.parallel.sync.mode == SyncMode::LocalSgd && ranks_ > 1),
+      straggler_(plan, rank_) {
+  if (ranks_ > 1 && !local_sgd_) {
+    sync_ = std::make_unique<GradientSync>(*comm_, model_.params(), plan.parallel.bucket_mb, recorder_);
+  }
 }
 
 TrainResult TrainingLoop::run(const TrainerHooks& hooks) {
@@ -107,8 +112,11 @@ Expected<Trainer::StepStats> Trainer::train_step(std::int64_t step, const std::v
   StepStats stats;
   stats.stop = stop_requested;
   const int accumulation = plan_.parallel.grad_accumulation;
-  const float scale = 1.0f / float(plan_.training.batch);
+  // Local SGD steps each replica on its own shard's mean gradient (ranks / global batch);
+  // averaging after one step then equals the synchronous step on the whole batch.
+  const float scale = float(local_sgd_ ? ranks_ : 1) / float(plan_.training.batch);
   const std::int64_t classes = data_.train.classes;
+  const std::int64_t compute_start = trace::now_ns();
   for (int micro = 0; micro < accumulation; ++micro) {
     // Each micro-step takes its own slice of the global batch; shards split that slice.
     const auto slice = chunk_of_batch(batch_in_epoch, micro * ranks_ + rank_, accumulation * ranks_);
@@ -143,6 +151,8 @@ Expected<Trainer::StepStats> Trainer::train_step(std::int64_t step, const std::v
     }
     model_.backward(input_, logits_, dlogits_, pass);
   }
+  straggler_.inject(std::int32_t(step), trace::now_ns() - compute_start, recorder_);
+  if (local_sgd_) return local_sgd_step(step, stats);
   if (sync_) {
     // What is left of the all-reduce after backward: the exposed communication.
     Span wait(recorder_, EventKind::Wait, Stream::Compute, std::int32_t(step));
@@ -152,6 +162,45 @@ Expected<Trainer::StepStats> Trainer::train_step(std::int64_t step, const std::v
   Span span(recorder_, EventKind::Optimizer, Stream::Compute, std::int32_t(step));
   optimizer_.step();
   return stats;
+}
+
+// Replicas step on their own and meet every `period` steps (and after the last step, so
+// the run ends with one model). Between meetings a rank reports its own shard's loss.
+Expected<Trainer::StepStats> Trainer::local_sgd_step(std::int64_t step, StepStats& stats) {
+  {
+    Span span(recorder_, EventKind::Optimizer, Stream::Compute, std::int32_t(step));
+    optimizer_.step();
+  }
+  const bool meet = (step + 1) % plan_.parallel.sync.period == 0 || step + 1 == total_steps();
+  if (!meet) {
+    stats.loss *= double(ranks_);  // this shard's mean loss
+    stats.samples = plan_.training.batch / ranks_;
+    return stats;
+  }
+  LOOM_TRY(reduce_stats(stats));
+  auto divergence = average_parameters();
+  if (!divergence.ok()) return divergence.error();
+  step_metrics_.push_back({rank_, step, trace::now_ns(), "param_divergence", *divergence});
+  return stats;
+}
+
+Expected<double> Trainer::average_parameters() {
+  Span span(recorder_, EventKind::AllReduce, Stream::Compute, -1);
+  double local_sq = 0;
+  const float inverse = 1.0f / float(ranks_);
+  for (Param* p : model_.params()) {
+    std::vector<float> mean = p->value;
+    LOOM_TRY(comm_->allreduce_sum(mean.data(), std::int64_t(mean.size())));
+    for (std::size_t i = 0; i < mean.size(); ++i) {
+      mean[i] *= inverse;
+      const double d = double(p->value[i]) - double(mean[i]);
+      local_sq += d * d;
+    }
+    p->value = std::move(mean);
+  }
+  float total = float(local_sq);
+  LOOM_TRY(comm_->allreduce_sum(&total, 1));
+  return std::sqrt(double(total) / double(ranks_));
 }
 
 data::BatchSlice TrainingLoop::chunk_of_batch(std::int64_t batch_in_epoch, int chunk, int chunks) const {
@@ -226,10 +275,12 @@ void TrainingLoop::report_step(std::int64_t step, int epoch, const StepStats& st
   const double samples_per_s = elapsed > 0 ? double(step * plan_.training.batch) / elapsed : 0.0;
   if (hooks.on_metrics) {
     const int rank = rank_;
-    const double batch = double(plan_.training.batch);
-    hooks.on_metrics({{rank, step - 1, now, "loss", stats.loss},
-                      {rank, step - 1, now, "train_accuracy", double(stats.correct) / batch},
-                      {rank, step - 1, now, "samples_per_s", samples_per_s}});
+    const double covered = double(stats.samples > 0 ? stats.samples : plan_.training.batch);
+    std::vector<store::MetricRecord> metrics = std::exchange(step_metrics_, {});
+    metrics.insert(metrics.end(), {{rank, step - 1, now, "loss", stats.loss},
+                                   {rank, step - 1, now, "train_accuracy", double(stats.correct) / covered},
+                                   {rank, step - 1, now, "samples_per_s", samples_per_s}});
+    hooks.on_metrics(std::move(metrics));
   }
   if (hooks.on_step) {
     const double eta = step > 0 ? elapsed / double(step) * double(total_steps_ - step) : 0.0;
@@ -247,6 +298,7 @@ void TrainingLoop::report_evaluation(std::int64_t step, const Evaluation& eval, 
 std::unique_ptr<TrainingLoop> make_training_loop(const Plan& plan, const ModelInfo& info, const data::TrainTest& data,
                                                  trace::Recorder* recorder, comm::Communicator* comm) {
   if (uses_pipeline(plan)) return std::make_unique<PipelineTrainer>(plan, info, data, recorder, comm);
+  if (uses_parameter_server(plan)) return std::make_unique<AsyncWorker>(plan, info, data, recorder, comm);
   return std::make_unique<Trainer>(plan, info, data, recorder, comm);
 }
 

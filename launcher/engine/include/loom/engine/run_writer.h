@@ -1,4 +1,4 @@
-// Moves a rank's events and metrics into a run sink (the store, or the stream to the host)
+// Moves a rank's events, metrics and (server ranks) applied updates into a run sink (the store, or the stream to the host)
 // while it trains: a background thread drains the recorder every `period` and writes one
 // batch per tick, so the training thread never waits on SQLite or a socket and the sink
 // is at most one period behind.
@@ -27,6 +27,7 @@ class RunWriter {
   RunWriter& operator=(const RunWriter&) = delete;
 
   void add_metrics(std::vector<store::MetricRecord>&& metrics);  // from the training thread
+  void add_updates(std::vector<store::UpdateRecord>&& updates);  // likewise
   // Stops the thread after a final drain; returns the first write error, if any.
   Status finish();
   std::int64_t events_written() const { return events_written_.load(); }
@@ -34,14 +35,16 @@ class RunWriter {
  private:
   void loop();
   void flush();
+  void note(const Status& s);
 
   store::RunSink& sink_;
   int rank_;
   trace::Recorder& recorder_;
   std::chrono::milliseconds period_;
-  std::mutex mutex_;  // guards pending_metrics_ and the wake-up condition; not the hot path
+  std::mutex mutex_;  // guards the pending_ vectors and the wake-up condition; not the hot path
   std::condition_variable wake_;
   std::vector<store::MetricRecord> pending_metrics_;
+  std::vector<store::UpdateRecord> pending_updates_;
   bool stopping_ = false;
   Status first_error_;
   std::vector<trace::Event> drained_;

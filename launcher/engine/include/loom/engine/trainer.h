@@ -20,6 +20,7 @@
 #include "loom/engine/gradient_sync.h"
 #include "loom/engine/model.h"
 #include "loom/engine/optimizer.h"
+#include "loom/engine/straggler.h"
 #include "loom/profiles/recorder.h"
 #include "loom/profiles/run_store.h"
 
@@ -80,6 +81,7 @@ class TrainingLoop {
     double loss = 0;
     std::int64_t correct = 0;
     bool stop = false;  // some rank asked to stop (after reduce_stats: any rank)
+    std::int64_t samples = 0;  // samples the loss and correct count cover; 0 = the global batch
   };
   // One optimizer step on the global batch `batch_in_epoch` of `order`; ends with
   // reduce_stats so every rank returns the global loss and the stop vote.
@@ -91,6 +93,8 @@ class TrainingLoop {
   virtual void finish(const TrainerHooks& /*hooks*/, std::int64_t /*steps*/) {}
 
   Status reduce_stats(StepStats& stats);
+  // Metrics a step produced beyond loss and accuracy; reported with the step.
+  std::vector<store::MetricRecord> step_metrics_;
   // The slice of the global batch that `chunk` of `chunks` equal chunks covers.
   data::BatchSlice chunk_of_batch(std::int64_t batch_in_epoch, int chunk, int chunks) const;
   // Global index of a slice's first sample over the whole run (keys dropout masks).
@@ -134,10 +138,16 @@ class Trainer final : public TrainingLoop {
   Expected<StepStats> train_step(std::int64_t step, const std::vector<std::int64_t>& order,
                                  std::int64_t batch_in_epoch, bool stop_requested) override;
   Expected<std::optional<Evaluation>> evaluate_due() override;
+  Expected<StepStats> local_sgd_step(std::int64_t step, StepStats& stats);
+  // Local SGD: every `period` steps the replicas average their parameters; returns the
+  // divergence before averaging, sqrt(mean over replicas of |theta_r - mean theta|^2).
+  Expected<double> average_parameters();
 
   Model model_;
   Optimizer optimizer_;
   std::unique_ptr<GradientSync> sync_;
+  bool local_sgd_ = false;
+  StragglerInjector straggler_;
   Tensor input_, logits_, dlogits_, probs_;
   std::vector<std::int32_t> labels_;
 };

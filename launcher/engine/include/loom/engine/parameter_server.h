@@ -1,0 +1,97 @@
+// Asynchronous data parallelism through parameter servers (plan sync modes
+// parameter_server and ssp). Ranks 0..W-1 are workers, W..W+S-1 servers (core rank_role).
+//
+// Every parameter tensor lives on one server (greedy by size, see shard_params). A worker
+// step: pull every server's tensors, compute a gradient on its shard of the global batch
+// (scaled by 1/global batch, as in synchronous data parallelism, so the W gradients of
+// one clock add up to the full batch's), push each server its part. A server applies each
+// gradient as one optimizer step the moment it arrives.
+//
+// Versions. parameter_server: a server's version counts the gradients it has applied;
+// a worker's pull records the version it read and staleness = version when its gradient
+// is applied - version read (with W equal workers about W - 1). ssp: the version is the
+// server's clock, the number of steps every unfinished worker has pushed; a pull for
+// step c is answered only once clock >= c - bound, so staleness (in clocks) never
+// exceeds the bound, and bound 0 is synchronous training.
+//
+// Messages (point-to-point through the communicator): a 24-byte request header on
+// kRequestTag (pull, push, read, done), a push's packed gradient on kGradientTag, and the
+// reply to a pull or read, an int64 version followed by the packed tensors, on kParamsTag.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "loom/comm/communicator.h"
+#include "loom/core/model_info.h"
+#include "loom/core/plan.h"
+#include "loom/engine/model.h"
+#include "loom/engine/optimizer.h"
+#include "loom/engine/straggler.h"
+#include "loom/engine/trainer.h"
+#include "loom/profiles/recorder.h"
+#include "loom/profiles/run_store.h"
+
+namespace loom::engine {
+
+inline constexpr int kRequestTag = 2000;
+inline constexpr int kParamsTag = 2001;
+inline constexpr int kGradientTag = 2002;
+inline constexpr int kFinalParamsTag = 2003;
+
+bool uses_parameter_server(const Plan& plan);
+
+// Server index of each tensor in `sizes`: largest first, each to the least loaded server
+// (ties: lower index), so shards are balanced by bytes. Every rank computes the same.
+std::vector<int> shard_params(const std::vector<std::int64_t>& sizes, int servers);
+
+using UpdateHook = std::function<void(std::vector<store::UpdateRecord>&&)>;
+
+// One server rank: serves pulls and applies pushes until every worker is done.
+class ParameterServer {
+ public:
+  ParameterServer(const Plan& plan, const ModelInfo& info, trace::Recorder* recorder, comm::Communicator* comm);
+  ~ParameterServer();
+  Status serve(const UpdateHook& on_updates);
+  // After serve(): sends this server's tensors to rank 0 (for --dump-params).
+  Status send_final_params();
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
+};
+
+// One worker rank of the asynchronous modes.
+class AsyncWorker final : public TrainingLoop {
+ public:
+  AsyncWorker(const Plan& plan, const ModelInfo& info, const data::TrainTest& data, trace::Recorder* recorder,
+              comm::Communicator* comm);
+  ~AsyncWorker() override;
+  const std::vector<Param*>& params() const override { return model_.params(); }
+  // Rank 0 collects every server's final tensors (after all workers finished).
+  Expected<std::vector<NamedTensor>> gather_params() override;
+
+ private:
+  Expected<StepStats> train_step(std::int64_t step, const std::vector<std::int64_t>& order,
+                                 std::int64_t batch_in_epoch, bool stop_requested) override;
+  Expected<std::optional<Evaluation>> evaluate_due() override;
+  void finish(const TrainerHooks& hooks, std::int64_t steps) override;
+  Status pull(std::int32_t request, std::int64_t step);
+  Status push(std::int64_t step);
+  Evaluation evaluate();
+
+  Model model_;
+  int workers_ = 1;
+  int servers_ = 1;
+  std::vector<int> owner_;                         // server of each parameter tensor
+  std::vector<std::vector<float>> packed_;         // per server: version slot + tensors
+  std::vector<std::int64_t> version_read_;         // per server, from the last pull
+  StragglerInjector straggler_;
+  Tensor input_, logits_, dlogits_, probs_;
+  std::vector<std::int32_t> labels_;
+  bool done_sent_ = false;
+};
+
+}  // namespace loom::engine

@@ -1,0 +1,408 @@
+#include "loom/engine/parameter_server.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <numeric>
+#include <thread>
+
+#include "loom/kernels/cpu.h"
+
+namespace loom::engine {
+namespace {
+
+using trace::EventKind;
+using trace::Span;
+using trace::Stream;
+
+enum class RequestType : std::int32_t { Pull = 0, Push = 1, Read = 2, Done = 3 };
+
+struct Request {
+  RequestType type = RequestType::Pull;
+  std::int32_t reserved = 0;
+  std::int64_t step = 0;          // pull: the step about to run; push: the step that produced it
+  std::int64_t version_read = 0;  // push: the version its pull read
+};
+static_assert(sizeof(Request) == 24);
+
+constexpr std::size_t kVersionBytes = sizeof(std::int64_t);
+constexpr std::size_t kUpdateBatch = 256;  // updates shipped to the store per hook call
+
+std::vector<std::int64_t> param_sizes(const std::vector<Param*>& params) {
+  std::vector<std::int64_t> sizes;
+  for (const Param* p : params) sizes.push_back(std::int64_t(p->value.size()));
+  return sizes;
+}
+
+// A server's tensors in model order.
+std::vector<Param*> shard_of(const std::vector<Param*>& params, const std::vector<int>& owner, int server) {
+  std::vector<Param*> shard;
+  for (std::size_t i = 0; i < params.size(); ++i)
+    if (owner[i] == server) shard.push_back(params[i]);
+  return shard;
+}
+
+std::int64_t shard_floats(const std::vector<Param*>& shard) {
+  std::int64_t n = 0;
+  for (const Param* p : shard) n += std::int64_t(p->value.size());
+  return n;
+}
+
+// version + values into `out` (resized), or values out of `in` into the tensors.
+void pack_values(std::int64_t version, const std::vector<Param*>& shard, std::vector<char>& out) {
+  out.resize(kVersionBytes + std::size_t(shard_floats(shard)) * sizeof(float));
+  std::memcpy(out.data(), &version, kVersionBytes);
+  char* at = out.data() + kVersionBytes;
+  for (const Param* p : shard) {
+    std::memcpy(at, p->value.data(), p->value.size() * sizeof(float));
+    at += p->value.size() * sizeof(float);
+  }
+}
+
+std::int64_t unpack_values(const std::vector<char>& in, const std::vector<Param*>& shard) {
+  std::int64_t version = 0;
+  std::memcpy(&version, in.data(), kVersionBytes);
+  const char* at = in.data() + kVersionBytes;
+  for (Param* p : shard) {
+    std::memcpy(p->value.data(), at, p->value.size() * sizeof(float));
+    at += p->value.size() * sizeof(float);
+  }
+  return version;
+}
+
+void pack_grads(const std::vector<Param*>& shard, std::vector<float>& out) {
+  out.clear();
+  for (const Param* p : shard) out.insert(out.end(), p->grad.begin(), p->grad.end());
+}
+
+void unpack_grads(const std::vector<float>& in, const std::vector<Param*>& shard) {
+  std::size_t at = 0;
+  for (Param* p : shard) {
+    std::copy_n(in.begin() + std::ptrdiff_t(at), p->grad.size(), p->grad.begin());
+    at += p->grad.size();
+  }
+}
+
+std::int64_t bytes_of(const std::vector<char>& v) { return std::int64_t(v.size()); }
+
+}  // namespace
+
+bool uses_parameter_server(const Plan& plan) {
+  const SyncMode mode = plan.parallel.sync.mode;
+  return mode == SyncMode::ParameterServer || mode == SyncMode::Ssp;
+}
+
+std::vector<int> shard_params(const std::vector<std::int64_t>& sizes, int servers) {
+  std::vector<std::size_t> order(sizes.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return sizes[a] > sizes[b]; });
+  std::vector<std::int64_t> load(std::size_t(std::max(servers, 1)), 0);
+  std::vector<int> owner(sizes.size(), 0);
+  for (std::size_t i : order) {
+    const auto least = std::min_element(load.begin(), load.end());
+    owner[i] = int(least - load.begin());
+    *least += sizes[i];
+  }
+  return owner;
+}
+
+// ---------------------------------------------------------------- server
+
+struct ParameterServer::State {
+  const Plan& plan;
+  trace::Recorder* recorder;
+  comm::Communicator* comm;
+  Model model;
+  int workers = 1;
+  int index = 0;  // server index
+  std::vector<Param*> shard;
+  std::unique_ptr<Optimizer> optimizer;
+  bool ssp = false;
+  std::int64_t updates_applied = 0;
+  std::vector<std::int64_t> clocks;  // per worker: steps whose gradient was applied
+  std::vector<bool> done;
+  std::vector<Request> headers;      // per worker: the posted header receive's buffer
+  std::vector<std::unique_ptr<comm::Request>> pending;  // per worker: the posted header receive
+  std::vector<Request> deferred;     // ssp pulls waiting for the slowest worker
+  std::vector<int> deferred_from;
+  std::vector<char> reply;
+  std::vector<float> gradient;
+  std::vector<store::UpdateRecord> updates;
+
+  State(const Plan& p, const ModelInfo& info, trace::Recorder* r, comm::Communicator* c)
+      : plan(p), recorder(r), comm(c), model(Model::build(p, info)) {}
+
+  // parameter_server: gradients applied; ssp: the slowest unfinished worker's clock.
+  std::int64_t version() const {
+    if (!ssp) return updates_applied;
+    std::int64_t slowest = -1;
+    for (int w = 0; w < workers; ++w)
+      if (!done[std::size_t(w)] && (slowest < 0 || clocks[std::size_t(w)] < slowest)) slowest = clocks[std::size_t(w)];
+    return slowest < 0 ? *std::max_element(clocks.begin(), clocks.end()) : slowest;
+  }
+  bool may_serve(const Request& r) const {
+    return !ssp || r.type == RequestType::Read || version() >= r.step - plan.parallel.sync.bound;
+  }
+  void post_header(int worker) {
+    pending[std::size_t(worker)] =
+        comm->irecv(&headers[std::size_t(worker)], sizeof(Request), worker, kRequestTag);
+  }
+  Status reply_to(int worker, const Request& r) {
+    const std::int64_t v = version();
+    pack_values(v, shard, reply);
+    Span span(recorder, EventKind::Send, Stream::Host, std::int32_t(r.step), -1, -1, bytes_of(reply));
+    span.event().peer = worker;
+    span.event().message = std::int32_t(v);
+    return comm->send(reply.data(), bytes_of(reply), worker, kParamsTag);
+  }
+  Status apply_push(int worker, const Request& r) {
+    gradient.resize(std::size_t(shard_floats(shard)));
+    {
+      Span span(recorder, EventKind::Recv, Stream::Host, std::int32_t(r.step), -1, -1,
+                std::int64_t(gradient.size() * sizeof(float)));
+      span.event().peer = worker;
+      span.event().message = std::int32_t(r.version_read);
+      LOOM_TRY(comm->recv(gradient.data(), std::int64_t(gradient.size() * sizeof(float)), worker, kGradientTag));
+    }
+    const std::int64_t before = version();
+    const std::int64_t staleness = std::max<std::int64_t>(0, before - r.version_read);
+    unpack_grads(gradient, shard);
+    {
+      Span span(recorder, EventKind::Optimizer, Stream::Compute, std::int32_t(r.step));
+      const bool aware = plan.parallel.sync.staleness_aware_lr && staleness > 0;
+      optimizer->step(aware ? 1.0f / float(staleness) : 1.0f);
+    }
+    ++updates_applied;
+    clocks[std::size_t(worker)] = std::max(clocks[std::size_t(worker)], r.step + 1);
+    updates.push_back({worker, index, r.step, r.version_read, before, staleness, trace::now_ns()});
+    return {};
+  }
+  Status serve_deferred() {
+    for (std::size_t i = 0; i < deferred.size();) {
+      if (!may_serve(deferred[i])) {
+        ++i;
+        continue;
+      }
+      LOOM_TRY(reply_to(deferred_from[i], deferred[i]));
+      deferred.erase(deferred.begin() + std::ptrdiff_t(i));
+      deferred_from.erase(deferred_from.begin() + std::ptrdiff_t(i));
+    }
+    return {};
+  }
+  Status handle(int worker, const Request& r) {
+    switch (r.type) {
+      case RequestType::Pull:
+      case RequestType::Read:
+        if (may_serve(r)) return reply_to(worker, r);
+        deferred.push_back(r);
+        deferred_from.push_back(worker);
+        return {};
+      case RequestType::Push: LOOM_TRY(apply_push(worker, r)); return serve_deferred();
+      case RequestType::Done: done[std::size_t(worker)] = true; return serve_deferred();
+    }
+    return make_error(ErrorCode::Internal, "parameter server: unknown request from rank " + std::to_string(worker));
+  }
+};
+
+ParameterServer::ParameterServer(const Plan& plan, const ModelInfo& info, trace::Recorder* recorder,
+                                 comm::Communicator* comm)
+    : s_(std::make_unique<State>(plan, info, recorder, comm)) {
+  State& s = *s_;
+  s.workers = plan.parallel.data_parallel;
+  s.index = comm->rank() - s.workers;
+  s.shard = shard_of(s.model.params(), shard_params(param_sizes(s.model.params()), plan.parallel.sync.servers), s.index);
+  s.optimizer = std::make_unique<Optimizer>(plan.training.optimizer, s.shard);
+  s.ssp = plan.parallel.sync.mode == SyncMode::Ssp;
+  s.clocks.assign(std::size_t(s.workers), 0);
+  s.done.assign(std::size_t(s.workers), false);
+  s.headers.resize(std::size_t(s.workers));
+  s.pending.resize(std::size_t(s.workers));
+}
+
+ParameterServer::~ParameterServer() = default;
+
+// Polls one posted header receive per worker. A blocking receive from any source would
+// need MPI_ANY_SOURCE, which the communicator does not offer, and Open MPI's blocking
+// calls spin: a short sleep when nothing arrived leaves the cores to the workers.
+Status ParameterServer::serve(const UpdateHook& on_updates) {
+  State& s = *s_;
+  cpu::flush_denormals_on_this_thread();
+  for (int w = 0; w < s.workers; ++w) s.post_header(w);
+  int finished = 0;
+  while (finished < s.workers || !s.deferred.empty()) {
+    bool any = false;
+    for (int w = 0; w < s.workers; ++w) {
+      auto& request = s.pending[std::size_t(w)];
+      if (!request || !request->test()) continue;
+      LOOM_TRY(request->wait());
+      any = true;
+      const Request header = s.headers[std::size_t(w)];
+      LOOM_TRY(s.handle(w, header));
+      if (header.type == RequestType::Done) {
+        request.reset();
+        ++finished;
+      } else {
+        s.post_header(w);
+      }
+    }
+    if (on_updates && s.updates.size() >= kUpdateBatch) on_updates(std::exchange(s.updates, {}));
+    if (!any) std::this_thread::sleep_for(std::chrono::microseconds(20));
+    if (finished == s.workers && !s.deferred.empty()) LOOM_TRY(s.serve_deferred());
+  }
+  if (on_updates && !s.updates.empty()) on_updates(std::exchange(s.updates, {}));
+  return {};
+}
+
+Status ParameterServer::send_final_params() {
+  State& s = *s_;
+  pack_values(s.version(), s.shard, s.reply);
+  return s.comm->send(s.reply.data(), bytes_of(s.reply), 0, kFinalParamsTag);
+}
+
+// ---------------------------------------------------------------- worker
+
+AsyncWorker::AsyncWorker(const Plan& plan, const ModelInfo& info, const data::TrainTest& data,
+                         trace::Recorder* recorder, comm::Communicator* comm)
+    : TrainingLoop(plan, data, recorder, comm),
+      model_(Model::build(plan, info)),
+      workers_(plan.parallel.data_parallel),
+      servers_(plan.parallel.sync.servers),
+      owner_(shard_params(param_sizes(model_.params()), servers_)),
+      version_read_(std::size_t(servers_), 0),
+      straggler_(plan, comm ? comm->rank() : 0) {
+  packed_.resize(std::size_t(servers_));
+}
+
+AsyncWorker::~AsyncWorker() = default;
+
+// Every server's tensors into the model; the time blocked (servers busy, or an ssp bound
+// holding this worker back) is a Wait span.
+Status AsyncWorker::pull(std::int32_t request_type, std::int64_t step) {
+  std::vector<std::vector<char>> replies(static_cast<std::size_t>(servers_));
+  std::vector<std::unique_ptr<comm::Request>> receives;
+  for (int s = 0; s < servers_; ++s) {
+    const auto shard = shard_of(model_.params(), owner_, s);
+    replies[std::size_t(s)].resize(kVersionBytes + std::size_t(shard_floats(shard)) * sizeof(float));
+    receives.push_back(comm_->irecv(replies[std::size_t(s)].data(), bytes_of(replies[std::size_t(s)]),
+                                    workers_ + s, kParamsTag));
+  }
+  const Request header{RequestType(request_type), 0, step, 0};
+  for (int s = 0; s < servers_; ++s) LOOM_TRY(comm_->send(&header, sizeof header, workers_ + s, kRequestTag));
+  Span wait(recorder_, EventKind::Wait, Stream::Compute, std::int32_t(step));
+  for (int s = 0; s < servers_; ++s) {
+    Span span(recorder_, EventKind::Pull, Stream::Host, std::int32_t(step), -1, -1, bytes_of(replies[std::size_t(s)]));
+    span.event().peer = workers_ + s;
+    LOOM_TRY(receives[std::size_t(s)]->wait());
+    const std::int64_t version = unpack_values(replies[std::size_t(s)], shard_of(model_.params(), owner_, s));
+    span.event().message = std::int32_t(version);
+    if (RequestType(request_type) == RequestType::Pull) version_read_[std::size_t(s)] = version;
+  }
+  return {};
+}
+
+Status AsyncWorker::push(std::int64_t step) {
+  std::vector<float> gradient;
+  for (int s = 0; s < servers_; ++s) {
+    const auto shard = shard_of(model_.params(), owner_, s);
+    pack_grads(shard, gradient);
+    const std::int64_t bytes = std::int64_t(gradient.size() * sizeof(float));
+    Span span(recorder_, EventKind::Push, Stream::Host, std::int32_t(step), -1, -1, bytes);
+    span.event().peer = workers_ + s;
+    span.event().message = std::int32_t(version_read_[std::size_t(s)]);
+    const Request header{RequestType::Push, 0, step, version_read_[std::size_t(s)]};
+    LOOM_TRY(comm_->send(&header, sizeof header, workers_ + s, kRequestTag));
+    LOOM_TRY(comm_->send(gradient.data(), bytes, workers_ + s, kGradientTag));
+  }
+  return {};
+}
+
+Expected<TrainingLoop::StepStats> AsyncWorker::train_step(std::int64_t step, const std::vector<std::int64_t>& order,
+                                                          std::int64_t batch_in_epoch, bool stop_requested) {
+  Span step_span(recorder_, EventKind::Step, Stream::Host, std::int32_t(step));
+  StepStats stats;
+  stats.stop = stop_requested;
+  LOOM_TRY(pull(std::int32_t(RequestType::Pull), step));
+  const std::int64_t compute_start = trace::now_ns();
+  model_.zero_grad();
+  const auto slice = chunk_of_batch(batch_in_epoch, rank_, workers_);
+  {
+    Span span(recorder_, EventKind::DataLoad, Stream::Compute, std::int32_t(step));
+    input_.resize(slice.size, data_.train.sample_shape);
+    labels_.resize(static_cast<std::size_t>(slice.size));
+    data::gather_batch(data_.train, order, slice, input_.ptr(), labels_.data());
+  }
+  Pass pass{true, std::int32_t(step), -1, plan_.training.seed, first_sample(step, batch_in_epoch, slice), recorder_,
+            nullptr};
+  model_.forward(input_, logits_, pass);
+  {
+    Span span(recorder_, EventKind::Loss, Stream::Compute, std::int32_t(step));
+    const int classes = int(data_.train.classes);
+    probs_.resize(slice.size, {classes});
+    dlogits_.resize(slice.size, {classes});
+    int correct = 0;
+    const float loss = cpu::softmax_xent_forward(logits_.ptr(), labels_.data(), probs_.ptr(), int(slice.size), classes,
+                                                 &correct);
+    // 1/global batch: the W workers' gradients of one clock add up to the full batch's.
+    cpu::softmax_xent_backward(probs_.ptr(), labels_.data(), dlogits_.ptr(), int(slice.size), classes,
+                               1.0f / float(plan_.training.batch));
+    stats.loss = loss;
+    stats.correct = correct;
+    stats.samples = slice.size;
+  }
+  model_.backward(input_, logits_, dlogits_, pass);
+  straggler_.inject(std::int32_t(step), trace::now_ns() - compute_start, recorder_);
+  LOOM_TRY(push(step));
+  return stats;
+}
+
+// Worker 0 evaluates the servers' current parameters (a read: no clock, never held back).
+Expected<std::optional<Evaluation>> AsyncWorker::evaluate_due() {
+  if (rank_ != 0) return std::optional<Evaluation>{};
+  LOOM_TRY(pull(std::int32_t(RequestType::Read), -1));
+  return std::optional<Evaluation>{evaluate()};
+}
+
+Evaluation AsyncWorker::evaluate() {
+  Span span(recorder_, EventKind::Evaluate, Stream::Compute, -1);
+  const data::Dataset& test = data_.test;
+  double loss_sum = 0;
+  std::int64_t correct_sum = 0;
+  for (const data::BatchSlice& batch : test_batches()) {
+    input_.resize(batch.size, test.sample_shape);
+    labels_.resize(static_cast<std::size_t>(batch.size));
+    data::gather_batch(test, test_order(), batch, input_.ptr(), labels_.data());
+    Pass pass{false, -1, -1, 0, 0, nullptr};
+    model_.forward(input_, logits_, pass);
+    probs_.resize(batch.size, {test.classes});
+    int correct = 0;
+    loss_sum += double(cpu::softmax_xent_forward(logits_.ptr(), labels_.data(), probs_.ptr(), int(batch.size),
+                                                 int(test.classes), &correct)) * double(batch.size);
+    correct_sum += correct;
+  }
+  Evaluation eval;
+  if (test.count() > 0) {
+    eval.loss = loss_sum / double(test.count());
+    eval.accuracy = double(correct_sum) / double(test.count());
+  }
+  return eval;
+}
+
+void AsyncWorker::finish(const TrainerHooks&, std::int64_t) {
+  if (done_sent_) return;
+  done_sent_ = true;
+  const Request header{RequestType::Done, 0, 0, 0};
+  for (int s = 0; s < servers_; ++s) (void)comm_->send(&header, sizeof header, workers_ + s, kRequestTag);
+}
+
+Expected<std::vector<NamedTensor>> AsyncWorker::gather_params() {
+  if (rank_ != 0) return std::vector<NamedTensor>{};
+  for (int s = 0; s < servers_; ++s) {
+    const auto shard = shard_of(model_.params(), owner_, s);
+    std::vector<char> reply(kVersionBytes + std::size_t(shard_floats(shard)) * sizeof(float));
+    LOOM_TRY(comm_->recv(reply.data(), bytes_of(reply), workers_ + s, kFinalParamsTag));
+    unpack_values(reply, shard);
+  }
+  return named_copies(model_.params());
+}
+
+}  // namespace loom::engine
