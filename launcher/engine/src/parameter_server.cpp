@@ -123,10 +123,15 @@ struct ParameterServer::State {
   std::vector<bool> done;
   std::vector<Request> headers;      // per worker: the posted header receive's buffer
   std::vector<std::unique_ptr<comm::Request>> pending;  // per worker: the posted header receive
-  std::vector<Request> deferred;     // ssp pulls waiting for the slowest worker
-  std::vector<int> deferred_from;
+  struct Pending {
+    int worker = 0;
+    Request request;
+    std::vector<float> gradient;  // pushes only
+  };
+  std::vector<std::int64_t> pulled;  // per worker: the latest step it has read parameters for
+  std::vector<Pending> deferred;     // ssp pulls waiting for the slowest worker
+  std::vector<Pending> held;         // ssp pushes waiting until every worker has read their clock
   std::vector<char> reply;
-  std::vector<float> gradient;
   std::vector<store::UpdateRecord> updates;
 
   State(const Plan& p, const ModelInfo& info, trace::Recorder* r, comm::Communicator* c)
@@ -148,6 +153,7 @@ struct ParameterServer::State {
         comm->irecv(&headers[std::size_t(worker)], sizeof(Request), worker, kRequestTag);
   }
   Status reply_to(int worker, const Request& r) {
+    if (r.type == RequestType::Pull) pulled[std::size_t(worker)] = std::max(pulled[std::size_t(worker)], r.step);
     const std::int64_t v = version();
     pack_values(v, shard, reply);
     Span span(recorder, EventKind::Send, Stream::Host, std::int32_t(r.step), -1, -1, bytes_of(reply));
@@ -155,15 +161,15 @@ struct ParameterServer::State {
     span.event().message = std::int32_t(v);
     return comm->send(reply.data(), bytes_of(reply), worker, kParamsTag);
   }
-  Status apply_push(int worker, const Request& r) {
+  Status receive_push(int worker, const Request& r, std::vector<float>& gradient) {
     gradient.resize(std::size_t(shard_floats(shard)));
-    {
-      Span span(recorder, EventKind::Recv, Stream::Host, std::int32_t(r.step), -1, -1,
-                std::int64_t(gradient.size() * sizeof(float)));
-      span.event().peer = worker;
-      span.event().message = std::int32_t(r.version_read);
-      LOOM_TRY(comm->recv(gradient.data(), std::int64_t(gradient.size() * sizeof(float)), worker, kGradientTag));
-    }
+    const auto bytes = std::int64_t(gradient.size() * sizeof(float));
+    Span span(recorder, EventKind::Recv, Stream::Host, std::int32_t(r.step), -1, -1, bytes);
+    span.event().peer = worker;
+    span.event().message = std::int32_t(r.version_read);
+    return comm->recv(gradient.data(), bytes, worker, kGradientTag);
+  }
+  void apply(int worker, const Request& r, const std::vector<float>& gradient) {
     const std::int64_t before = version();
     const std::int64_t staleness = std::max<std::int64_t>(0, before - r.version_read);
     unpack_grads(gradient, shard);
@@ -175,17 +181,38 @@ struct ParameterServer::State {
     ++updates_applied;
     clocks[std::size_t(worker)] = std::max(clocks[std::size_t(worker)], r.step + 1);
     updates.push_back({worker, index, r.step, r.version_read, before, staleness, trace::now_ns()});
-    return {};
   }
-  Status serve_deferred() {
-    for (std::size_t i = 0; i < deferred.size();) {
-      if (!may_serve(deferred[i])) {
-        ++i;
-        continue;
+  // ssp: a gradient of step c is applied only once every unfinished worker has read its
+  // step-c parameters, so a read for clock c never contains gradients of clock c or later
+  // (with bound 0 every worker of a clock reads the same parameters: synchronous SGD).
+  bool may_apply(std::int64_t step) const {
+    if (!ssp) return true;
+    for (int w = 0; w < workers; ++w)
+      if (!done[std::size_t(w)] && pulled[std::size_t(w)] < step) return false;
+    return true;
+  }
+  // Applies what may be applied and answers what may be answered, until neither moves.
+  Status settle() {
+    for (bool moved = true; moved;) {
+      moved = false;
+      for (std::size_t i = 0; i < held.size();) {
+        if (!may_apply(held[i].request.step)) {
+          ++i;
+          continue;
+        }
+        apply(held[i].worker, held[i].request, held[i].gradient);
+        held.erase(held.begin() + std::ptrdiff_t(i));
+        moved = true;
       }
-      LOOM_TRY(reply_to(deferred_from[i], deferred[i]));
-      deferred.erase(deferred.begin() + std::ptrdiff_t(i));
-      deferred_from.erase(deferred_from.begin() + std::ptrdiff_t(i));
+      for (std::size_t i = 0; i < deferred.size();) {
+        if (!may_serve(deferred[i].request)) {
+          ++i;
+          continue;
+        }
+        LOOM_TRY(reply_to(deferred[i].worker, deferred[i].request));
+        deferred.erase(deferred.begin() + std::ptrdiff_t(i));
+        moved = true;
+      }
     }
     return {};
   }
@@ -193,14 +220,17 @@ struct ParameterServer::State {
     switch (r.type) {
       case RequestType::Pull:
       case RequestType::Read:
-        if (may_serve(r)) return reply_to(worker, r);
-        deferred.push_back(r);
-        deferred_from.push_back(worker);
-        return {};
-      case RequestType::Push: LOOM_TRY(apply_push(worker, r)); return serve_deferred();
-      case RequestType::Done: done[std::size_t(worker)] = true; return serve_deferred();
+        deferred.push_back({worker, r, {}});
+        break;
+      case RequestType::Push:
+        held.push_back({worker, r, {}});
+        LOOM_TRY(receive_push(worker, r, held.back().gradient));
+        break;
+      case RequestType::Done: done[std::size_t(worker)] = true; break;
+      default:
+        return make_error(ErrorCode::Internal, "parameter server: unknown request from rank " + std::to_string(worker));
     }
-    return make_error(ErrorCode::Internal, "parameter server: unknown request from rank " + std::to_string(worker));
+    return settle();
   }
 };
 
@@ -215,6 +245,7 @@ ParameterServer::ParameterServer(const Plan& plan, const ModelInfo& info, trace:
   s.ssp = plan.parallel.sync.mode == SyncMode::Ssp;
   s.clocks.assign(std::size_t(s.workers), 0);
   s.done.assign(std::size_t(s.workers), false);
+  s.pulled.assign(std::size_t(s.workers), -1);
   s.headers.resize(std::size_t(s.workers));
   s.pending.resize(std::size_t(s.workers));
 }
@@ -229,7 +260,7 @@ Status ParameterServer::serve(const UpdateHook& on_updates) {
   cpu::flush_denormals_on_this_thread();
   for (int w = 0; w < s.workers; ++w) s.post_header(w);
   int finished = 0;
-  while (finished < s.workers || !s.deferred.empty()) {
+  while (finished < s.workers || !s.deferred.empty() || !s.held.empty()) {
     bool any = false;
     for (int w = 0; w < s.workers; ++w) {
       auto& request = s.pending[std::size_t(w)];
@@ -247,7 +278,6 @@ Status ParameterServer::serve(const UpdateHook& on_updates) {
     }
     if (on_updates && s.updates.size() >= kUpdateBatch) on_updates(std::exchange(s.updates, {}));
     if (!any) std::this_thread::sleep_for(std::chrono::microseconds(20));
-    if (finished == s.workers && !s.deferred.empty()) LOOM_TRY(s.serve_deferred());
   }
   if (on_updates && !s.updates.empty()) on_updates(std::exchange(s.updates, {}));
   return {};
