@@ -192,6 +192,9 @@ void add_strategy_rows() {
       "/parallel/sync/bound", "expected a non-negative integer, got -1");
   row("local_sgd_period", R"({"/parallel/sync": {"mode": "local_sgd", "period": 0}})", "/parallel/sync/period",
       "expected a positive integer, got 0");
+  row("async_with_stages",
+      R"({"/parallel/sync": {"mode": "ssp"}, "/parallel/stages": 2, "/parallel/devices": null})",
+      "/parallel/stages", "sync mode ssp trains whole-model replicas; use stages 1 (got 2)");
   row("servers_zero", R"({"/parallel/sync": {"mode": "parameter_server", "servers": 0}, "/parallel/devices": null})",
       "/parallel/sync/servers", "expected a positive integer, got 0");
   row("straggler_rank", R"({"/parallel/stragglers": [{"rank": 1, "slowdown": 2.0}]})", "/parallel/stragglers/0/rank",
@@ -334,9 +337,11 @@ static Plan everything_plan() {
   par.bucket_mb = 12.5;
   par.grad_accumulation = 2;
   par.backend = loom::CommBackend::Nccl;
-  par.sync = {loom::SyncMode::Ssp, 3, 2, 2, true};
+  // All-reduce: the asynchronous modes take no pipeline; bound, period and servers still
+  // round-trip as written.
+  par.sync = {loom::SyncMode::AllReduce, 3, 2, 2, true};
   par.devices.clear();
-  for (int i = 0; i < 6; ++i) par.devices.push_back({loom::DeviceKind::Gpu, i < 4 ? "node-a" : "node-b", i % 4});
+  for (int i = 0; i < 4; ++i) par.devices.push_back({loom::DeviceKind::Gpu, i < 2 ? "node-a" : "node-b", i % 2});
   par.stragglers = {{1, 2.5, loom::DelayDistribution::Exponential, 5.0}, {0, 1.0, loom::DelayDistribution::Uniform, 0.5}};
   return plan;
 }
@@ -378,7 +383,7 @@ void TestPlan::omitted_fields_get_defaults() {
       {"type": "parallel", "stage": 1, "branches": [{"layers": [{"type": "relu"}]}, {"stage": 2, "layers": [{"type": "tanh"}]}]},
       {"type": "flatten", "stage": 2}, {"type": "dropout", "stage": 2}, {"type": "linear", "out": 10, "stage": 2}]},
       "training": {"optimizer": "momentum"},
-      "parallel": {"stages": 3, "data_parallel": 2, "sync": {"mode": "parameter_server", "servers": 2}}})");
+      "parallel": {"stages": 3, "data_parallel": 2, "sync": {"servers": 2}}})");
   QVERIFY2(result.ok(), describe(result).c_str());
   const Plan& plan = *result.plan;
   const auto& layers = plan.model.layers;
@@ -395,9 +400,9 @@ void TestPlan::omitted_fields_get_defaults() {
   QCOMPARE(layers[5].name, std::string("linear_7"));
   QVERIFY(plan.training.optimizer.kind == loom::OptimizerKind::Momentum);
   QCOMPARE(plan.training.optimizer.lr, loom::OptimizerSpec{}.lr);
-  QCOMPARE(loom::world_size(plan), 8);  // 2 x 3 + 2 servers
-  QCOMPARE(plan.parallel.devices.size(), std::size_t(8));
-  QVERIFY(plan.parallel.devices[7] == loom::DeviceSpec{});
+  QCOMPARE(loom::world_size(plan), 6);  // 2 x 3; servers count only in the asynchronous modes
+  QCOMPARE(plan.parallel.devices.size(), std::size_t(6));
+  QVERIFY(plan.parallel.devices[5] == loom::DeviceSpec{});
   QVERIFY(plan.data == loom::DataSpec{});
 }
 

@@ -50,6 +50,7 @@ class TestChartSeries : public QObject {
   void histogramCounts();
   void stalenessPerStep();
   void stalenessPerTimeBucket();
+  void stalenessTimeFromServerOrigin();
   void breakdownSegmentsDoNotOverlap();
 };
 
@@ -169,15 +170,29 @@ void TestChartSeries::stalenessPerStep() {
 }
 
 void TestChartSeries::stalenessPerTimeBucket() {
-  // Worker 0's clock starts at 1 s, worker 1's at 100 s; 4 s span -> 200 buckets of 20 ms.
-  const std::vector<StalenessSample> samples = {{0, 0, 1, 1'000'000'000}, {0, 1, 3, 3'000'000'000},
-                                                {0, 2, 5, 5'000'000'000}, {1, 0, 2, 100'000'000'000},
-                                                {1, 1, 4, 102'000'000'000}};
+  // Worker 0's gradients go to server 0, whose clock starts at 1 s, worker 1's to server 1,
+  // whose clock starts at 100 s; 4 s span -> 200 buckets of 20 ms.
+  const std::vector<StalenessSample> samples = {{0, 0, 1, 1'000'000'000, 0}, {0, 1, 3, 3'000'000'000, 0},
+                                                {0, 2, 5, 5'000'000'000, 0}, {1, 0, 2, 100'000'000'000, 1},
+                                                {1, 1, 4, 102'000'000'000, 1}};
   QCOMPARE(staleness_over_time(samples, 0, XAxis::Time),
            (QVector<QPointF>{QPointF(0, 1), QPointF(2, 3), QPointF(4, 5)}));
   // All workers: worker 1's samples fall in the same buckets as worker 0's at 0 s and 2 s.
   QCOMPARE(staleness_over_time(samples, -1, XAxis::Time),
            (QVector<QPointF>{QPointF(0, 1.5), QPointF(2, 3.5), QPointF(4, 5)}));
+}
+
+// On one server's clock the origin is its first update, whichever worker pushed it: a
+// worker whose first gradient lands 2 s later starts at x = 2.
+void TestChartSeries::stalenessTimeFromServerOrigin() {
+  const std::vector<loom::store::UpdateRecord> updates = {
+      {0, 0, 0, 0, 0, 0, 10'000'000'000}, {1, 0, 0, 0, 1, 1, 12'000'000'000}, {0, 0, 1, 1, 2, 1, 13'000'000'000}};
+  const std::vector<StalenessSample> samples = loom::ui::charts::staleness_samples(updates);
+  QCOMPARE(samples.size(), std::size_t(3));
+  QCOMPARE(samples[1].worker, 1);
+  QCOMPARE(samples[1].staleness, 1);
+  QCOMPARE(staleness_over_time(samples, 1, XAxis::Time), (QVector<QPointF>{QPointF(2, 1)}));
+  QCOMPARE(staleness_over_time(samples, 0, XAxis::Time), (QVector<QPointF>{QPointF(0, 0), QPointF(3, 1)}));
 }
 
 void TestChartSeries::breakdownSegmentsDoNotOverlap() {

@@ -101,6 +101,7 @@ class TestChartsWidgets : public QObject {
   void breakdownShowsPipelineBubbles();
   void stalenessEmptyShowsExplanation();
   void stalenessBarsAndLines();
+  void stalenessFromUpdates();
   void paletteChangeRecoloursAxes();
   void renderForReview();
 };
@@ -286,12 +287,39 @@ void TestChartsWidgets::stalenessBarsAndLines() {
   QCOMPARE(chart.histogramBars(0)->brush().color(), loom::ui::device_color(1));
   QCOMPARE(points(chart.histogramBars(2)).size(), 5);  // worker 3: 3*step % 5 -> 0..4
   QCOMPARE(chart.stalenessGraph(1)->data()->size(), 30);
-  QCOMPARE(points(chart.stalenessGraph(1))[3], QPointF(3, 2));  // worker 2, step 3: 6 % 4
+  QCOMPARE(points(chart.stalenessGraph(1))[3], QPointF(0.03, 2));  // worker 2, step 3 at 30 ms: 6 % 4
   QCOMPARE(chart.stalenessGraph(1)->keyAxis()->axisRect(), chart.plot()->axisRect(1));
   // Live appends arrive within the redraw delay.
   chart.appendSamples({{4, 0, 7, 0}});
   QTRY_COMPARE_WITH_TIMEOUT(chart.workerCount(), 4, 2000);
   QCOMPARE(points(chart.histogramBars(3)), (QVector<QPointF>{{0, 0}, {1, 0}, {2, 0}, {3, 0}, {4, 0}, {5, 0}, {6, 0}, {7, 1}}));
+}
+
+// A parameter-server run's updates as the store returns them: two workers on two servers
+// whose clocks are 500 s apart. Worker 0 pushes 6 gradients (staleness 0,1,1,2,2,2),
+// worker 2 pushes 4 (staleness 3 each), one gradient every 0.1 s.
+void TestChartsWidgets::stalenessFromUpdates() {
+  std::vector<loom::store::UpdateRecord> updates;
+  const int w0[] = {0, 1, 1, 2, 2, 2};
+  for (int i = 0; i < 6; ++i) updates.push_back({0, 0, i, 0, 0, w0[i], 1'000'000'000 + i * 100'000'000LL});
+  for (int i = 0; i < 4; ++i) updates.push_back({2, 1, i, 0, 0, 3, 500'000'000'000 + i * 100'000'000LL});
+  StalenessChart chart;
+  chart.setUpdates(updates);
+  QCOMPARE(chart.workerCount(), 2);  // one bar series and one graph per worker rank
+  QCOMPARE(chart.histogramBars(0)->name(), QString("worker 0"));
+  QCOMPARE(chart.histogramBars(1)->name(), QString("worker 2"));
+  QCOMPARE(points(chart.histogramBars(0)), (QVector<QPointF>{{0, 1}, {1, 2}, {2, 3}}));
+  QCOMPARE(points(chart.histogramBars(1)), (QVector<QPointF>{{0, 0}, {1, 0}, {2, 0}, {3, 4}}));
+  QCOMPARE(chart.stalenessGraph(0)->data()->size(), 6);
+  QCOMPARE(chart.stalenessGraph(1)->data()->size(), 4);
+  // Each server's clock counts from its first update, so the 500 s offset disappears.
+  QCOMPARE(points(chart.stalenessGraph(1)).front(), QPointF(0, 3));
+  QCOMPARE(points(chart.stalenessGraph(1)).back(), QPointF(0.3, 3));
+  QCOMPARE(points(chart.stalenessGraph(0)).back(), QPointF(0.5, 2));
+  // Live: a later batch of updates adds to the same series within the redraw delay.
+  chart.appendUpdates({{2, 1, 4, 0, 0, 1, 500'400'000'000}});
+  QTRY_COMPARE_WITH_TIMEOUT(chart.stalenessGraph(1)->data()->size(), 5, 2000);
+  QCOMPARE(points(chart.histogramBars(1)), (QVector<QPointF>{{0, 0}, {1, 1}, {2, 0}, {3, 4}}));
 }
 
 void TestChartsWidgets::paletteChangeRecoloursAxes() {

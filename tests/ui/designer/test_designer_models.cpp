@@ -199,9 +199,11 @@ void TestDesignerModels::devicesFollowDataParallel() {
   QCOMPARE(doc.runBlockedReason(), QString());
   doc.edit("dp", [](loom::Plan& p) { loom::ui::setDataParallel(p, 1); });
   QCOMPARE(hosts(doc.plan()), (std::vector<std::string>{"host0", "host2"}));
+  // Asynchronous modes replicate the whole model: the two stages fold into one.
   doc.edit("ps", [](loom::Plan& p) { loom::ui::setSyncMode(p, loom::SyncMode::ParameterServer); });
-  QCOMPARE(m.rowCount(), 3);
-  QCOMPARE(cell(m, 2, DeviceTableModel::Role), QString("server 0"));
+  QCOMPARE(doc.plan().parallel.stages, 1);
+  QCOMPARE(m.rowCount(), 2);
+  QCOMPARE(cell(m, 1, DeviceTableModel::Role), QString("server 0"));
   QCOMPARE(doc.runBlockedReason(), QString());
   doc.undoStack()->setIndex(0);
   QCOMPARE(hosts(doc.plan()), (std::vector<std::string>{"host0", "host1", "host2", "host3"}));
@@ -248,11 +250,11 @@ void TestDesignerModels::placementChecksAndMovesStage() {
   QCOMPARE(state(2, 2), int(Qt::Checked));
   QVERIFY(!m.setData(m.index(2, 3), Qt::Unchecked, Qt::CheckStateRole));
   QCOMPARE(doc.runBlockedReason(), QString());
-  // Servers hold no layers.
+  // Servers hold no layers (the parameter server folds the pipeline into one stage).
   doc.edit("ps", [](loom::Plan& p) { loom::ui::setSyncMode(p, loom::SyncMode::ParameterServer); });
-  QCOMPARE(m.columnCount(), 5);
-  QVERIFY(!m.data(m.index(0, 4), Qt::CheckStateRole).isValid());
-  QVERIFY(!m.setData(m.index(0, 4), Qt::Checked, Qt::CheckStateRole));
+  QCOMPARE(m.columnCount(), 3);
+  QVERIFY(!m.data(m.index(0, 2), Qt::CheckStateRole).isValid());
+  QVERIFY(!m.setData(m.index(0, 2), Qt::Checked, Qt::CheckStateRole));
   // A branch layer moves its whole branch.
   doc.reset(branchPlan());
   doc.edit("stages", [](loom::Plan& p) { loom::ui::setStages(p, 2); });

@@ -2,7 +2,8 @@
 // Step that arrives after its children, lanes that stay sorted and non-overlapping under
 // shuffled batches, clock alignment of rank 1 onto rank 0, send/recv arrows matched
 // across batches (pipeline messages on the host stream too, with ids above 2^28 that
-// repeat every 4096 steps), and the tooltip text.
+// repeat every 4096 steps; parameter-server Push→Recv and Send→Pull), and the tooltip
+// text.
 #include <QtTest>
 #include <algorithm>
 #include <random>
@@ -84,6 +85,7 @@ class TestTimelineData : public QObject {
   void clockAlignmentShiftsRank1();
   void arrowsMatchAcrossBatches();
   void pipelineMessagesRepeatingIds();
+  void parameterServerPushAndPull();
   void originStaysFixed();
   void describeEventText();
   void millionEventsAppendQuickly();
@@ -244,6 +246,38 @@ void TestTimelineData::pipelineMessagesRepeatingIds() {
   QCOMPARE(d.arrows()[2].to_rank, 1);
   QVERIFY(d.event(0).message > (1 << 28));
   QVERIFY(d.event_lane(5) >= 0);  // drawable: the host stream has its lanes
+}
+
+// Worker rank 1 pushes its gradient to server rank 0 (Push, peer 0) and the server
+// receives it (Recv, peer 1); the server sends parameters (Send, peer 1) and the worker
+// pulls them (Pull, peer 0). A Push never pairs with a Pull: they travel opposite ways.
+void TestTimelineData::parameterServerPushAndPull() {
+  auto end = [](EventKind kind, std::int64_t start, int peer, std::int32_t message, std::int32_t step) {
+    Event e = ev(kind, start, start + 50, Stream::Comm);
+    e.peer = peer;
+    e.message = message;
+    e.step = step;
+    return e;
+  };
+  TimelineData d;
+  d.append(1, std::vector<Event>{end(EventKind::Push, 100, 0, 5, 3), end(EventKind::Pull, 400, 0, 6, 3)});
+  QVERIFY(d.arrows().empty());
+  d.append(0, std::vector<Event>{end(EventKind::Recv, 120, 1, 5, 3), end(EventKind::Send, 380, 1, 6, 3)});
+  QCOMPARE(d.arrows().size(), std::size_t{2});
+  const Arrow push = d.arrows()[0];  // worker -> server
+  QCOMPARE(push.send_event, 0u);
+  QCOMPARE(push.recv_event, 2u);
+  QCOMPARE(push.from_rank, 1);
+  QCOMPARE(push.to_rank, 0);
+  const Arrow pull = d.arrows()[1];  // server -> worker
+  QCOMPARE(pull.send_event, 3u);
+  QCOMPARE(pull.recv_event, 1u);
+  QCOMPARE(pull.from_rank, 0);
+  QCOMPARE(pull.to_rank, 1);
+  // Another step's Recv with the same key does not take this step's Push.
+  d.append(1, std::vector<Event>{end(EventKind::Push, 600, 0, 5, 4)});
+  d.append(0, std::vector<Event>{end(EventKind::Recv, 620, 1, 5, 5)});
+  QCOMPARE(d.arrows().size(), std::size_t{2});
 }
 
 void TestTimelineData::originStaysFixed() {

@@ -1,7 +1,8 @@
 // RunFeed against a real SQLite run store: a stored run is delivered whole (in pages, each
-// event once, grouped by rank, with its ranks, metrics and breakdown) and then ends; a
+// event once, grouped by rank, with its ranks, metrics, parameter-server updates and
+// breakdown) and then ends; a
 // pipelined run's batches carry its stages' bubbles from the run's own plan; a run
-// being written is followed as it grows and ends when the writer marks it ended; a second
+// being written (events and updates) is followed as it grows and ends when the writer marks it ended; a second
 // follow() drops the first run's batches; an unknown run is reported, not hung on.
 #include <QSignalSpy>
 #include <QTemporaryDir>
@@ -49,6 +50,7 @@ struct Collected {
   std::vector<BatchPtr> batches;
   std::map<int, std::vector<int>> messages_by_rank;
   std::size_t metrics = 0;
+  std::vector<loom::store::UpdateRecord> updates;  // in delivery order
   bool finished = false;
 };
 
@@ -60,10 +62,28 @@ Collected collect_until_finished(RunFeed& feed, int timeout_ms) {
     for (const auto& r : b->events)
       for (const Event& e : r.events) c.messages_by_rank[r.rank].push_back(e.message);
     c.metrics += b->metrics.size();
+    c.updates.insert(c.updates.end(), b->updates.begin(), b->updates.end());
     c.finished = c.finished || b->finished;
   });
   static_cast<void>(QTest::qWaitFor([&c] { return c.finished; }, timeout_ms));
   return c;  // callers check c.finished
+}
+
+// Updates of one worker numbered through `step`, applied by server 0.
+std::vector<loom::store::UpdateRecord> numbered_updates(int worker, int first, int count) {
+  std::vector<loom::store::UpdateRecord> v;
+  for (int i = 0; i < count; ++i) {
+    const std::int64_t step = first + i;
+    v.push_back({worker, 0, step, step, step + worker, worker, 1'000'000 * step});
+  }
+  return v;
+}
+
+std::vector<std::int64_t> steps_of(const std::vector<loom::store::UpdateRecord>& updates, int worker) {
+  std::vector<std::int64_t> out;
+  for (const auto& u : updates)
+    if (u.worker == worker) out.push_back(u.step);
+  return out;
 }
 
 std::vector<int> iota_vec(int first, int count) {
@@ -91,6 +111,7 @@ class TestRunFeed : public QObject {
     must_ok(store.append_events(id, 0, rank0.data(), rank0.size()));
     must_ok(store.append_events(id, 1, rank1.data(), rank1.size()));
     must_ok(store.append_metrics(id, {{0, 0, 5, "loss", 2.0}, {1, 0, 6, "loss", 2.2}, {0, 1, 7, "loss", 1.8}}));
+    must_ok(store.append_updates(id, {{1, 0, 0, 0, 0, 0, 100}, {1, 1, 1, 0, 2, 2, 200}, {0, 0, 0, 1, 4, 3, 300}}));
     must_ok(store.append_log(id, "launch: mpirun -n 2\n"));
     must_ok(store.finish_run(id, "completed", 1.0, 64, ""));
 
@@ -107,6 +128,14 @@ class TestRunFeed : public QObject {
     QVERIFY(c.messages_by_rank[0] == iota_vec(0, 400'000));
     QVERIFY(c.messages_by_rank[1] == iota_vec(0, 1000));
     QCOMPARE(c.metrics, std::size_t(3));
+    QCOMPARE(c.updates.size(), std::size_t(3));  // each once, in stored order, every field
+    QCOMPARE(c.updates[1].worker, 1);
+    QCOMPARE(c.updates[1].server, 1);
+    QCOMPARE(c.updates[1].step, std::int64_t(1));
+    QCOMPARE(c.updates[1].version_applied, std::int64_t(2));
+    QCOMPARE(c.updates[2].version_read, std::int64_t(1));
+    QCOMPARE(c.updates[2].staleness, std::int64_t(3));
+    QCOMPARE(c.updates[2].t_ns, std::int64_t(300));
     QCOMPARE(c.batches.back()->status, QString("completed"));
     QCOMPARE(c.batches.back()->total_events, std::int64_t(401'000));
     int rank_updates = 0;
@@ -178,6 +207,7 @@ class TestRunFeed : public QObject {
       for (int b = 0; b < 10; ++b) {
         auto events = numbered_events(b * 500, 500);
         must_ok(w.append_events(id, b % 2, events.data(), events.size()));
+        must_ok(w.append_updates(id, numbered_updates(b % 2, b * 5, 5)));
         std::this_thread::sleep_for(std::chrono::milliseconds(40));
       }
       must_ok(w.finish_run(id, "stopped", 0.5, 0, ""));
@@ -188,6 +218,9 @@ class TestRunFeed : public QObject {
     int with_events = 0;
     for (const auto& b : c.batches) with_events += b->events.empty() ? 0 : 1;
     QVERIFY2(with_events >= 3, "events should arrive while the run is written, not all at the end");
+    int with_updates = 0;
+    for (const auto& b : c.batches) with_updates += b->updates.empty() ? 0 : 1;
+    QVERIFY2(with_updates >= 3, "updates should arrive while the run is written, not all at the end");
     std::vector<int> even, odd;
     for (int b = 0; b < 10; ++b) {
       auto part = iota_vec(b * 500, 500);
@@ -195,6 +228,11 @@ class TestRunFeed : public QObject {
     }
     QVERIFY(c.messages_by_rank[0] == even);
     QVERIFY(c.messages_by_rank[1] == odd);
+    QCOMPARE(c.updates.size(), std::size_t(50));
+    const std::vector<std::int64_t> worker1 = {5, 6, 7, 8, 9, 15, 16, 17, 18, 19, 25, 26, 27, 28, 29,
+                                               35, 36, 37, 38, 39, 45, 46, 47, 48, 49};
+    QVERIFY(steps_of(c.updates, 1) == worker1);
+    QCOMPARE(steps_of(c.updates, 0).size(), std::size_t(25));
     QCOMPARE(c.batches.back()->status, QString("stopped"));
   }
 

@@ -1,16 +1,20 @@
 // The workbench window driven offscreen through real jobs: an invalid plan disables Run
 // and says why; Run starts a real 2-rank mpirun job whose events reach the timeline while
 // it runs and which completes; Stop ends a long run and the store records it as stopped;
-// a stored run reopened shows every stored event; unsaved changes are not lost silently.
+// a stored run reopened shows every stored event; a stored parameter-server run reopened
+// fills the staleness chart from its updates; unsaved changes are not lost silently.
 #include <QAction>
 #include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <qcustomplot.h>
+
 #include <set>
 
 #include "loom/core/plan.h"
 #include "loom/profiles/run_store.h"
+#include "loom/ui/charts/training_charts.h"
 #include "loom/ui/designer/plan_document.h"
 #include "loom/ui/timeline/timeline_view.h"
 #include "loom/ui/workbench/main_window.h"
@@ -134,6 +138,29 @@ class TestWorkbench : public QObject {
     QCOMPARE(static_cast<std::int64_t>(other.views()->timeline()->data().event_count()), *store->count_events(id));
     QVERIFY2(other.launchLog().contains("mpirun -n 2"),
              qPrintable(other.launchLog() + " | stored: " + QString::fromStdString(stored_run(window_->dbPath(), id).log)));
+  }
+
+  // Written straight into the store (no mpirun): two workers' updates, as servers record
+  // them, reach the chart through the same feed a live run uses.
+  void storedAsyncRunFillsStalenessChart() {
+    auto store = loom::store::RunStore::open(window_->dbPath().toStdString());
+    QVERIFY(store.ok());
+    const std::int64_t id = *store->create_run(loom::store::new_run_record(loom::default_plan(), "test"));
+    std::vector<loom::store::UpdateRecord> updates;
+    for (int step = 0; step < 5; ++step) {
+      updates.push_back({1, 0, step, step, step, 0, 1'000'000LL * step});
+      updates.push_back({2, 0, step, step, step + 1, 1, 1'000'000LL * step + 500'000});
+    }
+    QVERIFY(store->append_updates(id, updates).ok());
+    QVERIFY(store->finish_run(id, "completed", 1.0, 0, "").ok());
+    QSignalSpy loaded(window_.get(), &MainWindow::runLoaded);
+    window_->openRun(id);
+    QTRY_COMPARE_WITH_TIMEOUT(loaded.count(), 1, 20000);
+    auto* chart = window_->views()->staleness();
+    QTRY_COMPARE_WITH_TIMEOUT(chart->workerCount(), 2, 2000);
+    QCOMPARE(chart->histogramBars(0)->data()->size(), 1);  // worker 1: five at staleness 0
+    QCOMPARE(chart->histogramBars(1)->data()->size(), 2);  // worker 2: bins 0 (empty) and 1
+    QCOMPARE(chart->stalenessGraph(1)->data()->size(), 5);
   }
 
   void unsavedChangesAreNotLostSilently() {

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <array>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -108,6 +109,16 @@ Histogram staleness_histogram(const std::vector<StalenessSample>& samples, int w
   return h;
 }
 
+std::vector<StalenessSample> staleness_samples(const std::vector<loom::store::UpdateRecord>& updates) {
+  std::vector<StalenessSample> out;
+  out.reserve(updates.size());
+  for (const auto& u : updates) {
+    const auto staleness = static_cast<int>(std::min<std::int64_t>(u.staleness, std::numeric_limits<int>::max()));
+    out.push_back({u.worker, u.step, staleness, u.t_ns, u.server});
+  }
+  return out;
+}
+
 std::vector<int> staleness_workers(const std::vector<StalenessSample>& samples) {
   std::set<int> workers;
   for (const auto& s : samples) workers.insert(s.worker);
@@ -133,17 +144,19 @@ QVector<QPointF> staleness_per_step(const std::vector<StalenessSample>& samples,
 }
 
 QVector<QPointF> staleness_per_bucket(const std::vector<StalenessSample>& samples, int worker) {
-  std::map<int, std::int64_t> origin;  // per worker, earliest t_ns
+  // Per server, its earliest t_ns over all workers: "since the first update", not since
+  // this worker's first, so a worker that joined late starts late on the axis too.
+  std::map<int, std::int64_t> origin;
   for (const auto& s : samples) {
-    if (!selected(s, worker)) continue;
-    auto [it, inserted] = origin.try_emplace(s.worker, s.t_ns);
+    if (s.staleness < 0) continue;
+    auto [it, inserted] = origin.try_emplace(s.server, s.t_ns);
     if (!inserted) it->second = std::min(it->second, s.t_ns);
   }
   std::vector<std::pair<double, int>> timed;  // (seconds, staleness)
   double span = 0;
   for (const auto& s : samples) {
     if (!selected(s, worker)) continue;
-    timed.emplace_back(static_cast<double>(s.t_ns - origin[s.worker]) * 1e-9, s.staleness);
+    timed.emplace_back(static_cast<double>(s.t_ns - origin[s.server]) * 1e-9, s.staleness);
     span = std::max(span, timed.back().first);
   }
   const double width = span > 0 ? span / kStalenessTimeBuckets : 1.0;

@@ -1,5 +1,5 @@
-// StalenessChart: one QCustomPlot with two axis rects (histogram left, mean staleness per
-// step right), one bar set and one line per worker in its device colour. Plottables are
+// StalenessChart: one QCustomPlot with two axis rects (histogram left, staleness over
+// time right), one bar set and one line per worker in its device colour. Plottables are
 // rebuilt from the samples on each redraw; workers are few and samples a few per step, so
 // rebuilding is cheaper to reason about than patching.
 #include "loom/ui/charts/training_charts.h"
@@ -54,8 +54,8 @@ void StalenessChart::buildPlot() {
   left->axis(QCPAxis::atLeft)->setLabel(tr("gradients"));
   left->axis(QCPAxis::atBottom)->ticker()->setTickStepStrategy(QCPAxisTicker::tssReadability);
   auto* right = new QCPAxisRect(plot_);
-  right->axis(QCPAxis::atBottom)->setLabel(tr("step"));
-  right->axis(QCPAxis::atLeft)->setLabel(tr("mean staleness"));
+  right->axis(QCPAxis::atBottom)->setLabel(tr("seconds since first update"));
+  right->axis(QCPAxis::atLeft)->setLabel(tr("staleness"));
   // Both rects go into a nested grid so the title row above spans them (grids have no
   // column spans).
   plot_->plotLayout()->take(left);
@@ -95,6 +95,14 @@ void StalenessChart::appendSamples(const std::vector<StalenessSample>& samples) 
   if (!timer_.isActive()) timer_.start();
 }
 
+void StalenessChart::setUpdates(const std::vector<loom::store::UpdateRecord>& updates) {
+  setSamples(staleness_samples(updates));
+}
+
+void StalenessChart::appendUpdates(const std::vector<loom::store::UpdateRecord>& updates) {
+  appendSamples(staleness_samples(updates));
+}
+
 void StalenessChart::clear() { setSamples({}); }
 
 void StalenessChart::replotNow() {
@@ -113,8 +121,9 @@ void StalenessChart::rebuild() {
   applyPalette();  // new legend items take the legend's colour only when styled
 }
 
-// Per worker: histogram bars on the left rect, mean staleness per step on the right; axes
-// fitted to the data with the histogram counted from zero.
+// Per worker: histogram bars on the left rect, staleness over time on the right (means of
+// time buckets, so a long run stays a readable line rather than thousands of integer
+// jumps); axes fitted to the data with the histogram counted from zero.
 void StalenessChart::addWorkerPlottables() {
   QCPAxisRect* left = plot_->axisRect(0);
   QCPAxisRect* right = plot_->axisRect(1);
@@ -142,12 +151,12 @@ void StalenessChart::addWorkerPlottables() {
     QCPGraph* line = plot_->addGraph(right->axis(QCPAxis::atBottom), right->axis(QCPAxis::atLeft));
     line->setPen(QPen(device_color(worker), 1.5));
     line->removeFromLegend();  // the bar's entry already names the worker's colour
-    QVector<double> steps, means;
-    for (const QPointF& p : staleness_over_time(samples_, worker, XAxis::Step)) {
-      steps.append(p.x());
+    QVector<double> seconds, means;
+    for (const QPointF& p : staleness_over_time(samples_, worker, XAxis::Time)) {
+      seconds.append(p.x());
       means.append(p.y());
     }
-    set_points(line, steps, means);
+    set_points(line, seconds, means);
     lines_.push_back(line);
   }
   left->axis(QCPAxis::atBottom)->setRange(-0.6, max_bin + 0.6);

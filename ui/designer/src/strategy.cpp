@@ -96,7 +96,13 @@ void setStages(loom::Plan& plan, int stages) {
   fitDevices(before, plan);
 }
 
+// The asynchronous modes replicate the whole model (core validation): picking one folds a
+// pipeline back into one stage rather than leaving errors the person did not cause.
 void setSyncMode(loom::Plan& plan, loom::SyncMode mode) {
+  if (mode != loom::SyncMode::AllReduce) {
+    setStages(plan, 1);
+    plan.parallel.microbatches = 1;
+  }
   const loom::Plan before = plan;
   plan.parallel.sync.mode = mode;
   fitDevices(before, plan);

@@ -28,6 +28,12 @@ bool nest_before(const Item& a, const Item& b) {
   return a.event < b.event;
 }
 
+// A message's two ends. Parameter-server transfers are spans of their own kinds on the
+// worker (Push sends the gradient to the server, Pull receives the parameters) but plain
+// Recv/Send on the server, so each worker end pairs with the server's opposite end.
+bool sends_message(EventKind k) { return k == EventKind::Send || k == EventKind::Push; }
+bool receives_message(EventKind k) { return k == EventKind::Recv || k == EventKind::Pull; }
+
 bool lane_key_less(const LaneKey& a, const LaneKey& b) {
   if (a.rank != b.rank) return a.rank < b.rank;
   if (a.stream != b.stream) return a.stream < b.stream;
@@ -94,7 +100,7 @@ void TimelineData::append(int rank, std::span<const Event> batch) {
     end_ns_ = std::max(end_ns_, t);
     const auto stream = std::min<std::size_t>(static_cast<std::size_t>(e.stream), per_stream.size() - 1);
     per_stream[stream].push_back(Item{s, t, static_cast<std::uint32_t>(i), 0});
-    if (e.kind == EventKind::Send || e.kind == EventKind::Recv) match_message(static_cast<std::uint32_t>(i));
+    if (sends_message(e.kind) || receives_message(e.kind)) match_message(static_cast<std::uint32_t>(i));
   }
   for (std::size_t s = 0; s < per_stream.size(); ++s)
     if (!per_stream[s].empty()) insert_items(group(rank, static_cast<Stream>(s)), per_stream[s]);
@@ -177,11 +183,12 @@ int TimelineData::event_lane(std::uint32_t index) const {
 // Pipeline message ids repeat every 4096 steps, and an end can be lost (a full trace
 // buffer drops events): both ends carry the step, so a pending end from another step is
 // never taken for this one's partner. Matched ends leave the pending lists at once.
+// Called for send-like (Send, Push) and receive-like (Recv, Pull) ends only.
 void TimelineData::match_message(std::uint32_t index) {
   const Event& e = events_[index];
   if (e.peer < 0) return;
   const int rank = event_rank_[index];
-  const bool send = e.kind == EventKind::Send;
+  const bool send = sends_message(e.kind);
   const MessageKey key = send ? MessageKey{rank, e.peer, e.message} : MessageKey{e.peer, rank, e.message};
   auto& other_side = send ? pending_recvs_ : pending_sends_;
   auto same_step = [&](std::uint32_t other) {

@@ -38,6 +38,7 @@ class FeedWorker : public QObject {
   bool readRun(FeedBatch& batch);
   bool readEvents(FeedBatch& batch, bool& page_full);
   bool readMetrics(FeedBatch& batch, bool& page_full);
+  bool readUpdates(FeedBatch& batch, bool& page_full);
   bool readRanks(FeedBatch& batch);
   void computeBreakdown(FeedBatch& batch, bool force);
   void fail(const std::string& what);
@@ -47,7 +48,7 @@ class FeedWorker : public QObject {
   std::int64_t run_id_ = 0;
   quint64 generation_ = 0;
   bool first_ = true;
-  std::int64_t event_seq_ = 0, metric_seq_ = 0, total_events_ = 0;
+  std::int64_t event_seq_ = 0, metric_seq_ = 0, update_seq_ = 0, total_events_ = 0;
   std::size_t log_size_ = 0;  // bytes of the run's log already delivered
   std::vector<loom::store::RankRecord> ranks_;
   // For the breakdown and pipeline_stats, indexed by rank (ranks are dense from 0).

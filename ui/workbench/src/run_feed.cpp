@@ -1,6 +1,7 @@
 // RunFeed and its worker (see run_feed.h). The worker polls with load_events_after /
-// load_metrics_after, so each row crosses the thread boundary once; while a page comes
-// back full (a saved run being opened) it polls again at once instead of waiting.
+// load_metrics_after / load_updates_after, so each row crosses the thread boundary once;
+// while a page comes back full (a saved run being opened) it polls again at once instead
+// of waiting.
 #include "loom/ui/workbench/run_feed.h"
 
 #include <algorithm>
@@ -14,6 +15,7 @@ namespace {
 // the GUI thread can take one batch between two paints.
 constexpr std::size_t kEventPage = 250'000;
 constexpr std::size_t kMetricPage = 50'000;
+constexpr std::size_t kUpdatePage = 50'000;  // about one per gradient pushed, like metrics
 constexpr auto kBreakdownPeriod = std::chrono::seconds(1);
 
 bool same_ranks(const std::vector<store::RankRecord>& a, const std::vector<store::RankRecord>& b) {
@@ -45,7 +47,7 @@ void FeedWorker::halt() {
   timer_.stop();
   store_.reset();
   first_ = true;
-  event_seq_ = metric_seq_ = total_events_ = 0;
+  event_seq_ = metric_seq_ = update_seq_ = total_events_ = 0;
   log_size_ = 0;
   ranks_.clear();
   events_by_rank_.clear();
@@ -68,20 +70,21 @@ void FeedWorker::poll() {
   batch->generation = generation_;
   batch->run_id = run_id_;
   batch->first = first_;
-  bool events_full = false, metrics_full = false;
+  bool events_full = false, metrics_full = false, updates_full = false;
   if (!readRun(*batch) || !readEvents(*batch, events_full) || !readMetrics(*batch, metrics_full) ||
-      !readRanks(*batch)) {
+      !readUpdates(*batch, updates_full) || !readRanks(*batch)) {
     return;
   }
-  const bool more = events_full || metrics_full;
+  const bool more = events_full || metrics_full || updates_full;
   // The launcher marks the run ended only after the last frames were stored, so an ended
   // run with nothing new has been delivered whole.
   const bool ended = batch->status != "running";
   batch->finished = ended && !more;
   computeBreakdown(*batch, batch->finished);
   batch->total_events = total_events_;
-  const bool news = !batch->events.empty() || !batch->metrics.empty() || !batch->log.isEmpty() || batch->ranks_changed ||
-                    batch->breakdown_changed || batch->first || batch->finished;
+  const bool news = !batch->events.empty() || !batch->metrics.empty() || !batch->updates.empty() ||
+                    !batch->log.isEmpty() || batch->ranks_changed || batch->breakdown_changed || batch->first ||
+                    batch->finished;
   first_ = false;
   if (batch->finished) halt();
   if (news) emit batchReady(batch);
@@ -151,6 +154,19 @@ bool FeedWorker::readMetrics(FeedBatch& batch, bool& page_full) {
     pipeline_metrics_.push_back(m);
     events_since_breakdown_ = true;
   }
+  return true;
+}
+
+// Parameter-server updates (one per applied gradient); empty for synchronous runs.
+bool FeedWorker::readUpdates(FeedBatch& batch, bool& page_full) {
+  auto page = store_->load_updates_after(run_id_, update_seq_, kUpdatePage);
+  if (!page.ok()) {
+    fail(page.error().describe());
+    return false;
+  }
+  update_seq_ = page->last_seq;
+  page_full = page->updates.size() == kUpdatePage;
+  batch.updates = std::move(page->updates);
   return true;
 }
 

@@ -58,6 +58,8 @@ void RunViews::apply(const FeedBatch& batch) {
     for (const auto& e : r.events) newest_end_ns_ = std::max(newest_end_ns_, e.end_ns);
   }
   if (!batch.metrics.empty()) training_->appendMetrics(batch.metrics);
+  // A saved run comes through the same feed in pages, so this fills the chart for it too.
+  if (!batch.updates.empty()) staleness_->appendUpdates(batch.updates);
   if (batch.breakdown_changed) {
     breakdown_->setBreakdown(batch.breakdown);
     if (batch.pipeline) breakdown_->setPipeline(*batch.pipeline);

@@ -63,15 +63,19 @@ class MetricAccumulator {
   std::uint64_t revision_ = 0;
 };
 
-// One gradient applied by the parameter server: worker rank, the worker's step, how many
-// parameter versions old the weights were that it was computed from, and when (t_ns of
-// the clock that recorded it).
+// One gradient applied by a parameter server: worker rank, the worker's step, how many
+// parameter versions old the weights were that it was computed from, and when (t_ns on
+// the clock of the server that applied it).
 struct StalenessSample {
   int worker = 0;
   std::int64_t step = 0;
   int staleness = 0;
   std::int64_t t_ns = 0;
+  int server = 0;  // whose clock t_ns is on
 };
+
+// The samples of the updates a run store recorded, in the same order.
+std::vector<StalenessSample> staleness_samples(const std::vector<loom::store::UpdateRecord>& updates);
 
 struct Histogram {
   std::vector<int> bins;  // bins[s] = count of staleness s; size = max staleness + 1
@@ -84,10 +88,13 @@ Histogram staleness_histogram(const std::vector<StalenessSample>& samples, int w
 
 // Mean staleness of one worker (-1: all workers), ascending x.
 //   XAxis::Step: one point per step, x = step.
-//   XAxis::Time: x = seconds since each worker's first sample (same per-rank origin rule
-//   as MetricAccumulator); samples are grouped into at most kStalenessTimeBuckets equal
-//   buckets over the span, one point per non-empty bucket at the mean time of its samples
-//   (all workers' steps interleave in time, so per-step grouping would mix times).
+//   XAxis::Time: x = seconds since the first update its server applied (each server
+//   stamps t_ns with its own steady clock, whose origin differs between hosts, so times
+//   are comparable only within one server; with one server, or servers that start
+//   together, this is the run's first update); samples are grouped into at most
+//   kStalenessTimeBuckets equal buckets over the span, one point per non-empty bucket at
+//   the mean time of its samples (all workers' steps interleave in time, so per-step
+//   grouping would mix times).
 inline constexpr int kStalenessTimeBuckets = 200;
 QVector<QPointF> staleness_over_time(const std::vector<StalenessSample>& samples, int worker, XAxis x);
 

@@ -108,9 +108,11 @@ class BreakdownChart : public QWidget {
   QLabel* pipeline_label_ = nullptr;
 };
 
-// Left: histogram of staleness per worker (grouped bars in device colours); right: mean
-// staleness per step per worker (lines). Without samples (synchronous training) the plot
-// says why instead of showing empty axes.
+// Left: histogram of staleness per worker (grouped bars in device colours); right:
+// staleness over time per worker (lines; x = seconds since the first update, see
+// staleness_over_time). Without samples (synchronous training) the plot says why instead
+// of showing empty axes. Fed with a run's parameter-server updates (setUpdates for a
+// whole run, appendUpdates live) or with samples directly.
 class StalenessChart : public QWidget {
   Q_OBJECT
 
@@ -122,6 +124,8 @@ class StalenessChart : public QWidget {
 
   void setSamples(std::vector<StalenessSample> samples);     // redraws now
   void appendSamples(const std::vector<StalenessSample>& samples);  // redraws within 150 ms
+  void setUpdates(const std::vector<loom::store::UpdateRecord>& updates);     // redraws now
+  void appendUpdates(const std::vector<loom::store::UpdateRecord>& updates);  // within 150 ms
   void clear();
   bool hasData() const { return !samples_.empty(); }
   void replotNow();

@@ -36,6 +36,8 @@ struct Lane {
   std::vector<Span> spans;  // sorted by start, non-overlapping
 };
 
+// A message from the end that sent it (Send, or a parameter-server worker's Push) to the
+// end that received it (Recv, or a worker's Pull).
 struct Arrow {
   std::uint32_t send_event = 0, recv_event = 0;
   int from_rank = 0, to_rank = 0;

@@ -1,6 +1,7 @@
 // Follows one run in the run store and hands what is new to the GUI: trace events grouped
-// by rank, metrics, the ranks' clock records, the run's status, and every second a
-// per-rank time breakdown with the pipeline bubbles per stage. All SQLite work happens on the feed's own thread; the GUI
+// by rank, metrics, parameter-server updates (asynchronous runs), the ranks' clock
+// records, the run's status, and every second a per-rank time breakdown with the pipeline
+// bubbles per stage. All SQLite work happens on the feed's own thread; the GUI
 // thread only receives finished batches by a queued signal, so it never waits on the
 // database. The same feed opens a saved run (it reads everything in pages, then stops)
 // and follows a live one, whoever writes it (this window's job or a loom-cli elsewhere).
@@ -32,6 +33,9 @@ struct FeedBatch {
   std::int64_t run_id = 0;
   std::vector<RankEvents> events;
   std::vector<loom::store::MetricRecord> metrics;
+  // One per gradient a parameter server applied since the last batch; none for
+  // synchronous runs.
+  std::vector<loom::store::UpdateRecord> updates;
   bool ranks_changed = false;
   std::vector<loom::store::RankRecord> ranks;  // all ranks, when ranks_changed
   bool breakdown_changed = false;
