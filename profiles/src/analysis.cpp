@@ -263,11 +263,96 @@ PipelineStats pipeline_stats(const Plan& plan, const std::vector<std::vector<Eve
 }
 
 namespace {
+// Time blocked in Wait spans (a pull, the ssp bound), counted once where spans nest.
+std::int64_t wait_ns(const std::vector<Event>& events) {
+  Intervals waits;
+  for (const Event& e : events)
+    if (e.kind == EventKind::Wait) waits.emplace_back(e.start_ns, e.end_ns);
+  return union_length_ns(waits);
+}
+
+// Nearest-rank percentile (see analysis.h) of ascending values; 0 for none.
+double nearest_rank(const std::vector<std::int64_t>& sorted, int percent) {
+  if (sorted.empty()) return 0;
+  const std::size_t n = sorted.size();
+  const std::size_t rank = (n * std::size_t(percent) + 99) / 100;  // ceil(p*n/100), exact in integers
+  return double(sorted[std::max<std::size_t>(rank, 1) - 1]);
+}
+
+struct Distribution {
+  double mean = 0, p50 = 0, p95 = 0;
+  std::int64_t max = 0;
+};
+
+Distribution distribution(std::vector<std::int64_t> values) {
+  Distribution d;
+  if (values.empty()) return d;
+  std::sort(values.begin(), values.end());
+  double sum = 0;
+  for (std::int64_t v : values) sum += double(v);
+  d.mean = sum / double(values.size());
+  d.p50 = nearest_rank(values, 50);
+  d.p95 = nearest_rank(values, 95);
+  d.max = values.back();
+  return d;
+}
+
+// The worker ranks of the plan, plus any rank an update names (a plan edited after the run
+// must not hide a worker's updates).
+std::set<int> worker_ranks(const Plan& plan, const std::vector<store::UpdateRecord>& updates) {
+  std::set<int> ranks;
+  const int world = world_size(plan);
+  for (int r = 0; r < world; ++r)
+    if (rank_role(plan, r).kind == RankKind::Worker) ranks.insert(r);
+  for (const auto& u : updates) ranks.insert(u.worker);
+  return ranks;
+}
+
+// staleness_stats with the per-rank Wait totals already reduced (summarize_run loads one
+// rank at a time and keeps only these).
+StalenessStats staleness_from(const std::vector<store::UpdateRecord>& updates, const std::map<int, std::int64_t>& waits,
+                              const Plan& plan) {
+  StalenessStats st;
+  st.present = !updates.empty();
+  st.mode = std::string(sync_mode_name(plan.parallel.sync.mode));
+  st.bound = plan.parallel.sync.mode == SyncMode::Ssp ? plan.parallel.sync.bound : -1;
+  std::map<int, std::vector<std::int64_t>> by_worker;
+  std::vector<std::int64_t> all;
+  all.reserve(updates.size());
+  for (const auto& u : updates) {
+    all.push_back(u.staleness);
+    by_worker[u.worker].push_back(u.staleness);
+  }
+  const Distribution overall = distribution(std::move(all));
+  st.mean = overall.mean;
+  st.p50 = overall.p50;
+  st.p95 = overall.p95;
+  st.max = overall.max;
+  for (int r : worker_ranks(plan, updates)) {
+    const std::vector<std::int64_t>& mine = by_worker[r];
+    const Distribution d = distribution(mine);
+    const auto w = waits.find(r);
+    const double wait_s = w == waits.end() ? 0.0 : static_cast<double>(w->second) / kNsPerS;
+    st.workers.push_back({r, std::int64_t(mine.size()), d.mean, d.p50, d.p95, d.max, wait_s});
+  }
+  return st;
+}
+}  // namespace
+
+StalenessStats staleness_stats(const std::vector<store::UpdateRecord>& updates,
+                               const std::vector<std::vector<Event>>& events_by_rank, const Plan& plan) {
+  std::map<int, std::int64_t> waits;
+  for (std::size_t r = 0; r < events_by_rank.size(); ++r) waits[static_cast<int>(r)] = wait_ns(events_by_rank[r]);
+  return staleness_from(updates, waits, plan);
+}
+
+namespace {
 // What the per-rank pass gathers besides the breakdowns, so no rank is loaded twice.
 struct RankScan {
   std::int32_t max_step = -1;
   std::vector<AllReduceTotals> allreduce;
   std::map<int, StepWork> step_work;  // ranks with events
+  std::map<int, std::int64_t> wait_ns;  // ranks with events
 };
 
 // Breaks down every rank with a record, with events, or below world_size (a silent rank
@@ -290,6 +375,7 @@ Status add_rank_breakdowns(store::RunStore& store, std::int64_t run_id, const st
     s.ranks.push_back(b);
     scan.allreduce.push_back(allreduce_totals(*events));
     if (!events->empty()) scan.step_work[r] = step_work(*events);
+    if (!events->empty()) scan.wait_ns[r] = wait_ns(*events);
   }
   return {};
 }
@@ -369,6 +455,29 @@ Expected<std::optional<PipelineStats>> pipeline_of_run(store::RunStore& store, c
   }
   return std::optional<PipelineStats>(pipeline_from_work(*plan.plan, work, metrics));
 }
+
+// Staleness needs the plan (mode, bound, which ranks are workers); without one, none.
+Expected<StalenessStats> staleness_of_run(store::RunStore& store, const store::RunRecord& run,
+                                          const std::map<int, std::int64_t>& waits) {
+  const PlanResult plan = parse_plan(run.plan_json);
+  if (!plan.ok()) return StalenessStats{};
+  auto updates = store.load_updates(run.id);
+  if (!updates.ok()) return updates.error();
+  return staleness_from(*updates, waits, *plan.plan);
+}
+
+Expected<std::optional<DivergenceStats>> divergence_of_run(store::RunStore& store, std::int64_t run_id) {
+  auto metrics = store.load_metrics(run_id, "param_divergence");
+  if (!metrics.ok()) return metrics.error();
+  if (metrics->empty()) return std::optional<DivergenceStats>();
+  DivergenceStats d;
+  double sum = 0;
+  for (const auto& m : *metrics) sum += m.value;
+  d.count = std::int64_t(metrics->size());
+  d.mean = sum / double(d.count);
+  d.last = last_value(*metrics);
+  return std::optional<DivergenceStats>(d);
+}
 }  // namespace
 
 bool same_plan_but_parallelism(const std::string& plan_json_a, const std::string& plan_json_b) {
@@ -409,6 +518,12 @@ Expected<RunSummary> summarize_run(store::RunStore& store, std::int64_t run_id) 
   auto pipeline = pipeline_of_run(store, s.run, scan.step_work);
   if (!pipeline.ok()) return pipeline.error();
   s.pipeline = std::move(pipeline).value();
+  auto staleness = staleness_of_run(store, s.run, scan.wait_ns);
+  if (!staleness.ok()) return staleness.error();
+  s.staleness = std::move(staleness).value();
+  auto divergence = divergence_of_run(store, run_id);
+  if (!divergence.ok()) return divergence.error();
+  s.divergence = *divergence;
   return s;
 }
 
@@ -458,6 +573,28 @@ nlohmann::json stages_json(const std::optional<PipelineStats>& p) {
   return out;
 }
 
+nlohmann::json staleness_json(const StalenessStats& st) {
+  nlohmann::json workers = nlohmann::json::array();
+  for (const WorkerStaleness& w : st.workers) {
+    workers.push_back({{"rank", w.rank},
+                       {"updates", w.updates},
+                       {"mean", w.mean},
+                       {"p50", w.p50},
+                       {"p95", w.p95},
+                       {"max", w.max},
+                       {"wait_s", w.wait_s}});
+  }
+  nlohmann::json out = {{"mode", st.mode},
+                        {"overall", {{"mean", st.mean}, {"p50", st.p50}, {"p95", st.p95}, {"max", st.max}}},
+                        {"workers", std::move(workers)}};
+  if (st.mode == sync_mode_name(SyncMode::Ssp)) out["bound"] = st.bound;  // meaningless elsewhere
+  return out;
+}
+
+nlohmann::json divergence_json(const DivergenceStats& d) {
+  return {{"count", d.count}, {"mean", number_or_null(d.mean)}, {"last", number_or_null(d.last)}};
+}
+
 nlohmann::json ranks_json(const std::vector<RankBreakdown>& ranks) {
   nlohmann::json out = nlohmann::json::array();
   for (const auto& r : ranks) {
@@ -479,7 +616,7 @@ nlohmann::json summary_to_json(const RunSummary& s) {
   nlohmann::json plan = nlohmann::json::parse(s.run.plan_json, nullptr, /*allow_exceptions=*/false);
   if (plan.is_discarded()) plan = nullptr;
   const auto& p = s.pipeline;
-  return {{"id", s.run.id},
+  nlohmann::json out = {{"id", s.run.id},
           {"name", s.run.name},
           {"status", s.run.status},
           {"started_unix_ms", s.run.started_unix_ms},
@@ -501,6 +638,10 @@ nlohmann::json summary_to_json(const RunSummary& s) {
           {"microbatches", p ? nlohmann::json(p->microbatches) : nlohmann::json()},
           {"bubble_convention", p ? nlohmann::json(p->bubble_convention) : nlohmann::json()},
           {"stages", stages_json(p)}};
+  // Optional sections are absent rather than null: most runs have neither.
+  if (s.staleness.present) out["staleness"] = staleness_json(s.staleness);
+  if (s.divergence) out["divergence"] = divergence_json(*s.divergence);
+  return out;
 }
 
 namespace {
@@ -567,6 +708,23 @@ std::string format_stages(const PipelineStats& p) {
   return out;
 }
 
+std::string format_staleness(const StalenessStats& st) {
+  std::string out = format("\n  Staleness (%s): mean %.2f, p50 %.0f, p95 %.0f, max %lld", st.mode.c_str(), st.mean,
+                           st.p50, st.p95, static_cast<long long>(st.max));
+  if (st.mode == sync_mode_name(SyncMode::Ssp)) out += format(" (bound %d)", st.bound);
+  out += format("\n  %4s %10s %8s %6s %6s %6s %10s\n", "rank", "updates", "mean", "p50", "p95", "max", "wait_s");
+  for (const WorkerStaleness& w : st.workers) {
+    out += format("  %4d %10lld %8.2f %6.0f %6.0f %6lld %10.4f\n", w.rank, static_cast<long long>(w.updates), w.mean,
+                  w.p50, w.p95, static_cast<long long>(w.max), w.wait_s);
+  }
+  return out;
+}
+
+std::string format_divergence(const DivergenceStats& d) {
+  return format("  divergence:    %lld samples, last ", static_cast<long long>(d.count)) +
+         optional_number(d.last, "%.4g") + ", mean " + optional_number(d.mean, "%.4g") + "\n";
+}
+
 std::string format_clock(const std::vector<ClockRow>& rows) {
   std::string out;
   for (const ClockRow& c : rows) {
@@ -595,9 +753,11 @@ std::string format_summary(const RunSummary& s) {
   out += "  final loss:    " + optional_number(s.final_loss, "%.4f") + "\n";
   out += "  test accuracy: " + optional_number(s.test_accuracy * 100.0, "%.2f %%") + "\n";
   out += format_allreduce(s.allreduce);
+  if (s.divergence) out += format_divergence(*s.divergence);
   if (s.world_size > 1) out += format_clock(s.clock);
   if (!s.ranks.empty()) out += format_ranks(s.ranks);
   if (s.pipeline) out += format_stages(*s.pipeline);
+  if (s.staleness.present) out += format_staleness(s.staleness);
   return out;
 }
 

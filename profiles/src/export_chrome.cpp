@@ -168,16 +168,22 @@ void pair_in_order(const std::vector<Slice>& slices, const std::vector<std::size
   }
 }
 
-// Pairs each Send with its Recv: same (sender, receiver, message id), in time order.
-// Runs after lane assignment, which fixes each slice's index and thread.
+// A parameter server's exchange is asymmetric: a worker's Push is received by the
+// server's Recv and the server's Send is received by the worker's Pull, so Push counts
+// as a sending end and Pull as a receiving end.
+bool is_send_end(trace::EventKind k) { return k == trace::EventKind::Send || k == trace::EventKind::Push; }
+bool is_recv_end(trace::EventKind k) { return k == trace::EventKind::Recv || k == trace::EventKind::Pull; }
+
+// Pairs each sending end with its receiving end: same (sender, receiver, message id), in
+// time order. Runs after lane assignment, which fixes each slice's index and thread.
 std::vector<Flow> match_flows(const std::vector<Slice>& slices) {
   using Key = std::tuple<int, int, std::int32_t>;  // sender, receiver, message
   std::map<Key, std::vector<std::size_t>> sends, recvs;
   for (std::size_t i = 0; i < slices.size(); ++i) {
     const Event& e = slices[i].e;
     if (e.peer < 0) continue;
-    if (e.kind == trace::EventKind::Send) sends[{slices[i].pid, e.peer, e.message}].push_back(i);
-    if (e.kind == trace::EventKind::Recv) recvs[{e.peer, slices[i].pid, e.message}].push_back(i);
+    if (is_send_end(e.kind)) sends[{slices[i].pid, e.peer, e.message}].push_back(i);
+    if (is_recv_end(e.kind)) recvs[{e.peer, slices[i].pid, e.message}].push_back(i);
   }
   auto by_start = [&](std::size_t a, std::size_t b) { return slices[a].e.start_ns < slices[b].e.start_ns; };
   std::vector<Flow> flows;

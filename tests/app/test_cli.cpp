@@ -8,6 +8,8 @@
 #include <QtTest>
 
 #include "cli_runner.h"
+#include "loom/core/plan.h"
+#include "loom/profiles/run_store.h"
 
 #include <algorithm>
 #include <map>
@@ -101,6 +103,8 @@ class CliTest : public QObject {
     QVERIFY(shown["scaling"].isNull());  // single-rank runs have no scaling efficiency
     QVERIFY(shown["ranks"].toArray().at(0).toObject().contains("exposed_comm_s"));
     QCOMPARE(shown["plan"].toObject()["name"].toString(), QString("cli-spirals"));
+    QVERIFY(!shown.contains("staleness"));  // all-reduce: no updates
+    QVERIFY(!shown.contains("divergence"));
 
     const Result text = run_cli({"show", id, "--db", db()});
     QCOMPARE(text.exit_code, 0);
@@ -176,6 +180,57 @@ class CliTest : public QObject {
     QCOMPARE(r.exit_code, 1);
     QVERIFY2(r.err.contains("/nonexistent/fmnist"), qPrintable(r.err));
     QCOMPARE(last_line_json(r.out)["status"].toString(), QString("failed"));
+  }
+
+  // An ssp run written straight into a store (no training needed): `show` reports its
+  // staleness and parameter divergence, and `show --json` carries them under their keys.
+  void showReportsStalenessAndDivergence() {
+    loom::Plan plan = loom::default_plan();
+    plan.parallel.data_parallel = 2;
+    plan.parallel.sync.mode = loom::SyncMode::Ssp;
+    plan.parallel.sync.bound = 2;
+    plan.parallel.devices.assign(std::size_t(loom::world_size(plan)), loom::DeviceSpec{});
+    auto store = loom::store::RunStore::open(db().toStdString());
+    QVERIFY(store.ok());
+    loom::store::RunRecord run = loom::store::new_run_record(plan, "test");
+    const std::int64_t id = *store->create_run(run);
+    // Worker 0: staleness 0, 1, 2, 3; worker 1: 4.
+    std::vector<loom::store::UpdateRecord> updates;
+    for (int i = 0; i < 4; ++i) updates.push_back({0, 0, i, 10, 10 + i, i, i});
+    updates.push_back({1, 0, 0, 6, 10, 4, 9});
+    QVERIFY(store->append_updates(id, updates).ok());
+    QVERIFY(store->append_metrics(id, {{0, 0, 1, "param_divergence", 1.0}, {0, 1, 2, "param_divergence", 3.0}}).ok());
+    QVERIFY(store->finish_run(id, "completed", 1.0, 64, "").ok());
+
+    const Result json = run_cli({"show", QString::number(id), "--db", db(), "--json"});
+    QCOMPARE(json.exit_code, 0);
+    const QJsonObject shown = last_line_json(json.out);
+    const QJsonObject st = shown["staleness"].toObject();
+    QCOMPARE(st["mode"].toString(), QString("ssp"));
+    QCOMPARE(st["bound"].toInt(), 2);
+    const QJsonObject overall = st["overall"].toObject();
+    QCOMPARE(overall["mean"].toDouble(), 2.0);
+    QCOMPARE(overall["p50"].toDouble(), 2.0);  // nearest rank: 3rd of 5
+    QCOMPARE(overall["p95"].toDouble(), 4.0);
+    QCOMPARE(overall["max"].toInt(), 4);
+    const QJsonArray workers = st["workers"].toArray();
+    QCOMPARE(workers.size(), 2);
+    for (const char* key : {"rank", "updates", "mean", "p50", "p95", "max", "wait_s"})
+      QVERIFY2(workers[0].toObject().contains(key), key);
+    QCOMPARE(workers[0].toObject()["updates"].toInt(), 4);
+    QCOMPARE(workers[0].toObject()["p50"].toDouble(), 1.0);
+    QCOMPARE(workers[1].toObject()["rank"].toInt(), 1);
+    QCOMPARE(workers[1].toObject()["mean"].toDouble(), 4.0);
+    const QJsonObject divergence = shown["divergence"].toObject();
+    QCOMPARE(divergence["count"].toInt(), 2);
+    QCOMPARE(divergence["mean"].toDouble(), 2.0);
+    QCOMPARE(divergence["last"].toDouble(), 3.0);
+
+    const Result text = run_cli({"show", QString::number(id), "--db", db()});
+    QCOMPARE(text.exit_code, 0);
+    for (const char* part : {"Staleness (ssp): mean 2.00, p50 2, p95 4, max 4 (bound 2)", "wait_s",
+                             "divergence:    2 samples, last 3, mean 2"})
+      QVERIFY2(text.out.contains(part), qPrintable(text.out));
   }
 
   void badArgumentsAndUnknownRuns() {

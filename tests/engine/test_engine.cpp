@@ -9,8 +9,10 @@
 #include "loom/core/plan.h"
 #include "loom/data/dataset.h"
 #include "loom/engine/local_run.h"
+#include "loom/engine/run_writer.h"
 #include "loom/engine/trainer.h"
 #include "loom/profiles/recorder.h"
+#include "loom/profiles/run_sink.h"
 #include "loom/profiles/run_store.h"
 
 using namespace loom;
@@ -153,6 +155,42 @@ class EngineTest : public QObject {
     auto losses = store->load_metrics(outcome->run_id, "loss");
     QVERIFY(losses.ok());
     QCOMPARE(int(losses->size()), 30);
+  }
+
+  // A server rank's applied updates reach the store within a period while training goes
+  // on, and those added just before finish() are not lost; every field survives.
+  void runWriterShipsUpdates() {
+    QTemporaryDir dir;
+    const std::string path = dir.filePath("runs.db").toStdString();
+    auto store = store::RunStore::open(path);
+    auto reader = store::RunStore::open(path);  // one connection per thread
+    QVERIFY(store.ok() && reader.ok());
+    const std::int64_t id = *store->create_run({});
+    store::StoreSink sink(*store, id);
+    trace::Recorder recorder;
+    engine::RunWriter writer(sink, 2, recorder, std::chrono::milliseconds(10));
+    auto update = [](int i) {
+      return store::UpdateRecord{i % 2, 1, 100 + i, 40 + i, 43 + 2 * i, 3 + i, 1'000'000'000LL * i + 7};
+    };
+    writer.add_updates({update(0), update(1)});
+    writer.add_updates({update(2)});
+    QVERIFY(QTest::qWaitFor([&] { return reader->load_updates(id)->size() == 3; }, 5000));
+    writer.add_updates({update(3)});
+    QVERIFY(writer.finish().ok());
+    auto stored = reader->load_updates(id);
+    QVERIFY(stored.ok());
+    QCOMPARE(stored->size(), std::size_t(4));
+    for (int i = 0; i < 4; ++i) {
+      const store::UpdateRecord& u = (*stored)[std::size_t(i)];
+      const store::UpdateRecord want = update(i);
+      QCOMPARE(u.worker, want.worker);
+      QCOMPARE(u.server, want.server);
+      QCOMPARE(u.step, want.step);
+      QCOMPARE(u.version_read, want.version_read);
+      QCOMPARE(u.version_applied, want.version_applied);
+      QCOMPARE(u.staleness, want.staleness);
+      QCOMPARE(u.t_ns, want.t_ns);
+    }
   }
 
   void missingDatasetFailsTheRunWithAHint() {

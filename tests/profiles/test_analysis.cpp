@@ -111,6 +111,65 @@ const std::vector<loom::store::MetricRecord> kPipelineMetrics = {
     {1, 9, 1, "loss", 3.0},  // another metric: ignored
 };
 
+// The default MLP trained asynchronously by `workers` workers and one server (rank workers).
+loom::Plan async_plan(loom::SyncMode mode, int workers, int bound) {
+  loom::Plan plan = loom::default_plan();
+  plan.parallel.data_parallel = workers;
+  plan.parallel.sync.mode = mode;
+  plan.parallel.sync.bound = bound;
+  plan.parallel.sync.servers = 1;
+  plan.parallel.devices.assign(static_cast<std::size_t>(loom::world_size(plan)), loom::DeviceSpec{});
+  // summarize_run ignores a plan that does not validate, so an invalid one would hide staleness.
+  if (!loom::validate_plan(plan).empty()) qFatal("async_plan: %s", loom::validate_plan(plan)[0].reason.c_str());
+  return plan;
+}
+
+// Worker 0's staleness is 1..20, worker 1's {100, 0}. Nearest rank over n values takes the
+// ceil(p*n/100)-th smallest: worker 0 p50 = 10th = 10, p95 = 19th = 19 (0.95*20 is
+// exactly 19: no rounding up to 20); worker 1 p50 = 1st = 0, p95 = 2nd = 100; all 22
+// values [0, 1..20, 100]: p50 = 11th = 10, p95 = 21st = 20, mean 310/22.
+std::vector<loom::store::UpdateRecord> known_updates() {
+  std::vector<loom::store::UpdateRecord> u;
+  for (int i = 1; i <= 20; ++i) u.push_back({0, 0, i, 50, 50 + i, i, i * kMs});
+  u.push_back({1, 0, 0, 0, 100, 100, 21 * kMs});
+  u.push_back({1, 0, 1, 100, 100, 0, 22 * kMs});
+  return u;
+}
+
+// Worker 0 waits [0,10) and [20,25) with a nested Wait [21,23): 15 ms. The server (rank 2)
+// waits too, but is no worker.
+std::vector<std::vector<Event>> waiting_ranks() {
+  return {{span(EventKind::Wait, Stream::Comm, 0, 10), span(EventKind::Forward, Stream::Compute, 10, 20),
+           span(EventKind::Wait, Stream::Comm, 20, 25), span(EventKind::Wait, Stream::Comm, 21, 23)},
+          {span(EventKind::Forward, Stream::Compute, 0, 30)},
+          {span(EventKind::Wait, Stream::Comm, 0, 100)}};
+}
+
+void check_known_staleness(const loom::analysis::StalenessStats& st) {
+  QVERIFY(st.present);
+  QCOMPARE(st.mean, 310.0 / 22.0);
+  QCOMPARE(st.p50, 10.0);
+  QCOMPARE(st.p95, 20.0);
+  QCOMPARE(st.max, std::int64_t(100));
+  QCOMPARE(st.workers.size(), std::size_t(2));  // ranks 0 and 1; the server is not a worker
+  const auto& w0 = st.workers[0];
+  QCOMPARE(w0.rank, 0);
+  QCOMPARE(w0.updates, std::int64_t(20));
+  QCOMPARE(w0.mean, 10.5);
+  QCOMPARE(w0.p50, 10.0);
+  QCOMPARE(w0.p95, 19.0);
+  QCOMPARE(w0.max, std::int64_t(20));
+  QCOMPARE(w0.wait_s, 0.015);
+  const auto& w1 = st.workers[1];
+  QCOMPARE(w1.rank, 1);
+  QCOMPARE(w1.updates, std::int64_t(2));
+  QCOMPARE(w1.mean, 50.0);
+  QCOMPARE(w1.p50, 0.0);
+  QCOMPARE(w1.p95, 100.0);
+  QCOMPARE(w1.max, std::int64_t(100));
+  QCOMPARE(w1.wait_s, 0.0);
+}
+
 template <class T>
 T must(loom::Expected<T> r) {
   if (!r.ok()) qFatal("unexpected error: %s", r.error().describe().c_str());
@@ -418,6 +477,88 @@ class TestAnalysis : public QObject {
       QVERIFY2(text.find(part) != std::string::npos, (std::string(part) + " missing in:\n" + text).c_str());
   }
 
+  void stalenessPercentilesAndWorkers() {
+    const auto ps = loom::analysis::staleness_stats(known_updates(), waiting_ranks(),
+                                                     async_plan(loom::SyncMode::ParameterServer, 2, 3));
+    check_known_staleness(ps);
+    QCOMPARE(ps.mode, std::string("parameter_server"));
+    QCOMPARE(ps.bound, -1);  // the plan's bound means nothing outside ssp
+    const auto ssp = loom::analysis::staleness_stats(known_updates(), waiting_ranks(),
+                                                      async_plan(loom::SyncMode::Ssp, 2, 3));
+    check_known_staleness(ssp);
+    QCOMPARE(ssp.mode, std::string("ssp"));
+    QCOMPARE(ssp.bound, 3);
+
+    // One value: every percentile is that value. None: not present, workers still listed.
+    const auto one = loom::analysis::staleness_stats({{1, 0, 0, 4, 11, 7, 0}}, {},
+                                                      async_plan(loom::SyncMode::Ssp, 2, 3));
+    QCOMPARE(one.p50, 7.0);
+    QCOMPARE(one.p95, 7.0);
+    QCOMPARE(one.workers[0].updates, std::int64_t(0));
+    QCOMPARE(one.workers[1].p95, 7.0);
+    const auto none = loom::analysis::staleness_stats({}, waiting_ranks(), async_plan(loom::SyncMode::LocalSgd, 2, 0));
+    QVERIFY(!none.present);
+    QCOMPARE(none.mode, std::string("local_sgd"));
+    QCOMPARE(none.workers.size(), std::size_t(2));
+  }
+
+  // From a real store: updates, Wait spans and param_divergence metrics through
+  // summarize_run into the JSON `show --json` prints and the text `show` prints.
+  void stalenessAndDivergenceInSummary() {
+    QTemporaryDir dir;
+    RunStore store = must(RunStore::open(dir.filePath("runs.db").toStdString()));
+    loom::store::RunRecord run;
+    run.plan_json = loom::plan_to_json(async_plan(loom::SyncMode::Ssp, 2, 3));
+    run.world_size = 3;
+    const std::int64_t id = must(store.create_run(run));
+    const auto ranks = waiting_ranks();
+    for (int r = 0; r < 3; ++r)
+      QVERIFY(store.append_events(id, r, ranks[std::size_t(r)].data(), ranks[std::size_t(r)].size()).ok());
+    QVERIFY(store.append_updates(id, known_updates()).ok());
+    QVERIFY(store.append_metrics(id, {{0, 1, 5, "param_divergence", 0.5}, {0, 2, 6, "param_divergence", 0.25},
+                                      {1, 2, 7, "param_divergence", 0.75}}).ok());
+    auto s = must(loom::analysis::summarize_run(store, id));
+    check_known_staleness(s.staleness);
+    QCOMPARE(s.staleness.bound, 3);
+
+    const nlohmann::json j = loom::analysis::summary_to_json(s);
+    QVERIFY(j.contains("staleness"));
+    const nlohmann::json& st = j["staleness"];
+    QCOMPARE(st["mode"].get<std::string>(), std::string("ssp"));
+    QCOMPARE(st["bound"].get<int>(), 3);
+    QCOMPARE(st["overall"]["mean"].get<double>(), 310.0 / 22.0);
+    QCOMPARE(st["overall"]["p50"].get<double>(), 10.0);
+    QCOMPARE(st["overall"]["p95"].get<double>(), 20.0);
+    QCOMPARE(st["overall"]["max"].get<std::int64_t>(), std::int64_t(100));
+    QCOMPARE(st["workers"].size(), std::size_t(2));
+    const nlohmann::json& w0 = st["workers"][0];
+    QCOMPARE(w0["rank"].get<int>(), 0);
+    QCOMPARE(w0["updates"].get<std::int64_t>(), std::int64_t(20));
+    QCOMPARE(w0["mean"].get<double>(), 10.5);
+    QCOMPARE(w0["p50"].get<double>(), 10.0);
+    QCOMPARE(w0["p95"].get<double>(), 19.0);
+    QCOMPARE(w0["max"].get<std::int64_t>(), std::int64_t(20));
+    QCOMPARE(w0["wait_s"].get<double>(), 0.015);
+    QCOMPARE(st["workers"][1]["p95"].get<double>(), 100.0);
+    QCOMPARE(j["divergence"]["count"].get<std::int64_t>(), std::int64_t(3));
+    QCOMPARE(j["divergence"]["mean"].get<double>(), 0.5);
+    QCOMPARE(j["divergence"]["last"].get<double>(), 0.75);  // step 2, latest time
+
+    const std::string text = loom::analysis::format_summary(s);
+    for (const char* part : {"Staleness (ssp): mean 14.09, p50 10, p95 20, max 100 (bound 3)", "wait_s", "0.0150",
+                             "divergence:    3 samples, last 0.75, mean 0.5"})
+      QVERIFY2(text.find(part) != std::string::npos, (std::string(part) + " missing in:\n" + text).c_str());
+
+    // parameter_server: no bound key.
+    run.plan_json = loom::plan_to_json(async_plan(loom::SyncMode::ParameterServer, 2, 3));
+    const std::int64_t ps = must(store.create_run(run));
+    QVERIFY(store.append_updates(ps, known_updates()).ok());
+    const nlohmann::json jp = loom::analysis::summary_to_json(must(loom::analysis::summarize_run(store, ps)));
+    QCOMPARE(jp["staleness"]["mode"].get<std::string>(), std::string("parameter_server"));
+    QVERIFY(!jp["staleness"].contains("bound"));
+    QVERIFY(!jp.contains("divergence"));
+  }
+
   void unknownValuesAreNull() {
     QTemporaryDir dir;
     RunStore store = must(RunStore::open(dir.filePath("runs.db").toStdString()));
@@ -441,6 +582,8 @@ class TestAnalysis : public QObject {
     QCOMPARE(j["ranks"][0]["exposed_comm_s"].get<double>(), 0.0);
     QVERIFY(j["schedule"].is_null());  // no plan: no stages
     QVERIFY(j["stages"].is_array() && j["stages"].empty());
+    QVERIFY(!j.contains("staleness"));  // no updates: absent, not null
+    QVERIFY(!j.contains("divergence"));
     QCOMPARE(loom::analysis::summarize_run(store, id + 1).error().code, loom::ErrorCode::NotFound);
   }
 };

@@ -333,6 +333,43 @@ class TestExport : public QObject {
     }
   }
 
+  // Parameter server: worker 0's Push arrives as server 1's Recv, server 1's Send as
+  // worker 0's Pull. The Pull reuses the Push's message id in the other direction, and a
+  // Push from an earlier step has no Recv: neither may pair across.
+  void pushPullBecomeFlows() {
+    const std::int64_t t = 5 * kS;
+    RankEvents worker, server;
+    worker.record.rank = 0;
+    server.record.rank = 1;
+    auto at_step = [](Event e, int step) {
+      e.step = step;
+      return e;
+    };
+    worker.events = {span(EventKind::Step, Stream::Host, t, t + 100 * kMs),  // the time origin
+                     at_step(message(EventKind::Push, t + 1 * kMs, t + 2 * kMs, 1, 7), 2),
+                     at_step(message(EventKind::Push, t + 10 * kMs, t + 11 * kMs, 1, 7), 3),
+                     at_step(message(EventKind::Pull, t + 20 * kMs, t + 25 * kMs, 1, 7), 3)};
+    server.events = {at_step(message(EventKind::Recv, t + 10 * kMs, t + 12 * kMs, 0, 7), 3),
+                     at_step(message(EventKind::Send, t + 21 * kMs, t + 22 * kMs, 0, 7), 3)};
+    loom::chrome::ExportStats stats;
+    const json trace = loom::chrome::chrome_trace(run_record(), {worker, server}, &stats);
+    QCOMPARE(stats.flows, std::int64_t(2));
+    auto flows = flows_of(trace);
+    QCOMPARE(flows["s"].size(), std::size_t(2));
+    std::map<int, std::pair<json, json>> by_sender;  // sender pid -> (start, finish)
+    for (std::size_t i = 0; i < 2; ++i) {
+      for (const json& f : flows["f"])
+        if (f["id"] == flows["s"][i]["id"]) by_sender[flows["s"][i]["pid"].get<int>()] = {flows["s"][i], f};
+    }
+    QCOMPARE(by_sender.size(), std::size_t(2));
+    QCOMPARE(ns(by_sender[0].first["ts"]), 10 * kMs);   // the step-3 Push, not the step-2 one
+    QCOMPARE(by_sender[0].second["pid"].get<int>(), 1);
+    QCOMPARE(ns(by_sender[0].second["ts"]), 12 * kMs);  // the server's Recv end
+    QCOMPARE(ns(by_sender[1].first["ts"]), 21 * kMs);   // the server's Send
+    QCOMPARE(by_sender[1].second["pid"].get<int>(), 0);
+    QCOMPARE(ns(by_sender[1].second["ts"]), 25 * kMs);  // the worker's Pull end
+  }
+
   void unmatchedSendHasNoFlow() {
     std::vector<RankEvents> ranks = messaging_ranks();
     ranks.pop_back();  // rank 1 and its receive are gone

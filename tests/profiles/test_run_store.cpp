@@ -16,6 +16,7 @@ using loom::store::MetricRecord;
 using loom::store::RankRecord;
 using loom::store::RunRecord;
 using loom::store::RunStore;
+using loom::store::UpdateRecord;
 using loom::trace::Event;
 
 namespace {
@@ -37,6 +38,20 @@ std::vector<Event> make_events(int rank, std::size_t n) {
     e.stream = static_cast<loom::trace::Stream>(k % loom::trace::kStreamCount);
   }
   return v;
+}
+
+// Distinct extreme values in every field, so a dropped column or a swapped bind shows up.
+std::vector<UpdateRecord> make_updates(int n) {
+  std::vector<UpdateRecord> v;
+  for (int i = 0; i < n; ++i)
+    v.push_back({i % 4, 2147483647 - i, (1LL << 40) + i, -(1LL << 45) - i, (1LL << 50) + 3 * i, 7LL * i + 1,
+                 1'700'000'000'000'000'000LL + i});
+  return v;
+}
+
+bool same_update(const UpdateRecord& a, const UpdateRecord& b) {
+  return a.worker == b.worker && a.server == b.server && a.step == b.step && a.version_read == b.version_read &&
+         a.version_applied == b.version_applied && a.staleness == b.staleness && a.t_ns == b.t_ns;
 }
 
 template <class T>
@@ -98,6 +113,8 @@ void TestRunStore::roundTripThroughReopen() {
       must_ok(store.append_events(id, 0, rank0.data() + i, std::min<std::size_t>(9'999, rank0.size() - i)));
     must_ok(store.append_events(id, 1, rank1.data(), rank1.size()));
     must_ok(store.append_metrics(id, metrics));
+    must_ok(store.append_updates(id, make_updates(30)));
+    must_ok(store.append_updates(id, {}));
     must_ok(store.finish_run(id, "completed", 12.5, 64'000, ""));
   }
   RunStore store = must(RunStore::open(path));
@@ -148,6 +165,12 @@ void TestRunStore::roundTripThroughReopen() {
     QCOMPARE(every[i].t_ns, metrics[i].t_ns);
     QCOMPARE(every[i].value, metrics[i].value);
   }
+
+  const auto updates = must(store.load_updates(id));  // in the order they were applied
+  const auto sent = make_updates(30);
+  QCOMPARE(updates.size(), sent.size());
+  for (std::size_t i = 0; i < sent.size(); ++i)
+    QVERIFY2(same_update(updates[i], sent[i]), qPrintable(QString("update %1 differs").arg(i)));
 }
 
 void TestRunStore::listRunsNewestFirstAndLog() {
@@ -409,6 +432,18 @@ void TestRunStore::incrementalReadsFollowAppends() {
   QCOMPARE(m2.metrics.size(), std::size_t(1));
   QCOMPARE(m2.metrics[0].name, std::string("test_accuracy"));
   QCOMPARE(m2.metrics[0].step, std::int64_t(4));
+
+  const auto updates = make_updates(5);
+  must_ok(store.append_updates(id, {updates[0], updates[1], updates[2]}));
+  must_ok(store.append_updates(other, {updates[4]}));
+  must_ok(store.append_updates(id, {updates[3]}));
+  auto u1 = must(store.load_updates_after(id, 0, 2));
+  QCOMPARE(u1.updates.size(), std::size_t(2));
+  QVERIFY(same_update(u1.updates[1], updates[1]));
+  auto u2 = must(store.load_updates_after(id, u1.last_seq, 10));
+  QCOMPARE(u2.updates.size(), std::size_t(2));  // not the other run's
+  QVERIFY(same_update(u2.updates[0], updates[2]) && same_update(u2.updates[1], updates[3]));
+  QCOMPARE(must(store.load_updates_after(id, u2.last_seq, 10)).last_seq, u2.last_seq);
 
   // The polled run state: the log from a byte offset (multi-byte text counted in bytes).
   const std::string first_line = "launch: caf\xc3\xa9 \xe2\x86\x92 mpirun\n";

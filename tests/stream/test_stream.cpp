@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstring>
@@ -24,6 +25,7 @@
 using loom::ErrorCode;
 using loom::Status;
 using loom::store::MetricRecord;
+using loom::store::UpdateRecord;
 using loom::trace::Event;
 using namespace loom::stream;
 using namespace std::chrono_literals;
@@ -60,6 +62,25 @@ std::vector<MetricRecord> make_metrics(int rank, int n) {
   return v;
 }
 
+// Every field distinct and at the edges of its range, so a dropped or swapped field shows.
+std::vector<UpdateRecord> make_updates(int server, int n) {
+  std::vector<UpdateRecord> v;
+  for (int i = 0; i < n; ++i)
+    v.push_back({i % 3 == 0 ? 2147483647 : i, server, std::int64_t(i) * 1'000'000'007LL - 5, -(1LL << 40) - i,
+                 (1LL << 50) + i, std::int64_t(i) * 3 + 1, 1'700'000'000'000'000'000LL + i});
+  return v;
+}
+
+bool updates_equal(const std::vector<UpdateRecord>& a, const std::vector<UpdateRecord>& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (a[i].worker != b[i].worker || a[i].server != b[i].server || a[i].step != b[i].step ||
+        a[i].version_read != b[i].version_read || a[i].version_applied != b[i].version_applied ||
+        a[i].staleness != b[i].staleness || a[i].t_ns != b[i].t_ns)
+      return false;
+  return true;
+}
+
 Hello sample_hello() {
   Hello h;
   h.secret = std::string(kSecretHexChars, 'a');
@@ -81,6 +102,8 @@ std::vector<Frame> sample_frames() {
   f.push_back(EventBatch{});
   f.push_back(MetricBatch{make_metrics(2, 7)});
   f.push_back(MetricBatch{});
+  f.push_back(UpdateBatch{make_updates(1, 9)});
+  f.push_back(UpdateBatch{});
   f.push_back(LogLine{"epoch 1/3 loss 0.4312\n"});
   f.push_back(LogLine{""});
   f.push_back(ClockInfo{-5'000'000'000LL, 7, 1LL << 62, 0, 1234, -1});
@@ -95,6 +118,7 @@ std::string encode_frame(const Frame& frame) {
         using T = std::decay_t<decltype(v)>;
         if constexpr (std::is_same_v<T, EventBatch>) return encode_events(v.events.data(), v.events.size());
         else if constexpr (std::is_same_v<T, MetricBatch>) return encode_metrics(v.metrics);
+        else if constexpr (std::is_same_v<T, UpdateBatch>) return encode_updates(v.updates);
         else return encode(v);
       },
       frame);
@@ -129,6 +153,7 @@ bool frames_equal(const Frame& a, const Frame& b) {
   if (auto* h = std::get_if<Hello>(&a)) return hellos_equal(*h, std::get<Hello>(b));
   if (auto* e = std::get_if<EventBatch>(&a)) return events_equal(e->events, std::get<EventBatch>(b).events);
   if (auto* m = std::get_if<MetricBatch>(&a)) return metrics_equal(m->metrics, std::get<MetricBatch>(b).metrics);
+  if (auto* u = std::get_if<UpdateBatch>(&a)) return updates_equal(u->updates, std::get<UpdateBatch>(b).updates);
   if (auto* l = std::get_if<LogLine>(&a)) return l->text == std::get<LogLine>(b).text;
   if (auto* c = std::get_if<ClockInfo>(&a)) return clocks_equal(*c, std::get<ClockInfo>(b));
   const Done& x = std::get<Done>(a);
@@ -206,6 +231,12 @@ class RecordingHandler : public StreamHandler {
       metrics[rank].insert(metrics[rank].end(), m.begin(), m.end());
     });
   }
+  void on_updates(int rank, std::vector<UpdateRecord>&& u) override {
+    record([&] {
+      sequence[rank].push_back("updates:" + std::to_string(u.size()));
+      updates[rank].insert(updates[rank].end(), u.begin(), u.end());
+    });
+  }
   void on_log(int rank, const std::string& text) override { record([&] { sequence[rank].push_back("log:" + text); }); }
   void on_clock(int rank, const ClockInfo& c) override { record([&] { clocks[rank] = c; sequence[rank].push_back("clock"); }); }
   void on_done(int rank, const Done& d) override { record([&] { dones[rank] = d; sequence[rank].push_back("done:" + d.status); }); }
@@ -234,6 +265,7 @@ class RecordingHandler : public StreamHandler {
   std::map<int, std::vector<Event>> events;
   std::map<int, int> event_frames;
   std::map<int, std::vector<MetricRecord>> metrics;
+  std::map<int, std::vector<UpdateRecord>> updates;
   std::map<int, ClockInfo> clocks;
   std::map<int, Done> dones;
   std::map<int, std::string> lost;
@@ -257,6 +289,7 @@ class CountingHandler : public StreamHandler {
   void on_hello(const Hello&) override {}
   void on_events(int, std::vector<Event>&& ev) override { count.fetch_add(std::int64_t(ev.size())); }
   void on_metrics(int, std::vector<MetricRecord>&&) override {}
+  void on_updates(int, std::vector<UpdateRecord>&&) override {}
   void on_log(int, const std::string&) override {}
   void on_clock(int, const ClockInfo&) override {}
   void on_done(int, const Done&) override { done = true; }
@@ -380,7 +413,7 @@ void TestStream::malformedIsRejected_data() {
   add("bad magic", "GET / HTTP/1.1\r\nHost: x\r\n\r\n", "bad magic");
   add("wrong version", raw_frame(4, le(0, 4), kMagic, 2), "unsupported protocol version 2");
   add("type 0", raw_frame(0, ""), "unknown frame type 0");
-  add("type 7", raw_frame(7, ""), "unknown frame type 7");
+  add("type 8", raw_frame(8, ""), "unknown frame type 8");
   add("oversize payload", raw_frame(2, "", kMagic, kProtocolVersion, 0, kMaxPayloadBytes + 1), "exceeds the limit");
   add("reserved set", raw_frame(4, le(0, 4), kMagic, kProtocolVersion, 9), "reserved header field is 9");
   add("events not multiple of 48", raw_frame(2, le(1, 4) + std::string(47, 'x')), "1 events need 48 bytes");
@@ -392,6 +425,8 @@ void TestStream::malformedIsRejected_data() {
   add("clock too short", raw_frame(5, std::string(40, '\0')), "Clock frame: payload ends inside a 64-bit field");
   add("metrics count lie", raw_frame(3, le(1'000'000, 4) + std::string(40, '\0')), "1000000 metrics cannot fit");
   add("metric name past end", raw_frame(3, le(1, 4) + std::string(28, '\0') + le(5, 4) + "ab"), "string length 5 past the end");
+  add("updates count mismatch", raw_frame(7, le(2, 4) + std::string(48, '\0')), "2 updates need 96 bytes");
+  add("updates without count", raw_frame(7, "a"), "Updates frame: payload ends inside a 32-bit field");
   add("hello truncated", raw_frame(1, le(2, 4) + "ab" + le(0, 4)), "Hello frame: payload ends inside a 64-bit field");
   add("done string past end", raw_frame(6, le(0, 8) + le(9, 4) + "complete"), "Done frame: string length 9");
   add("valid then bad magic", log + "XXXXXXXXXXXXXXXXXXXX", "bad magic");
@@ -508,6 +543,8 @@ void TestStream::twoRanksDeliverInOrder() {
     const auto& ev = sent_events[r];
     must_ok(sink.write_events(r, ev.data(), 100));
     must_ok(sink.write_metrics(sent_metrics[r]));
+    must_ok(sink.write_updates(make_updates(r, 4)));
+    must_ok(sink.write_updates({}));  // nothing to send: no frame
     must_ok(sink.write_log("hello from rank " + std::to_string(r)));
     must_ok(sink.write_events(r, ev.data() + 100, 50));
     must_ok(sink.write_clock(ClockInfo{r * 10, r * 20, 1, 2, 3, 4}));
@@ -524,11 +561,12 @@ void TestStream::twoRanksDeliverInOrder() {
   QVERIFY2(h.rejected.empty(), h.rejected.empty() ? "" : h.rejected[0].second.c_str());
   QCOMPARE(server->ranks_connected(), 2);
   for (int r = 0; r < 2; ++r) {
-    const std::vector<std::string> expected = {"hello", "events:100", "metrics:5", "log:hello from rank " + std::to_string(r),
+    const std::vector<std::string> expected = {"hello", "events:100", "metrics:5", "updates:4", "log:hello from rank " + std::to_string(r),
                                                "events:50", "clock", "done:completed"};
     QVERIFY(h.sequence[r] == expected);
     QVERIFY(events_equal(h.events[r], sent_events[r]));
     QVERIFY(metrics_equal(h.metrics[r], sent_metrics[r]));
+    QVERIFY(updates_equal(h.updates[r], make_updates(r, 4)));
     QVERIFY(clocks_equal(h.clocks[r], ClockInfo{r * 10, r * 20, 1, 2, 3, 4}));
     QCOMPARE(h.dones[r].events_recorded, std::int64_t(150));
   }
@@ -709,6 +747,8 @@ void TestStream::sinkSplitsLargeBatches() {
   std::vector<MetricRecord> metrics(20);
   for (int i = 0; i < 20; ++i) metrics[std::size_t(i)] = {0, i, i, std::string(kMaxStringBytes, char('a' + i)), double(i)};
   must_ok(sink.write_metrics(metrics));
+  const auto updates = make_updates(0, int(kMaxUpdatesPerFrame) + 3);
+  must_ok(sink.write_updates(updates));
   must_ok(sink.write_done(Done{std::int64_t(events.size()), "completed", ""}));
   QVERIFY(h.wait([&] { return h.dones.count(0) == 1; }, 20s));
   std::lock_guard lock(h.mutex);
@@ -716,7 +756,11 @@ void TestStream::sinkSplitsLargeBatches() {
   QCOMPARE(h.event_frames[0], 2);
   QVERIFY(events_equal(h.events[0], events));
   QVERIFY(metrics_equal(h.metrics[0], metrics));
-  QVERIFY(h.sequence[0].size() >= 6);  // hello, 2 event frames, >= 2 metric frames, done
+  QVERIFY(updates_equal(h.updates[0], updates));
+  QCOMPARE(std::count(h.sequence[0].begin(), h.sequence[0].end(), "updates:" + std::to_string(kMaxUpdatesPerFrame)),
+           std::ptrdiff_t(1));
+  QCOMPARE(h.sequence[0].back(), std::string("done:completed"));
+  QVERIFY(h.sequence[0].size() >= 8);  // hello, 2 event frames, >= 2 metric frames, 2 update frames, done
 }
 
 void TestStream::stopIsPromptAndIdempotent() {

@@ -180,7 +180,8 @@ Expected<Trainer::StepStats> Trainer::local_sgd_step(std::int64_t step, StepStat
   LOOM_TRY(reduce_stats(stats));
   auto divergence = average_parameters();
   if (!divergence.ok()) return divergence.error();
-  step_metrics_.push_back({rank_, step, trace::now_ns(), "param_divergence", *divergence});
+  // One figure for the whole job: rank 0 reports it.
+  if (rank_ == 0) step_metrics_.push_back({rank_, step, trace::now_ns(), "param_divergence", *divergence});
   return stats;
 }
 

@@ -77,6 +77,12 @@ void StoreFeeder::on_metrics(int rank, std::vector<store::MetricRecord>&& metric
   }
 }
 
+// Stored as sent: a server rank reports updates on behalf of the workers that pushed them,
+// so unlike metrics their ranks are not the connection's.
+void StoreFeeder::on_updates(int /*rank*/, std::vector<store::UpdateRecord>&& updates) {
+  note_store_error(store_.append_updates(run_id_, updates));
+}
+
 void StoreFeeder::on_log(int rank, const std::string& text) { log("[rank " + std::to_string(rank) + "] " + text); }
 
 void StoreFeeder::on_clock(int rank, const stream::ClockInfo& clock) {

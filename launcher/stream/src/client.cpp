@@ -147,6 +147,18 @@ Status StreamSink::write_metrics(const std::vector<store::MetricRecord>& metrics
   return {};
 }
 
+Status StreamSink::write_updates(const std::vector<store::UpdateRecord>& updates) {
+  const store::UpdateRecord* next = updates.data();
+  std::size_t left = updates.size();
+  while (left > 0) {  // fixed-size records: split by count
+    const std::size_t n = std::min(left, kMaxUpdatesPerFrame);
+    LOOM_TRY(client_.send(encode_updates(next, n)));
+    next += n;
+    left -= n;
+  }
+  return {};
+}
+
 Status StreamSink::write_log(const std::string& text) { return client_.send(encode(LogLine{text})); }
 Status StreamSink::write_clock(const ClockInfo& clock) { return client_.send(encode(clock)); }
 Status StreamSink::write_done(const Done& done) { return client_.send(encode(done)); }

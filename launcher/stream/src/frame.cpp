@@ -24,6 +24,7 @@ const char* type_name(FrameType type) {
     case FrameType::Log: return "Log";
     case FrameType::Clock: return "Clock";
     case FrameType::Done: return "Done";
+    case FrameType::Updates: return "Updates";
   }
   return "unknown";
 }
@@ -93,7 +94,7 @@ Expected<Header> parse_header(const char* p) {
   if (version != kProtocolVersion)
     return make_error(ErrorCode::Corrupt, "unsupported protocol version " + std::to_string(version) +
                                               " (this build speaks " + std::to_string(kProtocolVersion) + ")");
-  if (type < 1 || type > 6) return make_error(ErrorCode::Corrupt, "unknown frame type " + std::to_string(type));
+  if (type < 1 || type > 7) return make_error(ErrorCode::Corrupt, "unknown frame type " + std::to_string(type));
   if (payload > kMaxPayloadBytes)
     return make_error(ErrorCode::Corrupt, "payload of " + std::to_string(payload) + " bytes exceeds the limit of " +
                                               std::to_string(kMaxPayloadBytes));
@@ -206,6 +207,29 @@ Frame read_metrics(Reader& r) {
   return batch;
 }
 
+Frame read_updates(Reader& r) {
+  UpdateBatch batch;
+  const std::uint32_t count = r.u32();
+  // Fixed-size records: the count must account for the payload exactly.
+  const std::uint64_t need = std::uint64_t(count) * kUpdateWireBytes;
+  if (need != r.left()) {
+    r.fail(std::to_string(count) + " updates need " + std::to_string(need) + " bytes, the payload has " +
+           std::to_string(r.left()) + " after the count");
+    return batch;
+  }
+  batch.updates.resize(count);
+  for (store::UpdateRecord& u : batch.updates) {
+    u.worker = r.i32();
+    u.server = r.i32();
+    u.step = r.i64();
+    u.version_read = r.i64();
+    u.version_applied = r.i64();
+    u.staleness = r.i64();
+    u.t_ns = r.i64();
+  }
+  return batch;
+}
+
 Frame read_clock(Reader& r) {
   ClockInfo c;
   c.offset_start_ns = r.i64();
@@ -235,6 +259,7 @@ Expected<Frame> decode_payload(FrameType type, const char* data, std::size_t siz
     case FrameType::Log: frame = LogLine{r.str()}; break;
     case FrameType::Clock: frame = read_clock(r); break;
     case FrameType::Done: frame = read_done(r); break;
+    case FrameType::Updates: frame = read_updates(r); break;
   }
   Status s = r.finish();
   if (!s.ok()) return make_error(ErrorCode::Corrupt, std::string(type_name(type)) + " frame: " + s.error().message);
@@ -299,6 +324,22 @@ std::string encode_metrics(const std::vector<store::MetricRecord>& metrics) {
     w.str(m.name);
   }
   return w.finish();
+}
+
+std::string encode_updates(const store::UpdateRecord* updates, std::size_t count) {
+  Writer w(FrameType::Updates, 4 + count * kUpdateWireBytes);
+  w.u32(static_cast<std::uint32_t>(count));
+  for (std::size_t i = 0; i < count; ++i) {
+    const store::UpdateRecord& u = updates[i];
+    w.i32(u.worker);
+    w.i32(u.server);
+    for (std::int64_t v : {u.step, u.version_read, u.version_applied, u.staleness, u.t_ns}) w.i64(v);
+  }
+  return w.finish();
+}
+
+std::string encode_updates(const std::vector<store::UpdateRecord>& updates) {
+  return encode_updates(updates.data(), updates.size());
 }
 
 // ---- decoder -----------------------------------------------------------------------

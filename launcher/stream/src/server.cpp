@@ -14,8 +14,10 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <iterator>
 #include <mutex>
 #include <thread>
+#include <variant>
 
 #include "socket_util.h"
 
@@ -41,7 +43,8 @@ template <class... F>
 Overloaded(F...) -> Overloaded<F...>;
 
 const char* frame_name(const Frame& frame) {
-  static constexpr const char* kNames[] = {"Hello", "Events", "Metrics", "Log", "Clock", "Done"};
+  static constexpr const char* kNames[] = {"Hello", "Events", "Metrics", "Log", "Clock", "Done", "Updates"};
+  static_assert(std::size(kNames) == std::variant_size_v<Frame>, "a name for every frame type");
   return kNames[frame.index()];
 }
 
@@ -262,6 +265,7 @@ void StreamServer::Impl::dispatch(Connection& c, Frame&& frame) {
                  [&](Hello&) { reject(c, "a second Hello on one connection"); },
                  [&](EventBatch& b) { handler.on_events(rank, std::move(b.events)); },
                  [&](MetricBatch& b) { handler.on_metrics(rank, std::move(b.metrics)); },
+                 [&](UpdateBatch& b) { handler.on_updates(rank, std::move(b.updates)); },
                  [&](LogLine& l) { handler.on_log(rank, l.text); },
                  [&](ClockInfo& clock) { handler.on_clock(rank, clock); },
                  [&](Done& d) {

@@ -2,7 +2,8 @@
 // time split into compute, communication, optimizer, data and idle, how much of the
 // communication was exposed, all-reduce bandwidth, clock offsets, scaling efficiency
 // against a single-rank run of the same plan, pipeline bubbles per stage against their
-// theory, plus throughput and the final loss/accuracy. Pure functions over the RunStore; no GUI.
+// theory, gradient staleness in the asynchronous modes, plus throughput and the final
+// loss/accuracy. Pure functions over the RunStore; no GUI.
 #pragma once
 
 #include <cstdint>
@@ -117,6 +118,42 @@ struct PipelineStats {
 PipelineStats pipeline_stats(const Plan& plan, const std::vector<std::vector<trace::Event>>& events_by_rank,
                              const std::vector<store::MetricRecord>& metrics);
 
+// Gradient staleness in the asynchronous modes, from the updates the parameter servers
+// applied (run_store.h UpdateRecord: staleness = version_applied - version_read, versions
+// counting updates in parameter_server mode and completed clocks in ssp mode).
+// Percentiles are nearest-rank: the p-th percentile of n values is the smallest value
+// with at least p% of the values <= it, i.e. the ceil(p*n/100)-th smallest; it is always
+// one of the observed values. Per worker (a rank whose plan role is Worker, plus any rank
+// named by an update), the same over that worker's updates; a worker without updates has
+// zeros. wait_s = the union of that rank's Wait spans (blocked on a pull or on the
+// staleness bound), in seconds of its own clock.
+struct WorkerStaleness {
+  int rank = 0;
+  std::int64_t updates = 0;
+  double mean = 0, p50 = 0, p95 = 0;
+  std::int64_t max = 0;
+  double wait_s = 0;
+};
+
+struct StalenessStats {
+  bool present = false;  // the run recorded any update
+  std::string mode;      // sync_mode_name(plan.parallel.sync.mode)
+  int bound = -1;        // plan.parallel.sync.bound in ssp mode, else -1
+  double mean = 0, p50 = 0, p95 = 0;
+  std::int64_t max = 0;
+  std::vector<WorkerStaleness> workers;  // ordered by rank
+};
+
+// Pure, like pipeline_stats: events_by_rank[r] = rank r's events (only Wait spans are read).
+StalenessStats staleness_stats(const std::vector<store::UpdateRecord>& updates,
+                               const std::vector<std::vector<trace::Event>>& events_by_rank, const Plan& plan);
+
+// Parameter divergence across local-SGD replicas: the "param_divergence" metrics.
+struct DivergenceStats {
+  std::int64_t count = 0;
+  double mean = kNaN, last = kNaN;  // last = the latest by step, then time
+};
+
 struct RunSummary {
   store::RunRecord run;
   int world_size = 1;
@@ -129,6 +166,8 @@ struct RunSummary {
   std::vector<ClockRow> clock;       // one per row of the ranks table, ordered by rank
   std::optional<Scaling> scaling;    // only for world_size > 1 with a reference run
   std::optional<PipelineStats> pipeline;  // whenever the run's plan parses (1 stage without pipelining)
+  StalenessStats staleness;               // present only when the run recorded updates (and its plan parses)
+  std::optional<DivergenceStats> divergence;  // only with "param_divergence" metrics
 };
 
 // Breakdown of one rank's events (any order); exposed for tests and live views.
@@ -157,6 +196,9 @@ Expected<RunSummary> summarize_run(store::RunStore& store, std::int64_t run_id);
 // schedule, microbatches, bubble_convention (null without a parsable plan), stages:
 // [{stage, ranks, busy_s, bubble_s, bubble_fraction, bubble_theory, max_in_flight,
 // peak_activation_bytes}] (empty without a parsable plan).
+// Only when staleness.present: staleness: {mode, bound (ssp only), overall: {mean, p50,
+// p95, max}, workers: [{rank, updates, mean, p50, p95, max, wait_s}]}.
+// Only with param_divergence metrics: divergence: {count, mean, last}.
 nlohmann::json summary_to_json(const RunSummary& s);
 
 // Human-readable text for `loom-cli show`.

@@ -20,6 +20,7 @@ class RunSink {
   virtual ~RunSink() = default;
   virtual Status write_events(int rank, const trace::Event* events, std::size_t count) = 0;
   virtual Status write_metrics(const std::vector<MetricRecord>& metrics) = 0;
+  virtual Status write_updates(const std::vector<UpdateRecord>& updates) = 0;  // server ranks only
 };
 
 // The in-process sink: one run in a RunStore (used from one thread at a time).
@@ -31,6 +32,9 @@ class StoreSink final : public RunSink {
   }
   Status write_metrics(const std::vector<MetricRecord>& metrics) override {
     return store_.append_metrics(run_id_, metrics);
+  }
+  Status write_updates(const std::vector<UpdateRecord>& updates) override {
+    return store_.append_updates(run_id_, updates);
   }
 
  private:

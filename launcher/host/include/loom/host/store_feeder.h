@@ -43,6 +43,7 @@ class StoreFeeder final : public stream::StreamHandler {
   void on_hello(const stream::Hello& hello) override;
   void on_events(int rank, std::vector<trace::Event>&& events) override;
   void on_metrics(int rank, std::vector<store::MetricRecord>&& metrics) override;
+  void on_updates(int rank, std::vector<store::UpdateRecord>&& updates) override;
   void on_log(int rank, const std::string& text) override;
   void on_clock(int rank, const stream::ClockInfo& clock) override;
   void on_done(int rank, const stream::Done& done) override;

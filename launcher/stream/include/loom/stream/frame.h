@@ -1,6 +1,6 @@
 // The wire protocol between rank processes and the host: length-prefixed binary frames
 // over TCP. Ranks may run on other machines with no shared file system, so everything a
-// run records (events, metrics, log lines, clock estimates, the final status) travels as
+// run records (events, metrics, updates, log lines, clock estimates, the final status) travels as
 // one of these frames and the host writes it into the run store.
 //
 // A frame is a 16-byte header (magic u32, version u16, type u16, payload_bytes u32,
@@ -28,7 +28,7 @@ inline constexpr std::uint32_t kMaxPayloadBytes = 16u << 20;
 inline constexpr std::uint32_t kMaxStringBytes = 1u << 20;  // encoders truncate, the decoder rejects
 inline constexpr std::size_t kSecretHexChars = 64;          // 32 random bytes, hex
 
-enum class FrameType : std::uint16_t { Hello = 1, Events = 2, Metrics = 3, Log = 4, Clock = 5, Done = 6 };
+enum class FrameType : std::uint16_t { Hello = 1, Events = 2, Metrics = 3, Log = 4, Clock = 5, Done = 6, Updates = 7 };
 
 struct Hello {  // first frame on every connection
   std::string secret;  // must equal the run's secret (compared in constant time)
@@ -62,7 +62,14 @@ struct MetricBatch {
   std::vector<store::MetricRecord> metrics;
 };
 
-using Frame = std::variant<Hello, EventBatch, MetricBatch, LogLine, ClockInfo, Done>;
+// Gradients a parameter-server rank applied (asynchronous modes); stored as sent, since
+// one server speaks for every worker whose gradient it applied.
+struct UpdateBatch {
+  std::vector<store::UpdateRecord> updates;
+};
+
+// The variant's order is FrameType's order (index = type - 1).
+using Frame = std::variant<Hello, EventBatch, MetricBatch, LogLine, ClockInfo, Done, UpdateBatch>;
 
 // Encoders return one complete frame (header + payload) as bytes. Strings longer than
 // kMaxStringBytes are truncated. The caller keeps payloads under kMaxPayloadBytes
@@ -73,9 +80,14 @@ std::string encode(const LogLine& line);
 std::string encode(const Done& done);
 std::string encode_events(const trace::Event* events, std::size_t count);
 std::string encode_metrics(const std::vector<store::MetricRecord>& metrics);
+std::string encode_updates(const std::vector<store::UpdateRecord>& updates);
+std::string encode_updates(const store::UpdateRecord* updates, std::size_t count);  // a slice, for splitting
 
 // Events that fit in one frame's payload (u32 count + 48 bytes each).
 inline constexpr std::size_t kMaxEventsPerFrame = (kMaxPayloadBytes - 4) / sizeof(trace::Event);
+// Updates that fit in one frame's payload (u32 count + 2 x i32 + 5 x i64 each).
+inline constexpr std::size_t kUpdateWireBytes = 2 * 4 + 5 * 8;
+inline constexpr std::size_t kMaxUpdatesPerFrame = (kMaxPayloadBytes - 4) / kUpdateWireBytes;
 
 // Incremental decoder for one connection: feed whatever recv() returned; complete frames
 // are appended to `out`. The first malformed frame returns an error naming what was

@@ -1,0 +1,125 @@
+// The asynchronous example plans run by loom-cli as real mpirun jobs, and the staleness
+// they record, as `loom-cli run --json` / `show --json` report it:
+// - parameter server, two equal workers, no injection: each worker's gradient is applied
+//   after about one update of the other worker, so the mean staleness is near W - 1 = 1.
+//   Only updates that land between a worker's pull and its push count, so the mean is
+//   about (W - 1) x the share of a step spent between them. Tolerance 0.5, and why so wide:
+//   on this 2-core machine two workers and a server share the cores (Open MPI's waits
+//   spin), so a pull and a push of 1 MB take about a third of a step even with 1024
+//   samples per worker; updates landing then count for neither worker (measured means
+//   0.51-0.63 here). 0.5 still separates it from synchronous training (0).
+// - ssp with bound 2 and rank 1 slowed 2x: over 3000 updates the staleness (in clocks)
+//   never exceeds the bound; the same straggler without the bound (parameter_server)
+//   does exceed 2 updates, so the check is not vacuous.
+// - local SGD records the replicas' divergence before each averaging.
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include "cli_runner.h"
+
+namespace {
+
+using loom::test::Result;
+using loom::test::run_cli;
+
+QJsonObject read_json(const QString& path) {
+  QFile f(path);
+  f.open(QIODevice::ReadOnly);
+  return QJsonDocument::fromJson(f.readAll()).object();
+}
+
+QJsonObject last_json_line(const QString& out) {
+  return QJsonDocument::fromJson(out.trimmed().split('\n').last().toUtf8()).object();
+}
+
+}  // namespace
+
+class CliAsyncTest : public QObject {
+  Q_OBJECT
+  QTemporaryDir dir_;
+  int runs_ = 0;
+
+  // The example plan with `steps` steps on part of the data, optionally another sync mode;
+  // run, then shown as JSON.
+  QJsonObject run_example(const QString& name, int steps, const QString& mode = {}, int batch = 0) {
+    QJsonObject plan = read_json(QString(LOOM_SOURCE_DIR "/resources/plans/%1.json").arg(name));
+    QJsonObject training = plan["training"].toObject();
+    training["steps"] = steps;
+    training["eval_every"] = steps;
+    training["threads"] = 1;
+    if (batch > 0) training["batch"] = batch;
+    plan["training"] = training;
+    QJsonObject data = plan["data"].toObject();
+    data["train_limit"] = 6400;
+    data["test_limit"] = 500;
+    plan["data"] = data;
+    if (!mode.isEmpty()) {
+      QJsonObject parallel = plan["parallel"].toObject();
+      QJsonObject sync = parallel["sync"].toObject();
+      sync["mode"] = mode;
+      parallel["sync"] = sync;
+      plan["parallel"] = parallel;
+    }
+    QFile f(dir_.filePath(QString("plan%1.json").arg(++runs_)));
+    f.open(QIODevice::WriteOnly);
+    f.write(QJsonDocument(plan).toJson());
+    f.close();
+    const QString db = dir_.filePath(QString("runs%1.db").arg(runs_));
+    const Result run = run_cli({"run", f.fileName(), "--db", db, "--json"});
+    if (run.exit_code != 0) qWarning("%s", qPrintable(run.err + run.out));
+    const Result shown = run_cli({"show", "1", "--db", db, "--json"});
+    if (shown.exit_code != 0) qWarning("%s", qPrintable(shown.err + shown.out));
+    QJsonObject out = last_json_line(shown.out);
+    out["run_status"] = last_json_line(run.out)["status"];
+    return out;
+  }
+
+ private slots:
+  void examplesRunToCompletion_data() {
+    QTest::addColumn<QString>("plan");
+    QTest::newRow("parameter server") << "parameter_server_mlp";
+    QTest::newRow("ssp with a straggler") << "ssp_straggler_mlp";
+    QTest::newRow("local SGD") << "local_sgd_mlp";
+  }
+  void examplesRunToCompletion() {
+    QFETCH(QString, plan);
+    const QJsonObject shown = run_example(plan, 16);
+    QCOMPARE(shown["run_status"].toString(), QString("completed"));
+    if (plan == "local_sgd_mlp") {
+      QCOMPARE(shown["divergence"].toObject()["count"].toInt(), 4);  // steps 4, 8, 12, 16
+      QVERIFY(shown["divergence"].toObject()["mean"].toDouble() > 0);
+      return;
+    }
+    const QJsonObject staleness = shown["staleness"].toObject();
+    QCOMPARE(staleness["workers"].toArray().size(), 2);
+    for (const QJsonValue& w : staleness["workers"].toArray()) QCOMPARE(w.toObject()["updates"].toInt(), 16);
+    QCOMPARE(staleness.contains("bound"), plan == "ssp_straggler_mlp");
+  }
+
+  void equalWorkersSeeAboutOneStaleUpdate() {
+    const QJsonObject shown = run_example("parameter_server_mlp", 200, {}, 2048);
+    const QJsonObject overall = shown["staleness"].toObject()["overall"].toObject();
+    const double mean = overall["mean"].toDouble();
+    QVERIFY2(std::abs(mean - 1.0) <= 0.5, qPrintable(QString("mean staleness %1").arg(mean)));
+  }
+
+  void sspBoundHoldsWithAStraggler() {
+    const QJsonObject bounded = run_example("ssp_straggler_mlp", 1500);
+    const QJsonObject staleness = bounded["staleness"].toObject();
+    QCOMPARE(staleness["bound"].toInt(), 2);
+    std::int64_t updates = 0;
+    for (const QJsonValue& w : staleness["workers"].toArray()) updates += w.toObject()["updates"].toInt();
+    QCOMPARE(updates, std::int64_t(3000));
+    const int max = staleness["overall"].toObject()["max"].toInt();
+    QVERIFY2(max <= 2, qPrintable(QString("max staleness %1 above the bound 2").arg(max)));
+    QVERIFY2(max >= 1, "the straggler should make the faster worker run ahead");
+    const QJsonObject unbounded = run_example("ssp_straggler_mlp", 1500, "parameter_server");
+    QVERIFY(unbounded["staleness"].toObject()["overall"].toObject()["max"].toInt() > 2);
+  }
+};
+
+QTEST_GUILESS_MAIN(CliAsyncTest)
+#include "test_cli_async.moc"

@@ -1,0 +1,60 @@
+// The host's StoreFeeder writes what ranks stream into the run store: here, the updates a
+// parameter-server rank reports (stored as sent, for whichever workers pushed them) and a
+// store failure that must surface as store_error() rather than stop the stream.
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include "loom/host/store_feeder.h"
+
+using namespace loom;
+
+namespace {
+store::UpdateRecord update(int i) {
+  return {i % 3, 1, 1000 + i, -(1LL << 40) + i, (1LL << 41) + i, 5 + i, 1'700'000'000'000'000'000LL + i};
+}
+}  // namespace
+
+class TestStoreFeeder : public QObject {
+  Q_OBJECT
+ private slots:
+  void updatesAreStoredAsSent() {
+    QTemporaryDir dir;
+    const std::string path = dir.filePath("runs.db").toStdString();
+    auto reader = store::RunStore::open(path);
+    QVERIFY(reader.ok());
+    const std::int64_t id = *reader->create_run({});
+    auto writer = store::RunStore::open(path);
+    QVERIFY(writer.ok());
+    host::StoreFeeder feeder(std::move(writer).value(), id, 4, "here");
+    feeder.on_updates(3, {update(0), update(1)});  // rank 3 is the server that applied them
+    feeder.on_updates(3, {});
+    feeder.on_updates(3, {update(2)});
+    QCOMPARE(feeder.store_error(), std::string());
+    auto stored = reader->load_updates(id);
+    QVERIFY(stored.ok());
+    QCOMPARE(stored->size(), std::size_t(3));
+    for (int i = 0; i < 3; ++i) {
+      const store::UpdateRecord& u = (*stored)[std::size_t(i)];
+      const store::UpdateRecord want = update(i);
+      QCOMPARE(u.worker, want.worker);  // not overwritten by the connection's rank
+      QCOMPARE(u.server, want.server);
+      QCOMPARE(u.step, want.step);
+      QCOMPARE(u.version_read, want.version_read);
+      QCOMPARE(u.version_applied, want.version_applied);
+      QCOMPARE(u.staleness, want.staleness);
+      QCOMPARE(u.t_ns, want.t_ns);
+    }
+  }
+
+  void storeFailureIsReported() {
+    QTemporaryDir dir;
+    auto store = store::RunStore::open(dir.filePath("runs.db").toStdString());
+    QVERIFY(store.ok());
+    host::StoreFeeder feeder(std::move(store).value(), /*run_id: none such*/ 77, 2, "here");
+    feeder.on_updates(1, {update(0)});
+    QVERIFY2(!feeder.store_error().empty(), "an update for an unknown run was silently dropped");
+  }
+};
+
+QTEST_GUILESS_MAIN(TestStoreFeeder)
+#include "test_store_feeder.moc"
