@@ -299,9 +299,7 @@ AsyncWorker::AsyncWorker(const Plan& plan, const ModelInfo& info, const data::Tr
       servers_(plan.parallel.sync.servers),
       owner_(shard_params(param_sizes(model_.params()), servers_)),
       version_read_(std::size_t(servers_), 0),
-      straggler_(plan, comm ? comm->rank() : 0) {
-  packed_.resize(std::size_t(servers_));
-}
+      straggler_(plan, comm ? comm->rank() : 0) {}
 
 AsyncWorker::~AsyncWorker() = default;
 
@@ -393,28 +391,7 @@ Expected<std::optional<Evaluation>> AsyncWorker::evaluate_due() {
 }
 
 Evaluation AsyncWorker::evaluate() {
-  Span span(recorder_, EventKind::Evaluate, Stream::Compute, -1);
-  const data::Dataset& test = data_.test;
-  double loss_sum = 0;
-  std::int64_t correct_sum = 0;
-  for (const data::BatchSlice& batch : test_batches()) {
-    input_.resize(batch.size, test.sample_shape);
-    labels_.resize(static_cast<std::size_t>(batch.size));
-    data::gather_batch(test, test_order(), batch, input_.ptr(), labels_.data());
-    Pass pass{false, -1, -1, 0, 0, nullptr};
-    model_.forward(input_, logits_, pass);
-    probs_.resize(batch.size, {test.classes});
-    int correct = 0;
-    loss_sum += double(cpu::softmax_xent_forward(logits_.ptr(), labels_.data(), probs_.ptr(), int(batch.size),
-                                                 int(test.classes), &correct)) * double(batch.size);
-    correct_sum += correct;
-  }
-  Evaluation eval;
-  if (test.count() > 0) {
-    eval.loss = loss_sum / double(test.count());
-    eval.accuracy = double(correct_sum) / double(test.count());
-  }
-  return eval;
+  return evaluate_model(model_, data_.test, test_batches(), test_order(), recorder_);
 }
 
 void AsyncWorker::finish(const TrainerHooks&, std::int64_t) {

@@ -236,23 +236,26 @@ Expected<std::vector<NamedTensor>> Trainer::gather_params() {
   return named_copies(model_.params());
 }
 
-Evaluation Trainer::evaluate() {
-  Span span(recorder_, EventKind::Evaluate, Stream::Compute, -1);
-  const data::Dataset& test = data_.test;
-  const std::int64_t classes = test.classes;
+Evaluation Trainer::evaluate() { return evaluate_model(model_, data_.test, test_batches(), test_order(), recorder_); }
+
+Evaluation evaluate_model(Model& model, const data::Dataset& test, const std::vector<data::BatchSlice>& batches,
+                          const std::vector<std::int64_t>& order, trace::Recorder* recorder) {
+  Span span(recorder, EventKind::Evaluate, Stream::Compute, -1);
+  Tensor input, logits, probs;
+  std::vector<std::int32_t> labels;
   double loss_sum = 0;
   std::int64_t correct_sum = 0;
-  for (const data::BatchSlice& batch : test_batches()) {
+  for (const data::BatchSlice& batch : batches) {
     const std::int64_t n = batch.size;
-    input_.resize(n, test.sample_shape);
-    labels_.resize(static_cast<std::size_t>(n));
-    data::gather_batch(test, test_order(), batch, input_.ptr(), labels_.data());
+    input.resize(n, test.sample_shape);
+    labels.resize(static_cast<std::size_t>(n));
+    data::gather_batch(test, order, batch, input.ptr(), labels.data());
     // Per-layer spans are left out of evaluation: one Evaluate span says enough.
     Pass pass{false, -1, -1, 0, 0, nullptr};
-    model_.forward(input_, logits_, pass);
-    probs_.resize(n, {classes});
+    model.forward(input, logits, pass);
+    probs.resize(n, {test.classes});
     int correct = 0;
-    loss_sum += double(cpu::softmax_xent_forward(logits_.ptr(), labels_.data(), probs_.ptr(), int(n), int(classes),
+    loss_sum += double(cpu::softmax_xent_forward(logits.ptr(), labels.data(), probs.ptr(), int(n), int(test.classes),
                                                  &correct)) * double(n);
     correct_sum += correct;
   }

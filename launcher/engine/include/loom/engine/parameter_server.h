@@ -86,7 +86,6 @@ class AsyncWorker final : public TrainingLoop {
   int workers_ = 1;
   int servers_ = 1;
   std::vector<int> owner_;                         // server of each parameter tensor
-  std::vector<std::vector<float>> packed_;         // per server: version slot + tensors
   std::vector<std::int64_t> version_read_;         // per server, from the last pull
   StragglerInjector straggler_;
   Tensor input_, logits_, dlogits_, probs_;

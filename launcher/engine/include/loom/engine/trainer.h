@@ -152,6 +152,10 @@ class Trainer final : public TrainingLoop {
   std::vector<std::int32_t> labels_;
 };
 
+// Loss and accuracy of `model` on the test set, in evaluation batches (one Evaluate span).
+Evaluation evaluate_model(Model& model, const data::Dataset& test, const std::vector<data::BatchSlice>& batches,
+                          const std::vector<std::int64_t>& order, trace::Recorder* recorder);
+
 // The loop the plan calls for: pipeline stages (and micro-batches) run as a pipeline,
 // everything else as data parallelism.
 std::unique_ptr<TrainingLoop> make_training_loop(const Plan& plan, const ModelInfo& info, const data::TrainTest& data,
