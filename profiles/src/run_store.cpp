@@ -463,6 +463,24 @@ Expected<std::vector<T>> collect_rows(Statement& q, Read read, std::size_t expec
   LOOM_TRY(each_row(q, [&rows, &read](const Statement& row) { rows.push_back(read(row)); }));
   return rows;
 }
+
+// One page of the rows appended after `after_seq`, for views following a live run: `sql`
+// takes (run_id, after_seq, limit) and selects the rowid last, in column `seq_column`;
+// `take` adds one row to the batch.
+template <class Batch, class Take>
+Expected<Batch> page_after(Database& db, const char* sql, int seq_column, std::int64_t run_id,
+                           std::int64_t after_seq, std::size_t limit, Take take) {
+  auto q = db.prepare(sql);
+  if (!q.ok()) return q.error();
+  q->bind(1, run_id).bind(2, after_seq).bind(3, static_cast<std::int64_t>(limit));
+  Batch batch;
+  batch.last_seq = after_seq;
+  LOOM_TRY(each_row(*q, [&](const Statement& row) {
+    take(batch, row);
+    batch.last_seq = row.column_int64(seq_column);
+  }));
+  return batch;
+}
 }  // namespace
 
 Expected<std::vector<RunRecord>> RunStore::list_runs() {
@@ -561,52 +579,33 @@ Expected<std::vector<UpdateRecord>> RunStore::load_updates(std::int64_t run_id) 
 }
 
 Expected<UpdateBatch> RunStore::load_updates_after(std::int64_t run_id, std::int64_t after_seq, std::size_t limit) {
-  auto q = db_.prepare(
+  return page_after<UpdateBatch>(
+      db_,
       "SELECT worker, server, step, version_read, version_applied, staleness, t_ns, rowid FROM updates "
-      "WHERE +run_id = ?1 AND rowid > ?2 ORDER BY rowid LIMIT ?3");
-  if (!q.ok()) return q.error();
-  q->bind(1, run_id).bind(2, after_seq).bind(3, static_cast<std::int64_t>(limit));
-  UpdateBatch batch;
-  batch.last_seq = after_seq;
-  LOOM_TRY(each_row(*q, [&batch](const Statement& row) {
-    batch.updates.push_back(read_update(row));
-    batch.last_seq = row.column_int64(7);
-  }));
-  return batch;
+      "WHERE +run_id = ?1 AND rowid > ?2 ORDER BY rowid LIMIT ?3",
+      7, run_id, after_seq, limit, [](UpdateBatch& b, const Statement& row) { b.updates.push_back(read_update(row)); });
 }
 
 Expected<EventBatch> RunStore::load_events_after(std::int64_t run_id, std::int64_t after_seq, std::size_t limit) {
   // Columns 0-9 as read_event expects, then rank and rowid. "+run_id" keeps the planner
   // off the (run_id, rank, start_ns) index, which would mean sorting every row of the run
   // by rowid for each page; a rowid range scan reads just the page.
-  auto q = db_.prepare(
+  return page_after<EventBatch>(
+      db_,
       "SELECT start_ns, end_ns, kind, stream, step, layer, peer, message, microbatch, bytes, rank, rowid "
-      "FROM events WHERE +run_id = ?1 AND rowid > ?2 ORDER BY rowid LIMIT ?3");
-  if (!q.ok()) return q.error();
-  q->bind(1, run_id).bind(2, after_seq).bind(3, static_cast<std::int64_t>(limit));
-  EventBatch batch;
-  batch.last_seq = after_seq;
-  LOOM_TRY(each_row(*q, [&batch](const Statement& row) {
-    batch.events.push_back(read_event(row));
-    batch.ranks.push_back(static_cast<int>(row.column_int64(10)));
-    batch.last_seq = row.column_int64(11);
-  }));
-  return batch;
+      "FROM events WHERE +run_id = ?1 AND rowid > ?2 ORDER BY rowid LIMIT ?3",
+      11, run_id, after_seq, limit, [](EventBatch& b, const Statement& row) {
+        b.events.push_back(read_event(row));
+        b.ranks.push_back(static_cast<int>(row.column_int64(10)));
+      });
 }
 
 Expected<MetricBatch> RunStore::load_metrics_after(std::int64_t run_id, std::int64_t after_seq, std::size_t limit) {
-  auto q = db_.prepare(
+  return page_after<MetricBatch>(
+      db_,
       "SELECT rank, step, t_ns, name, value, rowid FROM metrics WHERE +run_id = ?1 AND rowid > ?2 "
-      "ORDER BY rowid LIMIT ?3");
-  if (!q.ok()) return q.error();
-  q->bind(1, run_id).bind(2, after_seq).bind(3, static_cast<std::int64_t>(limit));
-  MetricBatch batch;
-  batch.last_seq = after_seq;
-  LOOM_TRY(each_row(*q, [&batch](const Statement& row) {
-    batch.metrics.push_back(read_metric(row));
-    batch.last_seq = row.column_int64(5);
-  }));
-  return batch;
+      "ORDER BY rowid LIMIT ?3",
+      5, run_id, after_seq, limit, [](MetricBatch& b, const Statement& row) { b.metrics.push_back(read_metric(row)); });
 }
 
 Expected<RunState> RunStore::load_run_state(std::int64_t run_id, std::size_t log_from) {

@@ -16,6 +16,30 @@
 
 namespace loom::testing {
 
+// Flatten, linear 64, relu, linear 10 on 2560 Fashion-MNIST samples, batch 64, 20 steps,
+// one BLAS thread, learning rate 0.05: small enough for many mpiexec runs per test.
+inline Plan small_mlp_plan(const std::string& name, OptimizerKind optimizer) {
+  Plan plan = default_plan();
+  plan.name = name;
+  LayerSpec flatten, hidden, relu, output;
+  flatten.kind = LayerKind::Flatten;
+  hidden.kind = LayerKind::Linear;
+  hidden.out = 64;
+  relu.kind = LayerKind::Relu;
+  output.kind = LayerKind::Linear;
+  output.out = 10;
+  plan.model.layers = {flatten, hidden, relu, output};
+  plan.data.train_limit = 2560;
+  plan.data.test_limit = 500;
+  plan.training.batch = 64;
+  plan.training.steps = 20;
+  plan.training.threads = 1;
+  plan.training.optimizer.kind = optimizer;
+  plan.training.optimizer.lr = 0.05;
+  assign_default_layer_names(plan.model);  // as parsing does, so parameter names match
+  return plan;
+}
+
 inline std::vector<engine::NamedTensor> single_process_params(Plan plan) {
   plan.parallel = ParallelSpec{};
   plan.parallel.devices.assign(1, DeviceSpec{});

@@ -15,27 +15,7 @@ using namespace loom::testing;
 
 namespace {
 
-Plan base_plan(OptimizerKind optimizer) {
-  Plan plan = default_plan();
-  plan.name = "async-equivalence";
-  LayerSpec flatten, hidden, relu, output;
-  flatten.kind = LayerKind::Flatten;
-  hidden.kind = LayerKind::Linear;
-  hidden.out = 64;
-  relu.kind = LayerKind::Relu;
-  output.kind = LayerKind::Linear;
-  output.out = 10;
-  plan.model.layers = {flatten, hidden, relu, output};
-  plan.data.train_limit = 2560;
-  plan.data.test_limit = 500;
-  plan.training.batch = 64;
-  plan.training.steps = 20;
-  plan.training.threads = 1;
-  plan.training.optimizer.kind = optimizer;
-  plan.training.optimizer.lr = 0.05;
-  assign_default_layer_names(plan.model);
-  return plan;
-}
+Plan base_plan(OptimizerKind optimizer) { return small_mlp_plan("async-equivalence", optimizer); }
 
 Plan with_mode(Plan plan, SyncMode mode, int workers, int servers) {
   plan.parallel.data_parallel = workers;

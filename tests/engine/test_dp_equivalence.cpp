@@ -12,25 +12,8 @@ using namespace loom::testing;
 namespace {
 
 Plan base_plan() {
-  Plan plan = default_plan();
-  plan.name = "dp-equivalence";
-  LayerSpec flatten, hidden, relu, output;
-  flatten.kind = LayerKind::Flatten;
-  hidden.kind = LayerKind::Linear;
-  hidden.out = 64;
-  relu.kind = LayerKind::Relu;
-  output.kind = LayerKind::Linear;
-  output.out = 10;
-  plan.model.layers = {flatten, hidden, relu, output};
-  plan.data.train_limit = 2560;
-  plan.data.test_limit = 500;
-  plan.training.batch = 64;
-  plan.training.steps = 20;
-  plan.training.threads = 1;
-  plan.training.optimizer.kind = OptimizerKind::Momentum;
-  plan.training.optimizer.lr = 0.05;
+  Plan plan = small_mlp_plan("dp-equivalence", OptimizerKind::Momentum);
   plan.parallel.bucket_mb = 0.05;  // several buckets, so bucketing and overlap are exercised
-  assign_default_layer_names(plan.model);  // as parsing does, so parameter names match
   return plan;
 }
 

@@ -297,31 +297,33 @@ AsyncWorker::AsyncWorker(const Plan& plan, const ModelInfo& info, const data::Tr
       model_(Model::build(plan, info)),
       workers_(plan.parallel.data_parallel),
       servers_(plan.parallel.sync.servers),
-      owner_(shard_params(param_sizes(model_.params()), servers_)),
       version_read_(std::size_t(servers_), 0),
-      straggler_(plan, comm ? comm->rank() : 0) {}
+      straggler_(plan, comm ? comm->rank() : 0) {
+  const std::vector<int> owner = shard_params(param_sizes(model_.params()), servers_);
+  for (int s = 0; s < servers_; ++s) {
+    shards_.push_back(shard_of(model_.params(), owner, s));
+    replies_.emplace_back(kVersionBytes + std::size_t(shard_floats(shards_.back())) * sizeof(float));
+  }
+}
 
 AsyncWorker::~AsyncWorker() = default;
 
 // Every server's tensors into the model; the time blocked (servers busy, or an ssp bound
 // holding this worker back) is a Wait span.
 Status AsyncWorker::pull(std::int32_t request_type, std::int64_t step) {
-  std::vector<std::vector<char>> replies(static_cast<std::size_t>(servers_));
   std::vector<std::unique_ptr<comm::Request>> receives;
   for (int s = 0; s < servers_; ++s) {
-    const auto shard = shard_of(model_.params(), owner_, s);
-    replies[std::size_t(s)].resize(kVersionBytes + std::size_t(shard_floats(shard)) * sizeof(float));
-    receives.push_back(comm_->irecv(replies[std::size_t(s)].data(), bytes_of(replies[std::size_t(s)]),
-                                    workers_ + s, kParamsTag));
+    std::vector<char>& reply = replies_[std::size_t(s)];
+    receives.push_back(comm_->irecv(reply.data(), bytes_of(reply), workers_ + s, kParamsTag));
   }
   const Request header{RequestType(request_type), 0, step, 0};
   for (int s = 0; s < servers_; ++s) LOOM_TRY(comm_->send(&header, sizeof header, workers_ + s, kRequestTag));
   Span wait(recorder_, EventKind::Wait, Stream::Compute, std::int32_t(step));
   for (int s = 0; s < servers_; ++s) {
-    Span span(recorder_, EventKind::Pull, Stream::Host, std::int32_t(step), -1, -1, bytes_of(replies[std::size_t(s)]));
+    Span span(recorder_, EventKind::Pull, Stream::Host, std::int32_t(step), -1, -1, bytes_of(replies_[std::size_t(s)]));
     span.event().peer = workers_ + s;
     LOOM_TRY(receives[std::size_t(s)]->wait());
-    const std::int64_t version = unpack_values(replies[std::size_t(s)], shard_of(model_.params(), owner_, s));
+    const std::int64_t version = unpack_values(replies_[std::size_t(s)], shards_[std::size_t(s)]);
     span.event().message = std::int32_t(version);
     if (RequestType(request_type) == RequestType::Pull) version_read_[std::size_t(s)] = version;
   }
@@ -329,17 +331,15 @@ Status AsyncWorker::pull(std::int32_t request_type, std::int64_t step) {
 }
 
 Status AsyncWorker::push(std::int64_t step) {
-  std::vector<float> gradient;
   for (int s = 0; s < servers_; ++s) {
-    const auto shard = shard_of(model_.params(), owner_, s);
-    pack_grads(shard, gradient);
-    const std::int64_t bytes = std::int64_t(gradient.size() * sizeof(float));
+    pack_grads(shards_[std::size_t(s)], gradient_);
+    const std::int64_t bytes = std::int64_t(gradient_.size() * sizeof(float));
     Span span(recorder_, EventKind::Push, Stream::Host, std::int32_t(step), -1, -1, bytes);
     span.event().peer = workers_ + s;
     span.event().message = std::int32_t(version_read_[std::size_t(s)]);
     const Request header{RequestType::Push, 0, step, version_read_[std::size_t(s)]};
     LOOM_TRY(comm_->send(&header, sizeof header, workers_ + s, kRequestTag));
-    LOOM_TRY(comm_->send(gradient.data(), bytes, workers_ + s, kGradientTag));
+    LOOM_TRY(comm_->send(gradient_.data(), bytes, workers_ + s, kGradientTag));
   }
   return {};
 }
@@ -404,10 +404,9 @@ void AsyncWorker::finish(const TrainerHooks&, std::int64_t) {
 Expected<std::vector<NamedTensor>> AsyncWorker::gather_params() {
   if (rank_ != 0) return std::vector<NamedTensor>{};
   for (int s = 0; s < servers_; ++s) {
-    const auto shard = shard_of(model_.params(), owner_, s);
-    std::vector<char> reply(kVersionBytes + std::size_t(shard_floats(shard)) * sizeof(float));
+    std::vector<char>& reply = replies_[std::size_t(s)];
     LOOM_TRY(comm_->recv(reply.data(), bytes_of(reply), workers_ + s, kFinalParamsTag));
-    unpack_values(reply, shard);
+    unpack_values(reply, shards_[std::size_t(s)]);
   }
   return named_copies(model_.params());
 }

@@ -85,7 +85,9 @@ class AsyncWorker final : public TrainingLoop {
   Model model_;
   int workers_ = 1;
   int servers_ = 1;
-  std::vector<int> owner_;                         // server of each parameter tensor
+  std::vector<std::vector<Param*>> shards_;        // per server: its tensors, in model order
+  std::vector<std::vector<char>> replies_;         // per server: version + its tensors, sized once
+  std::vector<float> gradient_;                    // one server's packed gradient
   std::vector<std::int64_t> version_read_;         // per server, from the last pull
   StragglerInjector straggler_;
   Tensor input_, logits_, dlogits_, probs_;
