@@ -13,6 +13,12 @@
 //   exceeds 2 updates (the slow worker sees about 4 of the fast one's per step), so the
 //   check is not vacuous. (A 2x straggler left the unbounded maximum at 2 in one run.)
 // - local SGD records the replicas' divergence before each averaging.
+// - convergence: on all of Fashion-MNIST, 3 epochs at global batch 192 and the same
+//   learning rate, the parameter server with 2 and with 3 workers ends within 2 points of
+//   synchronous data parallelism's test accuracy (10000 test images). Measured here:
+//   synchronous 82.3%, 2 workers 82.6-83.2%, 3 workers 83.2-83.3%. Asynchronous applies
+//   W smaller steps where synchronous applies one, so after 1 epoch it was ahead by 2.1
+//   points; by 3 epochs the gap closes (5 epochs: 85.0 / 84.5 / 84.9).
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -86,6 +92,37 @@ class CliAsyncTest : public QObject {
     return out;
   }
 
+  // The example plan on all of Fashion-MNIST for `epochs` epochs at batch 192 (divisible
+  // by 2 and 3), `workers` data-parallel workers under `mode`; returns `run --json`.
+  QJsonObject run_full_data(const QString& mode, int workers, int epochs) {
+    QJsonObject plan = read_json(QString(LOOM_SOURCE_DIR "/resources/plans/parameter_server_mlp.json"));
+    QJsonObject training = plan["training"].toObject();
+    training.remove("steps");
+    training["epochs"] = epochs;
+    training["batch"] = 192;
+    training["eval_every"] = 1000000;  // evaluate once, at the end, on all 10000 test images
+    training["threads"] = 1;
+    plan["training"] = training;
+    plan["data"] = QJsonObject{{"source", "fashion-mnist"}};
+    QJsonObject parallel = plan["parallel"].toObject();
+    QJsonObject sync = parallel["sync"].toObject();
+    sync["mode"] = mode;
+    parallel["sync"] = sync;
+    parallel["data_parallel"] = workers;
+    const int ranks = workers + (mode == "allreduce" ? 0 : sync["servers"].toInt());
+    QJsonArray devices;
+    for (int r = 0; r < ranks; ++r) devices.append(QJsonObject{{"kind", "cpu"}, {"host", "localhost"}});
+    parallel["devices"] = devices;
+    plan["parallel"] = parallel;
+    QFile f(dir_.filePath(QString("plan%1.json").arg(++runs_)));
+    f.open(QIODevice::WriteOnly);
+    f.write(QJsonDocument(plan).toJson());
+    f.close();
+    const Result run = run_cli({"run", f.fileName(), "--db", dir_.filePath(QString("runs%1.db").arg(runs_)), "--json"});
+    if (run.exit_code != 0) qWarning("%s", qPrintable(run.err + run.out));
+    return last_json_line(run.out);
+  }
+
  private slots:
   void examplesRunToCompletion_data() {
     QTest::addColumn<QString>("plan");
@@ -129,6 +166,25 @@ class CliAsyncTest : public QObject {
     const QJsonObject unbounded = run_example("ssp_straggler_mlp", 1500, "parameter_server", 0, 4.0);
     const int unbounded_max = unbounded["staleness"].toObject()["overall"].toObject()["max"].toInt();
     QVERIFY2(unbounded_max > 2, qPrintable(QString("max staleness %1 without the bound").arg(unbounded_max)));
+  }
+
+  void asynchronousReachesSynchronousAccuracy() {
+    const int epochs = 3;
+    const QJsonObject sync = run_full_data("allreduce", 2, epochs);
+    QCOMPARE(sync["status"].toString(), QString("completed"));
+    const double sync_accuracy = sync["test_accuracy"].toDouble();
+    qInfo("synchronous, 2 workers: test accuracy %.4f after %lld samples", sync_accuracy,
+          qint64(sync["samples"].toDouble()));
+    QVERIFY2(sync_accuracy > 0.75, "synchronous training should learn Fashion-MNIST");
+    for (int workers : {2, 3}) {
+      const QJsonObject async = run_full_data("parameter_server", workers, epochs);
+      QCOMPARE(async["status"].toString(), QString("completed"));
+      QCOMPARE(async["samples"].toDouble(), sync["samples"].toDouble());
+      const double accuracy = async["test_accuracy"].toDouble();
+      qInfo("parameter server, %d workers: test accuracy %.4f", workers, accuracy);
+      QVERIFY2(std::abs(accuracy - sync_accuracy) <= 0.02,
+               qPrintable(QString("%1 workers: %2 vs synchronous %3").arg(workers).arg(accuracy).arg(sync_accuracy)));
+    }
   }
 };
 
