@@ -158,7 +158,7 @@ Expected<Trainer::StepStats> Trainer::train_step(std::int64_t step, const std::v
     Span wait(recorder_, EventKind::Wait, Stream::Compute, std::int32_t(step));
     LOOM_TRY(sync_->finish_step());
   }
-  LOOM_TRY(reduce_stats(stats));
+  LOOM_TRY(meet_replicas(step, stats));
   Span span(recorder_, EventKind::Optimizer, Stream::Compute, std::int32_t(step));
   optimizer_.step();
   return stats;
@@ -177,12 +177,18 @@ Expected<Trainer::StepStats> Trainer::local_sgd_step(std::int64_t step, StepStat
     stats.samples = plan_.training.batch / ranks_;
     return stats;
   }
-  LOOM_TRY(reduce_stats(stats));
+  LOOM_TRY(meet_replicas(step, stats));
   auto divergence = average_parameters();
   if (!divergence.ok()) return divergence.error();
   // One figure for the whole job: rank 0 reports it.
   if (rank_ == 0) step_metrics_.push_back({rank_, step, trace::now_ns(), "param_divergence", *divergence});
   return stats;
+}
+
+Status Trainer::meet_replicas(std::int64_t step, StepStats& stats) {
+  if (ranks_ == 1) return {};
+  Span wait(recorder_, EventKind::Wait, Stream::Compute, std::int32_t(step));
+  return reduce_stats(stats);
 }
 
 Expected<double> Trainer::average_parameters() {

@@ -139,6 +139,9 @@ class Trainer final : public TrainingLoop {
                                  std::int64_t batch_in_epoch, bool stop_requested) override;
   Expected<std::optional<Evaluation>> evaluate_due() override;
   Expected<StepStats> local_sgd_step(std::int64_t step, StepStats& stats);
+  // reduce_stats traced as a Wait: the replicas' last meeting in a step, where a
+  // straggler's peers wait for it.
+  Status meet_replicas(std::int64_t step, StepStats& stats);
   // Local SGD: every `period` steps the replicas average their parameters; returns the
   // divergence before averaging, sqrt(mean over replicas of |theta_r - mean theta|^2).
   Expected<double> average_parameters();
