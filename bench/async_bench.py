@@ -33,16 +33,15 @@ What the table says, one row per configuration (plus two single-process rows fir
     (parameter_server) or the slowest unfinished worker's clock (ssp, so in clocks).
   wait s per worker: seconds in Wait spans, per worker in rank order, whole run. For
     parameter_server/ssp this is show's staleness.workers[].wait_s (the whole pull: request,
-    server reply, and the time an ssp bound holds the worker back). For allreduce show
-    reports no wait, so the script sums the same thing itself (union of the rank's Wait
-    spans): the part of the gradient all-reduce still running after backward. local_sgd
-    records no Wait spans: shown as n/a.
+    server reply, and the time an ssp bound holds the worker back). For allreduce and
+    local_sgd show reports no wait, so the script sums the same thing itself (union of the
+    rank's Wait spans): the part of the gradient all-reduce still running after backward,
+    plus the 3-float all-reduce of loss/accuracy/stop votes before the optimizer
+    (Trainer::meet_replicas), where the fast worker waits for the straggler: the straggler
+    sleeps AFTER its gradient buckets went out (every step for allreduce, every period for
+    local_sgd).
   untraced s per worker: time inside the worker's Step spans covered by no other span of
-    that rank (any kind, any stream), whole run. In allreduce and local_sgd the fast worker
-    waits for the straggler here: the straggler sleeps AFTER its gradient buckets went out,
-    so the gradient all-reduce completes early and the fast worker then blocks in the
-    untraced 3-float all-reduce of loss/accuracy/stop votes (TrainingLoop::reduce_stats)
-    that precedes the optimizer (every step for allreduce, every period for local_sgd).
+    that rank (any kind, any stream), whole run: what the trace does not explain.
   divergence: local_sgd's divergence.mean from show: at each averaging,
     sqrt(mean over replicas of ||theta_r - mean theta||^2), averaged over the averagings.
   test accuracy: the run's test_accuracy, one evaluation after the last step.
@@ -307,7 +306,6 @@ def measure(args, tmp, mode, param, straggler):
         elif mode in ASYNC:
             print(f"warning: {name}: show --json has no staleness", file=sys.stderr)
         if mode == "local_sgd":
-            fig["wait"] = None  # no Wait spans in local SGD
             if shown.get("divergence"):
                 fig["divergence"] = shown["divergence"]["mean"]
             else:
@@ -392,10 +390,10 @@ def report(args, rows, load_before, started):
                    f"{fmt(r['accuracy'], '.1%')} | {r['foreign']:.2f} | {'; '.join(notes)} |")
     out.append("")
     out.append("Per worker = rank 0 / rank 1 / ... (rank 1 is the straggler); wait and untraced are whole-run "
-               "seconds. wait = Wait spans (parameter_server/ssp: show's wait_s; allreduce: the same sum from the "
-               "store, only the exposed gradient all-reduce); local_sgd records none (n/a). untraced = time inside "
-               "Step spans covered by no other span: where allreduce and local_sgd wait for the straggler (the "
-               "untraced loss/accuracy all-reduce before the optimizer). Staleness in updates (parameter_server) "
+               "seconds. wait = Wait spans (parameter_server/ssp: show's wait_s, the pulls; allreduce/local_sgd: the "
+               "same sum from the store: the exposed gradient all-reduce and the replicas' meeting before the "
+               "optimizer, where the fast worker waits for the straggler). untraced = time inside Step spans covered "
+               "by no other span. Staleness in updates (parameter_server) "
                "or clocks (ssp). samples/s all active: only while every worker is still stepping (an asynchronous "
                "fast worker finishes first). effective slowdown: rank 1's (compute + injected delay) / rank 0's "
                "compute per step. other CPU above ~0.1: the machine was shared during the run.")
