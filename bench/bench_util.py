@@ -1,0 +1,60 @@
+"""Helpers shared by the benchmark scripts (pipeline_bench.py, async_bench.py): waiting
+for a quiet machine, CPU accounting, and interval arithmetic over spans from the run store."""
+import os
+import resource
+import sys
+import time
+
+
+def wait_for_quiet(args):
+    """Up to --quiet-wait seconds until the machine is idle (< 0.25 cores busy over 1 s)
+    before a run starts; what others use during the run is reported as `other CPU`."""
+    deadline = time.monotonic() + args.quiet_wait
+    while True:
+        b0 = cpu_busy_s()
+        time.sleep(1.0)
+        busy = cpu_busy_s() - b0
+        if busy < 0.25 or time.monotonic() >= deadline:
+            return busy
+        print(f"    machine busy ({busy:.2f} cores used by others), waiting ...", file=sys.stderr, flush=True)
+
+
+def cpu_busy_s():
+    """Non-idle CPU seconds of the whole machine so far (/proc/stat)."""
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+def children_cpu_s():
+    """CPU seconds of this script's finished descendants (loom-cli, mpirun, the ranks)."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def union(intervals):
+    out = []
+    for s, e in sorted(intervals):
+        if e <= s:
+            continue
+        if out and s <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], e)
+        else:
+            out.append([s, e])
+    return out
+
+
+def overlap(a, b):
+    """Length of the intersection of two interval lists (each merged first)."""
+    a, b = union(a), union(b)
+    i = j = total = 0
+    while i < len(a) and j < len(b):
+        lo, hi = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
+        if hi > lo:
+            total += hi - lo
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return total
