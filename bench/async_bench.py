@@ -102,7 +102,7 @@ import sys
 import tempfile
 import time
 
-from bench_util import children_cpu_s, cpu_busy_s, overlap, union, wait_for_quiet
+from bench_util import children_cpu_s, cpu_busy_s, overlap, union, wait_for_quiet, write_report
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 STEP_KIND = 13  # profiles/event.h
@@ -391,12 +391,7 @@ def main():
             print(f"warning: {args.cli} was rebuilt during the benchmark: rows may mix builds", file=sys.stderr)
             args.total_s = -args.total_s
         text = report(args, rows, load_before, started)
-    print(text)
-    if args.out and args.out != "-":
-        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-        with open(args.out, "w") as f:
-            f.write(text)
-        print(f"written to {args.out}", file=sys.stderr)
+    write_report(text, args.out)
 
 
 if __name__ == "__main__":

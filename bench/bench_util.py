@@ -58,3 +58,13 @@ def overlap(a, b):
         else:
             j += 1
     return total
+
+
+def write_report(text, out):
+    """Prints the report and writes it to `out` (none or "-": print only)."""
+    print(text)
+    if out and out != "-":
+        os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+        with open(out, "w") as f:
+            f.write(text)
+        print(f"written to {out}", file=sys.stderr)

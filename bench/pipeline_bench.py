@@ -78,7 +78,7 @@ import sys
 import tempfile
 import time
 
-from bench_util import children_cpu_s, cpu_busy_s, overlap, union, wait_for_quiet
+from bench_util import children_cpu_s, cpu_busy_s, overlap, union, wait_for_quiet, write_report
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WORK_KINDS = (0, 1, 2, 3, 14)  # Forward, Backward, Optimizer, DataLoad, Loss (profiles/event.h)
@@ -429,12 +429,7 @@ def main():
         if not args.no_throughput:
             tp_rows = throughput_runs(args, tmp)
         text = report(args, bubble_rows, cma_rows, tp_rows, load_before, started)
-    print(text)
-    if args.out and args.out != "-":
-        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-        with open(args.out, "w") as f:
-            f.write(text)
-        print(f"written to {args.out}", file=sys.stderr)
+    write_report(text, args.out)
 
 
 if __name__ == "__main__":

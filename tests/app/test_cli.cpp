@@ -17,12 +17,8 @@
 namespace {
 
 using loom::test::Result;
+using loom::test::last_json_line;
 using loom::test::run_cli;
-
-QJsonObject last_line_json(const QString& out) {
-  const QStringList lines = out.trimmed().split('\n');
-  return QJsonDocument::fromJson(lines.last().toUtf8()).object();
-}
 
 const char* kSpiralsPlan = R"({
   "format": "loom-plan/1", "name": "cli-spirals",
@@ -66,7 +62,7 @@ class CliTest : public QObject {
   void runRecordsAndShowsTheRun() {
     const Result r = run_cli({"run", write("run.json", kSpiralsPlan), "--db", db(), "--json"});
     QVERIFY2(r.exit_code == 0, qPrintable(r.err));
-    const QJsonObject summary = last_line_json(r.out);
+    const QJsonObject summary = last_json_line(r.out);
     for (const char* key : {"id", "status", "plan", "world_size", "steps", "wall_s", "samples_per_s", "final_loss",
                             "test_accuracy", "ranks", "allreduce", "clock", "scaling"}) {
       QVERIFY2(summary.contains(key), key);
@@ -94,7 +90,7 @@ class CliTest : public QObject {
     run_id_ = id;
     const Result show = run_cli({"show", id, "--db", db(), "--json"});
     QCOMPARE(show.exit_code, 0);
-    const QJsonObject shown = last_line_json(show.out);
+    const QJsonObject shown = last_json_line(show.out);
     QCOMPARE(shown["final_loss"].toDouble(), summary["final_loss"].toDouble());
     for (const char* key : {"bytes", "count", "seconds", "algbw_gbs", "busbw_gbs", "p2p_gbs", "hidden_fraction"})
       QVERIFY2(shown["allreduce"].toObject().contains(key), key);
@@ -179,7 +175,7 @@ class CliTest : public QObject {
     const Result r = run_cli({"run", write("nodata.json", plan), "--db", db(), "--json"});
     QCOMPARE(r.exit_code, 1);
     QVERIFY2(r.err.contains("/nonexistent/fmnist"), qPrintable(r.err));
-    QCOMPARE(last_line_json(r.out)["status"].toString(), QString("failed"));
+    QCOMPARE(last_json_line(r.out)["status"].toString(), QString("failed"));
   }
 
   // An ssp run written straight into a store (no training needed): `show` reports its
@@ -204,7 +200,7 @@ class CliTest : public QObject {
 
     const Result json = run_cli({"show", QString::number(id), "--db", db(), "--json"});
     QCOMPARE(json.exit_code, 0);
-    const QJsonObject shown = last_line_json(json.out);
+    const QJsonObject shown = last_json_line(json.out);
     const QJsonObject st = shown["staleness"].toObject();
     QCOMPARE(st["mode"].toString(), QString("ssp"));
     QCOMPARE(st["bound"].toInt(), 2);

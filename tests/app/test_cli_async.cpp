@@ -29,18 +29,10 @@
 
 namespace {
 
+using loom::test::last_json_line;
+using loom::test::read_json_file;
 using loom::test::Result;
 using loom::test::run_cli;
-
-QJsonObject read_json(const QString& path) {
-  QFile f(path);
-  f.open(QIODevice::ReadOnly);
-  return QJsonDocument::fromJson(f.readAll()).object();
-}
-
-QJsonObject last_json_line(const QString& out) {
-  return QJsonDocument::fromJson(out.trimmed().split('\n').last().toUtf8()).object();
-}
 
 }  // namespace
 
@@ -49,11 +41,14 @@ class CliAsyncTest : public QObject {
   QTemporaryDir dir_;
   int runs_ = 0;
 
+  // A fresh run store per run, so each run is run 1 of its own store.
+  QString next_db() { return dir_.filePath(QString("runs%1.db").arg(++runs_)); }
+
   // The example plan with `steps` steps on part of the data, optionally another sync mode;
   // run, then shown as JSON.
   QJsonObject run_example(const QString& name, int steps, const QString& mode = {}, int batch = 0,
                           double slowdown = 0) {
-    QJsonObject plan = read_json(QString(LOOM_SOURCE_DIR "/resources/plans/%1.json").arg(name));
+    QJsonObject plan = read_json_file(QString(LOOM_SOURCE_DIR "/resources/plans/%1.json").arg(name));
     QJsonObject training = plan["training"].toObject();
     training["steps"] = steps;
     training["eval_every"] = steps;
@@ -78,13 +73,8 @@ class CliAsyncTest : public QObject {
       parallel["stragglers"] = stragglers;
     }
     plan["parallel"] = parallel;
-    QFile f(dir_.filePath(QString("plan%1.json").arg(++runs_)));
-    f.open(QIODevice::WriteOnly);
-    f.write(QJsonDocument(plan).toJson());
-    f.close();
-    const QString db = dir_.filePath(QString("runs%1.db").arg(runs_));
-    const Result run = run_cli({"run", f.fileName(), "--db", db, "--json"});
-    if (run.exit_code != 0) qWarning("%s", qPrintable(run.err + run.out));
+    const QString db = next_db();
+    const Result run = loom::test::run_plan(plan, dir_.filePath(QString("plan%1.json").arg(runs_)), db);
     const Result shown = run_cli({"show", "1", "--db", db, "--json"});
     if (shown.exit_code != 0) qWarning("%s", qPrintable(shown.err + shown.out));
     QJsonObject out = last_json_line(shown.out);
@@ -95,7 +85,7 @@ class CliAsyncTest : public QObject {
   // The example plan on all of Fashion-MNIST for `epochs` epochs at batch 192 (divisible
   // by 2 and 3), `workers` data-parallel workers under `mode`; returns `run --json`.
   QJsonObject run_full_data(const QString& mode, int workers, int epochs) {
-    QJsonObject plan = read_json(QString(LOOM_SOURCE_DIR "/resources/plans/parameter_server_mlp.json"));
+    QJsonObject plan = read_json_file(QString(LOOM_SOURCE_DIR "/resources/plans/parameter_server_mlp.json"));
     QJsonObject training = plan["training"].toObject();
     training.remove("steps");
     training["epochs"] = epochs;
@@ -114,13 +104,8 @@ class CliAsyncTest : public QObject {
     for (int r = 0; r < ranks; ++r) devices.append(QJsonObject{{"kind", "cpu"}, {"host", "localhost"}});
     parallel["devices"] = devices;
     plan["parallel"] = parallel;
-    QFile f(dir_.filePath(QString("plan%1.json").arg(++runs_)));
-    f.open(QIODevice::WriteOnly);
-    f.write(QJsonDocument(plan).toJson());
-    f.close();
-    const Result run = run_cli({"run", f.fileName(), "--db", dir_.filePath(QString("runs%1.db").arg(runs_)), "--json"});
-    if (run.exit_code != 0) qWarning("%s", qPrintable(run.err + run.out));
-    return last_json_line(run.out);
+    const QString db = next_db();
+    return last_json_line(loom::test::run_plan(plan, dir_.filePath(QString("plan%1.json").arg(runs_)), db).out);
   }
 
  private slots:

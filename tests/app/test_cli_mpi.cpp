@@ -56,7 +56,7 @@ class CliMpiTest : public QObject {
     QVERIFY2(single.exit_code == 0, qPrintable(single.err));
     const Result r = run_cli({"run", write("two.json", plan(2, 200)), "--db", db(), "--json"});
     QVERIFY2(r.exit_code == 0, qPrintable(r.err + r.out));
-    shown_ = QJsonDocument::fromJson(r.out.trimmed().split('\n').last().toUtf8()).object();
+    shown_ = loom::test::last_json_line(r.out);
     QCOMPARE(shown_["status"].toString(), QString("completed"));
     QCOMPARE(shown_["world_size"].toInt(), 2);
     const QJsonArray ranks = shown_["ranks"].toArray();
@@ -141,7 +141,7 @@ class CliMpiTest : public QObject {
     const QJsonArray list = QJsonDocument::fromJson(runs.out.toUtf8()).array();
     QCOMPARE(list.first().toObject()["status"].toString(), QString("stopped"));
     const Result shown = run_cli({"show", QString::number(list.first().toObject()["id"].toInteger()), "--db", db(), "--json"});
-    const QJsonObject run = QJsonDocument::fromJson(shown.out.trimmed().split('\n').last().toUtf8()).object();
+    const QJsonObject run = loom::test::last_json_line(shown.out);
     for (const auto& v : run["ranks"].toArray())
       QCOMPARE(v.toObject()["events_stored"].toInteger(), v.toObject()["events_recorded"].toInteger());
   }

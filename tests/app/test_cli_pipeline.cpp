@@ -13,14 +13,8 @@
 
 namespace {
 
-using loom::test::Result;
-using loom::test::run_cli;
-
-QJsonObject read_json(const QString& path) {
-  QFile f(path);
-  f.open(QIODevice::ReadOnly);
-  return QJsonDocument::fromJson(f.readAll()).object();
-}
+using loom::test::last_json_line;
+using loom::test::read_json_file;
 
 }  // namespace
 
@@ -30,7 +24,7 @@ class CliPipelineTest : public QObject {
 
   // The example plan shortened to `steps` steps on part of the data, run and shown.
   QJsonObject run_example(const QString& name, int steps = 12) {
-    QJsonObject plan = read_json(QString(LOOM_SOURCE_DIR "/resources/plans/%1.json").arg(name));
+    QJsonObject plan = read_json_file(QString(LOOM_SOURCE_DIR "/resources/plans/%1.json").arg(name));
     QJsonObject training = plan["training"].toObject();
     training["steps"] = steps;
     training["eval_every"] = steps;
@@ -40,13 +34,7 @@ class CliPipelineTest : public QObject {
     data["train_limit"] = 3200;
     data["test_limit"] = 500;
     plan["data"] = data;
-    QFile f(dir_.filePath(name + ".json"));
-    f.open(QIODevice::WriteOnly);
-    f.write(QJsonDocument(plan).toJson());
-    f.close();
-    const Result r = run_cli({"run", f.fileName(), "--db", dir_.filePath("runs.db"), "--json"});
-    if (r.exit_code != 0) qWarning("%s", qPrintable(r.err + r.out));
-    return QJsonDocument::fromJson(r.out.trimmed().split('\n').last().toUtf8()).object();
+    return last_json_line(loom::test::run_plan(plan, dir_.filePath(name + ".json"), dir_.filePath("runs.db")).out);
   }
 
   static QList<int> in_flight(const QJsonObject& shown) {

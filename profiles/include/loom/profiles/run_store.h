@@ -61,6 +61,8 @@ struct UpdateRecord {
   std::int64_t version_applied = 0;  // the server's version just before applying it
   std::int64_t staleness = 0;
   std::int64_t t_ns = 0;             // when applied, on the server's clock
+
+  bool operator==(const UpdateRecord&) const = default;
 };
 
 // This machine's host name, as run and rank records carry it ("localhost" if unknown).
