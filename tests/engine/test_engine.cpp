@@ -4,9 +4,11 @@
 #include <QtTest>
 
 #include <cmath>
+#include <thread>
 
 #include "loom/core/model_info.h"
 #include "loom/core/plan.h"
+#include "loom/comm/threads.h"
 #include "loom/data/dataset.h"
 #include "loom/engine/local_run.h"
 #include "loom/engine/run_writer.h"
@@ -111,6 +113,43 @@ class EngineTest : public QObject {
     // And training changed the weights at all (the comparison is not vacuous).
     engine::Model fresh = engine::Model::build(full, infer_or_fail(full));
     QVERIFY(max_relative_difference(fresh.params()[0]->value, a.model().params()[0]->value) > 1e-2);
+  }
+
+  // Two data-parallel replicas on threads, rank 1 delayed 30 ms after every step's compute:
+  // rank 0 waits for it at the replicas' meeting before the optimizer, and that wait is a
+  // traced Wait span (it was untraced time), while the straggler itself hardly waits.
+  void aStragglersPeerWaitsInTracedWaitSpans() {
+    Plan plan = spirals_plan(6, OptimizerKind::Sgd, 0.1);
+    plan.parallel.data_parallel = 2;
+    plan.parallel.devices.resize(2);
+    StragglerSpec straggler;
+    straggler.rank = 1;
+    straggler.delay = DelayDistribution::Constant;
+    straggler.delay_ms = 30;
+    plan.parallel.stragglers = {straggler};
+    auto data = data::load_dataset(plan.data);
+    QVERIFY(data.ok());
+    const ModelInfo info = infer_or_fail(plan);
+    auto comms = comm::make_thread_group(2);
+    trace::Recorder recorders[2];
+    std::vector<std::thread> ranks;
+    for (int r = 0; r < 2; ++r) {
+      ranks.emplace_back([&, r] {
+        engine::Trainer trainer(plan, info, *data, &recorders[r], comms[std::size_t(r)].get());
+        trainer.run({});
+      });
+    }
+    for (auto& t : ranks) t.join();
+    double wait_ms[2] = {0, 0};
+    for (int r = 0; r < 2; ++r) {
+      std::vector<trace::Event> events;
+      recorders[r].drain(events);
+      for (const auto& e : events)
+        if (e.kind == trace::EventKind::Wait) wait_ms[r] += double(e.end_ns - e.start_ns) / 1e6;
+    }
+    qInfo("waited: rank 0 %.1f ms, rank 1 (the straggler) %.1f ms", wait_ms[0], wait_ms[1]);
+    QVERIFY2(wait_ms[0] >= 0.8 * 6 * 30, qPrintable(QString("rank 0 waited %1 ms in Wait spans").arg(wait_ms[0])));
+    QVERIFY2(wait_ms[1] < wait_ms[0] / 4, qPrintable(QString("the straggler waited %1 ms").arg(wait_ms[1])));
   }
 
   void tracesEveryLayerForwardAndBackward() {
