@@ -5,11 +5,13 @@ throughput of pipeline vs data parallel vs hybrid on one model and global batch.
 What it runs: real jobs, `loom-cli run PLAN --db DB --json` (mpirun, one loom-rank per
 device), on plans it generates into a temporary directory:
 
-1. Bubble vs theory. A model of p UNIFORM stages, each D = --depth (default 2) layers of
+1. Bubble vs theory. A model of p UNIFORM stages, each D = --depth (default 4) layers of
    linear W + relu: stage 0 = flatten + linear 784->W + relu + (D-1) x (linear W->W + relu),
-   stages 1..p-1 = D x (linear W->W + relu), the last stage also a linear W->10 classifier
-   (W = 768 by default, so every stage's GEMMs are 784xW or WxW: equal work within ~2% plus
-   the classifier's 1.3%; the per-stage busy_s columns show how equal they came out).
+   stages 1..p-1 = D x (linear W->W + relu), the last stage also a linear W->10 classifier.
+   W = --width defaults to 784, the image size, so every GEMM of every stage has the same
+   shape (784x784 weights); only the ends differ: stage 0 loads and flattens the images,
+   the last stage runs the classifier and the loss (about 2-3% of a stage's time; the
+   per-stage busy_s columns and the stage-imbalance column show how equal they came out).
    Fashion-MNIST, batch --batch (default 1024), SGD, training.threads 1 (one BLAS thread per
    rank), one
    evaluation at the end on a few test samples (outside the step spans, so outside the
@@ -31,6 +33,9 @@ device), on plans it generates into a temporary directory:
    exclusion is a precaution, not what decides any verdict.)
    The checks against those same rows recomputed over all steps keep the SQL honest
    (they must equal loom-cli's figures; the script warns if they do not).
+   A second table splits each row's bubble above theory into its causes by replaying the
+   traced steps with free communication (bench/pipeline_replay.py): the stages' imbalance,
+   the jitter of single ops, and what is left, communication.
 2. Throughput on the p=2 uniform model, the same global batch, one BLAS thread per rank:
    1 process (1 thread, and 2 threads = the whole machine), data parallel 2 ranks,
    pipeline 2 stages GPipe and 1F1B (m = --tp-microbatches), hybrid 2 replicas x 2 stages
@@ -79,6 +84,7 @@ import tempfile
 import time
 
 from bench_util import children_cpu_s, cpu_busy_s, overlap, union, wait_for_quiet, write_report
+from pipeline_replay import explain_run, self_check
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WORK_KINDS = (0, 1, 2, 3, 14)  # Forward, Backward, Optimizer, DataLoad, Loss (profiles/event.h)
@@ -244,12 +250,15 @@ def bubble_runs(args, tmp, stages, cma=False):
                     with sqlite3.connect(args.db) as db:
                         steady, theory, step_ms = stage_bubbles(db, summary, args.warmup)
                         check, _, _ = stage_bubbles(db, summary, 0)
+                        ranks = [r for st in summary["stages"] for r in st["ranks"]]
+                        replayed = explain_run(db, summary["id"], ranks, args.warmup, schedule)
                     for mine, theirs in zip(check, summary["stages"]):
                         if abs(mine["bubble_fraction"] - (theirs["bubble_fraction"] or 0)) > 1e-6:
                             print(f"warning: {name} stage {mine['stage']}: all-step recomputation "
                                   f"{mine['bubble_fraction']:.6f} != loom-cli {theirs['bubble_fraction']}",
                                   file=sys.stderr)
-                    reps.append({"summary": summary, "steady": steady, "theory": theory, "step_ms": step_ms})
+                    reps.append({"summary": summary, "steady": steady, "theory": theory, "step_ms": step_ms,
+                                 "replay": replayed})
                 # The repeat whose steady mean bubble is the median (noise only adds bubble
                 # here, but a median keeps one lucky run from deciding the verdict).
                 reps.sort(key=lambda r: statistics.mean(s["bubble_fraction"] for s in r["steady"]))
@@ -342,6 +351,31 @@ def bubble_table(args, rows, cores, title):
     return out
 
 
+def excess_table(rows, title):
+    """Where the measured bubble above theory comes from, by replaying each run (pipeline_replay.py)."""
+    out = [f"### {title}", ""]
+    out.append("| p | m | schedule | theory | replay: stage means | replay: op times as traced | measured "
+               "| measured/theory | measured/replay (as traced) | stage imbalance F / B | communication (measured - replay) |")
+    out.append("|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        mean = statistics.mean(s["bubble_fraction"] for s in r["steady"])
+        rp = r["replay"]
+        out.append(f"| {r['p']} | {r['m']} | {r['schedule']} | {pct(r['theory'])} | {pct(rp['stage_means'])} | "
+                   f"{pct(rp['as_traced'])} | {pct(mean)} | {mean / r['theory']:.2f} | {mean / rp['as_traced']:.2f} | "
+                   f"{pct(rp['imbalance_F'])} / {pct(rp['imbalance_B'])} | {100 * (mean - rp['as_traced']):+.1f} points |")
+    out.append("")
+    out.append("Each step is replayed with free communication: every stage runs its traced ops in the order it ran "
+               "them, each op as soon as its stage is free and its input exists (previous stage's forward, next "
+               "stage's backward of the same micro-batch). 'stage means' gives every op its stage's mean forward or "
+               "backward time (what the stages' imbalance alone costs); 'as traced' gives each op its own traced "
+               "time (imbalance plus op jitter). Uniform op times replay to exactly the theory (checked each run). "
+               "What the measured bubble has beyond the traced replay is communication: transfer copies and "
+               "waiting for a message. Stage imbalance = slowest stage's mean forward (backward) op over the "
+               "fastest's.")
+    out.append("")
+    return out
+
+
 def report(args, bubble_rows, cma_rows, tp_rows, load_before, started):
     cores, model, _ = machine()
     load_after = os.getloadavg()
@@ -362,6 +396,8 @@ def report(args, bubble_rows, cma_rows, tp_rows, load_before, started):
                    f"mean (all repeats' means in the last column), throughput rows the best repeat")
     out.append("")
     out += bubble_table(args, bubble_rows, cores, "Bubble vs theory, uniform stages (loom-cli as it is)")
+    if bubble_rows:
+        out += excess_table(bubble_rows, "Where the bubble above theory comes from (same runs)")
     if cma_rows:
         out += bubble_table(args, cma_rows, cores, "Diagnostic: the same with Open MPI's CMA single-copy transport "
                             "(mpirun wrapper, --cma); NOT the verdict")
@@ -389,8 +425,8 @@ def main():
     ap.add_argument("--cli", help="loom-cli binary (default BUILD/app/loom-cli; loom-rank is found next to it, in "
                                   "the build tree, or via $LOOM_RANK)")
     ap.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
-    ap.add_argument("--width", type=int, default=768)
-    ap.add_argument("--depth", type=int, default=2, help="linear+relu layers per stage")
+    ap.add_argument("--width", type=int, default=784)
+    ap.add_argument("--depth", type=int, default=4, help="linear+relu layers per stage")
     ap.add_argument("--batch", type=int, default=1024)
     ap.add_argument("--steps", type=int, default=40)
     ap.add_argument("--warmup", type=int, default=3, help="steps left out of the steady figures")
@@ -416,6 +452,7 @@ def main():
         sys.exit(f"error: {args.cli} not found (cmake --build build --target loom-cli loom-rank)")
     if args.warmup >= args.steps:
         sys.exit("error: --warmup must be below --steps")
+    self_check()
     started = datetime.datetime.now()
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="loom-pipeline-bench-") as tmp:
