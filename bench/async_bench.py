@@ -94,7 +94,6 @@ import datetime
 import json
 import os
 import platform
-import shlex
 import sqlite3
 import statistics
 import subprocess
@@ -102,9 +101,9 @@ import sys
 import tempfile
 import time
 
-from bench_util import children_cpu_s, cpu_busy_s, overlap, union, wait_for_quiet, write_report
+from bench_util import (ROOT, add_run_args, children_cpu_s, cpu_busy_s, overlap, parse_run_args, union,
+                        wait_for_quiet, write_report)
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 STEP_KIND = 13  # profiles/event.h
 WAIT_KIND = 10
 DELAY_KIND = 12  # InjectedDelay
@@ -349,10 +348,7 @@ def report(args, rows, load_before, started):
 def main():
     ap = argparse.ArgumentParser(description="Synchronous vs parameter server vs SSP vs local SGD, with and "
                                              "without a straggler, with real loom-cli runs.")
-    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
-    ap.add_argument("--cli", help="loom-cli binary (default BUILD/app/loom-cli; loom-rank is found next to it, in "
-                                  "the build tree, or via $LOOM_RANK)")
-    ap.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
+    add_run_args(ap, "async_bench.md")
     ap.add_argument("--batch", type=int, default=256, help="global batch (divisible by --workers)")
     ap.add_argument("--steps", type=int, default=3000)
     ap.add_argument("--warmup", type=int, default=5, help="steps left out of the steady figures")
@@ -364,17 +360,7 @@ def main():
     ap.add_argument("--periods", type=int, nargs="+", default=[4, 16], help="local_sgd averaging periods")
     ap.add_argument("--slowdown", type=float, default=3, help="straggler: rank 1's compute time x this")
     ap.add_argument("--repeats", type=int, default=1)
-    ap.add_argument("--quiet-wait", type=float, default=60,
-                    help="seconds to wait, before each run, for other processes to leave the CPU (0: do not)")
-    ap.add_argument("--db", help="run store to use (default: a temporary file)")
-    ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "async_bench.md"))
-    args = ap.parse_args()
-    args.command = "/usr/bin/python3 " + " ".join(shlex.quote(a) for a in sys.argv)
-    args.cli = os.path.abspath(args.cli or os.path.join(args.build, "app", "loom-cli"))
-    if not os.path.exists(args.cli):
-        sys.exit(f"error: {args.cli} not found (cmake --build build --target loom-cli loom-rank)")
-    if args.warmup >= args.steps:
-        sys.exit("error: --warmup must be below --steps")
+    args = parse_run_args(ap)
     if args.batch % args.workers:
         sys.exit("error: --batch must be divisible by --workers")
     if args.workers < 2:

@@ -2,8 +2,36 @@
 for a quiet machine, CPU accounting, and interval arithmetic over spans from the run store."""
 import os
 import resource
+import shlex
 import sys
 import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def add_run_args(ap, result_name):
+    """The options every benchmark has: where loom-cli and the data are, the quiet-machine
+    wait, the run store, and the report file bench/results/<result_name>."""
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--cli", help="loom-cli binary (default BUILD/app/loom-cli; loom-rank is found next to it, in "
+                                  "the build tree, or via $LOOM_RANK)")
+    ap.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
+    ap.add_argument("--quiet-wait", type=float, default=60,
+                    help="seconds to wait, before each run, for other processes to leave the CPU (0: do not)")
+    ap.add_argument("--db", help="run store to use (default: a temporary file)")
+    ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results", result_name))
+
+
+def parse_run_args(ap):
+    """Parses, records the command line for the report, finds loom-cli, checks --warmup."""
+    args = ap.parse_args()
+    args.command = "/usr/bin/python3 " + " ".join(shlex.quote(a) for a in sys.argv)
+    args.cli = os.path.abspath(args.cli or os.path.join(args.build, "app", "loom-cli"))
+    if not os.path.exists(args.cli):
+        sys.exit(f"error: {args.cli} not found (cmake --build build --target loom-cli loom-rank)")
+    if args.warmup >= args.steps:
+        sys.exit("error: --warmup must be below --steps")
+    return args
 
 
 def wait_for_quiet(args):

@@ -83,10 +83,10 @@ import sys
 import tempfile
 import time
 
-from bench_util import children_cpu_s, cpu_busy_s, overlap, union, wait_for_quiet, write_report
+from bench_util import (ROOT, add_run_args, children_cpu_s, cpu_busy_s, overlap, parse_run_args, union,
+                        wait_for_quiet, write_report)
 from pipeline_replay import explain_run, self_check
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WORK_KINDS = (0, 1, 2, 3, 14)  # Forward, Backward, Optimizer, DataLoad, Loss (profiles/event.h)
 STEP_KIND = 13
 IDLE_KIND = 11  # a rank blocked in a receive from its neighbour stage
@@ -421,10 +421,7 @@ def report(args, bubble_rows, cma_rows, tp_rows, load_before, started):
 def main():
     ap = argparse.ArgumentParser(description="Pipeline bubble vs theory (uniform stages) and pipeline / data "
                                              "parallel / hybrid throughput, with real loom-cli runs.")
-    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
-    ap.add_argument("--cli", help="loom-cli binary (default BUILD/app/loom-cli; loom-rank is found next to it, in "
-                                  "the build tree, or via $LOOM_RANK)")
-    ap.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
+    add_run_args(ap, "pipeline_bench.md")
     ap.add_argument("--width", type=int, default=784)
     ap.add_argument("--depth", type=int, default=4, help="linear+relu layers per stage")
     ap.add_argument("--batch", type=int, default=1024)
@@ -441,17 +438,7 @@ def main():
     ap.add_argument("--cma", action="store_true",
                     help="also run the pipeline rows with Open MPI's CMA single-copy transport (diagnostic)")
     ap.add_argument("--cma-stages", type=int, nargs="+", default=[2])
-    ap.add_argument("--quiet-wait", type=float, default=60,
-                    help="seconds to wait, before each run, for other processes to leave the CPU (0: do not)")
-    ap.add_argument("--db", help="run store to use (default: a temporary file)")
-    ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "pipeline_bench.md"))
-    args = ap.parse_args()
-    args.command = "/usr/bin/python3 " + " ".join(shlex.quote(a) for a in sys.argv)
-    args.cli = os.path.abspath(args.cli or os.path.join(args.build, "app", "loom-cli"))
-    if not os.path.exists(args.cli):
-        sys.exit(f"error: {args.cli} not found (cmake --build build --target loom-cli loom-rank)")
-    if args.warmup >= args.steps:
-        sys.exit("error: --warmup must be below --steps")
+    args = parse_run_args(ap)
     self_check()
     started = datetime.datetime.now()
     load_before = os.getloadavg()
