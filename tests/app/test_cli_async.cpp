@@ -161,15 +161,22 @@ class CliAsyncTest : public QObject {
     qInfo("synchronous, 2 workers: test accuracy %.4f after %lld samples", sync_accuracy,
           qint64(sync["samples"].toDouble()));
     QVERIFY2(sync_accuracy > 0.75, "synchronous training should learn Fashion-MNIST");
+    // One end-of-run snapshot of an asynchronous run varies with the order updates arrive
+    // in (2 workers, 16 runs by hand: 81.2-83.6%; once 80.0% in a full test run, against a
+    // deterministic 82.3% synchronous): each run gets 3 points, their mean 2.
+    double sum = 0;
     for (int workers : {2, 3}) {
       const QJsonObject async = run_full_data("parameter_server", workers, epochs);
       QCOMPARE(async["status"].toString(), QString("completed"));
       QCOMPARE(async["samples"].toDouble(), sync["samples"].toDouble());
       const double accuracy = async["test_accuracy"].toDouble();
       qInfo("parameter server, %d workers: test accuracy %.4f", workers, accuracy);
-      QVERIFY2(std::abs(accuracy - sync_accuracy) <= 0.02,
+      QVERIFY2(std::abs(accuracy - sync_accuracy) <= 0.03,
                qPrintable(QString("%1 workers: %2 vs synchronous %3").arg(workers).arg(accuracy).arg(sync_accuracy)));
+      sum += accuracy;
     }
+    QVERIFY2(std::abs(sum / 2 - sync_accuracy) <= 0.02,
+             qPrintable(QString("mean %1 vs synchronous %2").arg(sum / 2).arg(sync_accuracy)));
   }
 };
 
