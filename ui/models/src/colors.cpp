@@ -27,6 +27,7 @@ QColor event_kind_color(EventKind kind) {
     case EventKind::Idle: return QColor(0xc8, 0xc8, 0xc8);
     case EventKind::InjectedDelay: return QColor(0x8e, 0x5c, 0xc4);
     case EventKind::Step: return QColor(0x70, 0x78, 0x88);
+    case EventKind::Setup: return QColor(0xb0, 0xa0, 0x80);
   }
   return QColor(0x80, 0x80, 0x80);
 }

@@ -27,8 +27,19 @@ enum class EventKind : std::uint8_t {
   Loss = 14,       // loss forward + backward
   Broadcast = 15,
   Barrier = 16,
+  Setup = 17,      // before training: dataset, clock alignment, bandwidth probe, model build
 };
-inline constexpr int kEventKindCount = 17;
+inline constexpr int kEventKindCount = 18;
+
+// Which part of setting up a rank a Setup span covers (stored in Event::message), so the
+// timeline and `show` can say where start-up time went without a string per event.
+enum class SetupPhase : std::int32_t {
+  LoadData = 0,
+  ClockAlignment = 1,
+  BandwidthProbe = 2,
+  BuildModel = 3,
+};
+inline constexpr int kSetupPhaseCount = 4;
 
 // Streams separate work that may overlap in time (compute vs communication) so that
 // spans on one stream always nest properly.
@@ -53,5 +64,6 @@ static_assert(sizeof(Event) == 48);
 
 std::string_view event_kind_name(EventKind kind);  // "forward", "allreduce", ...
 std::string_view stream_name(Stream stream);        // "compute", "comm", "host"
+std::string_view setup_phase_name(std::int32_t phase);  // "load data", "clock alignment", ...
 
 }  // namespace loom::trace
