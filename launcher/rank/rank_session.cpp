@@ -101,17 +101,22 @@ struct Session {
   Reporter& reporter;
   trace::Recorder recorder;
   stream::ClockInfo clock;
+  std::pair<std::int64_t, std::int64_t> data_loaded{0, 0};  // when the dataset was read (before the recorder)
 };
 
 // Clock alignment and the bandwidth probe; the probe's figure becomes a run metric.
 Status measure_before_training(Session& s, engine::RunWriter* writer) {
+  const std::int64_t clock_start = trace::now_ns();
   auto start = engine::estimate_clock_offset(s.comm, &s.recorder, 0);
   if (!start.ok()) return start.error();
+  trace::record_setup(s.recorder, trace::SetupPhase::ClockAlignment, clock_start);
   s.clock.offset_start_ns = start->offset_ns;
   s.clock.uncertainty_ns = start->uncertainty_ns;
   s.clock.sync_start_ns = start->at_ns;
+  const std::int64_t probe_start = trace::now_ns();
   auto p2p = engine::probe_p2p_bandwidth(s.comm, &s.recorder);
   if (!p2p.ok()) return p2p.error();
+  trace::record_setup(s.recorder, trace::SetupPhase::BandwidthProbe, probe_start);
   s.clock.t0_ns = trace::now_ns();
   s.reporter.clock(s.clock);  // sent now so a rank that dies mid-run is still aligned
   if (writer && s.comm.rank() == 0) writer->add_metrics({{0, -1, s.clock.t0_ns, "p2p_gbs", *p2p}});
@@ -119,8 +124,10 @@ Status measure_before_training(Session& s, engine::RunWriter* writer) {
 }
 
 Status measure_after_training(Session& s) {
+  const std::int64_t clock_start = trace::now_ns();
   auto end = engine::estimate_clock_offset(s.comm, &s.recorder, 1);
   if (!end.ok()) return end.error();
+  trace::record_setup(s.recorder, trace::SetupPhase::ClockAlignment, clock_start);
   s.clock.offset_end_ns = end->offset_ns;
   s.clock.sync_end_ns = end->at_ns;
   s.clock.uncertainty_ns = std::max(s.clock.uncertainty_ns, end->uncertainty_ns);
@@ -144,11 +151,13 @@ void print_summary(const engine::TrainResult& result, int world) {
 // the store next to the events.
 int serve(Session& s, const RankOptions& options, const ModelInfo& info, engine::RunWriter* writer) {
   std::unique_ptr<engine::ParameterServer> server;
+  const std::int64_t build_start = trace::now_ns();
   try {
     server = std::make_unique<engine::ParameterServer>(s.plan, info, &s.recorder, &s.comm);
   } catch (const std::exception& e) {
     return s.reporter.fail(e.what(), 2);
   }
+  trace::record_setup(s.recorder, trace::SetupPhase::BuildModel, build_start);
   engine::UpdateHook on_updates;
   if (writer) on_updates = [writer](std::vector<store::UpdateRecord>&& u) { writer->add_updates(std::move(u)); };
   Status served = server->serve(on_updates);
@@ -168,6 +177,7 @@ int serve(Session& s, const RankOptions& options, const ModelInfo& info, engine:
 }
 
 int train(Session& s, const RankOptions& options) {
+  trace::record_setup(s.recorder, trace::SetupPhase::LoadData, s.data_loaded.first, s.data_loaded.second);
   std::vector<PlanError> errors;
   const ModelInfo info = infer_model(s.plan, &errors);
   std::unique_ptr<engine::RunWriter> writer;
@@ -176,11 +186,13 @@ int train(Session& s, const RankOptions& options) {
   if (!measured.ok()) return s.reporter.fail(measured.error().describe(), 1);
   if (rank_role(s.plan, s.comm.rank()).kind == RankKind::Server) return serve(s, options, info, writer.get());
   std::unique_ptr<engine::TrainingLoop> trainer;
+  const std::int64_t build_start = trace::now_ns();
   try {
     trainer = engine::make_training_loop(s.plan, info, s.data, &s.recorder, &s.comm);
   } catch (const std::exception& e) {
     return s.reporter.fail(e.what(), 2);
   }
+  trace::record_setup(s.recorder, trace::SetupPhase::BuildModel, build_start);
   if (writer && s.comm.rank() == 0) writer->add_metrics({{0, -1, s.clock.t0_ns, "total_steps", double(trainer->total_steps())}});
   engine::TrainerHooks hooks;
   hooks.stop = &stop_requested();
@@ -213,10 +225,13 @@ int run_rank(comm::Communicator& comm, const Plan& plan, const RankOptions& opti
   Status connected = reporter.connect_if_requested(comm.size());
   if (!connected.ok()) return reporter.fail("cannot reach the host's stream: " + connected.error().describe(), 1);
   if (comm.size() != world_size(plan)) return reporter.fail(world_mismatch(comm.size(), plan), 2);
+  const std::int64_t load_start = trace::now_ns();
   auto data = data::load_dataset(plan.data);
   if (!data.ok()) return reporter.fail(data.error().describe(), 1);
+  const std::int64_t load_end = trace::now_ns();
   engine::apply_thread_count(plan, ranks_on_this_host(comm.size()));
   Session session(comm, plan, *data, reporter);
+  session.data_loaded = {load_start, load_end};
   return train(session, options);
 }
 

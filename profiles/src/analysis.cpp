@@ -4,10 +4,13 @@
 
 #include "loom/core/model_info.h"
 #include "loom/profiles/clock_align.h"
+#include "loom/profiles/pipeline_replay.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <iterator>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -127,22 +130,76 @@ std::int64_t union_length_ns(Intervals& intervals) {
   return total;
 }
 
+namespace {
+// The first step index that counts as steady: the (kWarmupSteps+1)-th distinct step, or the
+// first step while there are no more (analysis.h training_window).
+std::int32_t first_steady_step(const std::vector<Event>& events) {
+  std::set<std::int32_t> steps;
+  for (const Event& e : events)
+    if (e.kind == EventKind::Step) steps.insert(e.step);
+  if (steps.empty()) return std::numeric_limits<std::int32_t>::max();
+  if (steps.size() <= static_cast<std::size_t>(kWarmupSteps)) return *steps.begin();
+  return *std::next(steps.begin(), kWarmupSteps);
+}
+
+// Window from the events other than Setup: ranks that record no steps (servers).
+TrainingWindow window_without_steps(const std::vector<Event>& events, TrainingWindow w) {
+  bool any = false;
+  for (const Event& e : events) {
+    if (e.kind == EventKind::Setup) continue;
+    w.start_ns = any ? std::min(w.start_ns, e.start_ns) : e.start_ns;
+    w.end_ns = any ? std::max(w.end_ns, e.end_ns) : e.end_ns;
+    any = true;
+  }
+  return w;
+}
+
+// Appends [e.start, e.end) cut to the window, if anything is left of it.
+void add_clipped(Intervals& out, const Event& e, const TrainingWindow& w) {
+  const std::int64_t s = std::max(e.start_ns, w.start_ns), t = std::min(e.end_ns, w.end_ns);
+  if (t > s) out.emplace_back(s, t);
+}
+}  // namespace
+
+TrainingWindow training_window(const std::vector<Event>& events) {
+  TrainingWindow w;
+  Intervals setup, warmup;
+  const std::int32_t steady_from = first_steady_step(events);
+  for (const Event& e : events) {
+    if (e.kind == EventKind::Setup) setup.emplace_back(e.start_ns, e.end_ns);
+    if (e.kind != EventKind::Step) continue;
+    if (e.step < steady_from) {
+      warmup.emplace_back(e.start_ns, e.end_ns);
+      continue;
+    }
+    w.start_ns = w.from_steps ? std::min(w.start_ns, e.start_ns) : e.start_ns;
+    w.end_ns = w.from_steps ? std::max(w.end_ns, e.end_ns) : e.end_ns;
+    w.from_steps = true;
+    ++w.steady_steps;
+  }
+  w.setup_ns = union_length_ns(setup);
+  w.warmup_ns = union_length_ns(warmup);
+  return w.from_steps ? w : window_without_steps(events, w);
+}
+
 RankBreakdown breakdown_rank(int rank, const std::vector<Event>& events) {
   RankBreakdown b;
   b.rank = rank;
   b.events_stored = static_cast<std::int64_t>(events.size());
   if (events.empty()) return b;
+  const TrainingWindow w = training_window(events);
+  b.window_s = w.seconds();
+  b.setup_s = static_cast<double>(w.setup_ns) / kNsPerS;
+  b.warmup_s = static_cast<double>(w.warmup_ns) / kNsPerS;
+  b.steady_steps = w.steady_steps;
   Intervals per_category[kNone];
   Intervals busy, bubbles;
-  std::int64_t first = events.front().start_ns, last = events.front().end_ns;
   for (const Event& e : events) {
-    first = std::min(first, e.start_ns);
-    last = std::max(last, e.end_ns);
-    if (e.kind == EventKind::Idle) bubbles.emplace_back(e.start_ns, e.end_ns);
+    if (e.kind == EventKind::Idle) add_clipped(bubbles, e, w);
     Category c = category_of(e);
     if (c == kNone) continue;
-    per_category[c].emplace_back(e.start_ns, e.end_ns);
-    busy.emplace_back(e.start_ns, e.end_ns);
+    add_clipped(per_category[c], e, w);
+    add_clipped(busy, e, w);
   }
   b.compute_s = static_cast<double>(union_length_ns(per_category[kCompute])) / kNsPerS;
   // A pipeline receive marked Idle is a wait for the neighbour's compute (the bubble),
@@ -152,7 +209,8 @@ RankBreakdown breakdown_rank(int rank, const std::vector<Event>& events) {
   b.comm_s = static_cast<double>(comm_ns) / kNsPerS;
   b.optimizer_s = static_cast<double>(union_length_ns(per_category[kOptimizer])) / kNsPerS;
   b.data_s = static_cast<double>(union_length_ns(per_category[kData])) / kNsPerS;
-  b.idle_s = static_cast<double>(std::max<std::int64_t>(0, last - first - union_length_ns(busy) + waited_ns)) / kNsPerS;
+  const std::int64_t window_ns = w.end_ns - w.start_ns;
+  b.idle_s = static_cast<double>(std::max<std::int64_t>(0, window_ns - union_length_ns(busy) + waited_ns)) / kNsPerS;
   Intervals work = per_category[kCompute];
   work.insert(work.end(), per_category[kOptimizer].begin(), per_category[kOptimizer].end());
   work.insert(work.end(), per_category[kData].begin(), per_category[kData].end());
@@ -162,9 +220,48 @@ RankBreakdown breakdown_rank(int rank, const std::vector<Event>& events) {
 }
 
 namespace {
-// One worker rank's step window and the work inside it (see StageStats in analysis.h).
+// Steady throughput from per-rank windows (analysis.h Throughput); offsets by rank.
+Throughput throughput_from_windows(const Plan& plan, const std::map<int, TrainingWindow>& windows,
+                                   const std::vector<std::int64_t>& offsets_ns) {
+  Throughput t;
+  const std::int64_t per_step = plan.training.batch / std::max(1, plan.parallel.data_parallel);
+  std::int64_t start = 0, end = 0;
+  bool any = false;
+  for (const auto& [rank, w] : windows) {
+    const RankRole role = rank_role(plan, rank);
+    if (role.kind != RankKind::Worker || !w.from_steps) continue;
+    const std::int64_t offset = rank < static_cast<int>(offsets_ns.size()) ? offsets_ns[std::size_t(rank)] : 0;
+    end = any ? std::max(end, w.end_ns - offset) : w.end_ns - offset;
+    if (role.stage == 0) {
+      start = any ? std::min(start, w.start_ns - offset) : w.start_ns - offset;
+      t.train_samples += w.steady_steps * per_step;
+      t.steady_steps = std::max(t.steady_steps, w.steady_steps);
+    }
+    any = true;
+  }
+  if (any && end > start && t.train_samples > 0) {
+    t.train_s = static_cast<double>(end - start) / kNsPerS;
+    t.from_steps = true;
+  }
+  return t;
+}
+}  // namespace
+
+Throughput steady_throughput(const Plan& plan, const std::vector<std::vector<Event>>& events_by_rank,
+                             const std::vector<std::int64_t>& offsets_ns) {
+  std::map<int, TrainingWindow> windows;
+  for (std::size_t r = 0; r < events_by_rank.size(); ++r)
+    if (!events_by_rank[r].empty()) windows[static_cast<int>(r)] = training_window(events_by_rank[r]);
+  return throughput_from_windows(plan, windows, offsets_ns);
+}
+
+namespace {
+// One worker rank's steady step windows and the work inside them (StageStats in
+// analysis.h), with the forward / backward / optimizer split the replay needs.
 struct StepWork {
   std::int64_t window_ns = 0, busy_ns = 0;
+  std::int64_t forward_ns = 0, backward_ns = 0, optimizer_ns = 0;
+  std::int64_t steps = 0;
 };
 
 bool is_stage_work(const Event& e) {
@@ -182,42 +279,66 @@ bool is_stage_work(const Event& e) {
 }
 
 StepWork step_work(const std::vector<Event>& events) {
-  Intervals steps, work;
-  for (const Event& e : events) {
-    if (e.kind == EventKind::Step) steps.emplace_back(e.start_ns, e.end_ns);
-    if (is_stage_work(e)) work.emplace_back(e.start_ns, e.end_ns);
-  }
+  const std::int32_t steady_from = first_steady_step(events);
+  Intervals steps, work, forward, backward, optimizer;
   StepWork w;
+  for (const Event& e : events) {
+    if (e.kind == EventKind::Step && e.step >= steady_from) {
+      steps.emplace_back(e.start_ns, e.end_ns);
+      ++w.steps;
+    }
+    if (!is_stage_work(e) || e.step < steady_from) continue;
+    work.emplace_back(e.start_ns, e.end_ns);
+    if (e.kind == EventKind::Backward) backward.emplace_back(e.start_ns, e.end_ns);
+    else if (e.kind == EventKind::Optimizer) optimizer.emplace_back(e.start_ns, e.end_ns);
+    else forward.emplace_back(e.start_ns, e.end_ns);  // Forward, Loss, DataLoad
+  }
   w.busy_ns = overlap_length_ns(work, steps);
   w.window_ns = union_length_ns(steps);
+  w.forward_ns = overlap_length_ns(forward, steps);
+  w.backward_ns = overlap_length_ns(backward, steps);
+  w.optimizer_ns = overlap_length_ns(optimizer, steps);
   return w;
 }
 
-// The theory and the measured fraction share one denominator per schedule (analysis.h).
-void set_bubble_fraction(StageStats& st, Schedule schedule, int p, int m) {
-  if (schedule == Schedule::OneFOneB) {
-    st.bubble_theory = static_cast<double>(p - 1) / m;
-    if (st.busy_s > 0) st.bubble_fraction = st.bubble_s / st.busy_s;
-  } else {
-    st.bubble_theory = static_cast<double>(p - 1) / (m + p - 1);
-    if (st.busy_s + st.bubble_s > 0) st.bubble_fraction = st.bubble_s / (st.busy_s + st.bubble_s);
-  }
-}
-
-// Ranks without events (not started, or nothing stored yet) would pull the mean to zero.
-void set_stage_times(StageStats& st, const std::map<int, StepWork>& work) {
-  double busy = 0, bubble = 0;
+// Ranks without events (not started, or nothing stored yet) would pull the means to zero.
+void set_stage_times(StageStats& st, const std::map<int, StepWork>& work, int microbatches) {
+  double busy = 0, bubble = 0, window = 0, forward = 0, backward = 0;
+  std::int64_t ops = 0;
   int counted = 0;
   for (int r : st.ranks) {
     auto it = work.find(r);
     if (it == work.end()) continue;
-    busy += static_cast<double>(it->second.busy_ns) / kNsPerS;
-    bubble += static_cast<double>(it->second.window_ns - it->second.busy_ns) / kNsPerS;
+    const StepWork& w = it->second;
+    busy += static_cast<double>(w.busy_ns) / kNsPerS;
+    bubble += static_cast<double>(w.window_ns - w.busy_ns) / kNsPerS;
+    window += static_cast<double>(w.window_ns) / kNsPerS;
+    forward += static_cast<double>(w.forward_ns);
+    backward += static_cast<double>(w.backward_ns);
+    ops += w.steps * microbatches;
     ++counted;
   }
   if (counted == 0) return;
   st.busy_s = busy / counted;
   st.bubble_s = bubble / counted;
+  if (window > 0) st.bubble_fraction = bubble / window;
+  if (ops > 0) {
+    st.forward_ms = forward / static_cast<double>(ops) / 1e6;
+    st.backward_ms = backward / static_cast<double>(ops) / 1e6;
+  }
+}
+
+// Per step, the mean optimizer time of a stage's ranks (the replay's "other" work).
+double optimizer_ms_per_step(const StageStats& st, const std::map<int, StepWork>& work) {
+  double ns = 0;
+  std::int64_t steps = 0;
+  for (int r : st.ranks) {
+    auto it = work.find(r);
+    if (it == work.end()) continue;
+    ns += static_cast<double>(it->second.optimizer_ns);
+    steps += it->second.steps;
+  }
+  return steps > 0 ? ns / static_cast<double>(steps) / 1e6 : 0.0;
 }
 
 void set_stage_metrics(StageStats& st, const std::vector<store::MetricRecord>& metrics) {
@@ -229,6 +350,57 @@ void set_stage_metrics(StageStats& st, const std::vector<store::MetricRecord>& m
   }
 }
 
+// The replay assumes a chain of stages: a parallel block with a branch on another stage
+// sends one value to two stages, which a chain does not model.
+bool is_stage_chain(const Plan& plan) {
+  for (const LayerSpec& layer : plan.model.layers)
+    for (const BranchSpec& branch : layer.branches)
+      if (branch.stage >= 0 && branch.stage != layer.stage) return false;
+  return true;
+}
+
+// bubble_theory and bubble_schedule of every stage (analysis.h StageStats), in place.
+void set_replayed_bubbles(PipelineStats& ps, const Plan& plan, const std::map<int, StepWork>& work) {
+  std::vector<StageOpTimes> own, uniform;
+  StageOpTimes mean;
+  for (const StageStats& st : ps.stages_stats) {
+    if (!std::isfinite(st.forward_ms) || !std::isfinite(st.backward_ms)) return;  // a stage without steady steps
+    own.push_back({st.forward_ms, st.backward_ms, optimizer_ms_per_step(st, work)});
+    mean.forward += own.back().forward / ps.stages;
+    mean.backward += own.back().backward / ps.stages;
+    mean.other += own.back().other / ps.stages;
+  }
+  if (!is_stage_chain(plan) || plan.parallel.grad_accumulation > 1) return;  // chain, one schedule per step
+  uniform.assign(own.size(), mean);
+  const auto replayed = replay_step(plan.parallel.schedule, ps.microbatches, own);
+  const auto scheduled = replay_step(plan.parallel.schedule, ps.microbatches, uniform);
+  if (replayed.size() != ps.stages_stats.size() || scheduled.size() != replayed.size()) return;
+  for (std::size_t s = 0; s < replayed.size(); ++s) {
+    ps.stages_stats[s].bubble_theory = replayed[s].bubble_fraction();
+    ps.stages_stats[s].bubble_schedule = scheduled[s].bubble_fraction();
+  }
+}
+
+// Imbalance across stages and, past kImbalanceWarning, a warning in plain words.
+void set_imbalance(PipelineStats& ps) {
+  if (ps.stages < 2) return;
+  const StageStats *busiest = nullptr, *idlest = nullptr;
+  for (const StageStats& st : ps.stages_stats) {
+    if (st.busy_s <= 0) return;  // a stage without steady work yet: nothing to compare
+    if (!busiest || st.busy_s > busiest->busy_s) busiest = &st;
+    if (!idlest || st.busy_s < idlest->busy_s) idlest = &st;
+  }
+  ps.imbalance = busiest->busy_s / idlest->busy_s - 1.0;
+  if (ps.imbalance <= kImbalanceWarning) return;
+  char text[320];
+  std::snprintf(text, sizeof text,
+                "stages are unbalanced: stage %d computes %.3f s, stage %d only %.3f s (%.1fx). Most of "
+                "stage %d's bubble is waiting for stage %d, not the schedule; move layers to balance them.",
+                busiest->stage, busiest->busy_s, idlest->stage, idlest->busy_s, 1.0 + ps.imbalance, idlest->stage,
+                busiest->stage);
+  ps.warning = text;
+}
+
 // `work` holds the ranks that have events; stored runs and live views fill it differently.
 PipelineStats pipeline_from_work(const Plan& plan, const std::map<int, StepWork>& work,
                                  const std::vector<store::MetricRecord>& metrics) {
@@ -237,7 +409,7 @@ PipelineStats pipeline_from_work(const Plan& plan, const std::map<int, StepWork>
   ps.schedule = schedule_name(par.schedule);
   ps.stages = std::max(1, par.stages);
   ps.microbatches = std::max(1, par.microbatches);
-  ps.bubble_convention = par.schedule == Schedule::OneFOneB ? "of ideal compute" : "of wall time";
+  ps.bubble_convention = "of stage step time";
   ps.stages_stats.resize(static_cast<std::size_t>(ps.stages));
   for (int s = 0; s < ps.stages; ++s) ps.stages_stats[static_cast<std::size_t>(s)].stage = s;
   for (int r = 0; r < world_size(plan); ++r) {
@@ -245,11 +417,14 @@ PipelineStats pipeline_from_work(const Plan& plan, const std::map<int, StepWork>
     if (role.kind == RankKind::Worker && role.stage >= 0 && role.stage < ps.stages)
       ps.stages_stats[static_cast<std::size_t>(role.stage)].ranks.push_back(r);
   }
+  const double textbook = static_cast<double>(ps.stages - 1) / (ps.microbatches + ps.stages - 1);
   for (StageStats& st : ps.stages_stats) {
-    set_stage_times(st, work);
-    set_bubble_fraction(st, par.schedule, ps.stages, ps.microbatches);
+    set_stage_times(st, work, ps.microbatches);
+    st.bubble_textbook = textbook;
     set_stage_metrics(st, metrics);
   }
+  set_replayed_bubbles(ps, plan, work);
+  set_imbalance(ps);
   return ps;
 }
 }  // namespace
@@ -353,6 +528,7 @@ struct RankScan {
   std::vector<AllReduceTotals> allreduce;
   std::map<int, StepWork> step_work;  // ranks with events
   std::map<int, std::int64_t> wait_ns;  // ranks with events
+  std::map<int, TrainingWindow> windows;  // ranks with events
 };
 
 // Breaks down every rank with a record, with events, or below world_size (a silent rank
@@ -376,6 +552,7 @@ Status add_rank_breakdowns(store::RunStore& store, std::int64_t run_id, const st
     scan.allreduce.push_back(allreduce_totals(*events));
     if (!events->empty()) scan.step_work[r] = step_work(*events);
     if (!events->empty()) scan.wait_ns[r] = wait_ns(*events);
+    if (!events->empty()) scan.windows[r] = training_window(*events);
   }
   return {};
 }
@@ -431,12 +608,11 @@ Expected<std::optional<Scaling>> find_scaling(store::RunStore& store, const RunS
   auto runs = store.list_runs();  // newest first
   if (!runs.ok()) return runs.error();
   for (const store::RunRecord& r : *runs) {
-    if (r.id == s.run.id || r.status != "completed" || r.world_size != 1 || r.wall_s <= 0 || r.samples <= 0)
-      continue;
+    if (r.id == s.run.id || r.status != "completed" || r.world_size != 1 || r.samples_per_s() <= 0) continue;
     if (plan_without_parallelism(r.plan_json) != plan) continue;
     Scaling sc;
     sc.reference_run_id = r.id;
-    sc.reference_samples_per_s = static_cast<double>(r.samples) / r.wall_s;
+    sc.reference_samples_per_s = r.samples_per_s();
     sc.efficiency = s.samples_per_s / (s.world_size * sc.reference_samples_per_s);
     return std::optional<Scaling>(sc);
   }
@@ -480,6 +656,56 @@ Expected<std::optional<DivergenceStats>> divergence_of_run(store::RunStore& stor
 }
 }  // namespace
 
+namespace {
+// Steady throughput (analysis.h Throughput) into the summary; the whole-run figure stays
+// beside it. Offsets put every rank's window on rank 0's clock.
+void set_throughput(RunSummary& s, const std::map<int, TrainingWindow>& windows,
+                    const std::vector<store::RankRecord>& records) {
+  s.wall_samples_per_s = s.wall_s > 0 ? static_cast<double>(s.run.samples) / s.wall_s : 0.0;
+  s.samples_per_s = s.wall_samples_per_s;
+  s.throughput_basis = "whole run";
+  for (const auto& [rank, w] : windows) s.setup_s = std::max(s.setup_s, static_cast<double>(w.setup_ns) / kNsPerS);
+  const PlanResult plan = parse_plan(s.run.plan_json);
+  if (!plan.ok()) return;
+  std::vector<std::int64_t> offsets(static_cast<std::size_t>(std::max(0, s.world_size)), 0);
+  for (const auto& r : records)
+    if (r.rank >= 0 && r.rank < s.world_size) offsets[std::size_t(r.rank)] = r.offset_ns;
+  const Throughput t = throughput_from_windows(*plan.plan, windows, offsets);
+  if (!t.from_steps) return;
+  s.train_s = t.train_s;
+  s.train_samples = t.train_samples;
+  s.steady_steps = t.steady_steps;
+  s.samples_per_s = static_cast<double>(t.train_samples) / t.train_s;
+  s.throughput_basis = "steady steps";
+}
+
+// Flags a bandwidth probe far below this host's usual rate (analysis.h kProbeUnusualFraction).
+Status check_probe(store::RunStore& store, RunSummary& s) {
+  if (!std::isfinite(s.allreduce.p2p_gbs)) return {};
+  auto runs = store.list_runs();
+  if (!runs.ok()) return runs.error();
+  std::vector<double> earlier;
+  for (const store::RunRecord& r : *runs) {
+    if (r.id >= s.run.id || r.host != s.run.host || r.world_size != s.world_size) continue;
+    auto probe = store.load_metrics(r.id, "p2p_gbs");
+    if (!probe.ok()) return probe.error();
+    if (!probe->empty() && std::isfinite(probe->back().value)) earlier.push_back(probe->back().value);
+    if (earlier.size() >= 20) break;  // the newest 20 are history enough
+  }
+  if (static_cast<int>(earlier.size()) < kProbeHistory) return {};
+  std::sort(earlier.begin(), earlier.end());
+  const double median = earlier[earlier.size() / 2];
+  if (s.allreduce.p2p_gbs >= kProbeUnusualFraction * median) return {};
+  char text[256];
+  std::snprintf(text, sizeof text,
+                "the bandwidth probe measured %.2f GB/s, below a quarter of this host's usual %.2f GB/s (median of "
+                "%zu earlier runs): the machine was probably busy at start; compare communication figures with care",
+                s.allreduce.p2p_gbs, median, earlier.size());
+  s.warnings.push_back(text);
+  return {};
+}
+}  // namespace
+
 bool same_plan_but_parallelism(const std::string& plan_json_a, const std::string& plan_json_b) {
   const nlohmann::json a = plan_without_parallelism(plan_json_a);
   return !a.is_null() && a == plan_without_parallelism(plan_json_b);
@@ -494,10 +720,10 @@ Expected<RunSummary> summarize_run(store::RunStore& store, std::int64_t run_id) 
   s.run = std::move(run).value();
   s.world_size = s.run.world_size;
   s.wall_s = s.run.wall_s;
-  s.samples_per_s = s.wall_s > 0 ? static_cast<double>(s.run.samples) / s.wall_s : 0.0;
 
   RankScan scan;
   LOOM_TRY(add_rank_breakdowns(store, run_id, *ranks, s, scan));
+  set_throughput(s, scan.windows, *ranks);
 
   auto loss = store.load_metrics(run_id, "loss");
   if (!loss.ok()) return loss.error();
@@ -511,6 +737,7 @@ Expected<RunSummary> summarize_run(store::RunStore& store, std::int64_t run_id) 
   s.final_loss = last_value(*loss);
   s.test_accuracy = last_value(*accuracy);
   s.allreduce = allreduce_stats(scan.allreduce, s.ranks, s.world_size, last_value(*p2p));
+  LOOM_TRY(check_probe(store, s));
   s.clock = clock_rows(*ranks);
   auto scaling = find_scaling(store, s);
   if (!scaling.ok()) return scaling.error();
@@ -518,6 +745,7 @@ Expected<RunSummary> summarize_run(store::RunStore& store, std::int64_t run_id) 
   auto pipeline = pipeline_of_run(store, s.run, scan.step_work);
   if (!pipeline.ok()) return pipeline.error();
   s.pipeline = std::move(pipeline).value();
+  if (s.pipeline && !s.pipeline->warning.empty()) s.warnings.push_back(s.pipeline->warning);
   auto staleness = staleness_of_run(store, s.run, scan.wait_ns);
   if (!staleness.ok()) return staleness.error();
   s.staleness = std::move(staleness).value();
@@ -525,6 +753,28 @@ Expected<RunSummary> summarize_run(store::RunStore& store, std::int64_t run_id) 
   if (!divergence.ok()) return divergence.error();
   s.divergence = *divergence;
   return s;
+}
+
+Status store_training_figures(store::RunStore& store, std::int64_t run_id) {
+  auto run = store.load_run(run_id);
+  if (!run.ok()) return run.error();
+  const PlanResult plan = parse_plan(run->plan_json);
+  if (!plan.ok()) return {};  // nothing to count samples by: lists keep the whole-run figure
+  auto records = store.load_ranks(run_id);
+  if (!records.ok()) return records.error();
+  const int world = std::max(1, run->world_size);
+  std::vector<std::vector<Event>> steps(static_cast<std::size_t>(world));
+  std::vector<std::int64_t> offsets(static_cast<std::size_t>(world), 0);
+  for (const auto& r : *records)
+    if (r.rank >= 0 && r.rank < world) offsets[std::size_t(r.rank)] = r.offset_ns;
+  for (int r = 0; r < world; ++r) {
+    auto events = store.load_events_of_kind(run_id, r, EventKind::Step);
+    if (!events.ok()) return events.error();
+    steps[std::size_t(r)] = std::move(events).value();
+  }
+  const Throughput t = steady_throughput(*plan.plan, steps, offsets);
+  if (!t.from_steps) return {};
+  return store.set_training_figures(run_id, t.train_s, t.train_samples);
 }
 
 namespace {
@@ -567,6 +817,10 @@ nlohmann::json stages_json(const std::optional<PipelineStats>& p) {
                    {"bubble_s", st.bubble_s},
                    {"bubble_fraction", number_or_null(st.bubble_fraction)},
                    {"bubble_theory", number_or_null(st.bubble_theory)},
+                   {"bubble_schedule", number_or_null(st.bubble_schedule)},
+                   {"bubble_textbook", number_or_null(st.bubble_textbook)},
+                   {"forward_ms", number_or_null(st.forward_ms)},
+                   {"backward_ms", number_or_null(st.backward_ms)},
                    {"max_in_flight", st.max_in_flight},
                    {"peak_activation_bytes", st.peak_activation_bytes}});
   }
@@ -606,7 +860,11 @@ nlohmann::json ranks_json(const std::vector<RankBreakdown>& ranks) {
                    {"idle_s", r.idle_s},
                    {"events_recorded", r.events_recorded},
                    {"events_stored", r.events_stored},
-                   {"exposed_comm_s", r.exposed_comm_s}});
+                   {"exposed_comm_s", r.exposed_comm_s},
+                   {"window_s", r.window_s},
+                   {"setup_s", r.setup_s},
+                   {"warmup_s", r.warmup_s},
+                   {"steady_steps", r.steady_steps}});
   }
   return out;
 }
@@ -628,6 +886,14 @@ nlohmann::json summary_to_json(const RunSummary& s) {
           {"wall_s", s.wall_s},
           {"samples", s.run.samples},
           {"samples_per_s", s.samples_per_s},
+          {"throughput_basis", s.throughput_basis},
+          {"train_s", s.train_s},
+          {"train_samples", s.train_samples},
+          {"steady_steps", s.steady_steps},
+          {"warmup_steps", kWarmupSteps},
+          {"setup_s", s.setup_s},
+          {"wall_samples_per_s", s.wall_samples_per_s},
+          {"warnings", s.warnings},
           {"final_loss", number_or_null(s.final_loss)},
           {"test_accuracy", number_or_null(s.test_accuracy)},
           {"ranks", ranks_json(s.ranks)},
@@ -637,6 +903,7 @@ nlohmann::json summary_to_json(const RunSummary& s) {
           {"schedule", p ? nlohmann::json(p->schedule) : nlohmann::json()},
           {"microbatches", p ? nlohmann::json(p->microbatches) : nlohmann::json()},
           {"bubble_convention", p ? nlohmann::json(p->bubble_convention) : nlohmann::json()},
+          {"stage_imbalance", p ? number_or_null(p->imbalance) : nlohmann::json()},
           {"stages", stages_json(p)}};
   // Optional sections are absent rather than null: most runs have neither.
   if (s.staleness.present) out["staleness"] = staleness_json(s.staleness);
@@ -654,19 +921,21 @@ std::string format(const char* fmt, auto... args) {
 std::string optional_number(double v, const char* fmt) { return std::isfinite(v) ? format(fmt, v) : "n/a"; }
 
 std::string format_ranks(const std::vector<RankBreakdown>& ranks) {
-  std::string out = format("\n  %4s %10s %10s %10s %10s %10s %10s %12s %12s\n", "rank", "compute_s", "comm_s",
-                           "exposed_s", "optim_s", "data_s", "idle_s", "recorded", "stored");
+  std::string out = format("\n  per rank, over its training window (setup and the warm-up step apart):\n"
+                           "  %4s %9s %9s %9s %9s %9s %9s %9s %9s %9s %10s %10s\n",
+                           "rank", "setup_s", "window_s", "compute_s", "comm_s", "exposed_s", "optim_s", "data_s",
+                           "idle_s", "warmup_s", "recorded", "stored");
   for (const auto& r : ranks) {
-    out += format("  %4d %10.4f %10.4f %10.4f %10.4f %10.4f %10.4f %12lld %12lld\n", r.rank, r.compute_s, r.comm_s,
-                  r.exposed_comm_s, r.optimizer_s, r.data_s, r.idle_s, static_cast<long long>(r.events_recorded),
-                  static_cast<long long>(r.events_stored));
+    out += format("  %4d %9.4f %9.4f %9.4f %9.4f %9.4f %9.4f %9.4f %9.4f %9.4f %10lld %10lld\n", r.rank, r.setup_s,
+                  r.window_s, r.compute_s, r.comm_s, r.exposed_comm_s, r.optimizer_s, r.data_s, r.idle_s, r.warmup_s,
+                  static_cast<long long>(r.events_recorded), static_cast<long long>(r.events_stored));
   }
   return out;
 }
 
 // One line, or nothing when the run neither all-reduced nor probed the network.
 std::string format_allreduce(const AllReduceStats& a) {
-  if (a.count == 0 && !std::isfinite(a.p2p_gbs)) return "";
+  if (a.count == 0) return std::isfinite(a.p2p_gbs) ? format("  p2p probe:     %.2f GB/s\n", a.p2p_gbs) : "";
   std::string out = format("  all-reduce:    %lld ops, %.1f MB over all ranks; algbw ", static_cast<long long>(a.count),
                            static_cast<double>(a.bytes) / 1e6);
   out += optional_number(a.algbw_gbs, "%.2f GB/s") + ", busbw " + optional_number(a.busbw_gbs, "%.2f GB/s");
@@ -694,17 +963,29 @@ std::string join_ranks(const std::vector<int>& ranks) {
   return out.empty() ? "-" : out;
 }
 
+std::string percent(double fraction) { return optional_number(fraction * 100.0, "%.1f"); }
+
+// Measured minus a reference, in points: "+3.2"; n/a where either is unknown.
+std::string points(double a, double b) { return optional_number((a - b) * 100.0, "%+.1f"); }
+
 std::string format_stages(const PipelineStats& p) {
-  std::string out = format("\n  pipeline:      %s, %d stage(s), %d micro-batch(es); bubble %% %s\n",
+  std::string out = format("\n  pipeline:      %s, %d stages, %d micro-batch(es); bubble = idle %s, steady steps\n",
                            p.schedule.c_str(), p.stages, p.microbatches, p.bubble_convention.c_str());
-  out += format("  %5s %-12s %10s %10s %9s %9s %9s %12s\n", "stage", "ranks", "busy_s", "bubble_s", "bubble %",
-                "theory %", "in flight", "peak act.");
+  out += "  bubble %: measured; textbook (p-1)/(m+p-1); schedule = replay with equal stages; +imbalance = replay\n"
+         "  with these stages minus schedule; +comm/jitter = measured minus that replay\n";
+  out += format("  %5s %-9s %9s %9s %8s %8s %9s %9s %9s %11s %12s %9s %11s\n", "stage", "ranks", "busy_s",
+                "bubble_s", "fwd_ms", "bwd_ms", "bubble %", "textbook", "schedule", "+imbalance", "+comm/jitter",
+                "in flight", "peak act.");
   for (const StageStats& st : p.stages_stats) {
-    out += format("  %5d %-12s %10.4f %10.4f %9s %9s %9lld %12s\n", st.stage, join_ranks(st.ranks).c_str(),
-                  st.busy_s, st.bubble_s, optional_number(st.bubble_fraction * 100.0, "%.1f").c_str(),
-                  optional_number(st.bubble_theory * 100.0, "%.1f").c_str(),
-                  static_cast<long long>(st.max_in_flight), format_bytes(st.peak_activation_bytes).c_str());
+    out += format("  %5d %-9s %9.4f %9.4f %8s %8s %9s %9s %9s %11s %12s %9lld %11s\n", st.stage,
+                  join_ranks(st.ranks).c_str(), st.busy_s, st.bubble_s, optional_number(st.forward_ms, "%.3f").c_str(),
+                  optional_number(st.backward_ms, "%.3f").c_str(), percent(st.bubble_fraction).c_str(),
+                  percent(st.bubble_textbook).c_str(), percent(st.bubble_schedule).c_str(),
+                  points(st.bubble_theory, st.bubble_schedule).c_str(),
+                  points(st.bubble_fraction, st.bubble_theory).c_str(), static_cast<long long>(st.max_in_flight),
+                  format_bytes(st.peak_activation_bytes).c_str());
   }
+  if (std::isfinite(p.imbalance)) out += format("  stage imbalance: %.0f %% (busiest stage's busy time over the idlest's, minus 1)\n", p.imbalance * 100.0);
   return out;
 }
 
@@ -735,17 +1016,35 @@ std::string format_clock(const std::vector<ClockRow>& rows) {
 }
 }  // namespace
 
+namespace {
+std::string format_throughput(const RunSummary& s) {
+  std::string out = format("  steps:         %lld", static_cast<long long>(s.steps));
+  if (s.throughput_basis == "steady steps") {
+    out += format(" (%d warm-up, %lld steady)\n", kWarmupSteps, static_cast<long long>(s.steady_steps));
+    out += format("  setup:         %.3f s (slowest rank: loading data, clock alignment, bandwidth probe, model)\n",
+                  s.setup_s);
+    out += format("  training:      %.3f s over the steady steps\n", s.train_s);
+    out += format("  throughput:    %.1f samples/s over steady steps (%lld samples)\n", s.samples_per_s,
+                  static_cast<long long>(s.train_samples));
+  } else {
+    out += "\n  throughput:    " + format("%.1f samples/s over the whole run (no step spans recorded)\n",
+                                        s.samples_per_s);
+  }
+  out += format("  whole job:     %.3f s, %.1f samples/s (%lld samples; launch, setup and evaluation included)\n",
+                s.wall_s, s.wall_samples_per_s, static_cast<long long>(s.run.samples));
+  return out;
+}
+}  // namespace
+
 std::string format_summary(const RunSummary& s) {
   std::string out;
   out += format("Run %lld", static_cast<long long>(s.run.id));
   if (!s.run.name.empty()) out += " \"" + s.run.name + "\"";
   out += " [" + s.run.status + "]\n";
   if (!s.run.error.empty()) out += "  error:         " + s.run.error + "\n";
+  for (const std::string& w : s.warnings) out += "  warning:       " + w + "\n";
   out += format("  world size:    %d\n", s.world_size);
-  out += format("  steps:         %lld\n", static_cast<long long>(s.steps));
-  out += format("  wall time:     %.3f s\n", s.wall_s);
-  out += format("  throughput:    %.1f samples/s (%lld samples)\n", s.samples_per_s,
-                static_cast<long long>(s.run.samples));
+  out += format_throughput(s);
   if (s.scaling)
     out += format("  scaling:       %.1f %% efficiency vs run %lld (%.1f samples/s on 1 rank)\n",
                   s.scaling->efficiency * 100.0, static_cast<long long>(s.scaling->reference_run_id),
@@ -756,7 +1055,7 @@ std::string format_summary(const RunSummary& s) {
   if (s.divergence) out += format_divergence(*s.divergence);
   if (s.world_size > 1) out += format_clock(s.clock);
   if (!s.ranks.empty()) out += format_ranks(s.ranks);
-  if (s.pipeline) out += format_stages(*s.pipeline);
+  if (s.pipeline && s.pipeline->stages > 1) out += format_stages(*s.pipeline);
   if (s.staleness.present) out += format_staleness(s.staleness);
   return out;
 }

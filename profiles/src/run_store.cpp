@@ -91,6 +91,11 @@ ALTER TABLE ranks ADD COLUMN sync_start_ns INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE ranks ADD COLUMN sync_end_ns INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE ranks ADD COLUMN pid INTEGER NOT NULL DEFAULT 0;
 )sql",
+    // 3: steady training time and samples (analysis.h Throughput), so lists agree with show.
+    R"sql(
+ALTER TABLE runs ADD COLUMN train_s REAL NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN train_samples INTEGER NOT NULL DEFAULT 0;
+)sql",
 };
 static_assert(std::size(kMigrations) == kSchemaVersion, "one migration per schema version");
 
@@ -389,7 +394,7 @@ Status RunStore::finish_run(std::int64_t run_id, const std::string& status, doub
 namespace {
 constexpr std::string_view kRunColumns =
     "id, name, plan_json, status, started_unix_ms, ended_unix_ms, wall_s, samples, world_size, host, "
-    "version, error";
+    "version, error, train_s, train_samples";
 
 RunRecord read_run(const Statement& q) {
   RunRecord r;
@@ -405,6 +410,8 @@ RunRecord read_run(const Statement& q) {
   r.host = q.column_text(9);
   r.version = q.column_text(10);
   r.error = q.column_text(11);
+  r.train_s = q.column_double(12);
+  r.train_samples = q.column_int64(13);
   return r;
 }
 
@@ -498,7 +505,7 @@ Expected<RunRecord> RunStore::load_run(std::int64_t run_id) {
   if (!row.ok()) return row.error();
   if (!*row) return unknown_run(run_id, db_.path());
   RunRecord r = read_run(*q);
-  r.log = q->column_text(12);
+  r.log = q->column_text(14);
   return r;
 }
 
@@ -540,6 +547,26 @@ Expected<std::vector<trace::Event>> RunStore::load_events(std::int64_t run_id, i
   auto n = count_events(run_id, rank);
   if (!n.ok()) return n.error();
   return collect_rows<trace::Event>(*q, read_event, static_cast<std::size_t>(*n));
+}
+
+Expected<std::vector<trace::Event>> RunStore::load_events_of_kind(std::int64_t run_id, int rank,
+                                                                 trace::EventKind kind) {
+  auto q = db_.prepare(
+      "SELECT start_ns, end_ns, kind, stream, step, layer, peer, message, microbatch, bytes FROM events "
+      "WHERE run_id = ?1 AND rank = ?2 AND kind = ?3 ORDER BY start_ns, rowid");
+  if (!q.ok()) return q.error();
+  q->bind(1, run_id).bind(2, rank).bind(3, static_cast<int>(kind));
+  return collect_rows<trace::Event>(*q, read_event);
+}
+
+Status RunStore::set_training_figures(std::int64_t run_id, double train_s, std::int64_t train_samples) {
+  auto q = db_.prepare("UPDATE runs SET train_s = ?, train_samples = ? WHERE id = ?");
+  if (!q.ok()) return q.error();
+  q->bind(1, train_s).bind(2, train_samples).bind(3, run_id);
+  auto r = q->step();
+  if (!r.ok()) return r.error();
+  if (db_.changes() == 0) return unknown_run(run_id, db_.path());
+  return {};
 }
 
 Expected<std::vector<int>> RunStore::event_ranks(std::int64_t run_id) {

@@ -387,7 +387,7 @@ class TestAnalysis : public QObject {
     QCOMPARE(p.schedule, std::string("gpipe"));
     QCOMPARE(p.stages, 2);
     QCOMPARE(p.microbatches, 4);
-    QCOMPARE(p.bubble_convention, std::string("of wall time"));
+    QCOMPARE(p.bubble_convention, std::string("of stage step time"));
     QCOMPARE(p.stages_stats.size(), std::size_t(2));
     const auto& s0 = p.stages_stats[0];
     const auto& s1 = p.stages_stats[1];
@@ -397,11 +397,15 @@ class TestAnalysis : public QObject {
     QCOMPARE(s0.busy_s, 0.075);
     QCOMPARE(s0.bubble_s, 0.025);
     QCOMPARE(s0.bubble_fraction, 0.25);  // 25 / 100 of the window
-    QCOMPARE(s0.bubble_theory, 0.2);     // (2-1) / (4+2-1)
+    QCOMPARE(s0.bubble_textbook, 0.2);   // (2-1) / (4+2-1)
+    QCOMPARE(s0.forward_ms, 12.5);       // data + two forwards = 50 ms over 4 micro-batches
+    QCOMPARE(s0.backward_ms, 5.0);
+    QVERIFY(s0.bubble_theory >= 0 && s0.bubble_theory < 1);  // replayed: replay tests check values
     QCOMPARE(s1.busy_s, 0.045);
     QCOMPARE(s1.bubble_s, 0.055);
     QCOMPARE(s1.bubble_fraction, 0.55);
-    QCOMPARE(s1.bubble_theory, 0.2);
+    QCOMPARE(s1.bubble_textbook, 0.2);
+    QCOMPARE(s1.forward_ms, 6.25);  // forward and loss, 25 ms over 4
     QCOMPARE(s0.max_in_flight, std::int64_t(2));
     QCOMPARE(s1.max_in_flight, std::int64_t(1));
     QCOMPARE(s0.peak_activation_bytes, std::int64_t(1048576));
@@ -413,10 +417,11 @@ class TestAnalysis : public QObject {
     QVERIFY(loom::validate_plan(plan).empty());
     const auto p = loom::analysis::pipeline_stats(plan, {stage0_events(), stage1_events()}, {});
     QCOMPARE(p.schedule, std::string("1f1b"));
-    QCOMPARE(p.bubble_convention, std::string("of ideal compute"));
-    QCOMPARE(p.stages_stats[0].bubble_fraction, 25.0 / 75.0);  // of busy time
-    QCOMPARE(p.stages_stats[0].bubble_theory, 0.25);           // (2-1) / 4
-    QCOMPARE(p.stages_stats[1].bubble_fraction, 55.0 / 45.0);
+    // One convention for every schedule: of the stage's step time, never above 100 %.
+    QCOMPARE(p.bubble_convention, std::string("of stage step time"));
+    QCOMPARE(p.stages_stats[0].bubble_fraction, 0.25);
+    QCOMPARE(p.stages_stats[0].bubble_textbook, 0.2);  // same bubble as GPipe: (2-1) / (4+2-1)
+    QCOMPARE(p.stages_stats[1].bubble_fraction, 0.55);
     QCOMPARE(p.stages_stats[1].max_in_flight, std::int64_t(0));  // no metrics: 0
     QCOMPARE(p.stages_stats[1].peak_activation_bytes, std::int64_t(0));
   }
@@ -432,7 +437,8 @@ class TestAnalysis : public QObject {
     QCOMPARE(p.stages_stats[0].busy_s, 0.060);  // (75 + 45) / 2: ranks 2 and 3 have no events
     QCOMPARE(p.stages_stats[0].bubble_s, 0.040);
     QCOMPARE(p.stages_stats[0].bubble_fraction, 0.4);
-    QCOMPARE(p.stages_stats[0].bubble_theory, 0.0);
+    QCOMPARE(p.stages_stats[0].bubble_textbook, 0.0);
+    QCOMPARE(p.stages_stats[0].bubble_theory, 0.0);  // one stage: the replay has no bubble
     QCOMPARE(p.stages_stats[0].max_in_flight, std::int64_t(2));
 
     const loom::Plan plan = pipeline_plan(2, 1, 4, loom::Schedule::OneFOneB);
@@ -462,7 +468,7 @@ class TestAnalysis : public QObject {
     nlohmann::json j = loom::analysis::summary_to_json(s);
     QCOMPARE(j["schedule"].get<std::string>(), std::string("gpipe"));
     QCOMPARE(j["microbatches"].get<int>(), 4);
-    QCOMPARE(j["bubble_convention"].get<std::string>(), std::string("of wall time"));
+    QCOMPARE(j["bubble_convention"].get<std::string>(), std::string("of stage step time"));
     QCOMPARE(j["stages"].size(), std::size_t(2));
     for (const char* key : {"stage", "ranks", "busy_s", "bubble_s", "bubble_fraction", "bubble_theory",
                             "max_in_flight", "peak_activation_bytes"})
@@ -472,7 +478,8 @@ class TestAnalysis : public QObject {
     QCOMPARE(j["stages"][0]["max_in_flight"].get<std::int64_t>(), std::int64_t(2));
 
     const std::string text = loom::analysis::format_summary(s);
-    for (const char* part : {"gpipe, 2 stage(s), 4 micro-batch(es); bubble % of wall time", "55.0", "20.0",
+    for (const char* part : {"gpipe, 2 stages, 4 micro-batch(es); bubble = idle of stage step time", "55.0", "20.0",
+                             "stages are unbalanced",
                              "1.0 MiB"})
       QVERIFY2(text.find(part) != std::string::npos, (std::string(part) + " missing in:\n" + text).c_str());
   }

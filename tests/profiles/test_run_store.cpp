@@ -280,7 +280,7 @@ void TestRunStore::version1FileMigrates() {
     must_ok(db.exec(kVersion1Schema));
   }
   RunStore store = must(RunStore::open(path));
-  QCOMPARE(store.schema_version(), 2);
+  QCOMPARE(store.schema_version(), loom::store::kSchemaVersion);
   auto ranks = must(store.load_ranks(1));
   QCOMPARE(ranks.size(), std::size_t(2));
   QCOMPARE(ranks[1].host, std::string("n1"));
@@ -296,8 +296,14 @@ void TestRunStore::version1FileMigrates() {
   updated.sync_end_ns = 200;
   updated.pid = 77;
   must_ok(store.upsert_rank(1, updated));
-  RunStore reopened = must(RunStore::open(path));  // already at v2: no second migration
-  QCOMPARE(reopened.schema_version(), 2);
+  RunStore reopened = must(RunStore::open(path));  // already current: no second migration
+  QCOMPARE(reopened.schema_version(), loom::store::kSchemaVersion);
+  auto run = must(reopened.load_run(1));  // v3's training figures default to 0: not computed
+  QCOMPARE(run.train_s, 0.0);
+  QCOMPARE(run.train_samples, std::int64_t(0));
+  must_ok(reopened.set_training_figures(1, 2.5, 5000));
+  run = must(reopened.load_run(1));
+  QCOMPARE(run.samples_per_s(), 2000.0);
   auto again = must(reopened.load_ranks(1));
   QCOMPARE(again[1].offset_end_ns, std::int64_t(-2600));
   QCOMPARE(again[1].sync_start_ns, std::int64_t(100));

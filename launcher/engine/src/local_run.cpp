@@ -8,14 +8,17 @@
 #include "loom/data/dataset.h"
 #include "loom/engine/run_writer.h"
 #include "loom/kernels/cpu.h"
+#include "loom/profiles/analysis.h"
 #include "loom/profiles/recorder.h"
 
 namespace loom::engine {
 namespace {
 
 // Trains with a live writer; returns the error that made the run fail, if any.
+// `loaded` is when the dataset was read (before the recorder existed): recorded as setup.
 Status train_recorded(const Plan& plan, const data::TrainTest& data, store::RunStore& store, std::int64_t run_id,
-                      const LocalRunOptions& options, LocalRunOutcome& outcome) {
+                      const LocalRunOptions& options, std::pair<std::int64_t, std::int64_t> loaded,
+                      LocalRunOutcome& outcome) {
   std::vector<PlanError> ignored;
   const ModelInfo info = infer_model(plan, &ignored);
   trace::Recorder recorder;
@@ -23,7 +26,10 @@ Status train_recorded(const Plan& plan, const data::TrainTest& data, store::RunS
   LOOM_TRY(store.upsert_rank(run_id, rank));
   store::StoreSink sink(store, run_id);
   RunWriter writer(sink, 0, recorder);
+  trace::record_setup(recorder, trace::SetupPhase::LoadData, loaded.first, loaded.second);
+  const std::int64_t build_start = trace::now_ns();
   const auto trainer = make_training_loop(plan, info, data, &recorder);
+  trace::record_setup(recorder, trace::SetupPhase::BuildModel, build_start);
   TrainerHooks hooks;
   hooks.on_step = options.on_step;
   hooks.on_metrics = [&writer](std::vector<store::MetricRecord>&& m) { writer.add_metrics(std::move(m)); };
@@ -56,15 +62,19 @@ Expected<LocalRunOutcome> run_and_record(const Plan& plan, store::RunStore& stor
   LocalRunOutcome outcome;
   outcome.run_id = *run_id;
   Status status;
+  const std::int64_t load_start = trace::now_ns();
   auto data = data::load_dataset(plan.data);
+  const std::int64_t load_end = trace::now_ns();
   if (data.ok()) {
     apply_thread_count(plan, 1);
-    status = train_recorded(plan, *data, store, outcome.run_id, options, outcome);
+    status = train_recorded(plan, *data, store, outcome.run_id, options, {load_start, load_end}, outcome);
   } else {
     status = data.error();
   }
   outcome.status = !status.ok() ? "failed" : outcome.result.stopped ? "stopped" : "completed";
   if (!status.ok()) outcome.error = status.error().describe();
+  Status figures = analysis::store_training_figures(store, outcome.run_id);
+  if (!figures.ok()) (void)store.append_log(outcome.run_id, "analysis: " + figures.error().describe() + "\n");
   Status finished = store.finish_run(outcome.run_id, outcome.status, outcome.result.wall_s, outcome.result.samples,
                                      outcome.error);
   if (!finished.ok()) return finished.error();

@@ -282,7 +282,13 @@ bool TrainingLoop::due_for_evaluation(std::int64_t steps_done, bool end_of_epoch
 void TrainingLoop::report_step(std::int64_t step, int epoch, const StepStats& stats, const TrainerHooks& hooks) {
   const std::int64_t now = trace::now_ns();
   const double elapsed = double(now - start_ns_) * 1e-9;
-  const double samples_per_s = elapsed > 0 ? double(step * plan_.training.batch) / elapsed : 0.0;
+  // Steady throughput, as the analysis defines it (docs/figures.md): the first step is
+  // warm-up (allocation, first touches of every buffer), so the rate counts from its end.
+  if (step == 1) steady_start_ns_ = now;
+  const double steady_s = double(now - steady_start_ns_) * 1e-9;
+  const double samples_per_s = step > 1 && steady_s > 0 ? double((step - 1) * plan_.training.batch) / steady_s
+                               : elapsed > 0                ? double(step * plan_.training.batch) / elapsed
+                                                            : 0.0;
   if (hooks.on_metrics) {
     const int rank = rank_;
     const double covered = double(stats.samples > 0 ? stats.samples : plan_.training.batch);

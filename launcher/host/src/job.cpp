@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "loom/host/launch_command.h"
+#include "loom/profiles/analysis.h"
 #include "loom/profiles/run_store.h"
 #include "loom/stream/frame.h"
 #include "loom/stream/server.h"
@@ -245,6 +246,9 @@ Expected<JobOutcome> run_job(const Plan& plan, const std::string& db_path, const
     outcome.status = "failed";
     outcome.error = launched.error().describe();
   }
+  // Before the status changes, so a list that sees the run finished sees its figures too.
+  Status figures = analysis::store_training_figures(*store, *run_id);
+  if (!figures.ok()) (void)store->append_log(*run_id, "analysis: " + figures.error().describe() + "\n");
   Status finished = store->finish_run(*run_id, outcome.status, outcome.wall_s, outcome.samples, outcome.error);
   if (!finished.ok()) return finished.error();
   return outcome;

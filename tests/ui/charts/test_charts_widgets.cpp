@@ -216,26 +216,35 @@ loom::analysis::PipelineStats two_stages() {
   p.schedule = "gpipe";
   p.stages = 2;
   p.microbatches = 2;
-  p.bubble_convention = "of wall time";
+  p.bubble_convention = "of stage step time";
   p.stages_stats.resize(2);
   p.stages_stats[0].stage = 0;
-  p.stages_stats[0].bubble_fraction = 0.3125;
-  p.stages_stats[0].bubble_theory = 1.0 / 3.0;
+  p.stages_stats[0].busy_s = 1.25;
+  p.stages_stats[0].bubble_fraction = 0.42;
+  p.stages_stats[0].bubble_schedule = 0.30;
+  p.stages_stats[0].bubble_theory = 0.40;
+  p.stages_stats[0].bubble_textbook = 1.0 / 3.0;
   p.stages_stats[1].stage = 1;
-  p.stages_stats[1].bubble_theory = 1.0 / 3.0;  // measured fraction unknown (NaN)
+  p.stages_stats[1].bubble_textbook = 1.0 / 3.0;  // nothing measured yet (NaN)
+  p.warning = "stages are unbalanced";
   return p;
 }
 }  // namespace
 
-// Two stages: each line has the measured bubble, the theory and the convention; a
-// single-stage run shows nothing (its theory is 0).
+// Two stages: each line has the measured bubble split into schedule, imbalance and the
+// rest, with the textbook figure, and the imbalance warning follows; a single-stage run
+// shows nothing.
 void TestChartsWidgets::breakdownShowsPipelineBubbles() {
   BreakdownChart chart;
   loom::analysis::PipelineStats p = two_stages();
   chart.setPipeline(p);
   const QString text = chart.pipelineText();
-  QVERIFY2(text.contains(QStringLiteral("stage 0: bubble 31% (theory 33%, of wall time)")), qPrintable(text));
-  QVERIFY2(text.contains(QStringLiteral("stage 1: bubble n/a (theory 33%, of wall time)")), qPrintable(text));
+  QVERIFY2(text.contains(QStringLiteral("stage 0: busy 1.250 s, bubble 42% of stage step time = schedule 30% + "
+                                        "imbalance 10 + comm/jitter 2 (textbook 33%)")),
+           qPrintable(text));
+  QVERIFY2(text.contains(QStringLiteral("stage 1: busy 0.000 s, bubble n/a of stage step time = schedule n/a")),
+           qPrintable(text));
+  QVERIFY2(text.contains(QStringLiteral("Warning: stages are unbalanced")), qPrintable(text));
   p.stages = 1;
   p.stages_stats.resize(1);
   chart.setPipeline(p);

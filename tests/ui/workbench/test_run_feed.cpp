@@ -191,7 +191,7 @@ class TestRunFeed : public QObject {
     QCOMPARE(pipeline->stages_stats.size(), std::size_t(2));
     QCOMPARE(pipeline->stages_stats[0].bubble_fraction, 0.6);
     QCOMPARE(pipeline->stages_stats[1].bubble_fraction, 0.5);
-    QCOMPARE(pipeline->stages_stats[1].bubble_theory, 0.2);
+    QCOMPARE(pipeline->stages_stats[1].bubble_textbook, 0.2);
     QCOMPARE(pipeline->stages_stats[0].max_in_flight, std::int64_t(4));
     QCOMPARE(pipeline->stages_stats[1].peak_activation_bytes, std::int64_t(512));
   }

@@ -65,10 +65,20 @@ QString percent_or_na(double fraction) {
   return std::isfinite(fraction) ? QStringLiteral("%1%").arg(fraction * 100.0, 0, 'f', 0) : QStringLiteral("n/a");
 }
 
+// Points between two fractions ("+3"), n/a where either is unknown.
+QString points_or_na(double a, double b) {
+  return std::isfinite(a) && std::isfinite(b) ? QStringLiteral("%1").arg((a - b) * 100.0, 0, 'f', 0) : QStringLiteral("n/a");
+}
+
+// One stage's bubble with its parts (analysis.h StageStats; docs/figures.md).
 QString stage_line(const loom::analysis::StageStats& st, const QString& convention) {
-  return BreakdownChart::tr("stage %1: bubble %2 (theory %3, %4)")
+  return BreakdownChart::tr("stage %1: busy %2 s, bubble %3 %4 = schedule %5 + imbalance %6 + comm/jitter %7 "
+                            "(textbook %8)")
       .arg(st.stage)
-      .arg(percent_or_na(st.bubble_fraction), percent_or_na(st.bubble_theory), convention);
+      .arg(st.busy_s, 0, 'f', 3)
+      .arg(percent_or_na(st.bubble_fraction), convention, percent_or_na(st.bubble_schedule),
+           points_or_na(st.bubble_theory, st.bubble_schedule), points_or_na(st.bubble_fraction, st.bubble_theory),
+           percent_or_na(st.bubble_textbook));
 }
 
 }  // namespace
@@ -156,6 +166,7 @@ void BreakdownChart::setPipeline(const loom::analysis::PipelineStats& stats) {
   if (stats.stages > 1) {
     const QString convention = QString::fromStdString(stats.bubble_convention);
     for (const auto& st : stats.stages_stats) lines << stage_line(st, convention);
+    if (!stats.warning.empty()) lines << tr("Warning: %1").arg(QString::fromStdString(stats.warning));
   }
   pipeline_label_->setText(lines.join(QLatin1Char('\n')));
   pipeline_label_->setVisible(!lines.isEmpty());

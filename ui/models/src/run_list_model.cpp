@@ -76,7 +76,7 @@ QVariant RunListModel::displayData(const RunRow& r, int column) const {
     case Ranks: return r.world_size;
     case WallTime: return qs(format_duration(r.wall_s));
     case Throughput: {
-      const double rate = r.samples_per_s();
+      const double rate = r.samples_per_s;
       return rate > 0 ? QString::number(rate, 'f', 0) : QString();
     }
     default: return {};
@@ -91,7 +91,7 @@ QVariant RunListModel::sortData(const RunRow& r, int column) const {
     case Started: return static_cast<qlonglong>(r.started_unix_ms);
     case Ranks: return r.world_size;
     case WallTime: return r.wall_s;
-    case Throughput: return r.samples_per_s();
+    case Throughput: return r.samples_per_s;
     default: return {};
   }
 }

@@ -23,9 +23,10 @@ loom::Expected<std::vector<RunRow>> load_run_rows(const std::string& path) {
   std::vector<RunRow> rows;
   rows.reserve(runs->size());
   for (loom::store::RunRecord& r : *runs) {
+    const double rate = r.samples_per_s();
     rows.push_back(RunRow{r.id, std::move(r.name), std::move(r.status), r.started_unix_ms, r.ended_unix_ms,
                           r.wall_s, r.samples, r.world_size, std::move(r.host), std::move(r.version),
-                          std::move(r.error)});
+                          std::move(r.error), rate});
   }
   return rows;
 }

@@ -22,13 +22,37 @@
 
 namespace loom::analysis {
 
-// Per-rank time breakdown, in seconds of this rank's clock. Definitions:
+// Every training figure is measured over steady training only (docs/figures.md is the
+// one place these definitions are written out for users):
+//   setup     = a rank's Setup spans: loading data, clock alignment, the bandwidth probe,
+//               building the model (and the clock alignment after training)
+//   warm-up   = the first kWarmupSteps steps of each rank (first touches of every buffer,
+//               allocation, lazy initialisation)
+//   training window = from the start of a rank's first steady step (the first step after
+//               warm-up) to the end of its last step; a rank without Step spans (a
+//               parameter server) uses its first to last event other than Setup.
+inline constexpr int kWarmupSteps = 1;
+
+struct TrainingWindow {
+  std::int64_t start_ns = 0, end_ns = 0;  // empty (start == end) when nothing was recorded
+  std::int64_t steady_steps = 0;          // Step spans inside the window
+  std::int64_t warmup_ns = 0;             // union of the warm-up Step spans
+  std::int64_t setup_ns = 0;              // union of the Setup spans (anywhere in the run)
+  bool from_steps = false;                // false: no Step spans, the fallback above
+  double seconds() const { return static_cast<double>(end_ns - start_ns) / 1e9; }
+};
+
+// The window of one rank's events (any order). While fewer than kWarmupSteps + 1 steps
+// exist (a live view early in a run), the window covers the steps there are and
+// steady_steps counts them.
+TrainingWindow training_window(const std::vector<trace::Event>& events);
+
+// Per-rank time breakdown over the rank's training window, in seconds of its clock:
 //   compute   = Forward, Backward, Loss, Evaluate on the compute stream
 //   comm      = AllReduce, Send, Recv, Push, Pull, Broadcast, Barrier (any stream)
 //   optimizer = Optimizer (any stream)
 //   data      = DataLoad (any stream)
-//   idle      = the rank's wall time (first event start to last event end, Step spans
-//               included) minus the union of every compute/comm/optimizer/data interval.
+//   idle      = window minus the union of every compute/comm/optimizer/data interval.
 //               Step spans are containers, not work; Wait, Idle and InjectedDelay spans
 //               count as idle time (they are what idle looks like from the inside).
 //               Communication overlapping an Idle span (a pipeline stage blocked in a
@@ -36,15 +60,19 @@ namespace loom::analysis {
 //   exposed_comm = the union of comm intervals minus its overlap with the union of
 //               compute, optimizer and data intervals: communication during which the
 //               rank does no work (what overlapping communication tries to remove).
-// Each category is the length of the union of its intervals, so nested spans (a Forward
-// per layer inside a Forward per micro-batch) are not counted twice. Categories may
-// overlap one another (communication hidden behind backward counts in both), which is why
-// idle uses the union of all of them.
+// Every interval is clipped to the window first, so setup, warm-up and what follows the
+// last step (final evaluation, clock alignment) count nowhere; setup_s and warmup_s report
+// them apart. Each category is the length of the union of its intervals, so nested spans
+// (a Forward per layer inside a Forward per micro-batch) are not counted twice. Categories
+// may overlap one another (communication hidden behind backward counts in both), which is
+// why idle uses the union of all of them.
 struct RankBreakdown {
   int rank = 0;
   double compute_s = 0, comm_s = 0, optimizer_s = 0, data_s = 0, idle_s = 0;
   std::int64_t events_recorded = 0, events_stored = 0;
   double exposed_comm_s = 0;
+  double window_s = 0, setup_s = 0, warmup_s = 0;
+  std::int64_t steady_steps = 0;
 };
 
 inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
@@ -83,16 +111,23 @@ struct Scaling {
   double efficiency = 0;
 };
 
-// Pipeline bubbles per stage. Per worker rank:
-//   window = the union of its Step spans (time inside optimizer steps)
+// Pipeline bubbles per stage, over steady steps only. Per worker rank:
+//   window = the union of its steady Step spans (time inside optimizer steps)
 //   busy   = the union of Forward, Backward, Loss, Optimizer and DataLoad spans on the
 //            compute stream, intersected with the window
 //   bubble = window - busy (the compute thread waited: Idle spans, receives, all-reduce)
-// A stage's busy_s and bubble_s are the means over its ranks that have events. The
-// fraction follows the convention each schedule's textbook figure uses, so the measured
-// number and the theory compare like for like (p stages, m micro-batches):
-//   gpipe: bubble_fraction = bubble / window, bubble_theory = (p-1) / (m+p-1)  "of wall time"
-//   1f1b:  bubble_fraction = bubble / busy,   bubble_theory = (p-1) / m        "of ideal compute"
+// A stage's busy_s and bubble_s are the means over its ranks that have events. One
+// convention for every schedule: bubble_fraction = bubble / window, never above 100%.
+// Its references, in the same convention (pipeline_replay.h replays one step with free
+// communication):
+//   bubble_textbook = (p-1) / (m+p-1): uniform stages, only forwards and backwards
+//   bubble_schedule = replay with every stage at the mean op times of all stages: the
+//                     schedule's own bubble for this model's op sizes
+//   bubble_theory   = replay with each stage's own mean op times: what the schedule and
+//                     the stages' imbalance imply; bubble_theory - bubble_schedule is the
+//                     cost of imbalance, bubble_fraction - bubble_theory communication and
+//                     jitter. NaN where no replay applies (branches on other stages, a
+//                     stage without steady steps).
 // A rank without Step spans has busy = bubble = 0; a stage without time has fraction NaN.
 // max_in_flight (micro-batches whose forward started and backward has not finished) and
 // peak_activation_bytes are the maxima over the stage's ranks of the metrics of those
@@ -101,16 +136,24 @@ struct StageStats {
   int stage = 0;
   std::vector<int> ranks;            // world ranks of this stage's replicas
   double busy_s = 0, bubble_s = 0;   // per rank, mean over the stage's ranks
-  double bubble_fraction = kNaN, bubble_theory = kNaN;
+  double bubble_fraction = kNaN, bubble_theory = kNaN, bubble_schedule = kNaN, bubble_textbook = kNaN;
+  double forward_ms = kNaN, backward_ms = kNaN;  // mean op per micro-batch, steady steps
   std::int64_t max_in_flight = 0, peak_activation_bytes = 0;
 };
 
 struct PipelineStats {
   std::string schedule;           // "gpipe" / "1f1b"
   int stages = 1, microbatches = 1;
-  std::string bubble_convention;  // "of wall time" (gpipe) / "of ideal compute" (1f1b)
+  std::string bubble_convention;  // always "of stage step time"
+  // Busiest stage's busy time over the idlest's, minus one (0 = balanced); NaN for one stage.
+  double imbalance = kNaN;
+  // Set when imbalance > kImbalanceWarning: plain words on what dominates the bubble.
+  std::string warning;
   std::vector<StageStats> stages_stats;  // one per stage, ordered; JSON key "stages"
 };
+
+// Stages whose busy times differ by more than this are called unbalanced.
+inline constexpr double kImbalanceWarning = 0.25;
 
 // Pure, for stored runs and live views alike. events_by_rank[r] = rank r's events (any
 // order, own clock); ranks beyond the vector have no events. Metrics of other names are
@@ -154,11 +197,36 @@ struct DivergenceStats {
   double mean = kNaN, last = kNaN;  // last = the latest by step, then time
 };
 
+// Run throughput (docs/figures.md):
+//   train_s       = from the earliest start of a steady step on any first-stage worker to
+//                   the latest end of a step on any worker, on rank 0's clock
+//   train_samples = steady Step spans of the first-stage workers x (global batch /
+//                   data_parallel): each such step consumed that many samples
+//   samples_per_s = train_samples / train_s ("steady steps"), or the job's samples / wall_s
+//                   ("whole run") when no Step spans were recorded (tracing off)
+//   wall_s        = the whole job, launch and setup included; wall_samples_per_s the same
+//                   samples over it
+struct Throughput {
+  double train_s = 0;
+  std::int64_t train_samples = 0, steady_steps = 0;
+  bool from_steps = false;
+};
+
+// Setup measurements that look wrong are reported, not silently used.
+//   p2p probe: unusual when below kProbeUnusualFraction of the median probe of at least
+//   kProbeHistory earlier runs on the same host with the same world size.
+inline constexpr double kProbeUnusualFraction = 0.25;
+inline constexpr int kProbeHistory = 3;
+
 struct RunSummary {
   store::RunRecord run;
   int world_size = 1;
   std::int64_t steps = 0;  // distinct steps with a "loss" metric, else max event step + 1
   double wall_s = 0, samples_per_s = 0;
+  double wall_samples_per_s = 0, train_s = 0, setup_s = 0;  // setup_s: slowest rank's
+  std::int64_t train_samples = 0, steady_steps = 0;
+  std::string throughput_basis;  // "steady steps" / "whole run"
+  std::vector<std::string> warnings;  // unusual setup figures, unbalanced stages, ...
   double final_loss = std::numeric_limits<double>::quiet_NaN();     // last "loss" metric
   double test_accuracy = std::numeric_limits<double>::quiet_NaN();  // last "test_accuracy"
   std::vector<RankBreakdown> ranks;  // ordered by rank
@@ -172,6 +240,15 @@ struct RunSummary {
 
 // Breakdown of one rank's events (any order); exposed for tests and live views.
 RankBreakdown breakdown_rank(int rank, const std::vector<trace::Event>& events);
+
+// Steady throughput of a run from its ranks' events (see Throughput); offsets_ns[r] is rank
+// r's clock minus rank 0's (0 where unknown). events_by_rank may hold only Step spans.
+Throughput steady_throughput(const Plan& plan, const std::vector<std::vector<trace::Event>>& events_by_rank,
+                             const std::vector<std::int64_t>& offsets_ns);
+
+// Computes the steady throughput of a finished run and stores it with the run (train_s,
+// train_samples), so run lists show the same figure as `show` without reading events.
+Status store_training_figures(store::RunStore& store, std::int64_t run_id);
 
 // Total length of the union of [start, end) intervals, in nanoseconds. Sorts its input.
 std::int64_t union_length_ns(std::vector<std::pair<std::int64_t, std::int64_t>>& intervals);

@@ -67,6 +67,18 @@ class Recorder {
   std::mutex drain_mutex_;  // one consumer at a time
 };
 
+// Records [start_ns, end_ns) as a Setup span of `phase` on the host stream: time spent
+// getting ready to train (or tidying up after it), kept out of every training figure.
+inline void record_setup(Recorder& recorder, SetupPhase phase, std::int64_t start_ns, std::int64_t end_ns = now_ns()) {
+  Event e;
+  e.kind = EventKind::Setup;
+  e.stream = Stream::Host;
+  e.message = static_cast<std::int32_t>(phase);
+  e.start_ns = start_ns;
+  e.end_ns = end_ns;
+  recorder.record(e);
+}
+
 // RAII span: starts at construction, records at destruction. A null recorder makes it a
 // no-op, so call sites need no `if (recorder)`.
 class Span {

@@ -25,6 +25,14 @@ struct RunRecord {
   std::int64_t samples = 0;
   int world_size = 1;
   std::string host, version, error, log;
+  // Schema v3: steady training time and samples (analysis.h Throughput); 0 = not computed.
+  double train_s = 0;
+  std::int64_t train_samples = 0;
+  // The figure every list shows: steady when known, else the whole job's.
+  double samples_per_s() const {
+    if (train_s > 0 && train_samples > 0) return static_cast<double>(train_samples) / train_s;
+    return wall_s > 0 ? static_cast<double>(samples) / wall_s : 0.0;
+  }
 };
 
 // One rank of a run and its clock relative to rank 0's. offset_ns is (this rank's clock
@@ -97,7 +105,7 @@ struct RunState {
 };
 
 // The schema version this build writes and the newest it can read.
-inline constexpr int kSchemaVersion = 2;
+inline constexpr int kSchemaVersion = 3;
 
 // One connection to a run database. Movable, not copyable; use one RunStore per thread
 // (open another on the same file for a second thread or process).
@@ -135,6 +143,10 @@ class RunStore {
   Expected<std::vector<RankRecord>> load_ranks(std::int64_t run_id);  // ordered by rank
   // Ordered by rank, then start_ns, then insertion order; rank -1 means all ranks.
   Expected<std::vector<trace::Event>> load_events(std::int64_t run_id, int rank = -1);
+  // One rank's events of one kind (Step spans for throughput), ordered by start_ns.
+  Expected<std::vector<trace::Event>> load_events_of_kind(std::int64_t run_id, int rank, trace::EventKind kind);
+  // Stores the steady training time and samples of a run (analysis::store_training_figures).
+  Status set_training_figures(std::int64_t run_id, double train_s, std::int64_t train_samples);
   // Distinct ranks that have events, ascending.
   Expected<std::vector<int>> event_ranks(std::int64_t run_id);
   Expected<std::int64_t> count_events(std::int64_t run_id, int rank = -1);

@@ -117,6 +117,7 @@ class TrainingLoop {
 
   std::int64_t total_steps_ = 0;
   std::int64_t start_ns_ = 0;
+  std::int64_t steady_start_ns_ = 0;  // end of the warm-up step (docs/figures.md)
   std::vector<std::int64_t> test_order_;
   std::vector<data::BatchSlice> test_batches_;
 };

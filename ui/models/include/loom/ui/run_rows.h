@@ -24,9 +24,9 @@ struct RunRow {
   std::int64_t samples = 0;
   int world_size = 1;
   std::string host, version, error;
-
-  // Samples per second over the run's wall time; 0 when unknown (still running).
-  double samples_per_s() const { return wall_s > 0 ? static_cast<double>(samples) / wall_s : 0.0; }
+  // RunRecord::samples_per_s(): over steady steps when known (as `loom-cli show` and the
+  // status bar report it), else over the run's wall time; 0 when unknown (still running).
+  double samples_per_s = 0;
 };
 
 // Newest first, as RunStore::list_runs orders them. A missing file is NotFound rather
