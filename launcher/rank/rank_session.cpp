@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <exception>
 #include <memory>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -105,8 +106,18 @@ struct Session {
 };
 
 // Clock alignment and the bandwidth probe; the probe's figure becomes a run metric.
+// LOOM_SETUP_DELAY_MS (a diagnostic, docs/figures.md): every rank but rank 0 sleeps this
+// long before clock alignment, so rank 0 waits for it in its traced pings, as on a machine
+// that is slow to start ranks. Training figures must not change.
+void delay_setup_if_requested(int rank) {
+  const char* ms = std::getenv("LOOM_SETUP_DELAY_MS");
+  if (rank == 0 || !ms || std::atoi(ms) <= 0) return;
+  std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(ms)));
+}
+
 Status measure_before_training(Session& s, engine::RunWriter* writer) {
   const std::int64_t clock_start = trace::now_ns();
+  delay_setup_if_requested(s.comm.rank());
   auto start = engine::estimate_clock_offset(s.comm, &s.recorder, 0);
   if (!start.ok()) return start.error();
   trace::record_setup(s.recorder, trace::SetupPhase::ClockAlignment, clock_start);
