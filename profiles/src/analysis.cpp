@@ -13,6 +13,7 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <tuple>
 
 namespace loom::analysis {
 
@@ -182,6 +183,51 @@ TrainingWindow training_window(const std::vector<Event>& events) {
   return w.from_steps ? w : window_without_steps(events, w);
 }
 
+namespace {
+struct Descheduled {
+  std::int64_t comm_ns = 0, wait_ns = 0;
+};
+
+// Moves descheduled time out of communication (exposed first: a rank waiting for a core
+// while its compute waits too) and out of idle, into its own category.
+void take_out_descheduled(RankBreakdown& b, const Descheduled& d) {
+  const double comm = std::min(b.comm_s, static_cast<double>(d.comm_ns) / kNsPerS);
+  const double wait = std::min(b.idle_s, static_cast<double>(d.wait_ns) / kNsPerS);
+  b.comm_s -= comm;
+  b.exposed_comm_s -= std::min(b.exposed_comm_s, comm);
+  b.idle_s -= wait;
+  b.descheduled_s = comm + wait;
+}
+
+// Descheduled time (docs/figures.md) inside communication and inside waiting. A span's
+// amount cannot be placed within it, so a span counts when it starts in the window; only
+// the outermost span per stream counts (a nested span's time is its parent's), and a
+// communication span inside a pipeline bubble is the bubble's (the Idle span has it).
+Descheduled descheduled_time(const std::vector<Event>& events, const TrainingWindow& w, Intervals& bubbles) {
+  std::vector<const Event*> spans;
+  for (const Event& e : events)
+    if (e.descheduled_us > 0 && e.start_ns >= w.start_ns && e.start_ns < w.end_ns) spans.push_back(&e);
+  std::sort(spans.begin(), spans.end(), [](const Event* a, const Event* b) {
+    return std::tie(a->stream, a->start_ns, b->end_ns) < std::tie(b->stream, b->start_ns, a->end_ns);
+  });
+  Descheduled d;
+  std::int64_t outer_end[trace::kStreamCount] = {};
+  for (const Event* e : spans) {
+    std::int64_t& end = outer_end[static_cast<int>(e->stream) % trace::kStreamCount];
+    if (e->start_ns < end) continue;  // nested in a span already counted
+    end = e->end_ns;
+    const std::int64_t ns = std::int64_t(e->descheduled_us) * 1000;
+    if (category_of(*e) != kComm) {
+      d.wait_ns += ns;  // Wait, Idle
+      continue;
+    }
+    Intervals one = {{e->start_ns, e->end_ns}};
+    if (overlap_length_ns(one, bubbles) == 0) d.comm_ns += ns;
+  }
+  return d;
+}
+}  // namespace
+
 RankBreakdown breakdown_rank(int rank, const std::vector<Event>& events) {
   RankBreakdown b;
   b.rank = rank;
@@ -216,6 +262,7 @@ RankBreakdown breakdown_rank(int rank, const std::vector<Event>& events) {
   work.insert(work.end(), per_category[kData].begin(), per_category[kData].end());
   const std::int64_t hidden_ns = overlap_length_ns(per_category[kComm], work);
   b.exposed_comm_s = static_cast<double>(comm_ns - hidden_ns) / kNsPerS;
+  take_out_descheduled(b, descheduled_time(events, w, bubbles));
   return b;
 }
 
@@ -864,7 +911,8 @@ nlohmann::json ranks_json(const std::vector<RankBreakdown>& ranks) {
                    {"window_s", r.window_s},
                    {"setup_s", r.setup_s},
                    {"warmup_s", r.warmup_s},
-                   {"steady_steps", r.steady_steps}});
+                   {"steady_steps", r.steady_steps},
+                   {"descheduled_s", r.descheduled_s}});
   }
   return out;
 }
@@ -922,13 +970,14 @@ std::string optional_number(double v, const char* fmt) { return std::isfinite(v)
 
 std::string format_ranks(const std::vector<RankBreakdown>& ranks) {
   std::string out = format("\n  per rank, over its training window (setup and the warm-up step apart):\n"
-                           "  %4s %9s %9s %9s %9s %9s %9s %9s %9s %9s %10s %10s\n",
+                           "  %4s %9s %9s %9s %9s %9s %9s %9s %9s %9s %9s %10s %10s\n",
                            "rank", "setup_s", "window_s", "compute_s", "comm_s", "exposed_s", "optim_s", "data_s",
-                           "idle_s", "warmup_s", "recorded", "stored");
+                           "idle_s", "desched_s", "warmup_s", "recorded", "stored");
   for (const auto& r : ranks) {
-    out += format("  %4d %9.4f %9.4f %9.4f %9.4f %9.4f %9.4f %9.4f %9.4f %9.4f %10lld %10lld\n", r.rank, r.setup_s,
-                  r.window_s, r.compute_s, r.comm_s, r.exposed_comm_s, r.optimizer_s, r.data_s, r.idle_s, r.warmup_s,
-                  static_cast<long long>(r.events_recorded), static_cast<long long>(r.events_stored));
+    out += format("  %4d %9.4f %9.4f %9.4f %9.4f %9.4f %9.4f %9.4f %9.4f %9.4f %9.4f %10lld %10lld\n", r.rank,
+                  r.setup_s, r.window_s, r.compute_s, r.comm_s, r.exposed_comm_s, r.optimizer_s, r.data_s, r.idle_s,
+                  r.descheduled_s, r.warmup_s, static_cast<long long>(r.events_recorded),
+                  static_cast<long long>(r.events_stored));
   }
   return out;
 }

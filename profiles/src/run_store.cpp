@@ -91,16 +91,18 @@ ALTER TABLE ranks ADD COLUMN sync_start_ns INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE ranks ADD COLUMN sync_end_ns INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE ranks ADD COLUMN pid INTEGER NOT NULL DEFAULT 0;
 )sql",
-    // 3: steady training time and samples (analysis.h Throughput), so lists agree with show.
+    // 3: steady training time and samples (analysis.h Throughput), so lists agree with show;
+    // per event, the time its thread waited for a core (Event::descheduled_us).
     R"sql(
 ALTER TABLE runs ADD COLUMN train_s REAL NOT NULL DEFAULT 0;
 ALTER TABLE runs ADD COLUMN train_samples INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE events ADD COLUMN descheduled_us INTEGER NOT NULL DEFAULT 0;
 )sql",
 };
 static_assert(std::size(kMigrations) == kSchemaVersion, "one migration per schema version");
 
-constexpr int kEventColumns = 12;
-// Rows per multi-row INSERT: 64 * 12 = 768 parameters, well under SQLite's limit.
+constexpr int kEventColumns = 13;
+// Rows per multi-row INSERT: 64 * 13 = 832 parameters, well under SQLite's limit.
 constexpr std::size_t kEventBatchRows = 64;
 
 std::int64_t unix_ms_now() {
@@ -112,8 +114,8 @@ std::int64_t unix_ms_now() {
 std::string event_insert_sql(std::size_t rows) {
   std::string sql =
       "INSERT INTO events (run_id, rank, start_ns, end_ns, kind, stream, step, layer, peer, "
-      "message, microbatch, bytes) VALUES ";
-  for (std::size_t r = 0; r < rows; ++r) sql += r ? ",(?,?,?,?,?,?,?,?,?,?,?,?)" : "(?,?,?,?,?,?,?,?,?,?,?,?)";
+      "message, microbatch, bytes, descheduled_us) VALUES ";
+  for (std::size_t r = 0; r < rows; ++r) sql += r ? ",(?,?,?,?,?,?,?,?,?,?,?,?,?)" : "(?,?,?,?,?,?,?,?,?,?,?,?,?)";
   return sql;
 }
 
@@ -131,7 +133,8 @@ void bind_event(Statement& st, std::size_t row, std::int64_t run_id, int rank, c
       .bind(b + 9, e.peer)
       .bind(b + 10, e.message)
       .bind(b + 11, static_cast<int>(e.microbatch))
-      .bind(b + 12, e.bytes);
+      .bind(b + 12, e.bytes)
+      .bind(b + 13, e.descheduled_us);
 }
 
 Status run_once(Statement& st) {
@@ -427,6 +430,7 @@ trace::Event read_event(const Statement& q) {
   e.message = static_cast<std::int32_t>(q.column_int64(7));
   e.microbatch = static_cast<std::int16_t>(q.column_int64(8));
   e.bytes = q.column_int64(9);
+  e.descheduled_us = static_cast<std::int32_t>(q.column_int64(10));
   return e;
 }
 UpdateRecord read_update(const Statement& row) {
@@ -539,7 +543,7 @@ Expected<std::vector<trace::Event>> RunStore::load_events(std::int64_t run_id, i
   // using the rank column of the index.
   auto q = db_.prepare(std::string(
                            "SELECT start_ns, end_ns, kind, stream, step, layer, peer, message, microbatch, "
-                           "bytes FROM events WHERE run_id = ?1") +
+                           "bytes, descheduled_us FROM events WHERE run_id = ?1") +
                        (rank < 0 ? "" : " AND rank = ?2") + " ORDER BY rank, start_ns, rowid");
   if (!q.ok()) return q.error();
   q->bind(1, run_id);
@@ -552,8 +556,8 @@ Expected<std::vector<trace::Event>> RunStore::load_events(std::int64_t run_id, i
 Expected<std::vector<trace::Event>> RunStore::load_events_of_kind(std::int64_t run_id, int rank,
                                                                  trace::EventKind kind) {
   auto q = db_.prepare(
-      "SELECT start_ns, end_ns, kind, stream, step, layer, peer, message, microbatch, bytes FROM events "
-      "WHERE run_id = ?1 AND rank = ?2 AND kind = ?3 ORDER BY start_ns, rowid");
+      "SELECT start_ns, end_ns, kind, stream, step, layer, peer, message, microbatch, bytes, descheduled_us "
+      "FROM events WHERE run_id = ?1 AND rank = ?2 AND kind = ?3 ORDER BY start_ns, rowid");
   if (!q.ok()) return q.error();
   q->bind(1, run_id).bind(2, rank).bind(3, static_cast<int>(kind));
   return collect_rows<trace::Event>(*q, read_event);
@@ -614,16 +618,16 @@ Expected<UpdateBatch> RunStore::load_updates_after(std::int64_t run_id, std::int
 }
 
 Expected<EventBatch> RunStore::load_events_after(std::int64_t run_id, std::int64_t after_seq, std::size_t limit) {
-  // Columns 0-9 as read_event expects, then rank and rowid. "+run_id" keeps the planner
+  // Columns 0-10 as read_event expects, then rank and rowid. "+run_id" keeps the planner
   // off the (run_id, rank, start_ns) index, which would mean sorting every row of the run
   // by rowid for each page; a rowid range scan reads just the page.
   return page_after<EventBatch>(
       db_,
-      "SELECT start_ns, end_ns, kind, stream, step, layer, peer, message, microbatch, bytes, rank, rowid "
-      "FROM events WHERE +run_id = ?1 AND rowid > ?2 ORDER BY rowid LIMIT ?3",
-      11, run_id, after_seq, limit, [](EventBatch& b, const Statement& row) {
+      "SELECT start_ns, end_ns, kind, stream, step, layer, peer, message, microbatch, bytes, descheduled_us, rank, "
+      "rowid FROM events WHERE +run_id = ?1 AND rowid > ?2 ORDER BY rowid LIMIT ?3",
+      12, run_id, after_seq, limit, [](EventBatch& b, const Statement& row) {
         b.events.push_back(read_event(row));
-        b.ranks.push_back(static_cast<int>(row.column_int64(10)));
+        b.ranks.push_back(static_cast<int>(row.column_int64(11)));
       });
 }
 

@@ -62,13 +62,14 @@ class CliFiguresTest : public QObject {
       QCOMPARE((*s)["status"].toString(), QString("completed"));
       QCOMPARE((*s)["throughput_basis"].toString(), QString("steady steps"));
     }
-    const double quick_rate = std::max(quick["samples_per_s"].toDouble(), quick2["samples_per_s"].toDouble());
+    const double q1 = quick["samples_per_s"].toDouble(), q2 = quick2["samples_per_s"].toDouble();
     const double slow_rate = slow["samples_per_s"].toDouble();
     const QString rates = QString("steady samples/s quick %1 / %2, slow %3")
                               .arg(quick["samples_per_s"].toDouble())
                               .arg(quick2["samples_per_s"].toDouble())
                               .arg(slow_rate);
-    QVERIFY2(slow_rate > quick_rate / kTolerance && slow_rate < quick_rate * kTolerance, qPrintable(rates));
+    // Within the quick runs' own spread, widened by the tolerance.
+    QVERIFY2(slow_rate > std::min(q1, q2) / kTolerance && slow_rate < std::max(q1, q2) * kTolerance, qPrintable(rates));
     // The delay is setup: it shows there and in the whole-job figure, nowhere else.
     QVERIFY2(slow["setup_s"].toDouble() > quick["setup_s"].toDouble() + 0.8 * kDelayMs / 1000.0,
              qPrintable(QString("setup %1 s vs %2 s").arg(slow["setup_s"].toDouble()).arg(quick["setup_s"].toDouble())));

@@ -1,8 +1,11 @@
 // Recorder tests: concurrent producers with a concurrent drainer lose and duplicate
 // nothing; several recorders in one process keep their events apart; Span records what
 // it was given. Each event encodes its thread and sequence number so a lost, duplicated
-// or torn event is detected.
+// or torn event is detected. Communication spans carry the time their thread waited for a
+// core, as the kernel counts it.
 #include <QtTest>
+
+#include <sched.h>
 
 #include <atomic>
 #include <cstring>
@@ -143,6 +146,45 @@ class TestRecorder : public QObject {
     QVERIFY(before <= e.start_ns);
     QVERIFY(e.start_ns + 2'000'000 <= e.end_ns);
     QVERIFY(e.end_ns <= after);
+  }
+
+  // The kernel's word on descheduling: a communication span whose thread shares one core
+  // with two spinning threads for 300 ms waits for that core most of the time; a span while
+  // the thread sleeps (not runnable) and a compute span are not charged.
+  void spanMeasuresTimeWaitingForACore() {
+    if (loom::trace::thread_run_delay_ns() < 0) QSKIP("no /proc/thread-self/schedstat here");
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(sched_getcpu(), &one);
+    std::atomic<bool> stop{false};
+    auto spin = [&] {
+      sched_setaffinity(0, sizeof one, &one);
+      while (!stop.load()) {
+      }
+    };
+    cpu_set_t old;
+    sched_getaffinity(0, sizeof old, &old);
+    sched_setaffinity(0, sizeof one, &one);
+    Recorder rec;
+    { Span sleeping(&rec, EventKind::Wait, Stream::Compute, 0); std::this_thread::sleep_for(std::chrono::milliseconds(50)); }
+    std::thread a(spin), b(spin);
+    {
+      Span busy(&rec, EventKind::AllReduce, Stream::Comm, 1);
+      const std::int64_t until = loom::trace::now_ns() + 300'000'000;
+      while (loom::trace::now_ns() < until) {
+      }
+    }
+    { Span compute(&rec, EventKind::Forward, Stream::Compute, 2); std::this_thread::sleep_for(std::chrono::milliseconds(20)); }
+    stop = true;
+    a.join();
+    b.join();
+    sched_setaffinity(0, sizeof old, &old);
+    std::vector<Event> out;
+    QCOMPARE(rec.drain(out), std::size_t(3));
+    QVERIFY2(out[0].descheduled_us < 10'000, qPrintable(QString::number(out[0].descheduled_us)));
+    // Three threads on one core: this one waits about two thirds of the time.
+    QVERIFY2(out[1].descheduled_us > 100'000, qPrintable(QString::number(out[1].descheduled_us)));
+    QCOMPARE(out[2].descheduled_us, 0);  // compute spans do not measure it
   }
 };
 

@@ -122,6 +122,27 @@ class TestTrainingFigures : public QObject {
     QCOMPARE(b.steady_steps, std::int64_t(0));
   }
 
+  // Descheduled time comes out of communication (exposed first) and idle into its own
+  // category; a span nested in a counted one adds nothing, nor does one before the window.
+  void descheduledTimeIsNotCommunication() {
+    auto events = rank_events(500);
+    for (Event& e : events) {
+      if (e.kind == EventKind::AllReduce && e.step == 2) e.descheduled_us = 4000;  // 4 of its 10 ms
+      if (e.kind == EventKind::Send) e.descheduled_us = 100000;                    // the probe: setup
+    }
+    Event nested = span(EventKind::AllReduce, Stream::Comm, 500 + 150 + 31, 500 + 150 + 33, 2);
+    nested.descheduled_us = 1000;
+    events.push_back(nested);
+    Event wait = span(EventKind::Wait, Stream::Compute, 500 + 200 + 45, 500 + 200 + 50, 3);
+    wait.descheduled_us = 2000;
+    events.push_back(wait);
+    const auto b = loom::analysis::breakdown_rank(0, events);
+    QCOMPARE(b.descheduled_s, 0.006);
+    QCOMPARE(b.comm_s, 0.026);
+    QCOMPARE(b.exposed_comm_s, 0.026);
+    QCOMPARE(b.idle_s, 0.013);
+  }
+
   void replayOfUniformStagesIsTheTextbookBubble() {
     for (auto schedule : {loom::Schedule::GPipe, loom::Schedule::OneFOneB}) {
       for (auto [p, m] : {std::pair{2, 1}, {2, 8}, {3, 4}, {4, 8}}) {

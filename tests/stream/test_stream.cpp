@@ -49,7 +49,7 @@ std::vector<Event> make_events(int rank, std::size_t n) {
     e.microbatch = static_cast<std::int16_t>((k % 40) - 8);
     e.kind = static_cast<loom::trace::EventKind>(k % loom::trace::kEventKindCount);
     e.stream = static_cast<loom::trace::Stream>(k % loom::trace::kStreamCount);
-    e.reserved = static_cast<std::int32_t>(k * 7);
+    e.descheduled_us = static_cast<std::int32_t>(k * 7);
   }
   return v;
 }

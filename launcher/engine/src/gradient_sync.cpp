@@ -112,9 +112,11 @@ void GradientSync::communicate() {
 // One bucket's blocking all-reduce, traced from the call to its return.
 void GradientSync::reduce(Bucket& b) {
   Event e;
+  const std::int64_t run_delay = recorder_ ? trace::thread_run_delay_ns() : -1;
   e.start_ns = trace::now_ns();
   const Status s = comm_.allreduce_sum(b.buffer.data(), std::int64_t(b.buffer.size()));
   e.end_ns = trace::now_ns();
+  if (recorder_) e.descheduled_us = trace::descheduled_us(run_delay, trace::thread_run_delay_ns());
   if (!s.ok()) {
     std::lock_guard lock(mutex_);
     if (first_error_.ok()) first_error_ = s;

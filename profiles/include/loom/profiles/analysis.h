@@ -60,6 +60,10 @@ TrainingWindow training_window(const std::vector<trace::Event>& events);
 //   exposed_comm = the union of comm intervals minus its overlap with the union of
 //               compute, optimizer and data intervals: communication during which the
 //               rank does no work (what overlapping communication tries to remove).
+//   descheduled = time the rank's threads were runnable but waiting for a core (ranks
+//               outnumbering cores), measured by the kernel inside communication and
+//               waiting spans (Event::descheduled_us), taken out of comm (exposed first)
+//               and idle and reported on its own: communication excludes it.
 // Every interval is clipped to the window first, so setup, warm-up and what follows the
 // last step (final evaluation, clock alignment) count nowhere; setup_s and warmup_s report
 // them apart. Each category is the length of the union of its intervals, so nested spans
@@ -71,7 +75,7 @@ struct RankBreakdown {
   double compute_s = 0, comm_s = 0, optimizer_s = 0, data_s = 0, idle_s = 0;
   std::int64_t events_recorded = 0, events_stored = 0;
   double exposed_comm_s = 0;
-  double window_s = 0, setup_s = 0, warmup_s = 0;
+  double window_s = 0, setup_s = 0, warmup_s = 0, descheduled_s = 0;
   std::int64_t steady_steps = 0;
 };
 

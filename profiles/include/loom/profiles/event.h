@@ -57,10 +57,32 @@ struct Event {
   std::int16_t microbatch = -1;
   EventKind kind = EventKind::Forward;
   Stream stream = Stream::Compute;
-  std::int32_t reserved = 0;  // keeps the struct 48 bytes with no padding holes
+  // Microseconds this thread spent runnable but not running (waiting for a core: ranks
+  // outnumber cores) while the span was open; measured for communication and waiting spans
+  // only (measures_descheduling), 0 elsewhere or where the kernel does not say.
+  std::int32_t descheduled_us = 0;
 };
 static_assert(std::is_trivially_copyable_v<Event>);
 static_assert(sizeof(Event) == 48);
+
+// Communication and waiting: the spans whose time may be a rank waiting for a core rather
+// than for a message, so the recorder measures how long their thread was descheduled.
+constexpr bool measures_descheduling(EventKind kind) {
+  switch (kind) {
+    case EventKind::AllReduce:
+    case EventKind::Send:
+    case EventKind::Recv:
+    case EventKind::Push:
+    case EventKind::Pull:
+    case EventKind::Broadcast:
+    case EventKind::Barrier:
+    case EventKind::Wait:
+    case EventKind::Idle:
+      return true;
+    default:
+      return false;
+  }
+}
 
 std::string_view event_kind_name(EventKind kind);  // "forward", "allreduce", ...
 std::string_view stream_name(Stream stream);        // "compute", "comm", "host"

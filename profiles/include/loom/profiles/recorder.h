@@ -6,7 +6,9 @@
 // measures exactly what tracing costs.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
+#include <climits>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -27,6 +29,17 @@ inline std::int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
+}
+
+// Nanoseconds the calling thread has spent runnable but waiting for a core since it
+// started (Linux /proc/thread-self/schedstat, second field); -1 where unavailable. About a
+// microsecond: a pread on a file kept open per thread.
+std::int64_t thread_run_delay_ns();
+
+// Microseconds between two thread_run_delay_ns() readings, 0 when either is unknown.
+inline std::int32_t descheduled_us(std::int64_t before_ns, std::int64_t after_ns) {
+  if (before_ns < 0 || after_ns < before_ns) return 0;
+  return static_cast<std::int32_t>(std::min<std::int64_t>((after_ns - before_ns) / 1000, INT32_MAX));
 }
 
 namespace detail {
@@ -94,11 +107,13 @@ class Span {
     event_.layer = layer;
     event_.microbatch = microbatch;
     event_.bytes = bytes;
+    if (measures_descheduling(kind)) run_delay_ns_ = thread_run_delay_ns();
     event_.start_ns = now_ns();
   }
   ~Span() {
     if (!recorder_) return;
     event_.end_ns = now_ns();
+    if (measures_descheduling(event_.kind)) event_.descheduled_us = descheduled_us(run_delay_ns_, thread_run_delay_ns());
     recorder_->record(event_);
   }
 #else
@@ -115,6 +130,7 @@ class Span {
  private:
 #if LOOM_TRACING
   Recorder* recorder_ = nullptr;
+  std::int64_t run_delay_ns_ = -1;
 #endif
   Event event_;
 };
