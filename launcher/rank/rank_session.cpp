@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <exception>
 #include <memory>
+#include <string>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -164,7 +165,7 @@ int serve(Session& s, const RankOptions& options, const ModelInfo& info, engine:
   std::unique_ptr<engine::ParameterServer> server;
   const std::int64_t build_start = trace::now_ns();
   try {
-    server = std::make_unique<engine::ParameterServer>(s.plan, info, &s.recorder, &s.comm);
+    server = std::make_unique<engine::ParameterServer>(s.plan, info, engine::training_recorder(s.recorder), &s.comm);
   } catch (const std::exception& e) {
     return s.reporter.fail(e.what(), 2);
   }
@@ -199,7 +200,7 @@ int train(Session& s, const RankOptions& options) {
   std::unique_ptr<engine::TrainingLoop> trainer;
   const std::int64_t build_start = trace::now_ns();
   try {
-    trainer = engine::make_training_loop(s.plan, info, s.data, &s.recorder, &s.comm);
+    trainer = engine::make_training_loop(s.plan, info, s.data, engine::training_recorder(s.recorder), &s.comm);
   } catch (const std::exception& e) {
     return s.reporter.fail(e.what(), 2);
   }

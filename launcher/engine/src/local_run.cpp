@@ -2,6 +2,8 @@
 #include "loom/engine/local_run.h"
 
 #include <chrono>
+#include <cstdlib>
+#include <string_view>
 #include <thread>
 
 #include "loom/core/model_info.h"
@@ -28,7 +30,7 @@ Status train_recorded(const Plan& plan, const data::TrainTest& data, store::RunS
   RunWriter writer(sink, 0, recorder);
   trace::record_setup(recorder, trace::SetupPhase::LoadData, loaded.first, loaded.second);
   const std::int64_t build_start = trace::now_ns();
-  const auto trainer = make_training_loop(plan, info, data, &recorder);
+  const auto trainer = make_training_loop(plan, info, data, training_recorder(recorder));
   trace::record_setup(recorder, trace::SetupPhase::BuildModel, build_start);
   TrainerHooks hooks;
   hooks.on_step = options.on_step;
@@ -46,6 +48,11 @@ Status train_recorded(const Plan& plan, const data::TrainTest& data, store::RunS
 
 std::string loom_version() { return LOOM_VERSION; }
 
+trace::Recorder* training_recorder(trace::Recorder& recorder) {
+  const char* trace = std::getenv("LOOM_TRACE");
+  return trace && std::string_view(trace) == "off" ? nullptr : &recorder;
+}
+
 int apply_thread_count(const Plan& plan, int ranks_on_host) {
   int threads = plan.training.threads;
   if (threads <= 0) {
@@ -61,6 +68,7 @@ Expected<LocalRunOutcome> run_and_record(const Plan& plan, store::RunStore& stor
   if (!run_id.ok()) return run_id.error();
   LocalRunOutcome outcome;
   outcome.run_id = *run_id;
+  const std::int64_t job_start = trace::now_ns();  // the whole job: loading data included
   Status status;
   const std::int64_t load_start = trace::now_ns();
   auto data = data::load_dataset(plan.data);
@@ -75,8 +83,8 @@ Expected<LocalRunOutcome> run_and_record(const Plan& plan, store::RunStore& stor
   if (!status.ok()) outcome.error = status.error().describe();
   Status figures = analysis::store_training_figures(store, outcome.run_id);
   if (!figures.ok()) (void)store.append_log(outcome.run_id, "analysis: " + figures.error().describe() + "\n");
-  Status finished = store.finish_run(outcome.run_id, outcome.status, outcome.result.wall_s, outcome.result.samples,
-                                     outcome.error);
+  const double job_wall_s = double(trace::now_ns() - job_start) * 1e-9;
+  Status finished = store.finish_run(outcome.run_id, outcome.status, job_wall_s, outcome.result.samples, outcome.error);
   if (!finished.ok()) return finished.error();
   return outcome;
 }

@@ -12,6 +12,7 @@
 #include "loom/core/plan.h"
 #include "loom/core/status.h"
 #include "loom/engine/trainer.h"
+#include "loom/profiles/recorder.h"
 #include "loom/profiles/run_store.h"
 
 namespace loom::engine {
@@ -36,5 +37,11 @@ Expected<LocalRunOutcome> run_and_record(const Plan& plan, store::RunStore& stor
 int apply_thread_count(const Plan& plan, int ranks_on_host);
 
 std::string loom_version();
+
+// The recorder training records into: none under LOOM_TRACE=off (a benchmark switch,
+// bench/tracing_cost.py), so the step-time cost of tracing can be measured against the
+// samples_per_s metric, which the trainer computes without the recorder. Setup spans are
+// recorded either way.
+trace::Recorder* training_recorder(trace::Recorder& recorder);
 
 }  // namespace loom::engine
