@@ -484,6 +484,31 @@ class TestAnalysis : public QObject {
       QVERIFY2(text.find(part) != std::string::npos, (std::string(part) + " missing in:\n" + text).c_str());
   }
 
+  // A bandwidth probe far below this host's usual rate is flagged, not silently used: three
+  // earlier runs on the host measured about 5 GB/s; 0.5 GB/s is flagged, 3 GB/s is not, and
+  // runs on another host or with another world size are no history.
+  void unusualProbeIsFlagged() {
+    QTemporaryDir dir;
+    RunStore store = must(RunStore::open(dir.filePath("runs.db").toStdString()));
+    auto probed_run = [&](const std::string& host, int world, double gbs) {
+      loom::store::RunRecord run;
+      run.host = host;
+      run.world_size = world;
+      const std::int64_t id = must(store.create_run(run));
+      if (!store.append_metrics(id, {{0, -1, 1, "p2p_gbs", gbs}}).ok()) qFatal("append_metrics failed");
+      return id;
+    };
+    for (double gbs : {4.8, 5.0, 5.3}) probed_run("h", 2, gbs);
+    probed_run("other", 2, 50.0);
+    probed_run("h", 4, 50.0);
+    const auto slow = must(loom::analysis::summarize_run(store, probed_run("h", 2, 0.5)));
+    QCOMPARE(slow.warnings.size(), std::size_t(1));
+    QVERIFY2(slow.warnings[0].find("bandwidth probe measured 0.50 GB/s") != std::string::npos, slow.warnings[0].c_str());
+    QVERIFY(slow.warnings[0].find("usual 5.00 GB/s") != std::string::npos);
+    const auto fine = must(loom::analysis::summarize_run(store, probed_run("h", 2, 3.0)));
+    QVERIFY(fine.warnings.empty());
+  }
+
   void stalenessPercentilesAndWorkers() {
     const auto ps = loom::analysis::staleness_stats(known_updates(), waiting_ranks(),
                                                      async_plan(loom::SyncMode::ParameterServer, 2, 3));
