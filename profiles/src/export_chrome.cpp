@@ -242,6 +242,7 @@ Prepared prepare(const store::RunRecord& run, std::vector<RankEvents> ranks) {
 
 std::string slice_name(const Event& e, const std::vector<std::string>& layer_names) {
   std::string name(trace::event_kind_name(e.kind));
+  if (e.kind == trace::EventKind::Setup) return name + ": " + std::string(trace::setup_phase_name(e.message));
   if (e.layer < 0) return name;
   if (std::size_t(e.layer) < layer_names.size() && !layer_names[std::size_t(e.layer)].empty())
     return name + " " + layer_names[std::size_t(e.layer)];
@@ -256,7 +257,8 @@ json slice_json(const Slice& s, std::int64_t t0, const std::vector<std::string>&
   if (e.microbatch >= 0) args["microbatch"] = e.microbatch;
   if (e.bytes > 0) args["bytes"] = e.bytes;
   if (e.peer >= 0) args["peer"] = e.peer;
-  if (e.message >= 0) args["message"] = e.message;
+  if (e.message >= 0 && e.kind != trace::EventKind::Setup) args["message"] = e.message;
+  if (e.descheduled_us > 0) args["descheduled_us"] = e.descheduled_us;
   return {{"ph", "X"},
           {"pid", s.pid},
           {"tid", s.tid},

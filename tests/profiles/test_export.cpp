@@ -245,6 +245,24 @@ class TestExport : public QObject {
     QVERIFY(trace["distributedInfo"]["backend"] == "mpi");
   }
 
+  // Setup spans are named by their phase; descheduled time rides along in the args.
+  void setupPhaseAndDescheduledTimeAreShown() {
+    auto ranks = two_ranks();
+    Event setup = span(EventKind::Setup, Stream::Host, 4 * kS, 4 * kS + 200 * kMs);
+    setup.message = static_cast<std::int32_t>(loom::trace::SetupPhase::BandwidthProbe);
+    Event wait = span(EventKind::Wait, Stream::Compute, 5 * kS + 95 * kMs, 5 * kS + 99 * kMs);
+    wait.descheduled_us = 1500;
+    ranks[1].events.push_back(setup);
+    ranks[1].events.push_back(wait);
+    const json trace = loom::chrome::chrome_trace(run_record(), ranks);
+    const json* probe = find_slice(trace, 0, "setup: bandwidth probe");
+    QVERIFY(probe);
+    QVERIFY(!(*probe)["args"].contains("message"));
+    const json* waited = find_slice(trace, 0, "wait");
+    QVERIFY(waited);
+    QCOMPARE((*waited)["args"]["descheduled_us"].get<int>(), 1500);
+  }
+
   void exportFromStoreWritesTheFile() {
     QTemporaryDir dir;
     auto store = loom::store::RunStore::open(dir.filePath("runs.db").toStdString());
