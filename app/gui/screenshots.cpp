@@ -1,7 +1,7 @@
 // `loom-screenshots [--size WxH]... [--no-run] OUT_DIR PLAN.json DB`: opens the real
 // workbench window on a plan, runs it for real, and saves PNGs of the window while
 // designing, while running, after the run, zoomed into one step, and in the dark
-// palette. Each --size (e.g. 1280x720, 1920x1080) gets its own set, laid out as a
+// palette, the strategy form with the launch log, and a plan error. Each --size (e.g. 1280x720, 1920x1080) gets its own set, laid out as a
 // screen of that size lays the window out by default, named workbench-WxH-STATE.png;
 // without --size one set at 1600x1000 named workbench-STATE.png. --no-run stops after
 // the design shots. scripts/screenshots.sh runs it under Xvfb.
@@ -17,7 +17,10 @@
 
 #include <cstdio>
 
+#include <QUndoStack>
+
 #include "loom/ui/charts/training_charts.h"
+#include "loom/ui/designer/strategy.h"
 #include "loom/ui/timeline/timeline_view.h"
 #include "loom/ui/workbench/main_window.h"
 
@@ -101,10 +104,24 @@ bool save_results(MainWindow& window, const QDir& out, const Shot& shot) {
   timeline->setViewport({middle, middle + 40e6, timeline->viewport().width_px});
   raise_dock(window, "BreakdownDock");
   ok = save_widget(&window, out, shot.prefix + "zoomed.png") && ok;
+  raise_dock(window, "StrategyDock");
+  raise_dock(window, "LogDock");
+  ok = save_widget(&window, out, shot.prefix + "strategy-log.png") && ok;
   lay_out(window, shot, true);
   raise_dock(window, "BreakdownDock");
   ok = save_widget(&window, out, shot.prefix + "dark.png") && ok;
   window.setDarkPalette(false);
+  return ok;
+}
+
+// A plan error as the window shows it: one more pipeline stage than the layers use, so
+// the Placement tab marks the empty stage's column and lists the error; undone after.
+bool save_plan_error(MainWindow& window, const QDir& out, const Shot& shot) {
+  lay_out(window, shot, false);
+  window.document()->edit("one stage too many", [](loom::Plan& p) { loom::ui::setStages(p, p.parallel.stages + 1); });
+  raise_dock(window, "PlacementDock");
+  const bool ok = save_widget(&window, out, shot.prefix + "plan-error.png");
+  window.document()->undoStack()->undo();
   return ok;
 }
 
@@ -130,6 +147,7 @@ int run_and_save(MainWindow& window, const QDir& out, const std::vector<Shot>& s
     return 1;
   }
   for (const Shot& shot : shots) ok = save_results(window, out, shot) && ok;
+  for (const Shot& shot : shots) ok = save_plan_error(window, out, shot) && ok;
   return ok ? 0 : 1;
 }
 

@@ -358,7 +358,12 @@ class TestMainWindow : public QObject {
     for (const auto& e : window_->examples().examples()) QVERIFY2(tourText.contains(e.title), qPrintable(e.title));
   }
 
+  // Also after a run, whose outcome the status bar showed until then.
   void planErrorsReachTheStatusBarInTheWindowsWords() {
+    QSignalSpy loaded(window_.get(), &MainWindow::runLoaded);
+    window_->openRun(store_run(window_->dbPath(), window_->document()->plan()));
+    QTRY_COMPARE_WITH_TIMEOUT(loaded.count(), 1, 20000);
+    QVERIFY2(window_->statusText().contains("(stored)"), qPrintable(window_->statusText()));
     window_->document()->edit("stages", [](loom::Plan& p) {
       p.parallel.stages = 2;
       p.parallel.devices.assign(2, loom::DeviceSpec{});

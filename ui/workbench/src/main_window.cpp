@@ -332,10 +332,13 @@ void MainWindow::updateRunState() {
   stop_action_->setEnabled(running);
   run_action_->setToolTip(blocked.isEmpty() ? tr("Run this plan (%1 ranks)").arg(loom::world_size(document_.plan()))
                                             : tr("Cannot run: %1").arg(blocked));
-  if (running || !run_state_.isEmpty()) {
+  // A plan error outranks the last run's outcome: it is what stops the next Run.
+  if (running) {
     setStateText(run_state_);
   } else if (!blocked.isEmpty()) {
     setStateText(tr("Plan invalid — %1").arg(blocked));
+  } else if (!run_state_.isEmpty()) {
+    setStateText(run_state_);
   } else {
     QString text = tr("Ready: %1 ranks").arg(loom::world_size(document_.plan()));
     if (!example_hint_.isEmpty()) text += tr(" · after Run, look at: %1").arg(example_hint_);
