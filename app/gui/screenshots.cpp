@@ -1,7 +1,8 @@
 // `loom-screenshots [--size WxH]... [--no-run] OUT_DIR PLAN.json DB`: opens the real
 // workbench window on a plan, runs it for real, and saves PNGs of the window while
 // designing, while running, after the run, zoomed into one step, and in the dark
-// palette, the strategy form with the launch log, and a plan error. Each --size (e.g. 1280x720, 1920x1080) gets its own set, laid out as a
+// palette, the strategy form with the launch log, a plan error, and the Help menu's
+// glossary and tour (help-glossary.png, help-tour.png). Each --size (e.g. 1280x720, 1920x1080) gets its own set, laid out as a
 // screen of that size lays the window out by default, named workbench-WxH-STATE.png;
 // without --size one set at 1600x1000 named workbench-STATE.png. --no-run stops after
 // the design shots. scripts/screenshots.sh runs it under Xvfb.
@@ -9,10 +10,14 @@
 // workbench, as the Runs list does, and saves its training charts (NAME-training.png) and,
 // for an asynchronous run, its staleness chart (NAME-staleness.png).
 // scripts/async_screenshots.sh uses it for the README's asynchronous-training section.
+#include <QAction>
 #include <QApplication>
+#include <QDialog>
 #include <QDir>
 #include <QDockWidget>
 #include <QElapsedTimer>
+#include <QMenu>
+#include <QMenuBar>
 #include <QTimer>
 
 #include <cstdio>
@@ -125,8 +130,26 @@ bool save_plan_error(MainWindow& window, const QDir& out, const Shot& shot) {
   return ok;
 }
 
-int run_and_save(MainWindow& window, const QDir& out, const std::vector<Shot>& shots, bool run) {
+// The Help menu's glossary and tour, as dialogs of their own.
+bool save_help(MainWindow& window, const QDir& out) {
   bool ok = true;
+  for (QAction* menu : window.menuBar()->actions()) {
+    if (menu->text() != "&Help") continue;
+    for (QAction* a : menu->menu()->actions()) {
+      const QString name = a->text() == "&Glossary" ? "glossary" : a->text() == "&First five minutes" ? "tour" : "";
+      if (name.isEmpty()) continue;
+      a->trigger();
+      QDialog* dialog = window.findChild<QDialog*>(name == "glossary" ? "GlossaryDialog" : "TourDialog");
+      if (dialog == nullptr) return false;
+      ok = save_widget(dialog, out, "help-" + name + ".png") && ok;
+      dialog->close();
+    }
+  }
+  return ok;
+}
+
+int run_and_save(MainWindow& window, const QDir& out, const std::vector<Shot>& shots, bool run) {
+  bool ok = save_help(window, out);
   for (const Shot& shot : shots) {
     lay_out(window, shot, false);
     ok = save_widget(&window, out, shot.prefix + "design.png") && ok;

@@ -171,7 +171,13 @@ void MainWindow::offerRunPlan(qint64 runId, const loom::Plan& plan) {
 }
 
 void MainWindow::openRun(qint64 runId) {
-  if (runId <= 0 || controller_.isRunning()) return;
+  if (runId <= 0) return;
+  if (controller_.isRunning()) {
+    // The views belong to the live run until it ends; say so rather than ignore the click.
+    setStateText(tr("Run %1 is still running: stop it or wait for it to end before opening run %2")
+                     .arg(current_run_).arg(runId));
+    return;
+  }
   current_run_ = runId;
   opened_stored_ = true;
   log_->clear();
