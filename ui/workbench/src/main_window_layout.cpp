@@ -46,7 +46,7 @@ struct DefaultSizes {
 };
 DefaultSizes sizesFor(const QSize& screen) {
   if (screen.width() < 1600 || screen.height() < 900) return {380, 230};  // 1280x720, 1366x768
-  return {470, 330};                                                     // 1920x1080 and up
+  return {440, 370};                                                     // 1920x1080 and up
 }
 
 }  // namespace
