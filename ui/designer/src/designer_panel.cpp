@@ -55,8 +55,10 @@ DesignerPanel::DesignerPanel(PlanDocument* doc, QWidget* parent)
   // Columns as wide as their text: a narrow dock scrolls sideways instead of cutting
   // "Settings" to "etting" and wrapping "out 256".
   view_->setWordWrap(false);
+  // No stretched last column: with sideways scrolling it would push the right-aligned
+  // stage numbers out of view.
   view_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
-  view_->horizontalHeader()->setStretchLastSection(true);
+  view_->horizontalHeader()->setStretchLastSection(false);
   view_->setEditTriggers(QAbstractItemView::DoubleClicked | QAbstractItemView::EditKeyPressed |
                          QAbstractItemView::AnyKeyPressed);
 

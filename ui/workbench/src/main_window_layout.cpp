@@ -45,7 +45,7 @@ struct DefaultSizes {
   int bottom;
 };
 DefaultSizes sizesFor(const QSize& screen) {
-  if (screen.width() < 1600 || screen.height() < 900) return {380, 230};  // 1280x720, 1366x768
+  if (screen.width() < 1600 || screen.height() < 900) return {410, 230};  // 1280x720, 1366x768
   return {440, 370};                                                     // 1920x1080 and up
 }
 
