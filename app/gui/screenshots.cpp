@@ -1,20 +1,31 @@
-// `loom-screenshots OUT_DIR PLAN.json DB`: opens the real workbench window on a plan, runs
-// it for real, and saves PNGs of the window while designing, while running, after the run
-// and zoomed into one step, in the light and the dark palette. scripts/screenshots.sh
-// runs it under Xvfb for the README.
+// `loom-screenshots [--size WxH]... [--no-run] OUT_DIR PLAN.json DB`: opens the real
+// workbench window on a plan, runs it for real, and saves PNGs of the window while
+// designing, while running, after the run, zoomed into one step, and in the dark
+// palette, the strategy form with the launch log, a plan error, and the Help menu's
+// glossary and tour (help-glossary.png, help-tour.png). Each --size (e.g. 1280x720, 1920x1080) gets its own set, laid out as a
+// screen of that size lays the window out by default, named workbench-WxH-STATE.png;
+// without --size one set at 1600x1000 named workbench-STATE.png. --no-run stops after
+// the design shots. scripts/screenshots.sh runs it under Xvfb.
 // `loom-screenshots --runs OUT_DIR DB NAME=RUN_ID...`: opens each stored run in the
 // workbench, as the Runs list does, and saves its training charts (NAME-training.png) and,
 // for an asynchronous run, its staleness chart (NAME-staleness.png).
 // scripts/async_screenshots.sh uses it for the README's asynchronous-training section.
+#include <QAction>
 #include <QApplication>
+#include <QDialog>
 #include <QDir>
 #include <QDockWidget>
 #include <QElapsedTimer>
+#include <QMenu>
+#include <QMenuBar>
 #include <QTimer>
 
 #include <cstdio>
 
+#include <QUndoStack>
+
 #include "loom/ui/charts/training_charts.h"
+#include "loom/ui/designer/strategy.h"
 #include "loom/ui/timeline/timeline_view.h"
 #include "loom/ui/workbench/main_window.h"
 
@@ -28,24 +39,17 @@ void wait_ms(int ms) {
   while (clock.elapsed() < ms) QApplication::processEvents(QEventLoop::AllEvents, 20);
 }
 
-bool save(MainWindow& window, const QDir& out, const QString& name) {
+bool save_widget(QWidget* widget, const QDir& out, const QString& name) {
   wait_ms(400);  // let throttled views repaint
   const QString path = out.filePath(name);
-  const bool ok = window.grab().save(path);
-  std::fprintf(stderr, "%s %s\n", ok ? "saved" : "FAILED to save", qPrintable(path));
+  const bool ok = widget->grab().save(path);
+  std::fprintf(stderr, "%s %s (%dx%d)\n", ok ? "saved" : "FAILED to save", qPrintable(path), widget->width(),
+               widget->height());
   return ok;
 }
 
 void raise_dock(MainWindow& window, const char* name) {
   if (auto* dock = window.findChild<QDockWidget*>(name)) dock->raise();
-}
-
-bool save_widget(QWidget* widget, const QDir& out, const QString& name) {
-  wait_ms(400);
-  const QString path = out.filePath(name);
-  const bool ok = widget->grab().save(path);
-  std::fprintf(stderr, "%s %s\n", ok ? "saved" : "FAILED to save", qPrintable(path));
-  return ok;
 }
 
 // The bottom dock area is too short to read the charts in a 1600x1000 window: their
@@ -81,39 +85,83 @@ int save_stored_runs(MainWindow& window, const QDir& out, const QStringList& nam
   return ok ? 0 : 1;
 }
 
-}  // namespace
+struct Shot {
+  QSize size;
+  QString prefix;  // "workbench-1280x720-" or "workbench-"
+};
 
-int main(int argc, char** argv) {
-  QApplication app(argc, argv);
-  QApplication::setOrganizationName("LoomScreenshots");  // keeps the user's settings out of it
-  const bool stored_runs = argc > 1 && QString(argv[1]) == "--runs";
-  if (argc < 4 || (stored_runs && argc < 5)) {
-    std::fprintf(stderr, "usage: loom-screenshots OUT_DIR PLAN.json RUNS.db\n"
-                         "       loom-screenshots --runs OUT_DIR RUNS.db NAME=RUN_ID...\n");
-    return 2;
-  }
-  const int first = stored_runs ? 2 : 1;
-  const QDir out(QString::fromLocal8Bit(argv[first]));
-  QDir().mkpath(out.path());
-  MainWindow window;
-  window.setSavePrompt([] { return MainWindow::SaveChoice::Discard; });
-  window.setDbPath(QString::fromLocal8Bit(argv[3]));  // the store is the third argument in both forms
-  window.resize(1600, 1000);
-  window.show();
-  if (stored_runs) {
-    QStringList named_runs;
-    for (int i = 4; i < argc; ++i) named_runs << QString::fromLocal8Bit(argv[i]);
-    return save_stored_runs(window, out, named_runs);
-  }
-  if (!window.openPlanFile(QString::fromLocal8Bit(argv[2]))) return 2;
-  bool ok = save(window, out, "workbench-design.png");
+void lay_out(MainWindow& window, const Shot& shot, bool dark) {
+  window.setDarkPalette(dark);
+  window.resize(shot.size);
+  wait_ms(100);
+  window.applyDefaultLayout(shot.size);
+}
 
+// After the run: the whole run with the training charts, one step zoomed in with the
+// breakdown, and the same in the dark palette.
+bool save_results(MainWindow& window, const QDir& out, const Shot& shot) {
+  lay_out(window, shot, false);
+  window.views()->timeline()->fitAll();
+  raise_dock(window, "TrainingDock");
+  bool ok = save_widget(&window, out, shot.prefix + "finished.png");
+  auto* timeline = window.views()->timeline();
+  const double middle = timeline->data().end_ns() / 2.0;
+  timeline->setViewport({middle, middle + 40e6, timeline->viewport().width_px});
+  raise_dock(window, "BreakdownDock");
+  ok = save_widget(&window, out, shot.prefix + "zoomed.png") && ok;
+  raise_dock(window, "StrategyDock");
+  raise_dock(window, "LogDock");
+  ok = save_widget(&window, out, shot.prefix + "strategy-log.png") && ok;
+  lay_out(window, shot, true);
+  raise_dock(window, "BreakdownDock");
+  ok = save_widget(&window, out, shot.prefix + "dark.png") && ok;
+  window.setDarkPalette(false);
+  return ok;
+}
+
+// A plan error as the window shows it: one more pipeline stage than the layers use, so
+// the Placement tab marks the empty stage's column and lists the error; undone after.
+bool save_plan_error(MainWindow& window, const QDir& out, const Shot& shot) {
+  lay_out(window, shot, false);
+  window.document()->edit("one stage too many", [](loom::Plan& p) { loom::ui::setStages(p, p.parallel.stages + 1); });
+  raise_dock(window, "PlacementDock");
+  const bool ok = save_widget(&window, out, shot.prefix + "plan-error.png");
+  window.document()->undoStack()->undo();
+  return ok;
+}
+
+// The Help menu's glossary and tour, as dialogs of their own.
+bool save_help(MainWindow& window, const QDir& out) {
+  bool ok = true;
+  for (QAction* menu : window.menuBar()->actions()) {
+    if (menu->text() != "&Help") continue;
+    for (QAction* a : menu->menu()->actions()) {
+      const QString name = a->text() == "&Glossary" ? "glossary" : a->text() == "&First five minutes" ? "tour" : "";
+      if (name.isEmpty()) continue;
+      a->trigger();
+      QDialog* dialog = window.findChild<QDialog*>(name == "glossary" ? "GlossaryDialog" : "TourDialog");
+      if (dialog == nullptr) return false;
+      ok = save_widget(dialog, out, "help-" + name + ".png") && ok;
+      dialog->close();
+    }
+  }
+  return ok;
+}
+
+int run_and_save(MainWindow& window, const QDir& out, const std::vector<Shot>& shots, bool run) {
+  bool ok = save_help(window, out);
+  for (const Shot& shot : shots) {
+    lay_out(window, shot, false);
+    ok = save_widget(&window, out, shot.prefix + "design.png") && ok;
+  }
+  if (!run) return ok ? 0 : 1;
   bool finished = false, loaded = false;
   QObject::connect(&window, &MainWindow::runFinished, [&] { finished = true; });
   QObject::connect(&window, &MainWindow::runLoaded, [&] { loaded = true; });
+  lay_out(window, shots.front(), false);
   window.runPlan();
   wait_ms(6000);
-  ok = save(window, out, "workbench-running.png") && ok;
+  ok = save_widget(&window, out, shots.front().prefix + "running.png") && ok;
   QElapsedTimer clock;
   clock.start();
   while (!(finished && loaded) && clock.elapsed() < 300000) wait_ms(100);
@@ -121,15 +169,46 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "the run did not finish within 5 minutes\n");
     return 1;
   }
-  raise_dock(window, "TrainingDock");
-  ok = save(window, out, "workbench-finished.png") && ok;
-
-  auto* timeline = window.views()->timeline();
-  const double middle = timeline->data().end_ns() / 2.0;
-  timeline->setViewport({middle, middle + 40e6, timeline->viewport().width_px});
-  raise_dock(window, "BreakdownDock");
-  ok = save(window, out, "workbench-zoomed.png") && ok;
-  window.setDarkPalette(true);
-  ok = save(window, out, "workbench-dark.png") && ok;
+  for (const Shot& shot : shots) ok = save_results(window, out, shot) && ok;
+  for (const Shot& shot : shots) ok = save_plan_error(window, out, shot) && ok;
   return ok ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  QApplication app(argc, argv);
+  QApplication::setOrganizationName("LoomScreenshots");  // keeps the user's settings out of it
+  QStringList args = QApplication::arguments().mid(1);
+  std::vector<Shot> shots;
+  bool run = true;
+  while (!args.isEmpty() && args.front().startsWith("--") && args.front() != "--runs") {
+    const QString option = args.takeFirst();
+    if (option == "--no-run") {
+      run = false;
+    } else if (option == "--size" && !args.isEmpty()) {
+      const QString size = args.takeFirst();
+      shots.push_back({QSize(size.section('x', 0, 0).toInt(), size.section('x', 1, 1).toInt()),
+                       QStringLiteral("workbench-%1-").arg(size)});
+    }
+  }
+  const bool stored_runs = !args.isEmpty() && args.front() == "--runs";
+  if (stored_runs) args.removeFirst();
+  if (args.size() < (stored_runs ? 2 : 3)) {
+    std::fprintf(stderr, "usage: loom-screenshots [--size WxH]... [--no-run] OUT_DIR PLAN.json RUNS.db\n"
+                         "       loom-screenshots --runs OUT_DIR RUNS.db NAME=RUN_ID...\n");
+    return 2;
+  }
+  const QDir out(args[0]);
+  QDir().mkpath(out.path());
+  MainWindow window;
+  window.setSavePrompt([] { return MainWindow::SaveChoice::Discard; });
+  window.setRunPlanPrompt([](qint64, const QString&) { return false; });
+  window.setDbPath(stored_runs ? args[1] : args[2]);
+  window.resize(1600, 1000);
+  window.show();
+  if (stored_runs) return save_stored_runs(window, out, args.mid(2));
+  if (!window.openPlanFile(args[1])) return 2;
+  if (shots.empty()) shots.push_back({QSize(1600, 1000), QStringLiteral("workbench-")});
+  return run_and_save(window, out, shots, run);
 }

@@ -99,6 +99,7 @@ class TestChartsWidgets : public QObject {
   void clearEmptiesGraphs();
   void breakdownBarsPerRank();
   void breakdownShowsPipelineBubbles();
+  void breakdownCategoriesExplainThemselves();
   void stalenessEmptyShowsExplanation();
   void stalenessBarsAndLines();
   void stalenessFromUpdates();
@@ -178,6 +179,34 @@ void TestChartsWidgets::clearEmptiesGraphs() {
   charts.resize(900, 600);
   (void)charts.grab();
   QVERIFY(charts.lossPlot()->axisRect()->outerRect().width() > charts.lossPlot()->width() * 8 / 10);
+}
+
+// Every category has a tooltip: its legend entry explains it (the glossary's words), and
+// hovering a rank's bar names the category under the pointer.
+void TestChartsWidgets::breakdownCategoriesExplainThemselves() {
+  BreakdownChart chart;
+  chart.resize(900, 400);
+  chart.setBreakdown(breakdowns());
+  chart.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&chart));
+  chart.plot()->replot();
+  QStringList explained;
+  for (int i = 0; i < chart.plot()->legend->itemCount(); ++i) {
+    auto* item = qobject_cast<QCPPlottableLegendItem*>(chart.plot()->legend->item(i));
+    QVERIFY(item);
+    const QString segment = item->plottable()->property("segment").toString();
+    const QString tip = chart.toolTipAt(item->rect().center());
+    QVERIFY2(tip.size() > 30 && tip == BreakdownChart::segmentExplanation(segment), qPrintable(segment + ": " + tip));
+    explained << segment;
+  }
+  for (const char* segment : {"compute", "optimizer", "data", "exposed_comm", "idle", "hidden_comm"}) {
+    QVERIFY2(explained.contains(segment), segment);
+  }
+  // Rank 1's compute segment spans 0..7 s: the pointer at 3 s over rank 1's bar.
+  const QPoint over(int(chart.plot()->xAxis->coordToPixel(3.0)), int(chart.plot()->yAxis->coordToPixel(1.0)));
+  const QString tip = chart.toolTipAt(over);
+  QVERIFY2(tip.contains("rank 1") && tip.contains(BreakdownChart::segmentExplanation("compute").toHtmlEscaped()),
+           qPrintable(tip));
 }
 
 void TestChartsWidgets::breakdownBarsPerRank() {

@@ -1,9 +1,12 @@
 // Designer panel tests, offscreen: the strategy form edits the document, follows undo
 // without feeding back, shows validation errors under the field and enables fields by
-// strategy; the layer, placement and device panels act through the document. With
+// strategy, explains every field in a tooltip, shows a 0.25 MiB bucket as 0.25 and
+// shrinks into a narrow dock (one column, scrolling); the layer, placement and device
+// panels act through the document and list their errors in the window's words. With
 // LOOM_DESIGNER_SNAPSHOT_DIR set, each panel is also rendered to a PNG there so a person
 // can check the layout.
 #include <QComboBox>
+#include <QDoubleSpinBox>
 #include <QLabel>
 #include <QSpinBox>
 #include <QTableView>
@@ -14,6 +17,7 @@
 #include "loom/ui/designer/layer_list_model.h"
 #include "loom/ui/designer/placement_panel.h"
 #include "loom/ui/designer/plan_document.h"
+#include "loom/ui/designer/plan_help.h"
 #include "loom/ui/designer/strategy.h"
 #include "loom/ui/designer/strategy_panel.h"
 
@@ -55,7 +59,78 @@ class TestDesignerWidgets : public QObject {
   void designerPanelShowsBranches();
   void placementDragIsOneStep();
   void devicesPanelAddsReplica();
+  void everyFieldHasATooltip();
+  void bucketShowsItsDecimals();
+  void strategyFitsANarrowDock();
+  void panelsListTheirErrors();
 };
+
+void TestDesignerWidgets::everyFieldHasATooltip() {
+  PlanDocument doc;
+  doc.reset(fourDevicePlan());
+  StrategyPanel panel(&doc);
+  QStringList paths = strategyFieldPaths();
+  for (const char* key : {"rank", "slowdown", "delay", "delay_ms"}) paths << QStringLiteral("/parallel/stragglers/0/%1").arg(key);
+  for (const QString& path : paths) {
+    QWidget* editor = panel.fieldEditor(path);
+    QVERIFY2(editor, qPrintable(path));
+    QVERIFY2(editor->toolTip().size() > 40, qPrintable(path + ": " + editor->toolTip()));
+    QCOMPARE(panel.fieldLabel(path)->toolTip(), editor->toolTip());
+    QCOMPARE(panel.fieldLabel(path)->text(), strategyFieldName(path));
+  }
+  // The line computed for the plan follows it.
+  QVERIFY(panel.fieldEditor("/parallel/microbatches")->toolTip().contains("p = 2, m = 4"));
+  qobject_cast<QSpinBox*>(panel.fieldEditor("/parallel/microbatches"))->setValue(8);
+  QVERIFY(panel.fieldEditor("/parallel/microbatches")->toolTip().contains("p = 2, m = 8"));
+}
+
+void TestDesignerWidgets::bucketShowsItsDecimals() {
+  PlanDocument doc;
+  QVERIFY(doc.load(LOOM_SOURCE_DIR "/resources/plans/dp4_mlp_fashion.json").ok());
+  StrategyPanel panel(&doc);
+  auto* bucket = qobject_cast<QDoubleSpinBox*>(panel.fieldEditor("/parallel/bucket_mb"));
+  QVERIFY(bucket);
+  QCOMPARE(bucket->text(), QString("0.25"));
+  QCOMPARE(doc.plan().parallel.bucket_mb, 0.25);
+  bucket->setValue(25);
+  QCOMPARE(bucket->text(), QString("25"));
+  QCOMPARE(doc.undoStack()->undoText(), QString("Change Bucket (MiB) to 25"));
+}
+
+void TestDesignerWidgets::strategyFitsANarrowDock() {
+  PlanDocument doc;
+  doc.reset(fourDevicePlan());
+  StrategyPanel panel(&doc);
+  QVERIFY2(panel.minimumSizeHint().width() <= 300 && panel.minimumSizeHint().height() <= 200,
+           qPrintable(QStringLiteral("%1x%2").arg(panel.minimumSizeHint().width()).arg(panel.minimumSizeHint().height())));
+  panel.resize(360, 500);
+  panel.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&panel));
+  QCOMPARE(panel.columns(), 1);
+  panel.resize(1200, 700);
+  QTRY_COMPARE(panel.columns(), 2);
+  snapshot(panel, "strategy-wide");
+}
+
+void TestDesignerWidgets::panelsListTheirErrors() {
+  PlanDocument doc;
+  doc.reset(fourDevicePlan());
+  DesignerPanel layers(&doc);
+  PlacementPanel placement(&doc);
+  auto* placementErrors = placement.findChild<QLabel*>("errorList");
+  QVERIFY(layers.errorList()->isHidden() && placementErrors->isHidden());
+  doc.edit("out 0", [](loom::Plan& p) { p.model.layers[1].out = 0; });
+  QVERIFY(!layers.errorList()->isHidden());
+  QVERIFY2(layers.errorList()->text().contains("Settings › out: expected a positive integer"),
+           qPrintable(layers.errorList()->text()));
+  doc.undoStack()->undo();
+  doc.edit("all on stage 0", [](loom::Plan& p) {
+    for (auto& l : p.model.layers) l.stage = 0;
+  });
+  QVERIFY(layers.errorList()->isHidden());  // a placement matter: listed under Placement
+  QVERIFY2(placementErrors->text().contains("stage 1 has no layers") && !placementErrors->text().contains("\""),
+           qPrintable(placementErrors->text()));
+}
 
 void TestDesignerWidgets::spinBoxEditsDocumentAndUndoRestoresIt() {
   PlanDocument doc;

@@ -133,7 +133,9 @@ void TestPlanDocument::invalidLinearOutBlocksRun() {
   PlanDocument doc;
   doc.edit("out", [](loom::Plan& p) { p.model.layers[1].out = 0; });
   const QString reason = doc.runBlockedReason();
-  QVERIFY2(reason.startsWith("/model/layers/1/out: expected a positive integer, got 0"), qPrintable(reason));
+  // In the window's words: where the field is, not its JSON path.
+  QVERIFY2(reason.startsWith("Model › linear_1 › Settings › out: expected a positive integer, got 0"),
+           qPrintable(reason));
   QVERIFY(!doc.errorsAt("/model/layers/1/out").isEmpty());
   QVERIFY(!doc.errorsAt("/model/layers/1").isEmpty());
   QVERIFY(doc.errorsAt("/model/layers/2").isEmpty());
@@ -148,7 +150,10 @@ void TestPlanDocument::stagesWithoutLayersBlockRun() {
   doc.edit("stages", [](loom::Plan& p) { loom::ui::setStages(p, 3); });
   QCOMPARE(doc.plan().parallel.devices.size(), std::size_t(3));  // the device list followed
   const QString reason = doc.runBlockedReason();
-  QVERIFY2(reason.startsWith("/parallel/stages: stage 1 has no layers"), qPrintable(reason));
+  QVERIFY2(reason.startsWith("Strategy › Pipeline › Stages: stage 1 has no layers; place some layers on stage 1 "
+                             "in the Placement tab"),
+           qPrintable(reason));
+  QVERIFY2(!reason.contains("\"stage\""), qPrintable(reason));  // no JSON advice
   QVERIFY2(reason.endsWith("(and 1 more)"), qPrintable(reason));  // stage 2 as well
   QCOMPARE(doc.errorsAt("/parallel/stages").size(), 2);
   QVERIFY(doc.errorsAt("/parallel/devices").isEmpty());

@@ -57,6 +57,7 @@ class TestWorkbench : public QObject {
   void init() {
     window_ = std::make_unique<MainWindow>();
     window_->setSavePrompt([] { return MainWindow::SaveChoice::Discard; });
+    window_->setRunPlanPrompt([](qint64, const QString&) { return false; });
     window_->setDbPath(dir_.filePath(QString("runs-%1.db").arg(QTest::currentTestFunction())));
     window_->controller()->setRankExecutable(LOOM_RANK_EXE);  // also when run outside CTest
     window_->resize(1400, 900);
@@ -68,8 +69,9 @@ class TestWorkbench : public QObject {
     QVERIFY(window_->runAction()->isEnabled());
     window_->document()->edit("batch 0", [](loom::Plan& p) { p.training.batch = 0; });
     QVERIFY(!window_->runAction()->isEnabled());
-    QVERIFY2(window_->runAction()->toolTip().contains("/training/batch"), qPrintable(window_->runAction()->toolTip()));
-    QVERIFY2(window_->statusText().contains("/training/batch"), qPrintable(window_->statusText()));
+    // Named as the window shows the field, not by its JSON path.
+    QVERIFY2(window_->runAction()->toolTip().contains("Training › Global batch"), qPrintable(window_->runAction()->toolTip()));
+    QVERIFY2(window_->statusText().contains("Training › Global batch"), qPrintable(window_->statusText()));
     window_->document()->undoStack()->undo();
     QVERIFY(window_->runAction()->isEnabled());
   }
@@ -77,6 +79,7 @@ class TestWorkbench : public QObject {
   void runFromTheWindowStreamsIntoTheTimelineAndCompletes() {
     window_->document()->reset(two_rank_plan(60));
     QSignalSpy finished(window_.get(), &MainWindow::runFinished);
+    QSignalSpy loaded(window_.get(), &MainWindow::runLoaded);
     qint64 events_while_running = 0;
     QObject context;
     connect(window_->views(), &loom::ui::RunViews::eventsShownChanged, &context, [&](qint64 n) {
@@ -106,6 +109,14 @@ class TestWorkbench : public QObject {
     QVERIFY(ranks == (std::set<int>{0, 1}));
     QVERIFY(!window_->views()->timeline()->data().arrows().empty());  // clock probes are Send/Recv pairs
     QVERIFY(window_->runAction()->isEnabled());
+    // Read again with the final clocks, the log still shows each line once, and the
+    // rank's summary as text; the window names the run.
+    QTRY_COMPARE_WITH_TIMEOUT(loaded.count(), 1, 10000);
+    const QString log = window_->launchLog();
+    QCOMPARE(log.count("launch: "), 1);
+    QCOMPARE(log.count("rank 0 connected"), 1);
+    QVERIFY2(log.contains("Summary (rank 0): 2 ranks") && !log.contains("{\""), qPrintable(log));
+    QVERIFY2(window_->windowTitle().contains(QString("run %1").arg(id)), qPrintable(window_->windowTitle()));
   }
 
   void stopEndsTheRunAndTheStoreSaysStopped() {
@@ -130,6 +141,7 @@ class TestWorkbench : public QObject {
     const qint64 id = finished.at(0).at(0).toLongLong();
 
     MainWindow other;
+    other.setRunPlanPrompt([](qint64, const QString&) { return false; });
     other.setDbPath(window_->dbPath());
     QSignalSpy loaded(&other, &MainWindow::runLoaded);
     other.openRun(id);

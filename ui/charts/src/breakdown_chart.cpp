@@ -16,6 +16,7 @@
 #include <qcustomplot.h>
 
 #include "loom/ui/colors.h"
+#include "loom/ui/glossary.h"
 #include "plot_style.h"
 
 namespace loom::ui::charts {
@@ -179,6 +180,46 @@ void BreakdownChart::clear() {
   setPipeline({});
 }
 
+// Segments by their glossary key: the same explanation as the Help menu's glossary.
+QString BreakdownChart::segmentExplanation(const QString& segment) {
+  return term_tooltip(segment);  // "compute", "optimizer", "data", "exposed_comm", "idle", "hidden_comm"
+}
+
+// Over a legend entry: what that category counts. Over a rank's bar: its figures, and
+// what the category under the pointer counts.
+QString BreakdownChart::toolTipAt(const QPoint& pos) const {
+  for (int i = 0; i < plot_->legend->itemCount(); ++i) {
+    auto* item = qobject_cast<QCPPlottableLegendItem*>(plot_->legend->item(i));
+    if (item != nullptr && item->visible() && item->rect().contains(pos)) {
+      return segmentExplanation(item->plottable()->property("segment").toString());
+    }
+  }
+  if (ranks_.empty() || !plot_->axisRect()->rect().contains(pos)) return {};
+  // The hidden bar belongs to the rank above it (offset < 0.5 + its width).
+  const double key = plot_->yAxis->pixelToCoord(pos.y());
+  const int rank = static_cast<int>(std::lround(key - 0.12));
+  QString text = toolTipForRank(rank);
+  if (text.isEmpty()) return {};
+  const QString segment = segmentAt(rank, plot_->xAxis->pixelToCoord(pos.x()), key - rank > 0.25);
+  if (!segment.isEmpty()) text += QStringLiteral("<p>%1</p>").arg(segmentExplanation(segment).toHtmlEscaped());
+  return text;
+}
+
+// Which stacked segment of `rank` covers `seconds` ("" past the bar's end).
+QString BreakdownChart::segmentAt(int rank, double seconds, bool hiddenBar) const {
+  for (const auto& r : ranks_) {
+    if (r.rank != rank) continue;
+    const BreakdownSegments s = breakdown_segments(r);
+    if (hiddenBar) return seconds >= 0 && seconds <= s.hidden_comm ? QStringLiteral("hidden_comm") : QString();
+    double end = 0;
+    for (const SegmentSpec& spec : kStack) {
+      end += s.*spec.field;
+      if (seconds >= 0 && seconds <= end) return QString::fromLatin1(spec.name);
+    }
+  }
+  return {};
+}
+
 QString BreakdownChart::toolTipForRank(int rank) const {
   for (const auto& r : ranks_) {
     if (r.rank != rank) continue;
@@ -198,14 +239,7 @@ QString BreakdownChart::toolTipForRank(int rank) const {
 }
 
 void BreakdownChart::showToolTip(QMouseEvent* event) {
-  if (ranks_.empty() || !plot_->axisRect()->rect().contains(event->pos())) {
-    QToolTip::hideText();
-    return;
-  }
-  // The hidden bar belongs to the rank above it (offset < 0.5 + its width).
-  const double key = plot_->yAxis->pixelToCoord(event->pos().y());
-  const int rank = static_cast<int>(std::lround(key - 0.12));
-  const QString text = toolTipForRank(rank);
+  const QString text = toolTipAt(event->pos());
   if (text.isEmpty()) {
     QToolTip::hideText();
   } else {

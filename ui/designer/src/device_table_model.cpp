@@ -27,7 +27,7 @@ QVariant DeviceTableModel::data(const QModelIndex& index, int role) const {
   const int rank = index.row();
   const loom::DeviceSpec& d = doc_->plan().parallel.devices[static_cast<std::size_t>(rank)];
   const QString path = QStringLiteral("/parallel/devices/%1").arg(rank);
-  const QStringList errors = doc_->errorsAt(path);
+  const QStringList errors = doc_->shownErrorsAt(path);
   switch (role) {
     case Qt::DisplayRole:
     case Qt::EditRole:
@@ -67,7 +67,7 @@ bool DeviceTableModel::setData(const QModelIndex& index, const QVariant& value, 
     case Kind: {
       if (text != QLatin1String("cpu") && text != QLatin1String("gpu")) return false;
       const bool gpu = text == QLatin1String("gpu");
-      doc_->edit(tr("Set rank %1 to %2").arg(rank).arg(text), [&](loom::Plan& p) {
+      doc_->edit(tr("Change rank %1 kind to %2").arg(rank).arg(text), [&](loom::Plan& p) {
         loom::DeviceSpec& d = p.parallel.devices[rank];
         d.kind = gpu ? loom::DeviceKind::Gpu : loom::DeviceKind::Cpu;
         // A gpu needs an index and a cpu must not have one; choose for the person.
@@ -77,14 +77,14 @@ bool DeviceTableModel::setData(const QModelIndex& index, const QVariant& value, 
     }
     case Host:
       if (text.isEmpty()) return false;
-      doc_->edit(tr("Set rank %1 host").arg(rank),
+      doc_->edit(tr("Change rank %1 host to %2").arg(rank).arg(text),
                  [&](loom::Plan& p) { p.parallel.devices[rank].host = text.toStdString(); });
       return true;
     case Gpu: {
       bool ok = false;
       const int gpu = value.toInt(&ok);
       if (!ok) return false;
-      doc_->edit(tr("Set rank %1 GPU").arg(rank), [&](loom::Plan& p) { p.parallel.devices[rank].gpu = gpu; });
+      doc_->edit(tr("Change rank %1 GPU to %2").arg(rank).arg(gpu), [&](loom::Plan& p) { p.parallel.devices[rank].gpu = gpu; });
       return true;
     }
     default: return false;

@@ -8,6 +8,7 @@
 #include <QVBoxLayout>
 
 #include "delegates.h"
+#include "error_list.h"
 #include "loom/ui/designer/device_table_model.h"
 
 namespace loom::ui {
@@ -35,9 +36,16 @@ DevicesPanel::DevicesPanel(PlanDocument* doc, QWidget* parent)
   buttons->addWidget(add);
   buttons->addWidget(remove);
   buttons->addStretch();
+  auto* errors = makeErrorList();
   auto* layout = new QVBoxLayout(this);
   layout->addLayout(buttons);
   layout->addWidget(view_, 1);
+  layout->addWidget(errors);
+  auto refresh = [errors, doc] {
+    showErrors(errors, *doc, [](const std::string& path) { return path.rfind("/parallel/devices", 0) == 0; });
+  };
+  connect(doc, &PlanDocument::planChanged, this, refresh);
+  refresh();
 }
 
 }  // namespace loom::ui

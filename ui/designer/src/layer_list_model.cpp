@@ -6,6 +6,7 @@
 #include <QColor>
 
 #include "loom/ui/model_table_model.h"
+#include "loom/ui/designer/plan_help.h"
 #include "loom/ui/designer/strategy.h"
 
 namespace loom::ui {
@@ -31,6 +32,34 @@ void changeKind(loom::LayerSpec& layer, loom::LayerKind kind) {
   loom::LayerSpec fresh = defaultLayer(kind, layer.stage);
   fresh.name = layer.name;
   layer = std::move(fresh);
+}
+
+// The words an undo step uses for a setting ("Change fc2 output to 64").
+QString settingWord(const QString& key) {
+  if (key == QLatin1String("out")) return LayerListModel::tr("output");
+  if (key == QLatin1String("out_channels")) return LayerListModel::tr("channels");
+  if (key == QLatin1String("p")) return LayerListModel::tr("drop probability");
+  return key;  // kernel, stride, padding
+}
+
+// Names the edit by what changed: "Change fc2 output to 64", "Turn off fc2 bias",
+// "Change conv1 kernel to 5, stride to 2". Bias goes last, as its own clause.
+QString settingsEditText(const loom::LayerSpec& layer, const QVariantMap& after) {
+  const QVariantMap before = LayerListModel::settingsOf(layer);
+  const QString name = qs(layer.name);
+  QStringList changes;
+  QString bias;
+  for (auto it = after.begin(); it != after.end(); ++it) {
+    if (!before.contains(it.key()) || before.value(it.key()) == it.value()) continue;
+    if (it.key() == QLatin1String("bias")) {
+      bias = it.value().toBool() ? LayerListModel::tr("Turn on %1 bias").arg(name) : LayerListModel::tr("Turn off %1 bias").arg(name);
+    } else {
+      changes << LayerListModel::tr("%1 to %2").arg(settingWord(it.key()), it.value().toString());
+    }
+  }
+  if (changes.isEmpty()) return bias.isEmpty() ? LayerListModel::tr("Change %1 settings").arg(name) : bias;
+  QString text = LayerListModel::tr("Change %1 %2").arg(name, changes.join(QStringLiteral(", ")));
+  return bias.isEmpty() ? text : text + QStringLiteral("; ") + bias.left(1).toLower() + bias.mid(1);
 }
 
 }  // namespace
@@ -62,7 +91,7 @@ void LayerListModel::attachErrors() {
         best = static_cast<int>(r);
       }
     }
-    if (best >= 0) row_errors_[static_cast<std::size_t>(best)] << qs(e.reason);
+    if (best >= 0) row_errors_[static_cast<std::size_t>(best)] << describePlanError(doc_->plan(), e).text;
   }
 }
 
@@ -103,8 +132,9 @@ QVariant LayerListModel::data(const QModelIndex& index, int role) const {
     case LayerKindRole:
       return r.is_branch ? -1 : static_cast<int>(layerAt(doc_->plan().model, r.address).kind);
     case Qt::ToolTipRole:
-      return hasError ? QStringLiteral("%1: %2").arg(qs(r.json_path), row_errors_[static_cast<std::size_t>(row)].join(QStringLiteral("\n")))
-                      : QVariant(qs(r.json_path));
+      // In the window's words; the JSON path stays available as JsonPathRole.
+      return hasError ? QStringLiteral("%1: %2").arg(rowLabel(r), row_errors_[static_cast<std::size_t>(row)].join(QStringLiteral("\n")))
+                      : QVariant(rowLabel(r));
     case Qt::ForegroundRole:
       // Branch headers are structure, not layers: quieter unless they carry an error.
       if (hasError) return QColor(Qt::red);
@@ -181,7 +211,7 @@ bool LayerListModel::setData(const QModelIndex& index, const QVariant& value, in
     bool ok = false;
     const int stage = value.toInt(&ok);
     if (!ok) return false;
-    doc_->edit(tr("Move %1 to stage %2").arg(qs(r.json_path)).arg(stage),
+    doc_->edit(tr("Move %1 to stage %2").arg(rowLabel(r)).arg(stage),
                [&](loom::Plan& p) { setRowStage(p.model, r.address, stage); });
     return true;
   }
@@ -199,12 +229,13 @@ bool LayerListModel::setLayerField(const LayerRow& r, int column, const QVariant
   if (column == Type) {
     const auto kind = kindFromName(value.toString());
     if (!kind) return false;
-    doc_->edit(tr("Change layer type to %1").arg(value.toString()), [&](loom::Plan& p) { changeKind(layerAt(p.model, a), *kind); });
+    doc_->edit(tr("Change %1 type to %2").arg(qs(layerAt(doc_->plan().model, a).name), value.toString()),
+               [&](loom::Plan& p) { changeKind(layerAt(p.model, a), *kind); });
     return true;
   }
   if (column != Settings) return false;
   const QVariantMap map = value.toMap();
-  doc_->edit(tr("Edit %1 settings").arg(qs(r.json_path)), [&](loom::Plan& p) {
+  doc_->edit(settingsEditText(layerAt(doc_->plan().model, a), map), [&](loom::Plan& p) {
     loom::LayerSpec& l = layerAt(p.model, a);
     if (map.contains("out")) l.out = map["out"].toLongLong();
     if (map.contains("bias")) l.bias = map["bias"].toBool();
@@ -299,7 +330,7 @@ int LayerListModel::moveLayer(int row, int delta) {
   LayerAddress moved = a;
   moved.back() = target;
   if (!addressValid(doc_->plan().model, moved)) return -1;
-  doc_->edit(tr("Move %1").arg(qs(rowAt(row).json_path)), [&](loom::Plan& p) {
+  doc_->edit((delta < 0 ? tr("Move %1 up") : tr("Move %1 down")).arg(rowLabel(rowAt(row))), [&](loom::Plan& p) {
     if (isBranchAddress(a)) {
       LayerAddress block(a.begin(), a.end() - 1);
       auto& branches = layerAt(p.model, block).branches;
@@ -334,12 +365,19 @@ int LayerListModel::addBranch(int row) {
 bool LayerListModel::removeBranch(int row) {
   if (row < 0 || row >= rowCount() || !rowAt(row).is_branch) return false;
   const LayerAddress a = rowAt(row).address;
-  doc_->edit(tr("Remove %1").arg(qs(rowAt(row).json_path)), [&](loom::Plan& p) {
+  doc_->edit(tr("Remove %1").arg(rowLabel(rowAt(row))), [&](loom::Plan& p) {
     LayerAddress block(a.begin(), a.end() - 1);
     auto& branches = layerAt(p.model, block).branches;
     branches.erase(branches.begin() + a.back());
   });
   return true;
+}
+
+QString LayerListModel::rowLabel(const LayerRow& r) const {
+  const loom::ModelSpec& model = doc_->plan().model;
+  if (!r.is_branch) return qs(layerAt(model, r.address).name);
+  const LayerAddress block(r.address.begin(), r.address.end() - 1);
+  return tr("branch %1 of %2").arg(r.address.back()).arg(qs(layerAt(model, block).name));
 }
 
 std::int64_t LayerListModel::deviceParams(int rank) const {

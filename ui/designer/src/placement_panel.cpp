@@ -8,6 +8,7 @@
 #include <QTableView>
 #include <QVBoxLayout>
 
+#include "error_list.h"
 #include "loom/ui/designer/placement_model.h"
 
 namespace loom::ui {
@@ -23,9 +24,21 @@ PlacementPanel::PlacementPanel(PlanDocument* doc, QWidget* parent)
   view_->viewport()->installEventFilter(this);
   auto* hint = new QLabel(tr("Press and drag across cells to place layers on a device's stage."));
   hint->setWordWrap(true);
+  auto* errors = makeErrorList();
   auto* layout = new QVBoxLayout(this);
   layout->addWidget(view_, 1);
+  layout->addWidget(errors);
   layout->addWidget(hint);
+  // Where layers run: their stages, and the stage count against the layers placed.
+  auto refresh = [errors, doc] {
+    showErrors(errors, *doc, [](const std::string& path) {
+      const bool layer_stage = path.rfind("/model", 0) == 0 && path.size() >= 6 &&
+                               path.compare(path.size() - 6, 6, "/stage") == 0;
+      return layer_stage || path == "/parallel/stages";
+    });
+  };
+  connect(doc, &PlanDocument::planChanged, this, refresh);
+  refresh();
 }
 
 bool PlacementPanel::eventFilter(QObject* watched, QEvent* event) {

@@ -6,6 +6,8 @@
 #include <QSaveFile>
 #include <QUndoCommand>
 
+#include "loom/ui/designer/plan_help.h"
+
 namespace loom::ui {
 
 // One undo step: the plan before and after. Merging keeps the first 'before' and takes
@@ -24,6 +26,7 @@ class PlanSnapshotCommand : public QUndoCommand {
     auto* next = static_cast<const PlanSnapshotCommand*>(other);
     if (next->key_ != key_ || next->generation_ != generation_) return false;
     after_ = next->after_;
+    setText(next->text());  // the newest value names the step: "Change Global batch to 128"
     setObsolete(before_ == after_);
     return true;
   }
@@ -58,11 +61,20 @@ QStringList PlanDocument::errorsAt(const QString& jsonPathPrefix) const {
   return out;
 }
 
+QStringList PlanDocument::shownErrorsAt(const QString& jsonPathPrefix) const {
+  const std::string prefix = jsonPathPrefix.toStdString();
+  QStringList out;
+  for (const loom::PlanError& e : errors_) {
+    const bool inside = prefix.empty() || e.path == prefix || e.path.rfind(prefix + "/", 0) == 0;
+    if (inside) out << describePlanError(plan_, e).text;
+  }
+  return out;
+}
+
 QString PlanDocument::runBlockedReason() const {
   if (errors_.empty()) return {};
-  const loom::PlanError& first = errors_.front();
-  QString text = QStringLiteral("%1: %2").arg(QString::fromStdString(first.path.empty() ? "/" : first.path),
-                                              QString::fromStdString(first.reason));
+  const ShownError first = describePlanError(plan_, errors_.front());
+  QString text = QStringLiteral("%1: %2").arg(first.place, first.text);
   if (errors_.size() > 1) text += QStringLiteral(" (and %1 more)").arg(errors_.size() - 1);
   return text;
 }

@@ -1,39 +1,29 @@
-// MainWindow (see main_window.h): construction, plan files, settings. Running and the
-// live views are in main_window_run.cpp.
+// MainWindow (see main_window.h): construction, actions, menus, plan files, settings.
+// The dock layout is in main_window_layout.cpp, the Help menu and the examples in
+// main_window_help.cpp, running and the live views in main_window_run.cpp.
 #include "loom/ui/workbench/main_window.h"
 
 #include <QAction>
 #include <QApplication>
 #include <QCloseEvent>
 #include <QDir>
-#include <QDirIterator>
-#include <QDockWidget>
 #include <QElapsedTimer>
 #include <QFile>
-#include <QFontDatabase>
 #include <QFileDialog>
 #include <QFileInfo>
-#include <QHeaderView>
 #include <QLabel>
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QPlainTextEdit>
 #include <QProgressBar>
+#include <QScreen>
 #include <QSettings>
 #include <QStatusBar>
-#include <QTableView>
 #include <QTimer>
 #include <QToolBar>
 #include <QUndoStack>
 
 #include "loom/profiles/run_store.h"
-#include "loom/ui/charts/training_charts.h"
-#include "loom/ui/designer/designer_panel.h"
-#include "loom/ui/designer/devices_panel.h"
-#include "loom/ui/designer/placement_panel.h"
-#include "loom/ui/designer/strategy_panel.h"
-#include "loom/ui/item_roles.h"
-#include "loom/ui/run_list_model.h"
 #include "loom/ui/timeline/timeline_view.h"
 #include "loom/ui/workbench/appearance.h"
 
@@ -41,15 +31,19 @@ namespace loom::ui {
 
 namespace {
 constexpr int kMaxRecent = 8;
-constexpr int kSettingsVersion = 1;  // bump when the dock layout changes incompatibly
+// Bump when the dock layout changes incompatibly: a saved state of an older version is
+// ignored and the per-screen default applies. 2: timeline first (issue 15).
+constexpr int kSettingsVersion = 2;
 }  // namespace
 
-MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), run_clock_(new QElapsedTimer) {
+MainWindow::MainWindow(QWidget* parent)
+    : QMainWindow(parent), examples_(ExampleCatalog::builtIn()), run_clock_(new QElapsedTimer) {
   setObjectName("LoomMainWindow");
   setDockNestingEnabled(true);
   controller_.setDbPath(QString::fromStdString(store::RunStore::default_path()));
   createActions();
   createMenus();
+  createToolBar();
   createDocks();
   createStatusBar();
   connectRunSignals();
@@ -86,6 +80,20 @@ void MainWindow::createActions() {
   undo_action_->setShortcut(QKeySequence::Undo);
   redo_action_ = document_.undoStack()->createRedoAction(this, tr("&Redo"));
   redo_action_->setShortcut(QKeySequence::Redo);
+  // The toolbar's twins keep a fixed text, so the buttons after them do not move as the
+  // undo text changes length; what they would undo is in their tooltip.
+  QUndoStack* stack = document_.undoStack();
+  undo_tool_ = make(tr("Undo"), {}, [stack] { stack->undo(); });
+  redo_tool_ = make(tr("Redo"), {}, [stack] { stack->redo(); });
+  auto sync = [this, stack] {
+    undo_tool_->setEnabled(stack->canUndo());
+    redo_tool_->setEnabled(stack->canRedo());
+    undo_tool_->setToolTip(stack->canUndo() ? tr("Undo: %1").arg(stack->undoText()) : tr("Nothing to undo"));
+    redo_tool_->setToolTip(stack->canRedo() ? tr("Redo: %1").arg(stack->redoText()) : tr("Nothing to redo"));
+  };
+  connect(stack, &QUndoStack::indexChanged, this, sync);
+  connect(stack, &QUndoStack::cleanChanged, this, sync);
+  sync();
   follow_action_ = make(tr("&Follow latest"), QKeySequence(Qt::Key_F), [this](bool on) {
     views_.timeline()->setFollowLatest(on);
   });
@@ -94,6 +102,14 @@ void MainWindow::createActions() {
   fit_action_ = make(tr("Fit &all"), QKeySequence(Qt::Key_0), [this] { views_.timeline()->fitAll(); });
   dark_action_ = make(tr("&Dark palette"), {}, [this](bool on) { setDarkPalette(on); });
   dark_action_->setCheckable(true);
+  timeline_only_action_ = make(tr("&Timeline only"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_T),
+                               [this](bool on) { setTimelineOnly(on); });
+  timeline_only_action_->setCheckable(true);
+  timeline_only_action_->setToolTip(tr("Collapse every panel so the timeline fills the window (again to bring them back)"));
+  reset_layout_action_ = make(tr("&Reset layout"), {}, [this] {
+    timeline_only_action_->setChecked(false);
+    applyDefaultLayout(size());
+  });
 }
 
 void MainWindow::createMenus() {
@@ -101,6 +117,7 @@ void MainWindow::createMenus() {
   file->addActions({new_action_, open_action_});
   recent_menu_ = file->addMenu(tr("Open &recent"));
   examples_menu_ = file->addMenu(tr("&Examples"));
+  examples_menu_->setToolTipsVisible(true);  // each example says what it shows
   file->addSeparator();
   file->addActions({save_action_, save_as_action_});
   file->addSeparator();
@@ -118,73 +135,32 @@ void MainWindow::createMenus() {
   view_menu_ = menuBar()->addMenu(tr("&View"));
   view_menu_->addActions({follow_action_, fit_action_, dark_action_});
   view_menu_->addSeparator();
-  QMenu* help = menuBar()->addMenu(tr("&Help"));
-  help->addAction(tr("&About Loom"), this, [this] {
-    QMessageBox::about(this, tr("About Loom"),
-                       tr("<b>Loom %1</b><p>A workbench for designing and profiling parallel training: lay a model "
-                          "out on devices, press Run, and watch what each device does.</p>")
-                           .arg(QStringLiteral(LOOM_VERSION)));
-  });
-  QToolBar* bar = addToolBar(tr("Main"));
-  bar->setObjectName("MainToolBar");
-  bar->addActions({new_action_, open_action_, save_action_});
-  bar->addSeparator();
-  bar->addActions({undo_action_, redo_action_});
-  bar->addSeparator();
-  bar->addActions({run_action_, stop_action_});
-  bar->addSeparator();
-  bar->addActions({follow_action_, fit_action_});
+  view_menu_->addActions({timeline_only_action_, reset_layout_action_});
+  view_menu_->addSeparator();
+  createHelpMenu();
   rebuildExamplesMenu();
 }
 
-QDockWidget* MainWindow::addDock(const QString& title, const QString& objectName, QWidget* widget,
-                                 Qt::DockWidgetArea area) {
-  auto* dock = new QDockWidget(title, this);
-  dock->setObjectName(objectName);  // restoreState finds docks by name
-  dock->setWidget(widget);
-  addDockWidget(area, dock);
-  view_menu_->addAction(dock->toggleViewAction());
-  return dock;
-}
-
-void MainWindow::createDocks() {
-  setCentralWidget(views_.timeline());
-  auto* model = addDock(tr("Model"), "ModelDock", new DesignerPanel(&document_), Qt::LeftDockWidgetArea);
-  auto* devices = addDock(tr("Devices"), "DevicesDock", new DevicesPanel(&document_), Qt::LeftDockWidgetArea);
-  auto* strategy = addDock(tr("Strategy"), "StrategyDock", new StrategyPanel(&document_), Qt::RightDockWidgetArea);
-  auto* placement = addDock(tr("Placement"), "PlacementDock", new PlacementPanel(&document_), Qt::RightDockWidgetArea);
-  auto* charts = addDock(tr("Training"), "TrainingDock", views_.training(), Qt::BottomDockWidgetArea);
-  auto* breakdown = addDock(tr("Breakdown"), "BreakdownDock", views_.breakdown(), Qt::BottomDockWidgetArea);
-  auto* staleness = addDock(tr("Staleness"), "StalenessDock", views_.staleness(), Qt::BottomDockWidgetArea);
-  log_ = new QPlainTextEdit;
-  log_->setReadOnly(true);
-  log_->setMaximumBlockCount(20000);
-  log_->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
-  auto* log = addDock(tr("Launch log"), "LogDock", log_, Qt::BottomDockWidgetArea);
-  run_list_ = new RunListModel(this);
-  run_table_ = new QTableView;
-  run_table_->setModel(run_list_);
-  run_table_->setSelectionBehavior(QAbstractItemView::SelectRows);
-  run_table_->horizontalHeader()->setStretchLastSection(true);
-  run_table_->verticalHeader()->hide();
-  connect(run_table_, &QTableView::doubleClicked, this,
-          [this](const QModelIndex& index) { openRun(index.data(RunIdRole).toLongLong()); });
-  auto* runs = addDock(tr("Runs"), "RunsDock", run_table_, Qt::BottomDockWidgetArea);
-  tabifyDockWidget(model, devices);
-  tabifyDockWidget(strategy, placement);
-  for (QDockWidget* d : {breakdown, staleness, log, runs}) tabifyDockWidget(charts, d);
-  model->raise();
-  strategy->raise();
-  charts->raise();
-  // First-run proportions (saved layouts override them): the timeline gets the middle,
-  // the charts a third of the height.
-  resizeDocks({model, strategy}, {420, 480}, Qt::Horizontal);
-  resizeDocks({charts}, {360}, Qt::Vertical);
+void MainWindow::createToolBar() {
+  tool_bar_ = addToolBar(tr("Main"));
+  tool_bar_->setObjectName("MainToolBar");
+  tool_bar_->setMovable(false);
+  tool_bar_->addActions({new_action_, open_action_, save_action_});
+  tool_bar_->addSeparator();
+  tool_bar_->addActions({undo_tool_, redo_tool_});
+  tool_bar_->addSeparator();
+  tool_bar_->addActions({run_action_, stop_action_});
+  tool_bar_->addSeparator();
+  tool_bar_->addActions({follow_action_, fit_action_, timeline_only_action_});
 }
 
 void MainWindow::createStatusBar() {
   state_label_ = new QLabel;
   state_label_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  // A long message (a plan error) must not widen the window: the label takes what is
+  // left and clips; its tooltip has the whole text.
+  state_label_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+  state_label_->setMinimumWidth(0);
   progress_bar_ = new QProgressBar;
   progress_bar_->setMaximumWidth(180);
   progress_bar_->setVisible(false);
@@ -202,7 +178,11 @@ void MainWindow::createStatusBar() {
 }
 
 QString MainWindow::statusText() const { return state_label_->text(); }
-QString MainWindow::launchLog() const { return log_->toPlainText(); }
+
+void MainWindow::setStateText(const QString& text) {
+  state_label_->setText(text);
+  state_label_->setToolTip(text);
+}
 
 void MainWindow::setDbPath(const QString& path) {
   controller_.setDbPath(path);
@@ -238,6 +218,7 @@ bool MainWindow::maybeSave() {
 void MainWindow::newPlan() {
   if (!maybeSave()) return;
   document_.reset(loom::default_plan());
+  planReplaced();
 }
 
 void MainWindow::openPlan() {
@@ -254,7 +235,28 @@ bool MainWindow::openPlanFile(const QString& path) {
     return false;
   }
   if (!path.startsWith(':')) addRecent(path);
+  planReplaced();
   return true;
+}
+
+// Another plan is in the designer: views that still showed a finished run of the old
+// plan would be read as this plan's, so they are emptied. A live run stays on screen,
+// its caption saying which plan it runs.
+void MainWindow::planReplaced(const QString& exampleHint) {
+  example_hint_ = exampleHint;
+  if (!controller_.isRunning() && current_run_ != 0) {
+    feed_.stop();
+    current_run_ = 0;
+    opened_stored_ = false;
+    run_state_.clear();
+    log_->clear();
+    launch_log_.clear();
+    views_.clear(layerNames());
+    elapsed_label_->clear();
+    rate_label_->clear();
+    clearShownRun();
+  }
+  updateRunState();
 }
 
 bool MainWindow::savePlan() {
@@ -278,20 +280,8 @@ bool MainWindow::savePlanTo(const QString& path) {
     return false;
   }
   addRecent(path);
+  updateTitle();
   return true;
-}
-
-void MainWindow::openExample(const QString& resource) {
-  if (!maybeSave()) return;
-  QFile file(resource);
-  if (!file.open(QIODevice::ReadOnly)) return showError(tr("Cannot open example"), resource);
-  auto parsed = loom::parse_plan(file.readAll().toStdString());
-  if (!parsed.ok()) {
-    const auto& e = parsed.errors.front();
-    return showError(tr("Example plan is invalid"), QString::fromStdString(e.path + ": " + e.reason));
-  }
-  // An example is a starting point: no file path, so saving asks where to put it.
-  document_.reset(*parsed.plan);
 }
 
 void MainWindow::addRecent(const QString& path) {
@@ -312,16 +302,6 @@ void MainWindow::rebuildRecentMenu() {
   recent_menu_->setEnabled(!recent_.isEmpty());
 }
 
-void MainWindow::rebuildExamplesMenu() {
-  examples_menu_->clear();
-  QStringList files;
-  for (QDirIterator it(":/plans", {"*.json"}); it.hasNext();) files << it.next();
-  files.sort();
-  for (const QString& file : files) {
-    examples_menu_->addAction(QFileInfo(file).completeBaseName(), this, [this, file] { openExample(file); });
-  }
-}
-
 // ---- state shown in the window ----
 
 std::vector<std::string> MainWindow::layerNames() const {
@@ -331,14 +311,17 @@ std::vector<std::string> MainWindow::layerNames() const {
 }
 
 void MainWindow::onPlanChanged() {
+  if (document_.isModified()) example_hint_.clear();  // the example was edited: the hint may not hold
   updateRunState();
   updateTitle();
+  updateSubject();
 }
 
 void MainWindow::updateTitle() {
-  const QString name = document_.filePath().isEmpty() ? QString::fromStdString(document_.plan().name)
-                                                        : QFileInfo(document_.filePath()).fileName();
-  setWindowTitle(tr("%1[*] — Loom").arg(name.isEmpty() ? tr("untitled") : name));
+  const QString name = document_.filePath().isEmpty() || document_.filePath().startsWith(':')
+                           ? QString::fromStdString(document_.plan().name)
+                           : QFileInfo(document_.filePath()).fileName();
+  setWindowTitle(windowTitleFor(name, shown_));
   setWindowModified(document_.isModified());
 }
 
@@ -349,17 +332,22 @@ void MainWindow::updateRunState() {
   stop_action_->setEnabled(running);
   run_action_->setToolTip(blocked.isEmpty() ? tr("Run this plan (%1 ranks)").arg(loom::world_size(document_.plan()))
                                             : tr("Cannot run: %1").arg(blocked));
-  if (running || !run_state_.isEmpty()) {
-    state_label_->setText(run_state_);
+  // A plan error outranks the last run's outcome: it is what stops the next Run.
+  if (running) {
+    setStateText(run_state_);
   } else if (!blocked.isEmpty()) {
-    state_label_->setText(tr("Plan invalid — %1").arg(blocked));
+    setStateText(tr("Plan invalid — %1").arg(blocked));
+  } else if (!run_state_.isEmpty()) {
+    setStateText(run_state_);
   } else {
-    state_label_->setText(tr("Ready: %1 ranks").arg(loom::world_size(document_.plan())));
+    QString text = tr("Ready: %1 ranks").arg(loom::world_size(document_.plan()));
+    if (!example_hint_.isEmpty()) text += tr(" · after Run, look at: %1").arg(example_hint_);
+    setStateText(text);
   }
 }
 
 void MainWindow::showError(const QString& title, const QString& text) {
-  state_label_->setText(title + ": " + text);
+  setStateText(title + ": " + text);
   if (save_prompt_) return;  // scripted (tests): no modal dialogs
   QMessageBox::warning(this, title, text);
 }
@@ -368,11 +356,15 @@ void MainWindow::showError(const QString& title, const QString& text) {
 
 void MainWindow::readSettings() {
   QSettings settings;
-  if (settings.value("settingsVersion").toInt() == kSettingsVersion) {
-    restoreGeometry(settings.value("window/geometry").toByteArray());
-    restoreState(settings.value("window/state").toByteArray(), kSettingsVersion);
-  } else {
-    resize(1400, 900);
+  const bool restored = settings.value("settingsVersion").toInt() == kSettingsVersion &&
+                        restoreGeometry(settings.value("window/geometry").toByteArray()) &&
+                        restoreState(settings.value("window/state").toByteArray(), kSettingsVersion);
+  if (!restored) {
+    // First start (or a layout from an older version): fit the screen, timeline first.
+    QSize size(1600, 1000);
+    if (const QScreen* screen = QGuiApplication::primaryScreen()) size = size.boundedTo(screen->availableGeometry().size());
+    resize(size);
+    applyDefaultLayout(size);
   }
   recent_ = settings.value("recentPlans").toStringList();
   rebuildRecentMenu();
@@ -385,6 +377,8 @@ void MainWindow::writeSettings() {
   QSettings settings;
   settings.setValue("settingsVersion", kSettingsVersion);
   settings.setValue("window/geometry", saveGeometry());
+  // Saved with the panels shown, so "timeline only" is not what the next start opens with.
+  if (timeline_only_action_->isChecked()) setTimelineOnly(false);
   settings.setValue("window/state", saveState(kSettingsVersion));
   settings.setValue("recentPlans", recent_);
   settings.setValue("darkPalette", dark_);
@@ -399,7 +393,7 @@ void MainWindow::closeEvent(QCloseEvent* event) {
   if (controller_.isRunning()) {
     // Closing stops the job gracefully; ~RunController waits for it, so what the ranks
     // recorded is stored and the run ends as "stopped".
-    state_label_->setText(tr("Stopping the run before closing…"));
+    setStateText(tr("Stopping the run before closing…"));
     controller_.stop();
   }
   writeSettings();

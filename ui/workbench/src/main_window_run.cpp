@@ -5,6 +5,8 @@
 #include <QCoreApplication>
 #include <QElapsedTimer>
 #include <QLabel>
+#include <QMessageBox>
+#include <QPushButton>
 #include <QPlainTextEdit>
 #include <QTextCursor>
 #include <QPointer>
@@ -36,9 +38,13 @@ void MainWindow::connectRunSignals() {
 
 void MainWindow::runPlan() {
   if (controller_.isRunning() || !document_.runBlockedReason().isEmpty()) return;
+  feed_.stop();  // a stored run still being read must not pour into the new run's views
   log_->clear();
+  launch_log_.clear();
   views_.clear(layerNames());
   current_run_ = 0;
+  opened_stored_ = false;
+  clearShownRun();
   run_state_ = tr("Starting %1 ranks…").arg(loom::world_size(document_.plan()));
   controller_.start(document_.plan());
   progress_bar_->setRange(0, 0);  // busy until the first rank reports its step count
@@ -54,11 +60,12 @@ void MainWindow::stopRun() {
   controller_.stop();
   run_state_ = tr("Stopping run %1: ranks finish their step and flush…").arg(current_run_);
   stop_action_->setEnabled(false);
-  state_label_->setText(run_state_);
+  setStateText(run_state_);
 }
 
 void MainWindow::onRunCreated(qint64 runId) {
   current_run_ = runId;
+  setShownRun({runId, QStringLiteral("running"), document_.plan()});
   feed_.follow(dbPath(), runId);
   run_state_ = tr("Run %1 starting").arg(runId);
   updateRunState();
@@ -85,35 +92,100 @@ void MainWindow::onRunFinished(qint64 runId, const QString& status, const QStrin
   run_state_ = tr("Run %1 %2 after %3 s").arg(runId).arg(status).arg(wallSeconds, 0, 'f', 1);
   if (!error.isEmpty()) run_state_ += " — " + error;
   if (runId == 0) run_state_ = tr("Run could not start — %1").arg(error);
+  if (runId != 0 && runId == shown_.id) {
+    ShownRun ended = shown_;
+    ended.status = status;
+    setShownRun(ended);
+  }
   updateRunState();
   refreshRunList();
   emit runFinished(runId, status, error);
 }
 
+void MainWindow::appendLog(const QString& text) {
+  if (text.isEmpty()) return;
+  log_->moveCursor(QTextCursor::End);
+  log_->insertPlainText(text);
+}
+
 void MainWindow::onBatch(std::shared_ptr<const FeedBatch> batch) {
-  if (!batch->log.isEmpty()) {
-    log_->moveCursor(QTextCursor::End);
-    log_->insertPlainText(batch->log);
-  }
+  appendLog(launch_log_.append(batch->log));
   views_.apply(*batch);
+  if (batch->first && batch->run_id == shown_.id) {
+    ShownRun run = shown_;
+    auto parsed = loom::parse_plan(batch->plan_json.toStdString());
+    if (parsed.ok() && !run.plan) run.plan = *parsed.plan;
+    run.status = batch->status;
+    setShownRun(run);
+    // Offered after this batch is drawn: a dialog's event loop would let later batches
+    // overtake this one.
+    if (opened_stored_ && parsed.ok() && !(*parsed.plan == document_.plan())) {
+      const qint64 id = batch->run_id;
+      const loom::Plan plan = *parsed.plan;
+      QMetaObject::invokeMethod(this, [this, id, plan] { offerRunPlan(id, plan); }, Qt::QueuedConnection);
+    }
+  } else if (batch->run_id == shown_.id && !batch->status.isEmpty() && batch->status != shown_.status) {
+    ShownRun run = shown_;
+    run.status = batch->status;
+    setShownRun(run);
+  }
   if (batch->finished && views_.clocksChangedAfterEvents()) {
     // The timeline aligns events once, as they arrive; the ranks' final clock estimate
     // came later. Read the run again with its final clocks (seconds, off this thread).
+    // The log comes again from its start too: empty it, or every line shows twice.
     views_.clear(layerNames());
+    log_->clear();
+    launch_log_.clear();
     feed_.follow(dbPath(), batch->run_id);
     return;
   }
   if (batch->finished) {
+    appendLog(launch_log_.flush());
     views_.timeline()->fitAll();
     emit runLoaded(batch->run_id);
   }
 }
 
+QString MainWindow::launchLog() const { return log_->toPlainText(); }
+
+// The run on screen was trained with another plan than the designer's: offer to load it,
+// so that the designer and the views show the same plan (or the caption says they do not).
+void MainWindow::offerRunPlan(qint64 runId, const loom::Plan& plan) {
+  if (runId != shown_.id || controller_.isRunning() || plan == document_.plan()) return;
+  const QString name = QString::fromStdString(plan.name);
+  bool load = false;
+  if (run_plan_prompt_) {
+    load = run_plan_prompt_(runId, name);
+  } else {
+    QMessageBox box(QMessageBox::Question, tr("Load the run's plan?"),
+                    tr("Run %1 was trained with plan \u201c%2\u201d, which is not the plan in the designer (\u201c%3\u201d).")
+                        .arg(runId).arg(name, QString::fromStdString(document_.plan().name)),
+                    QMessageBox::NoButton, this);
+    QPushButton* yes = box.addButton(tr("Load its plan"), QMessageBox::AcceptRole);
+    box.addButton(tr("Keep the designer's plan"), QMessageBox::RejectRole);
+    box.exec();
+    load = box.clickedButton() == yes;
+  }
+  if (!load || !maybeSave()) return;
+  document_.reset(plan);  // no file: saving asks where; the views keep showing the run
+}
+
 void MainWindow::openRun(qint64 runId) {
-  if (runId <= 0 || controller_.isRunning()) return;
+  if (runId <= 0) return;
+  if (controller_.isRunning()) {
+    // The views belong to the live run until it ends; say so rather than ignore the click.
+    setStateText(tr("Run %1 is still running: stop it or wait for it to end before opening run %2")
+                     .arg(current_run_).arg(runId));
+    return;
+  }
   current_run_ = runId;
+  opened_stored_ = true;
   log_->clear();
+  launch_log_.clear();
   views_.clear({});
+  elapsed_label_->clear();
+  rate_label_->clear();
+  setShownRun({runId, {}, std::nullopt});
   run_state_ = tr("Run %1 (stored)").arg(runId);
   feed_.follow(dbPath(), runId);
   updateRunState();

@@ -94,6 +94,11 @@ class BreakdownChart : public QWidget {
   // "hidden_comm"; nullptr for another name. Keys are ranks (hidden_comm: rank + offset).
   QCPBars* bars(const QString& segment) const;
   QString toolTipForRank(int rank) const;  // empty for a rank not shown
+  // The tooltip at a point of the plot: a legend entry explains its category (from the
+  // glossary); a bar gives the rank's figures and explains the category under the point.
+  QString toolTipAt(const QPoint& pos) const;
+  // What a segment ("compute", ..., "hidden_comm") counts; "" for an unknown name.
+  static QString segmentExplanation(const QString& segment);
 
  protected:
   void changeEvent(QEvent* event) override;
@@ -102,6 +107,7 @@ class BreakdownChart : public QWidget {
   void buildPlot();
   void applyPalette();
   void showToolTip(QMouseEvent* event);
+  QString segmentAt(int rank, double seconds, bool hiddenBar) const;
 
   std::vector<loom::analysis::RankBreakdown> ranks_;
   QCustomPlot* plot_ = nullptr;

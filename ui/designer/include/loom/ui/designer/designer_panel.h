@@ -1,6 +1,7 @@
 // The layer designer: a toolbar (add a layer of a kind, remove, move up/down, add a
 // branch to a parallel block), the editable layer table with delegates for type, stage
-// and settings, and what each device holds below it.
+// and settings, the model's errors in the window's words, and what each device holds
+// below it.
 #pragma once
 
 #include <QWidget>
@@ -23,6 +24,7 @@ class DesignerPanel : public QWidget {
   QTableView* view() const { return view_; }
   LayerListModel* model() const { return model_; }
   QLabel* totalsLabel() const { return totals_; }
+  QLabel* errorList() const { return errors_; }  // the model's errors in the window's words
 
  private:
   int currentRow() const;  // -1 without a selection
@@ -33,6 +35,7 @@ class DesignerPanel : public QWidget {
   LayerListModel* model_;
   QTableView* view_;
   QLabel* totals_;
+  QLabel* errors_ = nullptr;
 };
 
 }  // namespace loom::ui

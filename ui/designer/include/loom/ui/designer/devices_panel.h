@@ -1,5 +1,6 @@
 // The device list: one row per rank (colour, kind, host, GPU index, role) with buttons
-// to add a replica or remove the selected rank's replica (or server).
+// to add a replica or remove the selected rank's replica (or server), and the devices'
+// errors listed under the table in the window's words.
 #pragma once
 
 #include <QWidget>

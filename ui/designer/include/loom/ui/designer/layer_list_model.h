@@ -54,6 +54,8 @@ class LayerListModel : public QAbstractTableModel {
   const LayerRow& rowAt(int row) const { return rows_.at(static_cast<std::size_t>(row)); }
   int rowForAddress(const LayerAddress& address) const;  // -1 when none
   QStringList rowErrors(int row) const;
+  // How undo texts and messages name a row: "fc2", or "branch 1 of block1".
+  QString rowLabel(const LayerRow& row) const;
 
   // Per device (rank): what it holds. Workers hold their stage's layers (params and the
   // memory infer_model computes for one replica of that stage); servers hold a shard of

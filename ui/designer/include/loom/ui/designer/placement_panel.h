@@ -1,6 +1,8 @@
 // The placement grid: layers down, devices across, each column headed in its device's
 // colour. Pressing on a cell and dragging over others paints those layers onto the
-// devices' stages; the whole stroke is one undo step.
+// devices' stages; the whole stroke is one undo step. The placement errors (a stage
+// without layers, a layer out of model order) are listed under the grid in the window's
+// words, and the model marks the cells they concern.
 #pragma once
 
 #include <QWidget>

@@ -30,7 +30,11 @@ class PlanDocument : public QObject {
   // Reasons of the errors at `jsonPathPrefix` or below it ("/parallel/devices" covers
   // "/parallel/devices/2/host" but "/model/layers/1" does not cover "/model/layers/10").
   QStringList errorsAt(const QString& jsonPathPrefix) const;
-  // "" when the plan can run, else "<path>: <reason>" of the first error (+ " (and N more)").
+  // The same errors in the window's words (describePlanError in plan_help.h): what the
+  // designer shows next to a field.
+  QStringList shownErrorsAt(const QString& jsonPathPrefix) const;
+  // "" when the plan can run, else "<control>: <reason>" of the first error in the
+  // window's words ("Strategy › Training › Global batch: ..."), + " (and N more)".
   QString runBlockedReason() const;
   QUndoStack* undoStack() { return &undo_; }
 

@@ -1,19 +1,29 @@
 // The workbench window: design a plan (layers, placement on devices, strategy), press
-// Run, and watch each device work. Panels are docks whose layout QSettings keeps, with
-// recent plans, the run database and the palette. The window never waits on the
-// launcher or the database: jobs run on RunController's thread, reads on RunFeed's.
+// Run, and watch each device work. The timeline is the central widget and gets most of
+// the window; the designer panels (left) and the result views (below it) are docks that
+// collapse (View > Timeline only) and are laid out per screen size until the person
+// moves them (QSettings keeps that, with recent plans, the run database and the
+// palette). A caption over the timeline, the result docks' titles and the window title
+// name the run on screen. The window never waits on the launcher or the database: jobs
+// run on RunController's thread, reads on RunFeed's.
 #pragma once
 
+#include <QByteArray>
 #include <QMainWindow>
 #include <QPointer>
+#include <QSize>
 #include <QString>
 #include <QStringList>
 
 #include <functional>
+#include <vector>
 
 #include "loom/ui/designer/plan_document.h"
+#include "loom/ui/workbench/example_catalog.h"
+#include "loom/ui/workbench/launch_log.h"
 #include "loom/ui/workbench/run_controller.h"
 #include "loom/ui/workbench/run_feed.h"
+#include "loom/ui/workbench/run_subject.h"
 #include "loom/ui/workbench/run_views.h"
 
 class QAction;
@@ -25,6 +35,7 @@ class QTableView;
 class QDockWidget;
 class QElapsedTimer;
 class QTimer;
+class QToolBar;
 
 namespace loom::ui {
 
@@ -46,19 +57,37 @@ class MainWindow : public QMainWindow {
   RunViews* views() { return &views_; }
   QAction* runAction() const { return run_action_; }
   QAction* stopAction() const { return stop_action_; }
+  QAction* timelineOnlyAction() const { return timeline_only_action_; }
+  QToolBar* mainToolBar() const { return tool_bar_; }
+  QMenu* examplesMenu() const { return examples_menu_; }
   QString statusText() const;
   QString launchLog() const;
+  QString runCaption() const;  // the line over the timeline naming the run on screen
   qint64 currentRunId() const { return current_run_; }
+  const ShownRun& shownRun() const { return shown_; }
+  const ExampleCatalog& examples() const { return examples_; }
   QString dbPath() const { return controller_.dbPath(); }
   void setDbPath(const QString& path);
   // Tests and scripts answer the unsaved-changes question without a dialog.
   void setSavePrompt(std::function<SaveChoice()> prompt) { save_prompt_ = std::move(prompt); }
+  // Whether to load a stored run's plan into the designer when it differs from the plan
+  // there (asked when a run is opened from the Runs list); tests and scripts answer here.
+  void setRunPlanPrompt(std::function<bool(qint64 runId, const QString& planName)> prompt) {
+    run_plan_prompt_ = std::move(prompt);
+  }
 
   bool openPlanFile(const QString& path);
+  bool openExample(const QString& resource);
   bool savePlanTo(const QString& path);
   void openRun(qint64 runId);
   void setDarkPalette(bool dark);
   bool darkPalette() const { return dark_; }
+  // Docks where a screen of this size wants them: designer panels tabbed on the left,
+  // result views tabbed under the timeline, sized so the timeline gets most of the
+  // window. Used when no saved layout applies and by View > Reset layout.
+  void applyDefaultLayout(const QSize& screen);
+  // Hides every dock so the timeline fills the window; false brings them back as they were.
+  void setTimelineOnly(bool on);
 
  public slots:
   void runPlan();
@@ -75,7 +104,11 @@ class MainWindow : public QMainWindow {
  private:
   void createActions();
   void createMenus();
+  void createHelpMenu();
+  void createToolBar();
   void createDocks();
+  void arrangeDocks();
+  QWidget* createTimelineArea();
   QDockWidget* addDock(const QString& title, const QString& objectName, QWidget* widget, Qt::DockWidgetArea area);
   void createStatusBar();
   void connectRunSignals();
@@ -87,43 +120,64 @@ class MainWindow : public QMainWindow {
   void openPlan();
   bool savePlan();
   bool savePlanAs();
-  void openExample(const QString& resource);
+  void planReplaced(const QString& exampleHint = {});
   void addRecent(const QString& path);
   void rebuildRecentMenu();
   void rebuildExamplesMenu();
+  void showGlossary(const QString& anchor = {});
+  void showTour();
 
   void onPlanChanged();
   void updateRunState();
   void updateTitle();
+  void updateSubject();
+  void setShownRun(const ShownRun& run);
+  void clearShownRun();
   void onRunCreated(qint64 runId);
   void onProgress(const loom::host::JobProgress& progress);
   void onRunFinished(qint64 runId, const QString& status, const QString& error, double wallSeconds);
   void onBatch(std::shared_ptr<const FeedBatch> batch);
+  void appendLog(const QString& text);
+  void offerRunPlan(qint64 runId, const loom::Plan& plan);
   void refreshRunList();
   void showError(const QString& title, const QString& text);
+  void setStateText(const QString& text);
   std::vector<std::string> layerNames() const;
 
   PlanDocument document_;
   RunController controller_;
   RunFeed feed_;
   RunViews views_;
+  ExampleCatalog examples_;
+  LaunchLog launch_log_;
+  ShownRun shown_;
   RunListModel* run_list_ = nullptr;
   QTableView* run_table_ = nullptr;
   QPlainTextEdit* log_ = nullptr;
+  QLabel* caption_ = nullptr;
   QLabel* state_label_ = nullptr;
   QLabel* elapsed_label_ = nullptr;
   QLabel* rate_label_ = nullptr;
   QProgressBar* progress_bar_ = nullptr;
   QTimer* elapsed_timer_ = nullptr;
   QElapsedTimer* run_clock_ = nullptr;
+  QToolBar* tool_bar_ = nullptr;
   QAction *new_action_ = nullptr, *open_action_ = nullptr, *save_action_ = nullptr, *save_as_action_ = nullptr;
   QAction *run_action_ = nullptr, *stop_action_ = nullptr, *undo_action_ = nullptr, *redo_action_ = nullptr;
+  QAction *undo_tool_ = nullptr, *redo_tool_ = nullptr;  // fixed-text twins for the toolbar
   QAction *follow_action_ = nullptr, *dark_action_ = nullptr, *fit_action_ = nullptr;
+  QAction *timeline_only_action_ = nullptr, *reset_layout_action_ = nullptr;
   QMenu *recent_menu_ = nullptr, *examples_menu_ = nullptr, *view_menu_ = nullptr;
+  std::vector<QDockWidget*> design_docks_, result_docks_;
+  QByteArray default_state_;         // the docks as arrangeDocks left them
+  QByteArray before_timeline_only_;  // dock state to restore when leaving "timeline only"
   QStringList recent_;
   std::function<SaveChoice()> save_prompt_;
+  std::function<bool(qint64, const QString&)> run_plan_prompt_;
   qint64 current_run_ = 0;
-  QString run_state_;  // shown in the status bar while a run is live or after it ended
+  bool opened_stored_ = false;   // the run on screen was opened from the store, not run here
+  QString run_state_;     // shown in the status bar while a run is live or after it ended
+  QString example_hint_;  // what to look at, while the designer holds an unedited example
   bool dark_ = false;
 };
 

@@ -1,0 +1,32 @@
+// Which run is on screen, in words: the caption over the timeline, the result docks'
+// titles and the window title all come from here, so they always name the same run (or
+// say that none is shown and which plan is being designed). QtCore only: tested
+// without a display.
+#pragma once
+
+#include <QString>
+
+#include <optional>
+
+#include "loom/core/plan.h"
+
+namespace loom::ui {
+
+struct ShownRun {
+  qint64 id = 0;           // 0: no run on screen
+  QString status;          // running | completed | failed | stopped ("" until known)
+  std::optional<loom::Plan> plan;  // the plan the run was trained with, once read
+};
+
+// "run 12", or "" when no run is shown.
+QString runLabel(const ShownRun& run);
+// One line over the timeline: "Run 12 · plan “gpipe-mlp” · completed", with a warning
+// when the designer holds another plan or has been edited since ("— not the plan in the
+// designer"); without a run: "No run on screen · designing “gpipe-mlp”: press Run".
+QString runCaption(const ShownRun& run, const loom::Plan& designer);
+// A result dock's title: "Training · run 12", or just "Training".
+QString dockTitle(const QString& base, const ShownRun& run);
+// "gpipe_mlp.json[*] · run 12 — Loom" (the [*] is Qt's modified marker).
+QString windowTitleFor(const QString& planLabel, const ShownRun& run);
+
+}  // namespace loom::ui

@@ -1,0 +1,179 @@
+// MainWindow: the docks and where they go. The timeline is the central widget under a
+// caption naming the run on screen; designer panels are tabbed docks on the left (full
+// height), result views tabbed docks under the timeline. Every dock's content can shrink
+// (tables scroll, forms and charts sit in scroll areas), so a small screen gets scroll
+// bars rather than panels drawn over each other or a window taller than the screen.
+#include <QAction>
+#include <QDockWidget>
+#include <QFontDatabase>
+#include <QHeaderView>
+#include <QLabel>
+#include <QMenu>
+#include <QPlainTextEdit>
+#include <QScrollArea>
+#include <QTableView>
+#include <QVBoxLayout>
+
+#include "loom/ui/designer/designer_panel.h"
+#include "loom/ui/designer/devices_panel.h"
+#include "loom/ui/designer/placement_panel.h"
+#include "loom/ui/designer/strategy_panel.h"
+#include "loom/ui/item_roles.h"
+#include "loom/ui/run_list_model.h"
+#include "loom/ui/charts/training_charts.h"
+#include "loom/ui/timeline/timeline_view.h"
+#include "loom/ui/workbench/main_window.h"
+
+namespace loom::ui {
+
+namespace {
+
+// A view that may not fit a short dock: it scrolls instead of forcing the dock (and so
+// the window) to its minimum height.
+QWidget* scrollable(QWidget* view) {
+  auto* scroll = new QScrollArea;
+  scroll->setWidgetResizable(true);
+  scroll->setFrameShape(QFrame::NoFrame);
+  scroll->setWidget(view);
+  return scroll;
+}
+
+// Sizes of the default layout for a screen: the side column and the result area get
+// what they need to be readable, the timeline the rest.
+struct DefaultSizes {
+  int left;
+  int bottom;
+};
+DefaultSizes sizesFor(const QSize& screen) {
+  if (screen.width() < 1600 || screen.height() < 900) return {410, 230};  // 1280x720, 1366x768
+  return {440, 370};                                                     // 1920x1080 and up
+}
+
+}  // namespace
+
+QWidget* MainWindow::createTimelineArea() {
+  auto* area = new QWidget;
+  area->setObjectName("TimelineArea");
+  caption_ = new QLabel;
+  caption_->setObjectName("RunCaption");
+  caption_->setContentsMargins(8, 3, 8, 3);
+  caption_->setTextFormat(Qt::PlainText);
+  // Clipped rather than widening the window when the plan names are long.
+  caption_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Fixed);
+  QFont bold = caption_->font();
+  bold.setBold(true);
+  caption_->setFont(bold);
+  auto* layout = new QVBoxLayout(area);
+  layout->setContentsMargins(0, 0, 0, 0);
+  layout->setSpacing(0);
+  layout->addWidget(caption_);
+  layout->addWidget(views_.timeline(), 1);
+  return area;
+}
+
+QDockWidget* MainWindow::addDock(const QString& title, const QString& objectName, QWidget* widget,
+                                 Qt::DockWidgetArea area) {
+  auto* dock = new QDockWidget(title, this);
+  dock->setObjectName(objectName);  // restoreState finds docks by name
+  dock->setProperty("baseTitle", title);
+  dock->setWidget(widget);
+  addDockWidget(area, dock);
+  view_menu_->addAction(dock->toggleViewAction());
+  return dock;
+}
+
+void MainWindow::createDocks() {
+  setCentralWidget(createTimelineArea());
+  setCorner(Qt::BottomLeftCorner, Qt::LeftDockWidgetArea);  // designer column runs full height
+  setTabPosition(Qt::AllDockWidgetAreas, QTabWidget::North);
+  design_docks_ = {
+      addDock(tr("Model"), "ModelDock", new DesignerPanel(&document_), Qt::LeftDockWidgetArea),
+      addDock(tr("Devices"), "DevicesDock", new DevicesPanel(&document_), Qt::LeftDockWidgetArea),
+      addDock(tr("Strategy"), "StrategyDock", new StrategyPanel(&document_), Qt::LeftDockWidgetArea),
+      addDock(tr("Placement"), "PlacementDock", new PlacementPanel(&document_), Qt::LeftDockWidgetArea),
+  };
+  log_ = new QPlainTextEdit;
+  log_->setReadOnly(true);
+  log_->setMaximumBlockCount(20000);
+  log_->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
+  run_list_ = new RunListModel(this);
+  run_table_ = new QTableView;
+  run_table_->setModel(run_list_);
+  run_table_->setSelectionBehavior(QAbstractItemView::SelectRows);
+  run_table_->horizontalHeader()->setStretchLastSection(true);
+  run_table_->verticalHeader()->hide();
+  run_table_->setToolTip(tr("Double-click a run to show it"));
+  connect(run_table_, &QTableView::doubleClicked, this,
+          [this](const QModelIndex& index) { openRun(index.data(RunIdRole).toLongLong()); });
+  view_menu_->addSeparator();
+  result_docks_ = {
+      addDock(tr("Training"), "TrainingDock", scrollable(views_.training()), Qt::BottomDockWidgetArea),
+      addDock(tr("Breakdown"), "BreakdownDock", scrollable(views_.breakdown()), Qt::BottomDockWidgetArea),
+      addDock(tr("Staleness"), "StalenessDock", scrollable(views_.staleness()), Qt::BottomDockWidgetArea),
+      addDock(tr("Launch log"), "LogDock", log_, Qt::BottomDockWidgetArea),
+      addDock(tr("Runs"), "RunsDock", run_table_, Qt::BottomDockWidgetArea),
+  };
+  arrangeDocks();
+}
+
+// The arrangement is made once, when the docks are created, and kept as a saved state:
+// restoring it puts every dock back (even floated or moved ones) without the churn of
+// removing and re-adding docks, which leaves stale dock-area tab bars drawn over panels.
+void MainWindow::arrangeDocks() {
+  for (auto* list : {&design_docks_, &result_docks_}) {
+    for (std::size_t i = 1; i < list->size(); ++i) tabifyDockWidget(list->front(), (*list)[i]);
+    list->front()->raise();
+  }
+  default_state_ = saveState();
+}
+
+void MainWindow::applyDefaultLayout(const QSize& screen) {
+  if (timeline_only_action_->isChecked()) {
+    timeline_only_action_->setChecked(false);
+    before_timeline_only_.clear();
+  }
+  restoreState(default_state_);
+  for (auto* list : {&design_docks_, &result_docks_}) {
+    for (QDockWidget* dock : *list) dock->show();
+    list->front()->raise();
+  }
+  const DefaultSizes sizes = sizesFor(screen);
+  resizeDocks({design_docks_.front()}, {sizes.left}, Qt::Horizontal);
+  resizeDocks({result_docks_.front()}, {sizes.bottom}, Qt::Vertical);
+}
+
+void MainWindow::setTimelineOnly(bool on) {
+  timeline_only_action_->setChecked(on);
+  if (on) {
+    if (before_timeline_only_.isEmpty()) before_timeline_only_ = saveState();
+    for (auto* list : {&design_docks_, &result_docks_}) {
+      for (QDockWidget* dock : *list) dock->hide();
+    }
+  } else if (!before_timeline_only_.isEmpty()) {
+    restoreState(before_timeline_only_);
+    before_timeline_only_.clear();
+  }
+}
+
+// ---- which run is on screen ----
+
+void MainWindow::updateSubject() {
+  caption_->setText(loom::ui::runCaption(shown_, document_.plan()));
+  caption_->setToolTip(caption_->text());
+  for (QDockWidget* dock : result_docks_) {
+    if (dock->objectName() == QLatin1String("RunsDock")) continue;  // the list of every run
+    dock->setWindowTitle(dockTitle(dock->property("baseTitle").toString(), shown_));
+  }
+}
+
+QString MainWindow::runCaption() const { return caption_->text(); }
+
+void MainWindow::setShownRun(const ShownRun& run) {
+  shown_ = run;
+  updateSubject();
+  updateTitle();
+}
+
+void MainWindow::clearShownRun() { setShownRun({}); }
+
+}  // namespace loom::ui
