@@ -2,7 +2,10 @@
 // this file turns them into messages with hints and exit codes.
 #include "commands.h"
 
+#include <algorithm>
+#include <cmath>
 #include <csignal>
+#include <limits>
 #include <cstdio>
 #include <ctime>
 
@@ -91,6 +94,52 @@ int print_summary(store::RunStore& store, std::int64_t run_id, bool json) {
   return kOk;
 }
 
+// The last test accuracy a run recorded (NaN when it recorded none), as `show` reports it.
+Expected<double> last_test_accuracy(store::RunStore& store, std::int64_t run_id) {
+  auto metrics = store.load_metrics(run_id, "test_accuracy");
+  if (!metrics.ok()) return metrics.error();
+  // Ordered by step, then time: the last row is the latest evaluation.
+  return metrics->empty() ? std::numeric_limits<double>::quiet_NaN() : metrics->back().value;
+}
+
+void print_runs_json(const std::vector<store::RunRecord>& runs, const std::vector<double>& accuracy) {
+  nlohmann::json list = nlohmann::json::array();
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const auto& r = runs[i];
+    list.push_back({{"id", r.id}, {"name", r.name}, {"status", r.status}, {"started_unix_ms", r.started_unix_ms},
+                    {"wall_s", r.wall_s}, {"samples", r.samples}, {"world_size", r.world_size},
+                    {"test_accuracy", std::isfinite(accuracy[i]) ? nlohmann::json(accuracy[i]) : nlohmann::json()}});
+  }
+  std::printf("%s\n", list.dump().c_str());
+}
+
+// Characters, not bytes: a UTF-8 name ("café") must pad like an ASCII one.
+std::size_t display_width(const std::string& text) {
+  return static_cast<std::size_t>(std::count_if(text.begin(), text.end(), [](char c) { return (c & 0xC0) != 0x80; }));
+}
+
+std::string pad_right(const std::string& text, std::size_t width) {
+  const std::size_t shown = display_width(text);
+  return shown >= width ? text : text + std::string(width - shown, ' ');
+}
+
+// Names are printed whole: the column is as wide as the longest one.
+void print_runs_table(const std::vector<store::RunRecord>& runs, const std::vector<double>& accuracy) {
+  std::size_t name_width = 4;
+  for (const auto& r : runs) name_width = std::max(name_width, display_width(r.name));
+  std::printf("%6s  %s  %-10s  %-19s  %5s  %9s  %9s\n", "id", pad_right("name", name_width).c_str(), "status",
+              "started", "ranks", "wall", "test acc");
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const auto& r = runs[i];
+    char acc[32] = "-";
+    if (std::isfinite(accuracy[i])) std::snprintf(acc, sizeof acc, "%.2f%%", accuracy[i] * 100.0);
+    std::printf("%6lld  %s  %-10s  %-19s  %5d  %8.1fs  %9s\n", static_cast<long long>(r.id),
+                pad_right(r.name, name_width).c_str(), r.status.c_str(), format_time(r.started_unix_ms).c_str(),
+                r.world_size, r.wall_s, acc);
+  }
+  if (runs.empty()) std::printf("(no runs yet: try `loom-cli run`)\n");
+}
+
 struct RunResult {
   int exit_code = kOk;
   std::int64_t run_id = 0;  // 0: no run was stored
@@ -165,21 +214,20 @@ int cmd_runs(const Args& args) {
     print_error(runs.error());
     return kFailed;
   }
-  if (args.json) {
-    nlohmann::json list = nlohmann::json::array();
-    for (const auto& r : *runs) {
-      list.push_back({{"id", r.id}, {"name", r.name}, {"status", r.status}, {"started_unix_ms", r.started_unix_ms},
-                      {"wall_s", r.wall_s}, {"samples", r.samples}, {"world_size", r.world_size}});
-    }
-    std::printf("%s\n", list.dump().c_str());
-    return kOk;
-  }
-  std::printf("%6s  %-20s  %-10s  %-19s  %5s  %9s\n", "id", "name", "status", "started", "ranks", "wall");
+  std::vector<double> accuracy;
   for (const auto& r : *runs) {
-    std::printf("%6lld  %-20.20s  %-10s  %-19s  %5d  %8.1fs\n", static_cast<long long>(r.id), r.name.c_str(),
-                r.status.c_str(), format_time(r.started_unix_ms).c_str(), r.world_size, r.wall_s);
+    auto a = last_test_accuracy(*store, r.id);
+    if (!a.ok()) {
+      print_error(a.error());
+      return kFailed;
+    }
+    accuracy.push_back(*a);
   }
-  if (runs->empty()) std::printf("(no runs yet: try `loom-cli run`)\n");
+  if (args.json) {
+    print_runs_json(*runs, accuracy);
+  } else {
+    print_runs_table(*runs, accuracy);
+  }
   return kOk;
 }
 

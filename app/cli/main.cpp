@@ -17,11 +17,70 @@ constexpr const char* kUsage =
     "  show RUN_ID [--db PATH] [--json] summarise a stored run\n"
     "  export RUN_ID --chrome FILE      write a stored run as a Chrome trace (open it in Perfetto)\n"
     "\n"
+    "`loom-cli <command> --help` describes one command.\n"
     "The run store is --db PATH, else $LOOM_DB, else $XDG_DATA_HOME/loom/runs.db.\n"
     "Exit codes: 0 ok, 1 failed, 2 invalid input, 130 stopped by Ctrl-C.\n";
 
+struct CommandHelp {
+  const char* name;
+  const char* text;
+};
+
+// What `loom-cli <command> --help` prints (to stdout, exit 0).
+constexpr CommandHelp kCommandHelp[] = {
+    {"validate",
+     "usage: loom-cli validate PLAN\n"
+     "\n"
+     "Reads a plan file (resources/plans/ has examples) and checks it: syntax, unknown keys,\n"
+     "shapes against the dataset, stage placement, devices against the strategy, and what\n"
+     "this build can run. Prints the layers with their shapes, parameters and memory.\n"
+     "Exit codes: 0 valid, 2 invalid (every error is printed with its JSON path).\n"},
+    {"run",
+     "usage: loom-cli run [PLAN] [--db PATH] [--json]\n"
+     "\n"
+     "Trains the plan (default: the embedded MLP plan) and records the run in the store.\n"
+     "A plan of one rank trains in this process; more ranks run as an mpirun job (srun under\n"
+     "Slurm) of loom-rank processes. When ranks outnumber a host's cores it says so first.\n"
+     "  --db PATH   the run store (else $LOOM_DB, else $XDG_DATA_HOME/loom/runs.db)\n"
+     "  --json      print the run's summary as one JSON line instead of text\n"
+     "Exit codes: 0 completed, 1 failed (stored as failed), 2 invalid plan or arguments,\n"
+     "130 stopped by Ctrl-C (stored as stopped).\n"},
+    {"runs",
+     "usage: loom-cli runs [--db PATH] [--json]\n"
+     "\n"
+     "Lists the stored runs: id, name, status, start time, ranks, wall time and the last\n"
+     "test accuracy.\n"
+     "  --db PATH   the run store (else $LOOM_DB, else $XDG_DATA_HOME/loom/runs.db)\n"
+     "  --json      one JSON array instead of the table\n"},
+    {"show",
+     "usage: loom-cli show RUN_ID [--db PATH] [--json]\n"
+     "\n"
+     "Summarises a stored run (ids: `loom-cli runs`): throughput, loss and accuracy, per-rank\n"
+     "breakdown, all-reduce and clock figures for several ranks, pipeline bubbles per stage.\n"
+     "  --db PATH   the run store (else $LOOM_DB, else $XDG_DATA_HOME/loom/runs.db)\n"
+     "  --json      the summary as one JSON line\n"},
+    {"export",
+     "usage: loom-cli export RUN_ID --chrome FILE [--db PATH]\n"
+     "\n"
+     "Writes a stored run as Chrome Trace Event JSON: open FILE in https://ui.perfetto.dev.\n"
+     "  --chrome FILE  where to write the trace\n"
+     "  --db PATH      the run store (else $LOOM_DB, else $XDG_DATA_HOME/loom/runs.db)\n"},
+};
+
+const char* command_help(const std::string& command) {
+  for (const CommandHelp& h : kCommandHelp)
+    if (command == h.name) return h.text;
+  return nullptr;
+}
+
+bool asks_for_help(int argc, char** argv) {
+  for (int i = 2; i < argc; ++i)
+    if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) return true;
+  return false;
+}
+
 // Splits argv into positional arguments and the few options every command shares.
-bool parse_args(int argc, char** argv, loom::cli::Args& args) {
+bool parse_args(int argc, char** argv, loom::cli::Args& args, const char* usage) {
   for (int i = 2; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--json") {
@@ -43,7 +102,7 @@ bool parse_args(int argc, char** argv, loom::cli::Args& args) {
     } else if (arg.rfind("--chrome=", 0) == 0) {
       args.chrome = arg.substr(9);
     } else if (arg.size() > 1 && arg[0] == '-') {
-      std::fprintf(stderr, "loom-cli: unknown option '%s'\n%s", arg.c_str(), kUsage);
+      std::fprintf(stderr, "loom-cli: unknown option '%s'\n%s", arg.c_str(), usage);
       return false;
     } else {
       args.positional.push_back(arg);
@@ -60,14 +119,21 @@ int main(int argc, char** argv) {
     std::fputs(kUsage, argc < 2 ? stderr : stdout);
     return argc < 2 ? kInvalidInput : kOk;
   }
-  Args args;
-  if (!parse_args(argc, argv, args)) return kInvalidInput;
   const std::string command = argv[1];
+  const char* help = command_help(command);
+  if (!help) {
+    std::fprintf(stderr, "loom-cli: unknown command '%s'\n%s", command.c_str(), kUsage);
+    return kInvalidInput;
+  }
+  if (asks_for_help(argc, argv)) {
+    std::fputs(help, stdout);
+    return kOk;
+  }
+  Args args;
+  if (!parse_args(argc, argv, args, help)) return kInvalidInput;
   if (command == "validate") return cmd_validate(args);
   if (command == "run") return cmd_run(args);
   if (command == "runs") return cmd_runs(args);
   if (command == "show") return cmd_show(args);
-  if (command == "export") return cmd_export(args);
-  std::fprintf(stderr, "loom-cli: unknown command '%s'\n%s", command.c_str(), kUsage);
-  return kInvalidInput;
+  return cmd_export(args);
 }

@@ -7,6 +7,7 @@
 
 #include "commands.h"
 #include "loom/host/job.h"
+#include "loom/host/oversubscription.h"
 #include "progress.h"
 
 namespace loom::cli {
@@ -32,6 +33,10 @@ engine::StepProgress to_step_progress(const host::JobProgress& p, double elapsed
 }  // namespace
 
 MultiRankResult run_multi_rank(const Plan& plan, const std::string& db_path, const std::atomic<bool>& stop) {
+  // Before the run, so that nobody reads the figures without knowing (the run's log and
+  // metrics keep the same lines: host::run_job records them).
+  for (const std::string& line : host::oversubscription_here(plan).messages())
+    std::fprintf(stderr, "loom-cli: oversubscribed: %s\n", line.c_str());
   ProgressBar progress(stderr);
   const auto started = std::chrono::steady_clock::now();
   host::JobOptions options;

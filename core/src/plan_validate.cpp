@@ -244,7 +244,6 @@ void check_devices(const Plan& plan, Checker& check) {
                                          std::to_string(ranks) + " ranks (" + rank_breakdown(plan) +
                                          "): list one device per rank");
   }
-  std::map<std::pair<std::string, int>, std::size_t> nccl_gpus;  // (host, gpu) -> first rank
   for (std::size_t i = 0; i < p.devices.size(); ++i) {
     const DeviceSpec& d = p.devices[i];
     const std::string path = "/parallel/devices/" + std::to_string(i);
@@ -254,7 +253,18 @@ void check_devices(const Plan& plan, Checker& check) {
     } else if (d.kind == DeviceKind::Cpu && d.gpu >= 0) {
       check.error(path + "/gpu", "a cpu device takes no \"gpu\" index (set \"kind\": \"gpu\" to use the GPU)");
     }
-    if (p.backend != CommBackend::Nccl) continue;
+  }
+}
+
+// How NCCL ranks must sit on GPUs. Only meaningful in a build that can run them: without
+// a GPU path the plan is refused as a whole (check_gpu_path), and advice such as "the
+// nccl backend needs gpu devices" would point the user at a setting that is refused too.
+void check_nccl_devices(const ParallelSpec& p, Checker& check) {
+  if (p.backend != CommBackend::Nccl) return;
+  std::map<std::pair<std::string, int>, std::size_t> nccl_gpus;  // (host, gpu) -> first rank
+  for (std::size_t i = 0; i < p.devices.size(); ++i) {
+    const DeviceSpec& d = p.devices[i];
+    const std::string path = "/parallel/devices/" + std::to_string(i);
     if (d.kind == DeviceKind::Cpu) {
       check.error(path + "/kind", "the nccl backend needs gpu devices; use \"backend\": \"mpi\" for cpu devices");
     } else if (d.gpu >= 0) {
@@ -265,6 +275,26 @@ void check_devices(const Plan& plan, Checker& check) {
                               "; NCCL refuses two ranks on one GPU (use another gpu or backend mpi)");
       }
     }
+  }
+}
+
+// No silent substitution: a build without GPU kernels and an NCCL communicator would run
+// a gpu device's rank on the CPU over MPI and store it as if nothing happened, so such a
+// plan is refused here, where the CLI, the rank and the designer all look.
+void check_gpu_path(const ParallelSpec& p, const BuildCapabilities& build, Checker& check) {
+  if (build.gpu) {
+    check_nccl_devices(p, check);
+    return;
+  }
+  if (p.backend == CommBackend::Nccl) {
+    check.error("/parallel/backend", "this build has no GPU path yet, so no NCCL communicator: set \"backend\": "
+                                     "\"mpi\" (and \"kind\": \"cpu\" on every device)");
+  }
+  for (std::size_t i = 0; i < p.devices.size(); ++i) {
+    if (p.devices[i].kind != DeviceKind::Gpu) continue;
+    check.error("/parallel/devices/" + std::to_string(i) + "/kind",
+                "this build has no GPU path yet: a gpu device would train on the CPU; set \"kind\": \"cpu\" "
+                "(and \"backend\": \"mpi\")");
   }
 }
 
@@ -302,7 +332,11 @@ void check_asynchronous(const Plan& plan, Checker& check) {
 
 }  // namespace
 
-std::vector<PlanError> validate_plan(const Plan& plan) {
+BuildCapabilities this_build() { return BuildCapabilities{}; }
+
+std::vector<PlanError> validate_plan(const Plan& plan) { return validate_plan(plan, this_build()); }
+
+std::vector<PlanError> validate_plan(const Plan& plan, const BuildCapabilities& build) {
   std::vector<PlanError> errors;
   Checker check(errors);
   ModelInfo info = infer_model(plan, &errors);
@@ -314,6 +348,7 @@ std::vector<PlanError> validate_plan(const Plan& plan) {
   check_parallel_ranges(plan.parallel, check);
   check_batch_split(plan, check);
   check_devices(plan, check);
+  check_gpu_path(plan.parallel, build, check);
   check_stragglers(plan, check);
   check_asynchronous(plan, check);
   return errors;

@@ -229,6 +229,88 @@ class CliTest : public QObject {
       QVERIFY2(text.out.contains(part), qPrintable(text.out));
   }
 
+  // `--help` anywhere after a command prints that command's usage to stdout and exits 0.
+  void helpOnEveryCommand() {
+    for (const char* command : {"validate", "run", "runs", "show", "export"}) {
+      for (const char* flag : {"--help", "-h"}) {
+        const Result r = run_cli({command, flag});
+        QVERIFY2(r.exit_code == 0, qPrintable(QString("%1 %2: %3").arg(command, flag, r.err)));
+        QVERIFY2(r.out.startsWith(QString("usage: loom-cli ") + command), qPrintable(r.out));
+        QVERIFY2(r.err.isEmpty(), qPrintable(r.err));
+      }
+    }
+    const Result late = run_cli({"run", "no-such-plan.json", "--db", db(), "--help"});
+    QCOMPARE(late.exit_code, 0);  // nothing is run or opened
+    QVERIFY(late.out.contains("--json"));
+    const Result top = run_cli({"--help"});
+    QCOMPARE(top.exit_code, 0);
+    QVERIFY(top.out.contains("<command> --help"));
+    const Result bad = run_cli({"runs", "--bogus"});
+    QCOMPARE(bad.exit_code, 2);
+    QVERIFY2(bad.err.contains("unknown option '--bogus'") && bad.err.contains("usage: loom-cli runs"),
+             qPrintable(bad.err));
+    QCOMPARE(run_cli({"frobnicate", "--help"}).exit_code, 2);
+  }
+
+  // No silent substitution: this build has no GPU path, so a plan asking for a GPU or
+  // NCCL is refused before anything runs, naming the field to change.
+  void gpuAndNcclPlansAreRefused() {
+    const QString fresh = dir_.filePath("refused.db");
+    QByteArray gpu = kSpiralsPlan;
+    gpu.replace("\"threads\": 1}", "\"threads\": 1},\n \"parallel\": {\"devices\": [{\"kind\": \"gpu\", \"gpu\": 0}]}");
+    QByteArray nccl = kSpiralsPlan;
+    nccl.replace("\"threads\": 1}", "\"threads\": 1},\n \"parallel\": {\"backend\": \"nccl\"}");
+    const std::pair<QByteArray, QString> cases[] = {{gpu, "/parallel/devices/0/kind"}, {nccl, "/parallel/backend"}};
+    for (const auto& [text, path] : cases) {
+      const QString file = write("gpu.json", text);
+      for (const char* command : {"validate", "run"}) {
+        const Result r = run_cli({command, file, "--db", fresh});
+        QVERIFY2(r.exit_code == 2, qPrintable(QString("%1: exit %2\n%3").arg(command).arg(r.exit_code).arg(r.err)));
+        QVERIFY2(r.err.contains(path + ": this build has no GPU path yet"), qPrintable(r.err));
+        QVERIFY2(r.err.contains("nothing was run"), qPrintable(r.err));
+      }
+    }
+    const Result runs = run_cli({"runs", "--db", fresh, "--json"});
+    QCOMPARE(QJsonDocument::fromJson(runs.out.toUtf8()).array().size(), 0);  // nothing stored
+  }
+
+  // `runs` prints names whole, however long, and each run's last test accuracy.
+  void runsShowsWholeNamesAndAccuracy() {
+    const QString file = dir_.filePath("names.db");
+    auto store = loom::store::RunStore::open(file.toStdString());
+    QVERIFY(store.ok());
+    loom::Plan plan = loom::default_plan();
+    plan.name = "a-rather-long-plan-name-that-used-to-be-cut-at-twenty";
+    const std::int64_t long_id = *store->create_run(loom::store::new_run_record(plan, "test"));
+    QVERIFY(store->append_metrics(long_id, {{0, 9, 1, "test_accuracy", 0.5}, {0, 19, 2, "test_accuracy", 0.875}}).ok());
+    QVERIFY(store->finish_run(long_id, "completed", 2.0, 640, "").ok());
+    plan.name = "caf\u00e9";
+    const std::int64_t short_id = *store->create_run(loom::store::new_run_record(plan, "test"));
+    QVERIFY(store->finish_run(short_id, "failed", 1.0, 0, "boom").ok());
+
+    const Result text = run_cli({"runs", "--db", file});
+    QCOMPARE(text.exit_code, 0);
+    const QStringList lines = text.out.split('\n', Qt::SkipEmptyParts);
+    QCOMPARE(lines.size(), 3);
+    QVERIFY2(lines[0].contains("test acc"), qPrintable(text.out));
+    const QString long_line = lines[1].contains("long") ? lines[1] : lines[2];
+    const QString short_line = lines[1].contains("long") ? lines[2] : lines[1];
+    QVERIFY2(long_line.contains("a-rather-long-plan-name-that-used-to-be-cut-at-twenty  "), qPrintable(text.out));
+    QVERIFY2(long_line.trimmed().endsWith("87.50%"), qPrintable(text.out));
+    QVERIFY2(short_line.trimmed().endsWith("-"), qPrintable(text.out));
+    // Columns line up: the status starts at the same character on every line.
+    QCOMPARE(long_line.indexOf("completed"), short_line.indexOf("failed"));
+    QCOMPARE(lines[0].indexOf("status"), long_line.indexOf("completed"));
+
+    const Result json = run_cli({"runs", "--db", file, "--json"});
+    QCOMPARE(json.exit_code, 0);
+    std::map<qint64, QJsonObject> by_id;
+    for (const auto& v : QJsonDocument::fromJson(json.out.toUtf8()).array()) by_id[v.toObject()["id"].toInteger()] = v.toObject();
+    QCOMPARE(by_id[long_id]["test_accuracy"].toDouble(), 0.875);
+    QVERIFY(by_id[short_id]["test_accuracy"].isNull());
+    QCOMPARE(by_id[long_id]["name"].toString(), QString("a-rather-long-plan-name-that-used-to-be-cut-at-twenty"));
+  }
+
   void badArgumentsAndUnknownRuns() {
     QCOMPARE(run_cli({"frobnicate"}).exit_code, 2);
     QCOMPARE(run_cli({"show", "abc", "--db", db()}).exit_code, 2);

@@ -58,6 +58,8 @@ class TestPlan : public QObject {
   void rank_roles_are_stage_major_then_servers();
   void missing_file_is_an_error();
   void validate_plan_checks_in_memory_plans();
+  void gpu_plans_are_refused_in_this_build();
+  void nccl_placement_is_checked_in_a_gpu_build();
 };
 
 namespace {
@@ -175,11 +177,11 @@ void add_strategy_rows() {
       "a cpu device takes no \"gpu\" index");
   row("unknown_device_kind", R"({"/parallel/devices/0/kind": "tpu"})", "/parallel/devices/0/kind",
       "unknown device kind 'tpu'");
-  row("nccl_shared_gpu",
-      R"({"/parallel/data_parallel": 2, "/parallel/backend": "nccl",
-          "/parallel/devices": [{"kind": "gpu", "gpu": 0}, {"kind": "gpu", "gpu": 0}]})",
-      "/parallel/devices/1", "NCCL refuses two ranks on one GPU");
-  row("nccl_on_cpu", R"({"/parallel/backend": "nccl"})", "/parallel/devices/0/kind", "the nccl backend needs gpu devices");
+  // This build has no GPU path: gpu devices and NCCL are refused, never run on the CPU.
+  row("gpu_refused", R"({"/parallel/devices/0": {"kind": "gpu", "gpu": 0}})", "/parallel/devices/0/kind",
+      "this build has no GPU path yet: a gpu device would train on the CPU; set \"kind\": \"cpu\"");
+  row("nccl_refused", R"({"/parallel/backend": "nccl"})", "/parallel/backend",
+      "this build has no GPU path yet, so no NCCL communicator: set \"backend\": \"mpi\"");
   row("microbatches_zero", R"({"/parallel/microbatches": 0})", "/parallel/microbatches",
       "expected a positive integer, got 0");
   row("microbatches_not_dividing", R"({"/parallel/microbatches": 5})", "/parallel/microbatches",
@@ -336,12 +338,12 @@ static Plan everything_plan() {
   par.schedule = loom::Schedule::OneFOneB;
   par.bucket_mb = 12.5;
   par.grad_accumulation = 2;
-  par.backend = loom::CommBackend::Nccl;
+  par.backend = loom::CommBackend::Mpi;  // nccl and gpu devices: gpu_plans_are_refused_in_this_build
   // All-reduce: the asynchronous modes take no pipeline; bound, period and servers still
   // round-trip as written.
   par.sync = {loom::SyncMode::AllReduce, 3, 2, 2, true};
   par.devices.clear();
-  for (int i = 0; i < 4; ++i) par.devices.push_back({loom::DeviceKind::Gpu, i < 2 ? "node-a" : "node-b", i % 2});
+  for (int i = 0; i < 4; ++i) par.devices.push_back({loom::DeviceKind::Cpu, i < 2 ? "node-a" : "node-b", -1});
   par.stragglers = {{1, 2.5, loom::DelayDistribution::Exponential, 5.0}, {0, 1.0, loom::DelayDistribution::Uniform, 0.5}};
   return plan;
 }
@@ -454,6 +456,53 @@ void TestPlan::validate_plan_checks_in_memory_plans() {
   };
   QVERIFY(has("/model/layers/1/out"));
   QVERIFY(has("/training/batch"));
+}
+
+namespace {
+
+Plan two_gpu_nccl_plan(int second_gpu) {
+  Plan plan = loom::default_plan();
+  plan.parallel.data_parallel = 2;
+  plan.parallel.backend = loom::CommBackend::Nccl;
+  plan.parallel.devices = {{loom::DeviceKind::Gpu, "node-a", 0}, {loom::DeviceKind::Gpu, "node-a", second_gpu}};
+  return plan;
+}
+
+std::string paths(const std::vector<loom::PlanError>& errors) {
+  std::string text;
+  for (const auto& e : errors) text += (text.empty() ? "" : " ") + e.path;
+  return text;
+}
+
+}  // namespace
+
+// No silent substitution: a plan for GPUs and NCCL is written and read like any other,
+// but this build refuses it with one error per field to change, and nothing else.
+void TestPlan::gpu_plans_are_refused_in_this_build() {
+  QVERIFY(!loom::this_build().gpu);
+  const Plan plan = two_gpu_nccl_plan(1);
+  const std::string text = loom::plan_to_json(plan);
+  QVERIFY(text.find("\"backend\": \"nccl\"") != std::string::npos);
+  QVERIFY(text.find("\"gpu\": 1") != std::string::npos);
+  const PlanResult parsed = loom::parse_plan(text);
+  QVERIFY(!parsed.plan.has_value());
+  QCOMPARE(paths(parsed.errors), std::string("/parallel/backend /parallel/devices/0/kind /parallel/devices/1/kind"));
+  for (const auto& e : parsed.errors) QVERIFY2(e.reason.rfind("this build has no GPU path yet", 0) == 0, e.reason.c_str());
+  QCOMPARE(paths(loom::validate_plan(plan)), paths(parsed.errors));  // the designer's check is the same
+  QVERIFY(loom::validate_plan(plan, loom::BuildCapabilities{true}).empty());
+}
+
+// What a GPU build will check: NCCL needs gpu devices, and one rank per GPU.
+void TestPlan::nccl_placement_is_checked_in_a_gpu_build() {
+  const loom::BuildCapabilities gpu_build{true};
+  const auto shared = loom::validate_plan(two_gpu_nccl_plan(0), gpu_build);
+  QCOMPARE(paths(shared), std::string("/parallel/devices/1"));
+  QVERIFY(shared[0].reason.find("NCCL refuses two ranks on one GPU") != std::string::npos);
+  Plan on_cpu = loom::default_plan();
+  on_cpu.parallel.backend = loom::CommBackend::Nccl;
+  const auto cpu = loom::validate_plan(on_cpu, gpu_build);
+  QCOMPARE(paths(cpu), std::string("/parallel/devices/0/kind"));
+  QVERIFY(cpu[0].reason.find("the nccl backend needs gpu devices") != std::string::npos);
 }
 
 QTEST_GUILESS_MAIN(TestPlan)

@@ -7,12 +7,12 @@
 #include <QFileInfo>
 #include <QProcess>
 #include <QTemporaryDir>
-#include <QThread>
 #include <chrono>
 #include <fstream>
 #include <thread>
 
 #include "loom/host/launch_command.h"
+#include "loom/host/oversubscription.h"
 #include "loom/profiles/analysis.h"
 #include "loom/profiles/run_store.h"
 #include "loom/stream/frame.h"
@@ -186,10 +186,22 @@ LaunchContext make_context(const JobOptions& options, const QTemporaryDir& dir, 
   c.port = port;
   c.secret = secret;
   c.run_id = run_id;
-  c.cores = std::max(1, QThread::idealThreadCount());
+  c.cores = cores_available();
   c.running_as_root = geteuid() == 0;
   c.under_slurm = std::getenv("SLURM_JOB_ID") != nullptr;
   return c;
+}
+
+// Said before anything starts, as the log's first lines, and kept as run metrics so that a
+// stored run can still say that its ranks shared cores.
+void record_oversubscription(Job& job, const Oversubscription& over) {
+  const HostLoad* worst = over.worst();
+  if (!worst) return;
+  std::string text;
+  for (const std::string& line : over.messages()) text += "oversubscribed: " + line + "\n";
+  (void)job.store.append_log(job.run_id, text);
+  (void)job.store.append_metrics(job.run_id, {{0, -1, 0, kOversubscribedRanksMetric, double(worst->ranks)},
+                                              {0, -1, 0, kOversubscribedCoresMetric, double(worst->cores)}});
 }
 
 // Starts the stream server, writes the plan (and hostfile), starts mpirun and supervises it.
@@ -205,6 +217,7 @@ Status launch_and_supervise(Job& job, const QTemporaryDir& dir, JobOutcome& outc
   outcome.command = describe_command(command);
   LOOM_TRY(write_file(context.plan_path, plan_to_json(job.plan)));
   if (!command.hostfile_text.empty()) LOOM_TRY(write_file(context.hostfile_path, command.hostfile_text));
+  record_oversubscription(job, detect_oversubscription(job.plan, context.this_host, context.cores));
   (void)job.store.append_log(job.run_id, "launch: " + outcome.command + "\n");
   LOOM_TRY(start_process(job, command));
   supervise(job);

@@ -1,6 +1,8 @@
 // The launch command for a plan's ranks (see launch_command.h).
 #include "loom/host/launch_command.h"
 
+#include "loom/host/oversubscription.h"
+
 #include <algorithm>
 #include <map>
 
@@ -11,23 +13,8 @@ constexpr const char* kStreamEnv = "LOOM_STREAM";
 constexpr const char* kSecretEnv = "LOOM_STREAM_SECRET";
 constexpr const char* kRunIdEnv = "LOOM_RUN_ID";
 
-// Hosts in the order the plan first names them, with how many ranks each gets.
-std::vector<std::pair<std::string, int>> ranks_per_host(const Plan& plan, const LaunchContext& context) {
-  std::vector<std::pair<std::string, int>> hosts;
-  const int ranks = world_size(plan);
-  for (int r = 0; r < ranks; ++r) {
-    std::string host = std::size_t(r) < plan.parallel.devices.size() ? plan.parallel.devices[std::size_t(r)].host
-                                                                    : "localhost";
-    if (is_local_host(host, context.this_host)) host = "localhost";
-    auto it = std::find_if(hosts.begin(), hosts.end(), [&](const auto& h) { return h.first == host; });
-    if (it == hosts.end()) hosts.emplace_back(host, 1);
-    else ++it->second;
-  }
-  return hosts;
-}
-
 bool spans_hosts(const Plan& plan, const LaunchContext& context) {
-  const auto hosts = ranks_per_host(plan, context);
+  const auto hosts = ranks_per_host(plan, context.this_host);
   return hosts.size() > 1 || (hosts.size() == 1 && hosts[0].first != "localhost");
 }
 
@@ -52,7 +39,7 @@ std::vector<std::pair<std::string, std::string>> stream_env(const LaunchCommand&
 
 void add_mpirun_args(const Plan& plan, const LaunchContext& context, LaunchCommand& command) {
   const int ranks = world_size(plan);
-  const auto hosts = ranks_per_host(plan, context);
+  const auto hosts = ranks_per_host(plan, context.this_host);
   const bool remote = spans_hosts(plan, context);
   auto& a = command.args;
   a = {"-n", std::to_string(ranks), "--bind-to", "none"};

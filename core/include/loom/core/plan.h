@@ -197,9 +197,20 @@ struct PlanResult {
 PlanResult parse_plan(std::string_view json_text);
 PlanResult load_plan_file(const std::string& path);
 
+// What the running build can execute. Today: CPU devices over MPI only. The CUDA kernels
+// and the NCCL communicator do not exist yet, so `gpu` is false and a plan that asks for
+// a gpu device or the nccl backend is refused rather than quietly run on the CPU.
+struct BuildCapabilities {
+  bool gpu = false;  // GPU kernels and the NCCL communicator
+};
+BuildCapabilities this_build();
+
 // The semantic checks parse_plan runs after reading (ranges, shapes, stages, devices,
-// strategy consistency), for a Plan built or edited in memory, e.g. by the designer.
+// strategy consistency, what this build can run), for a Plan built or edited in memory,
+// e.g. by the designer.
 std::vector<PlanError> validate_plan(const Plan& plan);
+// The same against a stated build (tests, and the day a GPU build exists).
+std::vector<PlanError> validate_plan(const Plan& plan, const BuildCapabilities& build);
 
 // Gives every unnamed layer the name "<type>_<pre-order index>" (made unique if a user
 // already took it). parse_plan does this; editors call it after inserting layers.

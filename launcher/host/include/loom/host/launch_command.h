@@ -29,7 +29,7 @@ struct LaunchContext {
   int port = 0;                   // the stream server's port
   std::string secret;             // the run's stream secret
   long long run_id = 0;
-  int cores = 1;                  // this machine's cores
+  int cores = 1;                  // this machine's cores (cores_available(): affinity, cgroup quota)
   bool running_as_root = false;
   bool under_slurm = false;
   std::string hostfile_path;      // where a hostfile is written, when one is needed

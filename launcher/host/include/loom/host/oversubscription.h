@@ -1,0 +1,66 @@
+// Oversubscription: more ranks on a host than it has cores. Ranks then take turns on the
+// cores, so a rank's step times and communication waits include time it spent waiting
+// for a core, and N ranks train slower than one process would. Loom says so before a run
+// (launch log, loom-cli's terminal, the workbench) and records it with the run.
+//
+// The detection is a pure function of the plan's placement and the cores known per host,
+// so it is tested without starting anything: this machine's cores are those this process
+// may run on (its CPU affinity, capped by a cgroup CPU quota); another host's cores are
+// what the caller knows of it (e.g. a hostfile's slots) or unknown.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "loom/core/plan.h"
+
+namespace loom::host {
+
+struct HostLoad {
+  std::string host;  // "localhost" for this machine, else as the plan names it
+  int ranks = 0;     // ranks the plan places there
+  int cores = 0;     // cores they can use; 0 = unknown
+  bool oversubscribed() const { return cores > 0 && ranks > cores; }
+};
+
+struct Oversubscription {
+  std::vector<HostLoad> hosts;  // in the order the plan first names them
+  bool any() const;
+  // The most loaded oversubscribed host (highest ranks per core); nullptr when none.
+  const HostLoad* worst() const;
+  // One line per oversubscribed host, saying what sharing does to the figures; empty
+  // when no host is oversubscribed, e.g. "4 ranks share 2 cores on localhost: ranks take
+  // turns on the cores, so step times and communication waits include time a rank
+  // waited for a core; expect lower throughput than 1 process".
+  std::vector<std::string> messages() const;
+};
+
+// Hosts in the order the plan first names them, with the ranks placed on each; hosts that
+// name this machine (is_local_host) are merged into "localhost".
+std::vector<std::pair<std::string, int>> ranks_per_host(const Plan& plan, const std::string& this_host);
+
+// `local_cores`: cores this process may use (cores_available()); `known_cores`: cores of
+// other hosts by name, where known (absent or <= 0: unknown, never reported).
+Oversubscription detect_oversubscription(const Plan& plan, const std::string& this_host, int local_cores,
+                                         const std::map<std::string, int>& known_cores = {});
+
+// The plan on this machine as run_job would launch it: this host's name and
+// cores_available(); other hosts unknown. What loom-cli and the workbench show.
+Oversubscription oversubscription_here(const Plan& plan);
+
+// Cores this process may run on: its CPU affinity mask, lowered by a cgroup v2 CPU quota
+// (/sys/fs/cgroup/cpu.max) when one is set; at least 1.
+int cores_available();
+
+// The quota part, pure: whole cores allowed by cpu.max's text ("200000 100000" -> 2;
+// "150000 100000" -> 1, since two ranks on 1.5 cores still take turns; at least 1), or 0
+// when it sets no limit ("max 100000") or cannot be read.
+int cores_from_cpu_max(const std::string& cpu_max_text);
+
+// Run metrics that record it with the run (rank 0, step -1, so charts skip them):
+// the worst host's ranks and cores. Absent when no host is oversubscribed.
+inline constexpr const char* kOversubscribedRanksMetric = "oversubscribed_ranks";
+inline constexpr const char* kOversubscribedCoresMetric = "oversubscribed_cores";
+
+}  // namespace loom::host
