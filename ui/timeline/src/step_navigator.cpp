@@ -18,9 +18,17 @@ namespace loom::ui::timeline {
 
 namespace {
 
+// { and } are Shift+[ and Shift+] on most layouts: the key event then carries Shift,
+// which a platform without a key map (offscreen, some X setups) does not strip before
+// matching, so each braced key is bound with and without Shift.
 QAction* make_action(QWidget* owner, const QString& text, const QKeySequence& key) {
   auto* a = new QAction(text, owner);
-  a->setShortcut(key);
+  const int k = key[0].key();
+  if (k == Qt::Key_BraceLeft || k == Qt::Key_BraceRight) {
+    a->setShortcuts({key, QKeySequence(Qt::SHIFT | static_cast<Qt::Key>(k))});
+  } else {
+    a->setShortcut(key);
+  }
   a->setShortcutContext(Qt::WindowShortcut);
   a->setToolTip(QStringLiteral("%1 (%2)").arg(text, key.toString(QKeySequence::NativeText)));
   owner->addAction(a);
