@@ -326,7 +326,8 @@ void TestTimelineData::describeEventText() {
 
 void TestTimelineData::stepIndexForNavigator() {
   // Two ranks, rank 1's clock 5 ns behind: steps 0..2 of [100k, 100k + 90) each, with two
-  // micro-batches of forwards; step 3 still running (no Step span yet, a forward only).
+  // micro-batches of forwards; step 3 still running (no Step span yet, a forward only);
+  // a late all-reduce of step 1 that ends in step 2.
   TimelineData d;
   for (int rank = 0; rank < 2; ++rank) {
     std::vector<Event> batch;
@@ -344,6 +345,10 @@ void TestTimelineData::stepIndexForNavigator() {
     Event running = ev(EventKind::Forward, 1300 + rank * 5 + 10, 1300 + rank * 5 + 20);
     running.step = 3;
     batch.push_back(running);
+    // A bucket of step 1 that completes after the step's Step span: not part of its range.
+    Event late = ev(EventKind::AllReduce, 1150, 1260, Stream::Comm);
+    late.step = 1;
+    batch.push_back(late);
     d.append(rank, batch);
   }
   QCOMPARE(d.origin_ns(), std::int64_t{1000});
