@@ -10,6 +10,7 @@
 #include <array>
 #include <bit>
 #include <cmath>
+#include <limits>
 
 namespace loom::ui::timeline {
 
@@ -115,14 +116,15 @@ void fold_visible(std::span<const Span> lane, const Viewport& v, double min_px, 
   if (lane.empty() || v.t1_ns <= v.t0_ns || v.width_px <= 0) return;
   const double col_ns = std::max(min_px, 0.0) * (v.t1_ns - v.t0_ns) / v.width_px;
   Column col;
-  bool open = false;
+  double col_end = -std::numeric_limits<double>::infinity();  // no column open
   auto close = [&] {
-    if (open) close_column(col, v, out);
-    open = false;
+    if (col.kinds != 0 || col.count != 0) close_column(col, v, out);
+    col.count = 0;
+    col_end = -std::numeric_limits<double>::infinity();
   };
   auto open_at = [&](std::int64_t cell, double start, std::uint32_t event) {
     col.cell = cell, col.first_start = col.last_end = start, col.first_event = event, col.count = 0;
-    open = true;
+    col_end = static_cast<double>(cell + 1) * col_ns;
   };
   for (std::size_t i = first_ending_after(lane, v.t0_ns); i < lane.size(); ++i) {
     const Span& s = lane[i];
@@ -138,16 +140,17 @@ void fold_visible(std::span<const Span> lane, const Viewport& v, double min_px, 
       out.items.push_back(item);
       continue;
     }
-    // Narrow: narrower than a cell, so it reaches at most into the next one.
-    const auto cell = static_cast<std::int64_t>(std::floor(a / col_ns));
-    if (!open || cell != col.cell) close(), open_at(cell, a, s.event);
+    // Narrow: narrower than a cell, so it reaches at most into the next one. Spans come in
+    // start order, so only leaving the open cell needs the (costlier) cell number.
+    if (a >= col_end) close(), open_at(static_cast<std::int64_t>(std::floor(a / col_ns)), a, s.event);
     col.count += 1;
-    const double boundary = static_cast<double>(cell + 1) * col_ns;
-    if (b > boundary) {
-      col.add(s.kind, boundary - a);
-      col.last_end = boundary;
+    if (b > col_end) {
+      col.add(s.kind, col_end - a);
+      col.last_end = col_end;
+      const std::int64_t next = col.cell + 1;
+      const double boundary = col_end;
       close();
-      open_at(cell + 1, boundary, s.event);
+      open_at(next, boundary, s.event);
       col.add(s.kind, b - boundary);
     } else {
       col.add(s.kind, b - a);
