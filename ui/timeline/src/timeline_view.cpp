@@ -5,6 +5,7 @@
 // spans) with a small constant, and O(lanes x width) rectangles, whatever the zoom.
 #include "loom/ui/timeline/timeline_view.h"
 
+#include <QCoreApplication>
 #include <QElapsedTimer>
 #include <QEvent>
 #include <QMouseEvent>
@@ -439,6 +440,9 @@ void TimelineView::onTick() {
 
 void TimelineView::replotNow() {
   onTick();
+  // The header's texts may have changed size (step count, legend): lay out now, as the
+  // event loop would before the next paint, so the replot sees the final plot size.
+  for (int i = 0; i < 3; ++i) QCoreApplication::sendPostedEvents(nullptr, QEvent::LayoutRequest);
   syncAxes();
   plot_->replot(QCustomPlot::rpImmediateRefresh);
 }
