@@ -88,6 +88,8 @@ class TestTimelineData : public QObject {
   void parameterServerPushAndPull();
   void originStaysFixed();
   void describeEventText();
+  void stepIndexForNavigator();
+  void kindsPresent();
   void millionEventsAppendQuickly();
 };
 
@@ -315,6 +317,72 @@ void TestTimelineData::describeEventText() {
   QVERIFY(describe_event(r, 1, {"a"}).contains(QStringLiteral("layer #5")));
   QVERIFY(describe_event(r, 1, {"a"}).contains(QStringLiteral("bytes 2.0 KiB")));
   QVERIFY(describe_event(r, 1, {"a"}).contains(QStringLiteral("from rank 3")));
+  // Names are the table's (span_kinds.h); a setup span says which phase it was.
+  QVERIFY(describe_event(r, 1, {}).startsWith(QStringLiteral("receive · rank 1")));
+  Event setup = ev(EventKind::Setup, 0, 5000000000, Stream::Host);
+  setup.message = static_cast<std::int32_t>(loom::trace::SetupPhase::BandwidthProbe);
+  QCOMPARE(describe_event(setup, 0, {}), QStringLiteral("setup · rank 0 · host\nbandwidth probe\nduration 5.00 s"));
+}
+
+void TestTimelineData::stepIndexForNavigator() {
+  // Two ranks, rank 1's clock 5 ns behind: steps 0..2 of [100k, 100k + 90) each, with two
+  // micro-batches of forwards; step 3 still running (no Step span yet, a forward only);
+  // a late all-reduce of step 1 that ends in step 2.
+  TimelineData d;
+  for (int rank = 0; rank < 2; ++rank) {
+    std::vector<Event> batch;
+    for (int step = 0; step < 3; ++step) {
+      const std::int64_t t = 1000 + step * 100 + rank * 5;
+      for (int m = 0; m < 2; ++m) {
+        Event f = ev(EventKind::Forward, t + 10 + m * 30, t + 30 + m * 30);
+        f.step = step, f.microbatch = static_cast<std::int16_t>(m);
+        batch.push_back(f);
+      }
+      Event st = ev(EventKind::Step, t, t + 90);
+      st.step = step;
+      batch.push_back(st);
+    }
+    Event running = ev(EventKind::Forward, 1300 + rank * 5 + 10, 1300 + rank * 5 + 20);
+    running.step = 3;
+    batch.push_back(running);
+    // A bucket of step 1 that completes after the step's Step span: not part of its range.
+    Event late = ev(EventKind::AllReduce, 1150, 1260, Stream::Comm);
+    late.step = 1;
+    batch.push_back(late);
+    d.append(rank, batch);
+  }
+  QCOMPARE(d.origin_ns(), std::int64_t{1000});
+  QCOMPARE(d.step_count(), 4);
+  // Over both ranks: from rank 0's start to rank 1's end, relative to the origin.
+  QCOMPARE(d.step_range(1).value(), (TimeRange{100, 195}));
+  QCOMPARE(d.step_range(3).value(), (TimeRange{310, 325}));  // its events, no Step span
+  QVERIFY(!d.step_range(4).has_value());
+  QVERIFY(!d.step_range(-1).has_value());
+  QCOMPARE(d.step_at(150), 1);
+  QCOMPARE(d.step_at(-500), 0);    // before everything: the nearest
+  QCOMPARE(d.step_at(5000), 3);
+  QCOMPARE(d.step_at(192), 1);     // inside step 1 only (step 2 starts at 200)
+  QCOMPARE(d.microbatch_count(1), 2);
+  QCOMPARE(d.microbatch_count(3), 0);
+  const auto mbs = d.microbatch_ranges(2);
+  QCOMPARE(mbs.size(), std::size_t{2});
+  QCOMPARE(mbs[0].value(), (TimeRange{210, 235}));
+  QCOMPARE(mbs[1].value(), (TimeRange{240, 265}));
+  d.clear();
+  QCOMPARE(d.step_count(), 0);
+  QCOMPARE(d.step_at(0), -1);
+}
+
+void TestTimelineData::kindsPresent() {
+  TimelineData d;
+  QCOMPARE(d.kinds_present(), 0u);
+  d.append(0, one_step(0));
+  d.append(1, std::vector<Event>{ev(EventKind::AllReduce, 0, 10, Stream::Comm)});
+  const std::uint32_t want = (1u << int(EventKind::Forward)) | (1u << int(EventKind::Backward)) |
+                             (1u << int(EventKind::Step)) | (1u << int(EventKind::AllReduce));
+  QCOMPARE(d.kinds_present(), want);
+  d.clear();
+  QCOMPARE(d.kinds_present(), 0u);
 }
 
 void TestTimelineData::millionEventsAppendQuickly() {

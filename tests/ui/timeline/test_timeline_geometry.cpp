@@ -1,6 +1,6 @@
 // Timeline geometry without a display: the time <-> pixel mapping, zoom around an anchor,
-// pan, folding of narrow spans (what makes full zoom over a million spans cheap) and hit
-// testing. Every check is a concrete number so an off-by-one in the math shows.
+// pan, folding of narrow spans into columns that report the share of each kind they hold
+// (zoomed out, a column must show its mix, never one solid colour) and hit testing. Every check is a concrete number so an off-by-one in the math shows.
 #include <QtTest>
 
 #include "loom/ui/timeline/geometry.h"
@@ -30,7 +30,8 @@ class TestTimelineGeometry : public QObject {
   void zoomStopsAtMinimumSpan();
   void panMovesWindow();
   void wideSpansStaySeparate();
-  void narrowNeighboursMerge();
+  void narrowSpansFoldIntoColumns();
+  void foldedColumnReportsMix();
   void nothingOutsideViewport();
   void manyTinySpansAtMostOneItemPerPixel();
   void foldKeepsWideSpanAfterNarrowRun();
@@ -74,81 +75,149 @@ void TestTimelineGeometry::panMovesWindow() {
 
 void TestTimelineGeometry::wideSpansStaySeparate() {
   const auto lane = regular_lane(5, 0, 100, 200);  // 10 px wide, 10 px gaps at 1 ns/10 px
-  std::vector<DrawItem> out;
+  Fold out;
   fold_visible(lane, Viewport{0, 1000, 100}, 3, out);
-  QCOMPARE(out.size(), std::size_t{5});
-  for (std::size_t i = 0; i < out.size(); ++i) {
-    QCOMPARE(out[i].count, 1u);
-    QCOMPARE(out[i].first_event, static_cast<std::uint32_t>(i));
-    QCOMPARE(out[i].x0_px, 20.0 * static_cast<double>(i));
-    QCOMPARE(out[i].x1_px, 20.0 * static_cast<double>(i) + 10);
+  QCOMPARE(out.items.size(), std::size_t{5});
+  for (std::size_t i = 0; i < out.items.size(); ++i) {
+    QCOMPARE(out.items[i].count, 1u);
+    QVERIFY(!out.items[i].folded());
+    QCOMPARE(out.items[i].first_event, static_cast<std::uint32_t>(i));
+    QCOMPARE(out.items[i].x0_px, 20.0 * static_cast<double>(i));
+    QCOMPARE(out.items[i].x1_px, 20.0 * static_cast<double>(i) + 10);
   }
-  QCOMPARE(out[1].kind, EventKind::Backward);
+  QCOMPARE(out.items[1].kind, EventKind::Backward);
+  QVERIFY(out.mix.empty());
+  QCOMPARE(out.share(out.items[1], EventKind::Backward), 1.0);
 }
 
-void TestTimelineGeometry::narrowNeighboursMerge() {
-  // 10 spans 0.5 px wide every 1 px, then a gap of 10 px, then 3 more: two folded items.
+void TestTimelineGeometry::narrowSpansFoldIntoColumns() {
+  // 10 spans 0.5 px wide every 1 px (10 ns per px, cells of 3 px = 30 ns), then 3 more
+  // after a gap: the cells [0,30) [30,60) [60,90) [90,120) and [180,210) [210,240).
   std::vector<Span> lane = regular_lane(10, 0, 5, 10);
   for (int i = 0; i < 3; ++i)
     lane.push_back(Span{200 + i * 10, 205 + i * 10, static_cast<std::uint32_t>(10 + i), EventKind::AllReduce});
-  std::vector<DrawItem> out;
+  Fold out;
   fold_visible(lane, Viewport{0, 1000, 100}, 3, out);
-  QCOMPARE(out.size(), std::size_t{2});
-  QCOMPARE(out[0].count, 10u);
-  QCOMPARE(out[0].first_event, 0u);
-  QCOMPARE(out[0].x0_px, 0.0);
-  QCOMPARE(out[0].x1_px, 9.5);
-  QCOMPARE(out[1].count, 3u);
-  QCOMPARE(out[1].first_event, 10u);
-  QCOMPARE(out[1].x0_px, 20.0);
-  QCOMPARE(out[1].kind, EventKind::AllReduce);
+  QCOMPARE(out.items.size(), std::size_t{6});
+  const std::uint32_t counts[] = {3, 3, 3, 1, 1, 2};
+  for (std::size_t i = 0; i < 6; ++i) {
+    QVERIFY(out.items[i].folded());
+    QCOMPARE(out.items[i].count, counts[i]);
+  }
+  QCOMPARE(out.items[0].first_event, 0u);
+  QCOMPARE(out.items[0].x0_px, 0.0);
+  QCOMPARE(out.items[0].x1_px, 2.5);  // the third span ends at 25 ns
+  QCOMPARE(out.items[0].extent_ns, 25.0);
+  QCOMPARE(out.share(out.items[0], EventKind::Forward), 10.0 / 25.0);  // spans at 0 and 20
+  QCOMPARE(out.share(out.items[0], EventKind::Backward), 5.0 / 25.0);
+  QCOMPARE(out.items[0].kind, EventKind::Forward);  // the kind with the most time
+  QCOMPARE(out.items[4].first_event, 10u);
+  QCOMPARE(out.items[4].x0_px, 20.0);
+  QCOMPARE(out.items[5].kind, EventKind::AllReduce);
+  QCOMPARE(out.items[5].mix_count, 1u);
+}
+
+void TestTimelineGeometry::foldedColumnReportsMix() {
+  // 10 ns per px, cells of 10 px = 100 ns. Cell [0,100): forward 30 ns, backward 20 ns,
+  // nothing for 10 ns, wait 40 ns. Cell [100,200): optimizer throughout, in two spans.
+  // Then a forward [280,320) that crosses into cell [300,400) and gives it its last 20 ns.
+  const std::vector<Span> lane = {
+      Span{0, 30, 0, EventKind::Forward},        Span{30, 50, 1, EventKind::Backward},
+      Span{60, 100, 2, EventKind::Wait},         Span{100, 150, 3, EventKind::Optimizer},
+      Span{150, 200, 4, EventKind::Optimizer},   Span{280, 320, 5, EventKind::Forward},
+  };
+  Fold out;
+  fold_visible(lane, Viewport{0, 1000, 100}, 10, out);
+  QCOMPARE(out.items.size(), std::size_t{4});
+  const DrawItem& mixed = out.items[0];
+  QVERIFY(mixed.folded());
+  QCOMPARE(mixed.count, 3u);
+  QCOMPARE(mixed.mix_count, 3u);
+  QCOMPARE(mixed.extent_ns, 100.0);
+  QCOMPARE(out.share(mixed, EventKind::Forward), 0.3);
+  QCOMPARE(out.share(mixed, EventKind::Backward), 0.2);
+  QCOMPARE(out.share(mixed, EventKind::Wait), 0.4);
+  QCOMPARE(out.share(mixed, EventKind::AllReduce), 0.0);
+  QVERIFY(qAbs(out.coverage(mixed) - 0.9) < 1e-12);  // 10 ns with no span
+  QCOMPARE(mixed.kind, EventKind::Wait);              // the most time, not the last span
+  // In EventKind order, so that neighbouring columns stack their kinds alike.
+  const auto mix = out.mix_of(mixed);
+  QCOMPARE(mix[0].kind, EventKind::Forward);
+  QCOMPARE(mix[1].kind, EventKind::Backward);
+  QCOMPARE(mix[2].kind, EventKind::Wait);
+
+  const DrawItem& solid = out.items[1];
+  QCOMPARE(solid.count, 2u);
+  QCOMPARE(solid.mix_count, 1u);
+  QCOMPARE(solid.kind, EventKind::Optimizer);
+  QCOMPARE(out.share(solid, EventKind::Optimizer), 1.0);
+  QCOMPARE(out.coverage(solid), 1.0);
+  QCOMPARE(solid.x0_px, 10.0);
+  QCOMPARE(solid.x1_px, 20.0);
+
+  // The crossing span: counted once (where it starts), its time split at the boundary.
+  QCOMPARE(out.items[2].count, 1u);
+  QCOMPARE(out.items[3].count, 0u);
+  QCOMPARE(out.mix_of(out.items[2])[0].ns, 20.0);
+  QCOMPARE(out.mix_of(out.items[3])[0].ns, 20.0);
+  QCOMPARE(out.items[3].x0_px, 30.0);
+  QCOMPARE(out.items[3].x1_px, 32.0);
 }
 
 void TestTimelineGeometry::nothingOutsideViewport() {
   const auto lane = regular_lane(100, 0, 100, 200);  // spans at 0, 200, ..., 19800
-  std::vector<DrawItem> out;
+  Fold out;
   fold_visible(lane, Viewport{5050, 5900, 850}, 3, out);  // 1 px per ns
   // Visible: the span [5000,5100) cut at the left edge, [5200,5300), ..., [5800,5900).
-  QCOMPARE(out.size(), std::size_t{5});
-  QCOMPARE(out.front().first_event, 25u);
-  QCOMPARE(out.front().x0_px, -1.0);  // clamped
-  QCOMPARE(out.back().first_event, 29u);
-  for (const auto& d : out) QVERIFY(d.x1_px > 0 && d.x0_px < 850);
+  QCOMPARE(out.items.size(), std::size_t{5});
+  QCOMPARE(out.items.front().first_event, 25u);
+  QCOMPARE(out.items.front().x0_px, -1.0);  // clamped
+  QCOMPARE(out.items.back().first_event, 29u);
+  for (const auto& d : out.items) QVERIFY(d.x1_px > 0 && d.x0_px < 850);
   out.clear();
   fold_visible(lane, Viewport{30000, 40000, 100}, 3, out);
-  QVERIFY(out.empty());
+  QVERIFY(out.items.empty());
 }
 
 void TestTimelineGeometry::manyTinySpansAtMostOneItemPerPixel() {
   // 100k spans of 1 ns every 3 ns (gaps narrower than a pixel at this zoom) over 1000 px.
   const auto lane = regular_lane(100000, 0, 1, 3);
-  std::vector<DrawItem> out;
+  Fold out;
   fold_visible(lane, Viewport{0, 300000, 1000}, 2, out);
-  QVERIFY2(out.size() <= 1000, qPrintable(QString::number(out.size())));
+  QVERIFY2(out.items.size() <= 1000, qPrintable(QString::number(out.items.size())));
   std::uint64_t total = 0;
-  for (const auto& d : out) total += d.count;
+  double time = 0;
+  for (const auto& d : out.items) total += d.count;
+  for (const auto& k : out.mix) time += k.ns;
   QCOMPARE(total, std::uint64_t{100000});  // every span is accounted for exactly once
+  QCOMPARE(time, 100000.0);                // and so is every nanosecond of them
+  // A column in the middle is a third full, half forward and half backward.
+  const DrawItem& middle = out.items[out.items.size() / 2];
+  QVERIFY2(qAbs(out.coverage(middle) - 1.0 / 3) < 0.01, qPrintable(QString::number(out.coverage(middle))));
+  QVERIFY(qAbs(out.share(middle, EventKind::Forward) - out.share(middle, EventKind::Backward)) < 0.01);
   // Spread out (1 ns spans one per 3.3 px, most of the lane beyond the right edge): the
-  // 304 visible ones stay separate, since their gaps are wider than min_px.
+  // 304 visible ones stay separate, one column each.
   const auto sparse = regular_lane(100000, 0, 1, 330000);
   out.clear();
   fold_visible(sparse, Viewport{0, 1e8, 1000}, 2, out);
-  QCOMPARE(out.size(), std::size_t{304});
-  QCOMPARE(out.back().first_event, 303u);
+  QCOMPARE(out.items.size(), std::size_t{304});
+  QCOMPARE(out.items.back().first_event, 303u);
+  QCOMPARE(out.coverage(out.items.back()), 1.0);  // a lone narrow span is drawn full height
 }
 
 void TestTimelineGeometry::foldKeepsWideSpanAfterNarrowRun() {
   // Narrow spans followed immediately by a wide one: the wide one must stay its own item.
   std::vector<Span> lane = regular_lane(20, 0, 1, 2);  // [0..40) ns, 0.1 px each
   lane.push_back(Span{40, 500, 20, EventKind::Optimizer});
-  std::vector<DrawItem> out;
+  Fold out;
   fold_visible(lane, Viewport{0, 1000, 100}, 3, out);
-  QCOMPARE(out.size(), std::size_t{2});
-  QCOMPARE(out[0].count, 20u);
-  QCOMPARE(out[1].first_event, 20u);
-  QCOMPARE(out[1].kind, EventKind::Optimizer);
-  QCOMPARE(out[1].x0_px, 4.0);
-  QCOMPARE(out[1].x1_px, 50.0);
+  QCOMPARE(out.items.size(), std::size_t{3});  // cells [0,30) and [30,60), then the wide one
+  QCOMPARE(out.items[0].count + out.items[1].count, 20u);
+  QCOMPARE(out.items[2].first_event, 20u);
+  QCOMPARE(out.items[2].kind, EventKind::Optimizer);
+  QVERIFY(!out.items[2].folded());
+  QCOMPARE(out.items[2].x0_px, 4.0);
+  QCOMPARE(out.items[2].x1_px, 50.0);
 }
 
 void TestTimelineGeometry::hitTestFindsSpanAndNotGaps() {

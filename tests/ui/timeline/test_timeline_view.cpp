@@ -1,11 +1,20 @@
 // TimelineView offscreen: hovering a known span gives its description, wheel zoom moves
 // the window around the cursor and switches follow-latest off, follow-latest keeps the
 // data's end in view as batches arrive, and a replot actually runs the lane painter.
+// Zoomed out, a column of mixed narrow spans is painted in the colours of its kinds in
+// proportion to their time; the step navigator names and zooms to steps and micro-batches
+// (buttons and [ ] { } keys); the dark palette reaches background, axes and legend; the
+// arrows-hidden notice fits inside the plotting area of a narrow view.
 #include <QSignalSpy>
+#include <QSpinBox>
 #include <QWheelEvent>
 #include <QtTest>
+#include <map>
 #include <qcustomplot.h>
 
+#include "loom/ui/span_kinds.h"
+#include "loom/ui/timeline/kind_legend.h"
+#include "loom/ui/timeline/step_navigator.h"
 #include "loom/ui/timeline/timeline_view.h"
 
 using namespace loom::ui::timeline;
@@ -23,6 +32,44 @@ Event ev(EventKind kind, std::int64_t start, std::int64_t end, int layer = -1) {
   e.layer = layer;
   e.step = 0;
   return e;
+}
+
+// Pixels of each colour inside a rectangle of an image.
+std::map<QRgb, int> color_counts(const QImage& image, const QRect& r) {
+  std::map<QRgb, int> out;
+  for (int y = r.top(); y <= r.bottom(); ++y)
+    for (int x = r.left(); x <= r.right(); ++x) ++out[image.pixel(x, y)];
+  return out;
+}
+
+// Three steps on two ranks: per step a Step span [s, s + 9 ms) holding two micro-batches
+// of Forward spans (1 ms each, at s+1 and s+4 ms) and a Backward [s+6, s+8) ms.
+std::vector<Event> three_steps(int rank) {
+  std::vector<Event> out;
+  for (int step = 0; step < 3; ++step) {
+    const std::int64_t s = step * 10000000LL + rank * 200000;
+    for (int m = 0; m < 2; ++m) {
+      Event f = ev(EventKind::Forward, s + 1000000 + m * 3000000, s + 2000000 + m * 3000000);
+      f.step = step, f.microbatch = static_cast<std::int16_t>(m);
+      out.push_back(f);
+    }
+    Event b = ev(EventKind::Backward, s + 6000000, s + 8000000);
+    b.step = step;
+    out.push_back(b);
+    Event st = ev(EventKind::Step, s, s + 9000000);
+    st.step = step;
+    out.push_back(st);
+  }
+  return out;
+}
+
+QPalette dark_palette() {
+  QPalette p;
+  p.setColor(QPalette::Window, QColor(0x2b, 0x2d, 0x31));
+  p.setColor(QPalette::WindowText, QColor(0xdf, 0xe1, 0xe5));
+  p.setColor(QPalette::Base, QColor(0x1e, 0x1f, 0x22));
+  p.setColor(QPalette::Text, QColor(0xdf, 0xe1, 0xe5));
+  return p;
 }
 
 // Where the middle of time t (origin-relative) on lane `lane` is, in view coordinates.
@@ -47,6 +94,10 @@ class TestTimelineView : public QObject {
   void wheelZoomMovesWindowAndStopsFollowing();
   void followLatestKeepsEndInView();
   void fitAllCoversData();
+  void foldedColumnsPaintTheirMix();
+  void stepNavigatorZoomsToStepsAndMicrobatches();
+  void darkPaletteReachesPlotAndLegend();
+  void arrowNoticeFitsNarrowView();
 };
 
 void TestTimelineView::tooltipDescribesHoveredSpan() {
@@ -151,6 +202,143 @@ void TestTimelineView::fitAllCoversData() {
   view.setViewport(Viewport{0, 1000, 1});
   view.fitAll();
   QCOMPARE(view.viewport().t0_ns, v.t0_ns);
+}
+
+void TestTimelineView::foldedColumnsPaintTheirMix() {
+  // One lane, zoomed out over 100 ms in ~1000 px: a first half of alternating forward
+  // (20 µs) and wait (60 µs) spans, far too narrow to draw one by one, and a second half
+  // of forwards only, then a gap. Folded columns must show both kinds, wait about three
+  // times as tall as forward, and the solid half only forward.
+  TimelineView view;
+  view.resize(1100, 300);
+  view.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&view));
+  std::vector<Event> events;
+  for (std::int64_t t = 0; t < 50000000; t += 80000) {
+    events.push_back(ev(EventKind::Forward, t, t + 20000));
+    events.push_back(ev(EventKind::Wait, t + 20000, t + 80000));
+  }
+  for (std::int64_t t = 50000000; t < 80000000; t += 40000) events.push_back(ev(EventKind::Forward, t, t + 40000));
+  view.appendEvents(0, events);
+  view.replotNow();
+  view.setViewport(Viewport{0, 100000000, 1});
+  view.replotNow();
+  const QImage image = view.grab().toImage();
+  const QCPAxisRect* rect = view.plot()->axisRect();
+  auto view_x = [&](double t) {
+    return view.plot()->mapTo(&view, QPoint(rect->left() + static_cast<int>(time_to_px(view.viewport(), t)), 0)).x();
+  };
+  const QPoint top = view.plot()->mapTo(&view, rect->topLeft());
+  const QRect mixed(view_x(10e6), top.y(), view_x(40e6) - view_x(10e6), rect->height());
+  const QRect solid(view_x(55e6), top.y(), view_x(75e6) - view_x(55e6), rect->height());
+  const QRgb forward = loom::ui::event_kind_color(EventKind::Forward).rgb();
+  const QRgb wait = loom::ui::event_kind_color(EventKind::Wait).rgb();
+  auto mix = color_counts(image, mixed);
+  QVERIFY2(mix[forward] > 0 && mix[wait] > 0, qPrintable(QStringLiteral("%1 %2").arg(mix[forward]).arg(mix[wait])));
+  const double ratio = static_cast<double>(mix[wait]) / mix[forward];
+  QVERIFY2(ratio > 2.4 && ratio < 3.6, qPrintable(QString::number(ratio)));  // 60 µs : 20 µs
+  auto one = color_counts(image, solid);
+  QVERIFY(one[forward] > 0);
+  QCOMPARE(one[wait], 0);
+}
+
+void TestTimelineView::stepNavigatorZoomsToStepsAndMicrobatches() {
+  TimelineView view;
+  view.resize(1000, 300);
+  view.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&view));
+  view.activateWindow();
+  QVERIFY(QTest::qWaitForWindowActive(&view));
+  StepNavigator* nav = view.stepNavigator();
+  QCOMPARE(nav->text(), QStringLiteral("no steps yet"));
+  view.appendEvents(0, three_steps(0));
+  view.appendEvents(1, three_steps(1));
+  view.replotNow();
+  view.fitAll();
+  QCOMPARE(nav->stepCount(), 3);
+  QCOMPARE(nav->text(), QStringLiteral("steps 0–2 of 3"));
+  QCOMPARE(nav->currentStep(), 1);  // under the middle of the window
+  // ] : the next step, whole (over both ranks: rank 1 runs 0.2 ms behind), with a margin.
+  QTest::keyClick(&view, Qt::Key_BracketRight);
+  QCOMPARE(nav->currentStep(), 2);
+  QCOMPARE(nav->text(), QStringLiteral("step 2 of 3"));
+  Viewport v = view.viewport();
+  QVERIFY(v.t0_ns < 20000000 && v.t0_ns > 19000000);
+  QVERIFY(v.t1_ns > 29200000 && v.t1_ns < 30000000);
+  QVERIFY(!view.followLatest());
+  QTest::keyClick(&view, Qt::Key_BracketLeft);
+  QCOMPARE(nav->currentStep(), 1);
+  // } : micro-batch 0 of step 1, then 1: their forwards on both ranks only.
+  QTest::keyClick(&view, Qt::Key_BraceRight, Qt::ShiftModifier);
+  v = view.viewport();
+  QVERIFY2(v.t0_ns > 10900000 && v.t0_ns < 11000000, qPrintable(QString::number(v.t0_ns)));
+  QVERIFY(v.t1_ns > 12200000 && v.t1_ns < 12300000);
+  QVERIFY(nav->nextMicrobatchAction()->isEnabled());
+  nav->nextMicrobatch();
+  QVERIFY(view.viewport().t0_ns > 13900000 && view.viewport().t0_ns < 14000000);
+  QCOMPARE(nav->currentStep(), 1);
+  QTest::keyClick(&view, Qt::Key_BraceLeft);  // a layout that sends the brace without Shift
+  QVERIFY(view.viewport().t0_ns > 10900000 && view.viewport().t0_ns < 11000000);
+  QVERIFY(!nav->zoomToMicrobatch(1, 2));  // there is no third
+  // The spin box jumps on a typed step number.
+  auto* spin = nav->findChild<QSpinBox*>(QStringLiteral("stepSpin"));
+  QVERIFY(spin);
+  spin->setValue(0);
+  QCOMPARE(nav->currentStep(), 0);
+  QVERIFY(view.viewport().t1_ns < 10000000);
+}
+
+void TestTimelineView::darkPaletteReachesPlotAndLegend() {
+  TimelineView view;
+  view.resize(800, 300);
+  view.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&view));
+  view.appendEvents(0, three_steps(0));
+  view.replotNow();
+  const QPalette dark = dark_palette();
+  view.setPalette(dark);
+  view.replotNow();
+  QCOMPARE(view.plot()->axisRect()->backgroundBrush().color(), dark.color(QPalette::Base));
+  QCOMPARE(view.plot()->xAxis->tickLabelColor(), dark.color(QPalette::WindowText));
+  QCOMPARE(view.plot()->yAxis->tickLabelColor(), dark.color(QPalette::WindowText));
+  // Empty plot area reads as the dark base, not white.
+  const QImage image = view.grab().toImage();
+  const QPoint corner = view.plot()->mapTo(&view, view.plot()->axisRect()->bottomRight() - QPoint(3, 3));
+  QCOMPARE(image.pixelColor(corner).rgb(), dark.color(QPalette::Base).rgb());
+  for (const auto& entry : view.legend()->entries()) QCOMPARE(entry.color, loom::ui::event_kind_color(entry.kind, true));
+  QCOMPARE(view.legend()->entries().size(), std::size_t{3});  // step, forward, backward
+}
+
+void TestTimelineView::arrowNoticeFitsNarrowView() {
+  // 2100 matched messages between two ranks in view, in a view 420 px wide.
+  TimelineView view;
+  view.resize(420, 260);
+  view.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&view));
+  std::vector<Event> sends, recvs;
+  for (int i = 0; i < 2100; ++i) {
+    Event s = ev(EventKind::Send, i * 1000, i * 1000 + 400);
+    s.stream = Stream::Comm, s.peer = 1, s.message = i;
+    Event r = ev(EventKind::Recv, i * 1000 + 300, i * 1000 + 700);
+    r.stream = Stream::Comm, r.peer = 0, r.message = i;
+    sends.push_back(s);
+    recvs.push_back(r);
+  }
+  view.appendEvents(0, sends);
+  view.appendEvents(1, recvs);
+  view.replotNow();
+  view.fitAll();
+  view.replotNow();
+  QCOMPARE(view.data().arrows().size(), std::size_t{2100});
+  QVERIFY(view.arrowNotice().contains(QStringLiteral("2,100 messages")));
+  const QRect area = view.plot()->axisRect()->rect();
+  const QRect box = view.arrowNoticeRect();
+  QVERIFY2(area.contains(box), qPrintable(QStringLiteral("%1,%2 %3x%4 in %5x%6").arg(box.x()).arg(box.y())
+                                              .arg(box.width()).arg(box.height()).arg(area.width()).arg(area.height())));
+  // Zoomed in, arrows are drawn and the notice is gone.
+  view.setViewport(Viewport{0, 50000, 1});
+  view.replotNow();
+  QVERIFY(view.arrowNotice().isEmpty());
 }
 
 QTEST_MAIN(TestTimelineView)

@@ -30,36 +30,45 @@ constexpr double kStackWidth = 0.5;
 constexpr double kHiddenWidth = 0.16;
 constexpr double kHiddenOffset = 0.38;
 
+// A bar's name (its "segment" property), legend text and colour are its category's in
+// the one table of kinds and categories (span_kinds.h), as on the timeline.
 struct SegmentSpec {
-  const char* name;
-  const char* legend;
   BreakdownCategory category;
   double BreakdownSegments::*field;
+  const char* name() const { return breakdown_category(category).key; }
+  QString legend() const { return breakdown_category(category).displayName(); }
 };
 
 // Stack order, left to right: work first, then what the rank waited for.
 constexpr SegmentSpec kStack[] = {
-    {"compute", "compute", BreakdownCategory::Compute, &BreakdownSegments::compute},
-    {"optimizer", "optimizer", BreakdownCategory::Optimizer, &BreakdownSegments::optimizer},
-    {"data", "data loading", BreakdownCategory::Data, &BreakdownSegments::data},
-    {"exposed_comm", "exposed communication", BreakdownCategory::ExposedCommunication,
-     &BreakdownSegments::exposed_comm},
-    {"idle", "idle / bubble", BreakdownCategory::Idle, &BreakdownSegments::idle},
+    {BreakdownCategory::Compute, &BreakdownSegments::compute},
+    {BreakdownCategory::Optimizer, &BreakdownSegments::optimizer},
+    {BreakdownCategory::Data, &BreakdownSegments::data},
+    {BreakdownCategory::ExposedCommunication, &BreakdownSegments::exposed_comm},
+    {BreakdownCategory::Idle, &BreakdownSegments::idle},
 };
 
 const char* const kHiddenExplanation =
     "The thin bar under each rank is communication hidden behind work: it ran while the "
     "rank computed, so it is already inside the stacked bar and is not added to it.";
 
-QCPBars* make_bars(QCustomPlot* plot, const char* name, const QString& legend, const QColor& color, double width) {
+QCPBars* make_bars(QCustomPlot* plot, BreakdownCategory category, const QString& legend, double width) {
   auto* bars = new QCPBars(plot->yAxis, plot->xAxis);  // key axis vertical: horizontal bars
   bars->setName(legend);
-  bars->setProperty("segment", QString::fromLatin1(name));
+  bars->setProperty("segment", QString::fromLatin1(breakdown_category(category).key));
+  bars->setProperty("category", static_cast<int>(category));
   bars->setWidth(width);
-  bars->setBrush(color);
-  bars->setPen(QPen(color.darker(130), 0));
   bars->setStackingGap(0);
   return bars;
+}
+
+// The table's colour for the palette; the hidden bar is patterned: an overlay, not a part.
+void color_bars(QCPBars* bars, bool dark) {
+  const auto category = static_cast<BreakdownCategory>(bars->property("category").toInt());
+  const QColor color = breakdown_color(category, dark);
+  const bool hidden = category == BreakdownCategory::HiddenCommunication;
+  bars->setBrush(hidden ? QBrush(color, Qt::Dense3Pattern) : QBrush(color));
+  bars->setPen(QPen(dark ? color.lighter(125) : color.darker(130), 0));
 }
 
 QString percent_or_na(double fraction) {
@@ -109,14 +118,13 @@ void BreakdownChart::buildPlot() {
   plot_->setToolTip(tr(kHiddenExplanation));
   QCPBars* below = nullptr;
   for (const SegmentSpec& spec : kStack) {
-    QCPBars* bars = make_bars(plot_, spec.name, tr(spec.legend), breakdown_color(spec.category), kStackWidth);
+    QCPBars* bars = make_bars(plot_, spec.category, spec.legend(), kStackWidth);
     if (below) bars->moveAbove(below);
     below = bars;
   }
-  QColor hidden = breakdown_color(BreakdownCategory::Communication);
-  QCPBars* hidden_bars = make_bars(plot_, "hidden_comm", tr("communication hidden behind work (not stacked)"),
-                                   hidden, kHiddenWidth);
-  hidden_bars->setBrush(QBrush(hidden, Qt::Dense3Pattern));  // pattern: an overlay, not a part
+  make_bars(plot_, BreakdownCategory::HiddenCommunication,
+            tr("%1 (not stacked)").arg(breakdown_category(BreakdownCategory::HiddenCommunication).displayName()),
+            kHiddenWidth);
   plot_->yAxis->setRangeReversed(true);
   plot_->yAxis->setTicker(QSharedPointer<QCPAxisTickerText>::create());
   plot_->yAxis->grid()->setVisible(false);
@@ -149,7 +157,7 @@ void BreakdownChart::setBreakdown(const std::vector<loom::analysis::RankBreakdow
     ticker->addTick(rank.rank, tr("rank %1").arg(rank.rank));
     longest = std::max({longest, s.stacked(), s.hidden_comm});
   }
-  for (std::size_t i = 0; i < std::size(kStack); ++i) bars(kStack[i].name)->setData(keys, values[i]);
+  for (std::size_t i = 0; i < std::size(kStack); ++i) bars(kStack[i].name())->setData(keys, values[i]);
   bars("hidden_comm")->setData(hidden_keys, hidden);
   plot_->yAxis->setTicker(ticker);
   if (ranks_.empty()) {
@@ -228,10 +236,11 @@ QString BreakdownChart::toolTipForRank(int rank) const {
       return QStringLiteral("<tr><td>%1</td><td align=right>%2 s</td></tr>").arg(label).arg(seconds, 0, 'f', 3);
     };
     QString html = QStringLiteral("<b>rank %1</b><table>").arg(rank);
-    for (const SegmentSpec& spec : kStack) html += row(tr(spec.legend), s.*spec.field);
+    for (const SegmentSpec& spec : kStack) html += row(spec.legend(), s.*spec.field);
     html += row(tr("<i>stacked total</i>"), s.stacked());
     html += row(tr("communication, all"), s.exposed_comm + s.hidden_comm);
-    html += row(tr("&nbsp;&nbsp;hidden behind work"), s.hidden_comm);
+    html += row(QStringLiteral("&nbsp;&nbsp;") + breakdown_category(BreakdownCategory::HiddenCommunication).displayName(),
+                s.hidden_comm);
     html += QStringLiteral("</table><p>%1</p>").arg(tr(kHiddenExplanation));
     return html;
   }
@@ -255,6 +264,11 @@ void BreakdownChart::changeEvent(QEvent* event) {
   }
 }
 
-void BreakdownChart::applyPalette() { detail::apply_palette(plot_, palette()); }
+void BreakdownChart::applyPalette() {
+  detail::apply_palette(plot_, palette());
+  const bool dark = is_dark(palette());
+  for (int i = 0; i < plot_->plottableCount(); ++i)
+    if (auto* b = qobject_cast<QCPBars*>(plot_->plottable(i))) color_bars(b, dark);
+}
 
 }  // namespace loom::ui::charts

@@ -1,11 +1,16 @@
 // Coordinate math and folding for the timeline (geometry.h). Folding follows tracy's
-// timeline: once a span is too narrow to see, everything that starts within min_px of the
-// current folded run is swallowed with one binary search instead of a walk, which bounds
-// the work per lane by the number of pixel columns rather than the number of spans.
+// timeline in finding the visible window by binary search and merging spans narrower than
+// a few pixels, but walks the merged spans instead of skipping them: a column has to know
+// how much of each kind it holds (issue 15: zoomed out, a column of short all-reduces and
+// long waits must not look like solid communication), and a walk of a million spans costs
+// a few milliseconds, inside the 30 ms redraw budget.
 #include "loom/ui/timeline/geometry.h"
 
 #include <algorithm>
+#include <array>
+#include <bit>
 #include <cmath>
+#include <limits>
 
 namespace loom::ui::timeline {
 
@@ -52,59 +57,107 @@ std::size_t first_ending_after(std::span<const Span> lane, double t) {
   return static_cast<std::size_t>(it - lane.begin());
 }
 
-// First span starting at or after t.
-std::size_t first_starting_at(std::span<const Span> lane, std::size_t from, double t) {
-  auto it = std::lower_bound(lane.begin() + static_cast<std::ptrdiff_t>(from), lane.end(), t,
-                             [](const Span& s, double value) { return static_cast<double>(s.start_ns) < value; });
-  return static_cast<std::size_t>(it - lane.begin());
+// The column being filled: per-kind time and which kinds it holds (a bit per kind), so
+// closing it touches only those kinds.
+struct Column {
+  std::int64_t cell = 0;
+  double first_start = 0, last_end = 0;
+  std::uint32_t first_event = 0, count = 0;
+  std::uint32_t kinds = 0;
+  std::array<double, loom::trace::kEventKindCount> ns{};
+  void add(loom::trace::EventKind kind, double t) {
+    const auto k = static_cast<std::size_t>(kind);
+    ns[k] += t;
+    kinds |= 1u << k;
+  }
+};
+static_assert(loom::trace::kEventKindCount <= 32, "Column::kinds is a 32-bit set");
+
+void close_column(Column& c, const Viewport& v, Fold& out) {
+  DrawItem item;
+  item.x0_px = clamp_px(time_to_px(v, c.first_start), v.width_px);
+  item.x1_px = clamp_px(time_to_px(v, c.last_end), v.width_px);
+  item.first_event = c.first_event;
+  item.count = c.count;
+  item.extent_ns = c.last_end - c.first_start;
+  item.mix_begin = static_cast<std::uint32_t>(out.mix.size());
+  double most = -1;
+  for (std::uint32_t set = c.kinds; set != 0; set &= set - 1) {
+    const int k = std::countr_zero(set);
+    const auto kind = static_cast<loom::trace::EventKind>(k);
+    out.mix.push_back(KindTime{kind, c.ns[static_cast<std::size_t>(k)]});
+    if (c.ns[static_cast<std::size_t>(k)] > most) most = c.ns[static_cast<std::size_t>(k)], item.kind = kind;
+    c.ns[static_cast<std::size_t>(k)] = 0;
+  }
+  item.mix_count = static_cast<std::uint32_t>(out.mix.size()) - item.mix_begin;
+  c.kinds = 0;
+  if (item.mix_count > 0) out.items.push_back(item);
 }
 
 }  // namespace
 
-void fold_visible(std::span<const Span> lane, const Viewport& v, double min_px, std::vector<DrawItem>& out) {
+double Fold::share(const DrawItem& item, loom::trace::EventKind kind) const {
+  if (!item.folded()) return item.kind == kind ? 1.0 : 0.0;
+  if (!(item.extent_ns > 0)) return item.kind == kind ? 1.0 : 0.0;  // spans of zero length
+  double ns = 0;
+  for (const KindTime& k : mix_of(item))
+    if (k.kind == kind) ns += k.ns;
+  return std::min(1.0, ns / item.extent_ns);
+}
+
+double Fold::coverage(const DrawItem& item) const {
+  if (!item.folded() || !(item.extent_ns > 0)) return 1.0;
+  double ns = 0;
+  for (const KindTime& k : mix_of(item)) ns += k.ns;
+  return std::min(1.0, ns / item.extent_ns);
+}
+
+void fold_visible(std::span<const Span> lane, const Viewport& v, double min_px, Fold& out) {
   if (lane.empty() || v.t1_ns <= v.t0_ns || v.width_px <= 0) return;
-  min_px = std::max(min_px, 0.0);
-  const double ns_per_px = (v.t1_ns - v.t0_ns) / v.width_px;
-  std::optional<DrawItem> fold;  // the folded run being grown
-  double fold_longest = -1;      // duration of its longest span, to pick its kind
-  auto flush = [&] {
-    if (fold) out.push_back(*fold);
-    fold.reset();
+  const double col_ns = std::max(min_px, 0.0) * (v.t1_ns - v.t0_ns) / v.width_px;
+  Column col;
+  double col_end = -std::numeric_limits<double>::infinity();  // no column open
+  auto close = [&] {
+    if (col.kinds != 0 || col.count != 0) close_column(col, v, out);
+    col.count = 0;
+    col_end = -std::numeric_limits<double>::infinity();
   };
-  std::size_t i = first_ending_after(lane, v.t0_ns);
-  while (i < lane.size() && static_cast<double>(lane[i].start_ns) < v.t1_ns) {
+  auto open_at = [&](std::int64_t cell, double start, std::uint32_t event) {
+    col.cell = cell, col.first_start = col.last_end = start, col.first_event = event, col.count = 0;
+    col_end = static_cast<double>(cell + 1) * col_ns;
+  };
+  for (std::size_t i = first_ending_after(lane, v.t0_ns); i < lane.size(); ++i) {
     const Span& s = lane[i];
-    const double x0 = time_to_px(v, static_cast<double>(s.start_ns));
-    const double x1 = time_to_px(v, static_cast<double>(s.end_ns));
-    if (x1 - x0 >= min_px) {  // wide enough to draw on its own
-      flush();
-      out.push_back(DrawItem{clamp_px(x0, v.width_px), clamp_px(x1, v.width_px), s.kind, s.event, 1});
-      ++i;
+    const double a = static_cast<double>(s.start_ns), b = static_cast<double>(s.end_ns);
+    if (a >= v.t1_ns) break;
+    if (b - a >= col_ns) {  // wide enough to draw on its own
+      close();
+      DrawItem item;
+      item.x0_px = clamp_px(time_to_px(v, a), v.width_px);
+      item.x1_px = clamp_px(time_to_px(v, b), v.width_px);
+      item.kind = s.kind;
+      item.first_event = s.event;
+      out.items.push_back(item);
       continue;
     }
-    const double duration = static_cast<double>(s.end_ns - s.start_ns);
-    if (fold && x0 - fold->x1_px < min_px) {
-      fold->x1_px = std::max(fold->x1_px, clamp_px(x1, v.width_px));
-      fold->count += 1;
-      if (duration > fold_longest) fold_longest = duration, fold->kind = s.kind;
+    // Narrow: narrower than a cell, so it reaches at most into the next one. Spans come in
+    // start order, so only leaving the open cell needs the (costlier) cell number.
+    if (a >= col_end) close(), open_at(static_cast<std::int64_t>(std::floor(a / col_ns)), a, s.event);
+    col.count += 1;
+    if (b > col_end) {
+      col.add(s.kind, col_end - a);
+      col.last_end = col_end;
+      const std::int64_t next = col.cell + 1;
+      const double boundary = col_end;
+      close();
+      open_at(next, boundary, s.event);
+      col.add(s.kind, b - boundary);
     } else {
-      flush();
-      fold = DrawItem{clamp_px(x0, v.width_px), clamp_px(x1, v.width_px), s.kind, s.event, 1};
-      fold_longest = duration;
+      col.add(s.kind, b - a);
     }
-    // Every span starting before the fold's end + min_px would merge; all but the last of
-    // them end before the next one starts, so they are narrow: swallow them at once.
-    const double limit_t = v.t0_ns + (fold->x1_px + min_px) * ns_per_px;
-    const std::size_t j = first_starting_at(lane, i + 1, limit_t);
-    if (j > i + 2) {
-      fold->count += static_cast<std::uint32_t>(j - i - 2);
-      fold->x1_px = std::max(fold->x1_px, clamp_px(time_to_px(v, static_cast<double>(lane[j - 2].end_ns)), v.width_px));
-      i = j - 1;  // the last one may be wide: look at it normally
-    } else {
-      ++i;
-    }
+    col.last_end = b;
   }
-  flush();
+  close();
 }
 
 std::optional<std::uint32_t> hit_test(std::span<const Span> lane, const Viewport& v, double x_px, double slop_px) {

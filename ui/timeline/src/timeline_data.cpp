@@ -8,10 +8,12 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 
 #include <QStringList>
 
 #include "loom/profiles/clock_align.h"
+#include "loom/ui/span_kinds.h"
 
 namespace loom::ui::timeline {
 
@@ -69,6 +71,8 @@ void TimelineData::clear() {
   arrows_.clear();
   pending_sends_.clear();
   pending_recvs_.clear();
+  steps_.clear();
+  kinds_present_ = 0;
   has_origin_ = false;
   origin_ns_ = begin_ns_ = end_ns_ = 0;
   ++revision_;
@@ -88,6 +92,8 @@ void TimelineData::append(int rank, std::span<const Event> batch) {
     if (aligned) e.start_ns = align(rank, e.start_ns), e.end_ns = align(rank, e.end_ns);
     e.end_ns = std::max(e.end_ns, e.start_ns);  // a span never runs backwards on screen
     batch_min = std::min(batch_min, e.start_ns);
+    kinds_present_ |= 1u << std::min<unsigned>(static_cast<unsigned>(e.kind), 31);
+    if (e.step >= 0) note_step(e);
     events_.push_back(e);
   }
   if (!has_origin_) has_origin_ = true, origin_ns_ = batch_min;
@@ -171,6 +177,65 @@ Lane& TimelineData::lane(Group& g, std::uint32_t depth) {
   return lanes_[static_cast<std::size_t>(g.lane_of_depth[depth])];
 }
 
+void TimelineData::note_step(const Event& e) {
+  constexpr std::int32_t kMaxStep = 1 << 24;  // a corrupt step number must not allocate gigabytes
+  if (e.step >= kMaxStep) return;
+  if (steps_.size() <= static_cast<std::size_t>(e.step)) steps_.resize(static_cast<std::size_t>(e.step) + 1);
+  auto widen = [&](TimeRange& r) {
+    r.begin_ns = std::min(r.begin_ns, e.start_ns);
+    r.end_ns = std::max(r.end_ns, e.end_ns);
+  };
+  StepRanges& s = steps_[static_cast<std::size_t>(e.step)];
+  widen(s.any);
+  if (e.kind == EventKind::Step) widen(s.steps);
+  if (e.microbatch >= 0) s.microbatches = std::max(s.microbatches, e.microbatch + 1);
+}
+
+int TimelineData::microbatch_count(int step) const {
+  if (step < 0 || static_cast<std::size_t>(step) >= steps_.size()) return 0;
+  return steps_[static_cast<std::size_t>(step)].microbatches;
+}
+
+std::optional<TimeRange> TimelineData::step_range(int step) const {
+  if (step < 0 || static_cast<std::size_t>(step) >= steps_.size()) return std::nullopt;
+  const StepRanges& s = steps_[static_cast<std::size_t>(step)];
+  const TimeRange& r = s.steps.begin_ns <= s.steps.end_ns ? s.steps : s.any;
+  if (r.begin_ns > r.end_ns) return std::nullopt;
+  return TimeRange{r.begin_ns - origin_ns_, r.end_ns - origin_ns_};
+}
+
+int TimelineData::step_at(double t_ns) const {
+  int best = -1;
+  double best_distance = 0, best_middle = 0;
+  for (int k = 0; k < step_count(); ++k) {
+    const auto r = step_range(k);
+    if (!r) continue;
+    const double b = static_cast<double>(r->begin_ns), e = static_cast<double>(r->end_ns);
+    const double distance = t_ns < b ? b - t_ns : t_ns > e ? t_ns - e : 0.0;
+    const double middle = std::abs(t_ns - 0.5 * (b + e));
+    if (best < 0 || distance < best_distance || (distance == best_distance && middle < best_middle))
+      best = k, best_distance = distance, best_middle = middle;
+  }
+  return best;
+}
+
+std::vector<std::optional<TimeRange>> TimelineData::microbatch_ranges(int step) const {
+  std::vector<std::optional<TimeRange>> out;
+  for (const Event& e : events_) {
+    if (e.step != step || e.microbatch < 0 || e.kind == EventKind::Step) continue;
+    const auto m = static_cast<std::size_t>(e.microbatch);
+    if (out.size() <= m) out.resize(m + 1);
+    const TimeRange r{e.start_ns - origin_ns_, e.end_ns - origin_ns_};
+    if (!out[m]) {
+      out[m] = r;
+    } else {
+      out[m]->begin_ns = std::min(out[m]->begin_ns, r.begin_ns);
+      out[m]->end_ns = std::max(out[m]->end_ns, r.end_ns);
+    }
+  }
+  return out;
+}
+
 int TimelineData::event_lane(std::uint32_t index) const {
   if (index >= events_.size()) return -1;
   auto it = groups_.find({event_rank_[index], static_cast<int>(events_[index].stream)});
@@ -225,10 +290,13 @@ QString format_bytes_short(std::int64_t bytes) {
 
 QString describe_event(const Event& e, int rank, const std::vector<std::string>& layer_names) {
   QStringList lines;
+  // The kind's name is the one table's (span_kinds.h), as in the legend and the breakdown.
   lines << QStringLiteral("%1 · rank %2 · %3")
-               .arg(QString::fromUtf8(loom::trace::event_kind_name(e.kind)))
+               .arg(loom::ui::event_kind_display_name(e.kind))
                .arg(rank)
                .arg(QString::fromUtf8(loom::trace::stream_name(e.stream)));
+  if (e.kind == EventKind::Setup && e.message >= 0)
+    lines << QString::fromUtf8(loom::trace::setup_phase_name(e.message));
   if (e.layer >= 0) {
     const auto id = static_cast<std::size_t>(e.layer);
     const QString name = id < layer_names.size() ? QString::fromStdString(layer_names[id]) : QString();

@@ -1,10 +1,13 @@
 // TimelineView (timeline_view.h): QCustomPlot supplies the axes, the layout and the paint
 // buffers; LanePainter, one layerable on its own layer, paints the lanes straight from
-// TimelineData. Per lane it asks fold_visible for at most about one rectangle per few
-// pixel columns, so a paint costs O(lanes x width x log n) whatever the zoom.
+// TimelineData. Per lane it asks fold_visible for at most one rectangle per span wide
+// enough to see and one column per few pixels for the rest, so a paint costs O(visible
+// spans) with a small constant, and O(lanes x width) rectangles, whatever the zoom.
 #include "loom/ui/timeline/timeline_view.h"
 
+#include <QCoreApplication>
 #include <QElapsedTimer>
+#include <QEvent>
 #include <QMouseEvent>
 #include <QTimer>
 #include <QToolTip>
@@ -16,28 +19,87 @@
 #include <qcustomplot.h>
 
 #include "loom/ui/colors.h"
+#include "loom/ui/span_kinds.h"
+#include "loom/ui/timeline/kind_legend.h"
+#include "loom/ui/timeline/step_navigator.h"
 
 namespace loom::ui::timeline {
 
 namespace {
 
-constexpr double kFoldPx = 3;           // spans narrower than this fold into their neighbours
+constexpr double kFoldPx = 3;           // spans narrower than this are summed into columns this wide
 constexpr std::size_t kMaxArrows = 2000;  // more visible than this: skip them, say so
 constexpr double kRowHeight = 1.0, kDepthRowHeight = 0.7, kRankGap = 0.35;  // y-axis units
 constexpr int kStripPx = 4;             // device colour strip at the left of each rank
+
+// Black or white, whichever reads better on a span of this colour.
+QColor label_color(const QColor& fill) {
+  const double luma = 0.299 * fill.redF() + 0.587 * fill.greenF() + 0.114 * fill.blueF();
+  return luma > 0.6 ? QColor(20, 20, 20) : QColor(Qt::white);
+}
+
+// The timeline's header: the step navigator at the top left and the legend of kinds
+// flowing around it, so that a narrow timeline spends one or two lines on both instead of
+// a line each. If the navigator is moved elsewhere (a main window's toolbar), the legend
+// simply starts at the left.
+class TimelineHeader : public QWidget {
+ public:
+  TimelineHeader(QWidget* parent) : QWidget(parent) {
+    QSizePolicy policy(QSizePolicy::Preferred, QSizePolicy::Fixed);
+    policy.setHeightForWidth(true);
+    setSizePolicy(policy);
+    setObjectName(QStringLiteral("timelineHeader"));
+  }
+  void set(QWidget* navigator, KindLegend* legend) {
+    navigator_ = navigator, legend_ = legend;
+    legend_->lower();
+  }
+  bool hasHeightForWidth() const override { return true; }
+  int heightForWidth(int width) const override {
+    const_cast<TimelineHeader*>(this)->indent();
+    return std::max(ownsNavigator() ? navigator_->sizeHint().height() : 0, legend_->heightForWidth(width));
+  }
+  QSize sizeHint() const override { return QSize(navigatorWidth() + legend_->sizeHint().width(), heightForWidth(width())); }
+  QSize minimumSizeHint() const override {
+    return QSize(std::max(navigatorWidth(), legend_->minimumSizeHint().width()), 0);
+  }
+
+ protected:
+  void resizeEvent(QResizeEvent*) override {
+    indent();
+    if (ownsNavigator()) navigator_->setGeometry(0, 0, navigatorWidth(), navigator_->sizeHint().height());
+    legend_->setGeometry(0, 0, width(), legend_->heightForWidth(width()));
+  }
+  bool event(QEvent* e) override {
+    // The navigator's text grows with the step count: lay out again when it asks to.
+    if (e->type() == QEvent::LayoutRequest) {
+      indent();
+      resizeEvent(nullptr);
+      updateGeometry();
+    }
+    return QWidget::event(e);
+  }
+
+ private:
+  bool ownsNavigator() const { return navigator_ && navigator_->parentWidget() == this; }
+  int navigatorWidth() const { return ownsNavigator() ? navigator_->sizeHint().width() : 0; }
+  void indent() {
+    legend_->setFirstLine(ownsNavigator() ? navigatorWidth() + 8 : 0,
+                          ownsNavigator() ? navigator_->sizeHint().height() : 0);
+  }
+  QWidget* navigator_ = nullptr;
+  KindLegend* legend_ = nullptr;
+};
 
 }  // namespace
 
 // Paints lanes, device strips and message arrows for the view that owns it.
 class LanePainter : public QCPLayerable {
  public:
-  LanePainter(QCustomPlot* plot, const TimelineView* view) : QCPLayerable(plot, QStringLiteral("lanes")), view_(view) {
-    for (int k = 0; k < loom::trace::kEventKindCount; ++k) {
-      colors_[static_cast<std::size_t>(k)] = event_kind_color(static_cast<loom::trace::EventKind>(k));
-      folded_[static_cast<std::size_t>(k)] = colors_[static_cast<std::size_t>(k)].darker(125);
-    }
-  }
+  LanePainter(QCustomPlot* plot, const TimelineView* view) : QCPLayerable(plot, QStringLiteral("lanes")), view_(view) {}
   double last_ms = 0;
+  QString notice;     // painted when arrows are hidden
+  QRect notice_rect;  // where, in plot coordinates
 
  protected:
   QRect clipRect() const override { return mParentPlot->axisRect()->rect(); }
@@ -45,20 +107,34 @@ class LanePainter : public QCPLayerable {
   void draw(QCPPainter* p) override;
 
  private:
+  void takeColors();
   void drawLane(QCPPainter* p, const Lane& lane, const Viewport& v, const QRect& area, int y0, int y1);
+  void drawColumn(QCPPainter* p, const DrawItem& d, const QRect& area, int y0, int h);
   void drawStrips(QCPPainter* p, const QRect& area);
   void drawArrows(QCPPainter* p, const Viewport& v, const QRect& area);
+  void drawNotice(QCPPainter* p, const QRect& area, const QString& text);
   int rowY(double coord) const { return static_cast<int>(std::lround(mParentPlot->yAxis->coordToPixel(coord))); }
 
   const TimelineView* view_;
-  std::array<QColor, loom::trace::kEventKindCount> colors_, folded_;
-  std::vector<DrawItem> items_;  // reused between lanes and paints
+  std::array<QColor, loom::trace::kEventKindCount> colors_, labels_;
+  Fold fold_;  // reused between lanes and paints
 };
+
+// The table's colours for the palette the view has now (light or dark).
+void LanePainter::takeColors() {
+  const bool dark = is_dark(view_->palette());
+  for (int k = 0; k < loom::trace::kEventKindCount; ++k) {
+    const auto i = static_cast<std::size_t>(k);
+    colors_[i] = event_kind_color(static_cast<loom::trace::EventKind>(k), dark);
+    labels_[i] = label_color(colors_[i]);
+  }
+}
 
 void LanePainter::draw(QCPPainter* p) {
   QElapsedTimer timer;
   timer.start();
   p->setAntialiasing(false);
+  takeColors();
   const QRect area = mParentPlot->axisRect()->rect();
   const Viewport v = view_->viewport();
   const auto& lanes = view_->data_.lanes();
@@ -73,26 +149,49 @@ void LanePainter::draw(QCPPainter* p) {
 }
 
 void LanePainter::drawLane(QCPPainter* p, const Lane& lane, const Viewport& v, const QRect& area, int y0, int y1) {
-  items_.clear();
-  fold_visible(lane.spans, v, kFoldPx, items_);
+  fold_.clear();
+  fold_visible(lane.spans, v, kFoldPx, fold_);
   const int h = std::max(1, y1 - y0 - 1);  // one pixel between rows
   const bool labels = h >= 12;
-  for (const DrawItem& d : items_) {
+  for (const DrawItem& d : fold_.items) {
+    if (d.folded()) {
+      drawColumn(p, d, area, y0, h);
+      continue;
+    }
     const int x0 = area.left() + static_cast<int>(std::floor(d.x0_px));
     int w = std::max(1, static_cast<int>(std::ceil(d.x1_px)) + area.left() - x0);
-    if (w > 4 && d.count == 1) w -= 1;  // a hairline between touching spans of one kind
+    if (w > 4) w -= 1;  // a hairline between touching spans of one kind
     const auto k = static_cast<std::size_t>(d.kind);
     const QRect r(x0, y0, w, h);
-    p->fillRect(r, d.count > 1 ? folded_[k] : colors_[k]);
-    if (labels && d.count == 1 && w > 60) {  // wide enough to say what it is
+    p->fillRect(r, colors_[k]);
+    if (labels && w > 60) {  // wide enough to say what it is
       const auto& e = view_->data_.event(d.first_event);
-      QString text = QString::fromUtf8(loom::trace::event_kind_name(e.kind));
+      QString text = event_kind_display_name(e.kind);
       const auto layer = static_cast<std::size_t>(e.layer);
       if (e.layer >= 0 && layer < view_->layer_names_.size())
         text += QLatin1Char(' ') + QString::fromStdString(view_->layer_names_[layer]);
-      p->setPen(Qt::white);
+      else if (e.kind == loom::trace::EventKind::Setup && e.message >= 0)
+        text += QStringLiteral(": ") + QString::fromUtf8(loom::trace::setup_phase_name(e.message));
+      p->setPen(labels_[k]);
       p->drawText(r.intersected(area).adjusted(kStripPx + 2, 0, -2, 0), Qt::AlignVCenter | Qt::AlignLeft, text);
     }
+  }
+}
+
+// A column of narrow spans: each kind's share of the column's time as a stacked bar from
+// the bottom of the row, in a fixed kind order so neighbouring columns line up; the empty
+// height above is time in which nothing ran. Cumulative rounding: no pixel gaps or overlaps.
+void LanePainter::drawColumn(QCPPainter* p, const DrawItem& d, const QRect& area, int y0, int h) {
+  const int x0 = area.left() + static_cast<int>(std::lround(d.x0_px));
+  const int x1 = std::max(x0 + 1, area.left() + static_cast<int>(std::lround(d.x1_px)));
+  const int bottom = y0 + h;
+  double cumulative = 0;
+  int done = 0;
+  for (const KindTime& k : fold_.mix_of(d)) {
+    cumulative += d.extent_ns > 0 ? k.ns / d.extent_ns : 1.0;
+    const int top = static_cast<int>(std::lround(h * std::min(cumulative, 1.0)));
+    if (top > done) p->fillRect(QRect(x0, bottom - top, x1 - x0, top - done), colors_[static_cast<std::size_t>(k.kind)]);
+    done = std::max(done, top);
   }
 }
 
@@ -113,6 +212,8 @@ void LanePainter::drawArrows(QCPPainter* p, const Viewport& v, const QRect& area
   const double origin = static_cast<double>(data.origin_ns());
   std::vector<std::pair<QPointF, QPointF>> lines;
   std::size_t visible = 0;
+  notice.clear();
+  notice_rect = QRect();
   for (const Arrow& a : data.arrows()) {
     const double xs = time_to_px(v, static_cast<double>(data.event(a.send_event).end_ns) - origin);
     const double xr = time_to_px(v, static_cast<double>(data.event(a.recv_event).end_ns) - origin);
@@ -127,13 +228,15 @@ void LanePainter::drawArrows(QCPPainter* p, const Viewport& v, const QRect& area
                        QPointF(area.left() + xr, mParentPlot->yAxis->coordToPixel(mid(lr))));
   }
   if (visible > kMaxArrows) {
-    p->setPen(QColor(90, 90, 90));
-    p->drawText(area.adjusted(kStripPx + 4, 2, -4, -2), Qt::AlignTop | Qt::AlignRight,
-                QStringLiteral("%1 messages in view: arrows hidden, zoom in").arg(visible));
+    drawNotice(p, area, QStringLiteral("Arrows hidden: %L1 messages in view. Zoom in to see them.").arg(visible));
     return;
   }
-  p->setPen(QPen(QColor(40, 40, 40, 170), 1));
-  p->setBrush(QColor(40, 40, 40, 200));
+  // The palette's text colour, translucent: dark on the light palette, light on the dark.
+  QColor ink = view_->palette().color(QPalette::WindowText);
+  ink.setAlpha(180);
+  p->setPen(QPen(ink, 1));
+  ink.setAlpha(210);
+  p->setBrush(ink);
   for (const auto& [from, to] : lines) {
     p->drawLine(from, to);
     const QPointF dir = to - from;
@@ -145,11 +248,36 @@ void LanePainter::drawArrows(QCPPainter* p, const Viewport& v, const QRect& area
   }
 }
 
+// A boxed note at the top right of the lanes, wrapped to the plotting area's width so that
+// it is never cut off, on the palette's base colour so that it reads over the spans.
+void LanePainter::drawNotice(QCPPainter* p, const QRect& area, const QString& text) {
+  const QFontMetrics fm(mParentPlot->font());
+  const int max_w = std::max(40, area.width() - kStripPx - 16);
+  const QRect text_rect = fm.boundingRect(QRect(0, 0, max_w, 10000), Qt::TextWordWrap | Qt::AlignLeft, text);
+  QRect box(0, 0, text_rect.width() + 12, text_rect.height() + 6);
+  box.moveTopRight(QPoint(area.right() - 4, area.top() + 4));
+  QColor fill = view_->palette().color(QPalette::Base);
+  fill.setAlpha(235);
+  p->setPen(QPen(view_->palette().color(QPalette::Mid), 1));
+  p->setBrush(fill);
+  p->drawRect(box);
+  p->setPen(view_->palette().color(QPalette::Text));
+  p->drawText(box.adjusted(6, 3, -6, -3), Qt::TextWordWrap | Qt::AlignLeft | Qt::AlignVCenter, text);
+  notice = text;
+  notice_rect = box;
+}
+
 TimelineView::TimelineView(QWidget* parent) : QWidget(parent) {
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 0);
+  layout->setSpacing(0);
   plot_ = new QCustomPlot(this);
-  layout->addWidget(plot_);
+  auto* header = new TimelineHeader(this);
+  navigator_ = new StepNavigator(this, header);
+  legend_ = new KindLegend(header);
+  header->set(navigator_, legend_);
+  layout->addWidget(header);
+  layout->addWidget(plot_, 1);
   plot_->setInteractions(QCP::Interactions());  // the view handles zoom and pan itself
   plot_->setMouseTracking(true);
   plot_->addLayer(QStringLiteral("lanes"), plot_->layer(QStringLiteral("main")), QCustomPlot::limBelow);
@@ -170,6 +298,7 @@ TimelineView::TimelineView(QWidget* parent) : QWidget(parent) {
   connect(timer_, &QTimer::timeout, this, &TimelineView::onTick);
   timer_->start();
   syncAxes();
+  applyPalette();
 }
 
 TimelineView::~TimelineView() = default;
@@ -183,6 +312,8 @@ void TimelineView::appendEvents(int rank, std::span<const loom::trace::Event> ev
 void TimelineView::clear() {
   data_.clear();
   touched_ = false;
+  legend_->setKinds(0);
+  navigator_->refresh();
 }
 
 void TimelineView::setLayerNames(std::vector<std::string> names) {
@@ -207,6 +338,17 @@ void TimelineView::fitAll() {
   applyViewport(Viewport{b - 0.01 * span, e + 0.01 * span, plotWidth()});
 }
 
+void TimelineView::showRange(double begin_ns, double end_ns) {
+  userMoved();
+  const double span = std::max(end_ns - begin_ns, 1000.0);
+  const double margin = 0.03 * span;  // the range's edges stay visible
+  applyViewport(Viewport{begin_ns - margin, begin_ns + span + margin, plotWidth()});
+}
+
+QString TimelineView::arrowNotice() const { return painter_->notice; }
+
+QRect TimelineView::arrowNoticeRect() const { return painter_->notice_rect; }
+
 Viewport TimelineView::viewport() const { return Viewport{t0_ns_, t1_ns_, plotWidth()}; }
 
 void TimelineView::setViewport(const Viewport& v) {
@@ -226,6 +368,34 @@ void TimelineView::applyViewport(const Viewport& v) {
 }
 
 void TimelineView::syncAxes() { plot_->xAxis->setRange(t0_ns_ / 1e6, t1_ns_ / 1e6); }
+
+// Background, axes, tick labels and grid from the application's palette; the lanes take
+// the table's light or dark colours at paint time (LanePainter::takeColors).
+void TimelineView::applyPalette() {
+  const QPalette& pal = palette();
+  const QColor text = pal.color(QPalette::WindowText);
+  QColor grid = text;
+  grid.setAlpha(45);  // visible in the gaps between spans, quiet behind them
+  plot_->setBackground(pal.brush(QPalette::Window));
+  plot_->axisRect()->setBackground(pal.brush(QPalette::Base));
+  for (QCPAxis* axis : plot_->axisRect()->axes()) {
+    axis->setBasePen(QPen(text, 0));
+    axis->setTickPen(QPen(text, 0));
+    axis->setSubTickPen(QPen(text, 0));
+    axis->setTickLabelColor(text);
+    axis->setLabelColor(text);
+    axis->grid()->setPen(QPen(grid, 0, Qt::DotLine));
+    axis->grid()->setZeroLinePen(Qt::NoPen);
+  }
+}
+
+void TimelineView::changeEvent(QEvent* event) {
+  QWidget::changeEvent(event);
+  if (event->type() == QEvent::PaletteChange || event->type() == QEvent::StyleChange) {
+    applyPalette();
+    plot_->replot(QCustomPlot::rpQueuedReplot);
+  }
+}
 
 // Row heights in y-axis units: a full row for each stream's top level, compact rows for
 // deeper levels, and a gap between ranks. Labels go on the top-level rows only.
@@ -254,6 +424,7 @@ void TimelineView::onTick() {
   if (data_.revision() == painted_revision_) return;  // idle: no repaint at all
   painted_revision_ = data_.revision();
   rebuildRows();
+  legend_->setKinds(data_.kinds_present());
   if (follow_) {
     const double span = t1_ns_ - t0_ns_, end = static_cast<double>(data_.end_ns());
     t0_ns_ = end - span;
@@ -263,11 +434,15 @@ void TimelineView::onTick() {
   } else if (!touched_) {
     fitAll();
   }
+  emit dataChanged();
   plot_->replot(QCustomPlot::rpQueuedReplot);
 }
 
 void TimelineView::replotNow() {
   onTick();
+  // The header's texts may have changed size (step count, legend): lay out now, as the
+  // event loop would before the next paint, so the replot sees the final plot size.
+  for (int i = 0; i < 3; ++i) QCoreApplication::sendPostedEvents(nullptr, QEvent::LayoutRequest);
   syncAxes();
   plot_->replot(QCustomPlot::rpImmediateRefresh);
 }

@@ -34,22 +34,52 @@ struct Span {
   loom::trace::EventKind kind{};
 };
 
-// One rectangle to paint. count > 1: a folded run of spans too narrow to draw one by one;
-// kind is then the kind of the longest span seen in the run (the dominant one).
+// One kind's time inside a folded column.
+struct KindTime {
+  loom::trace::EventKind kind{};
+  double ns = 0;
+};
+
+// One rectangle to paint: a span wide enough to draw on its own (folded() false), or a
+// column of spans too narrow to draw one by one. A column holds the spans that start in
+// one cell of a grid of min_px-wide cells anchored at time 0 (so columns do not shimmer
+// while panning); a span crossing into the next cell gives it the rest of its time.
+// Zoomed out, a column says what its spans did: per kind, the time inside the column, to
+// be drawn as stacked shares of its height (Fold::share), never as one solid colour.
 struct DrawItem {
   double x0_px = 0, x1_px = 0;
-  loom::trace::EventKind kind{};
-  std::uint32_t first_event = 0;
-  std::uint32_t count = 1;
+  loom::trace::EventKind kind{};  // a span's kind; a column's kind with the most time
+  std::uint32_t first_event = 0;  // the first span that starts (or continues) in the item
+  std::uint32_t count = 1;        // spans starting in the item
+  double extent_ns = 0;           // a column's time from its first start to its last end
+  std::uint32_t mix_begin = 0, mix_count = 0;  // a column's kinds in Fold::mix
+  bool folded() const { return mix_count > 0; }
+};
+
+// What fold_visible prepares for one lane; reused between lanes and paints.
+struct Fold {
+  std::vector<DrawItem> items;
+  std::vector<KindTime> mix;  // per column, its kinds in EventKind order, times > 0
+  void clear() {
+    items.clear();
+    mix.clear();
+  }
+  std::span<const KindTime> mix_of(const DrawItem& item) const {
+    return std::span<const KindTime>(mix).subspan(item.mix_begin, item.mix_count);
+  }
+  // The fraction of a column's extent that spans of kind took (0 to 1); 1 or 0 for a span
+  // drawn on its own. The shares of a column add up to its coverage.
+  double share(const DrawItem& item, loom::trace::EventKind kind) const;
+  double coverage(const DrawItem& item) const;
 };
 
 // lane: sorted by start, non-overlapping (so ends are sorted too). Appends to out the
-// items for the visible part: spans at least min_px wide each get an item; narrower spans
-// closer than min_px to each other merge into one. x is clamped to [-1, width + 1] so deep
-// zoom never produces huge coordinates. Cost: O(log n) to find the window, then at most
-// about width/min_px binary searches through folded stretches, so full zoom over a
-// million spans stays cheap.
-void fold_visible(std::span<const Span> lane, const Viewport& v, double min_px, std::vector<DrawItem>& out);
+// items for the visible part: spans at least min_px wide each get an item; narrower ones
+// are summed into columns. x is clamped to [-1, width + 1] so deep zoom never produces
+// huge coordinates. Cost: O(log n) to find the window, then one step per visible span
+// (a few nanoseconds: a million spans in a few milliseconds) and at most one column per
+// min_px of width.
+void fold_visible(std::span<const Span> lane, const Viewport& v, double min_px, Fold& out);
 
 // The event under x_px: the span containing it, else the nearest one within slop_px.
 std::optional<std::uint32_t> hit_test(std::span<const Span> lane, const Viewport& v, double x_px,

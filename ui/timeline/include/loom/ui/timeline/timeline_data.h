@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -43,6 +44,12 @@ struct Arrow {
   int from_rank = 0, to_rank = 0;
 };
 
+// A stretch of time, origin-relative like the lanes' spans.
+struct TimeRange {
+  std::int64_t begin_ns = 0, end_ns = 0;
+  friend bool operator==(const TimeRange&, const TimeRange&) = default;
+};
+
 class TimelineData {
  public:
   // Clock records per rank (store::RankRecord). Applies to events appended afterwards;
@@ -66,6 +73,24 @@ class TimelineData {
   std::size_t event_count() const { return events_.size(); }
   std::uint64_t revision() const { return revision_; }   // bumps on every change
   void clear();
+
+  // Which kinds the data holds (bit k for EventKind k), for a legend of what is on screen.
+  std::uint32_t kinds_present() const { return kinds_present_; }
+
+  // Steps, for the step navigator. step_count() is the highest step number seen plus one.
+  // A step's range runs from the earliest start to the latest end of its Step spans over
+  // every rank; a step with no Step span yet (still running) uses its other events.
+  int step_count() const { return static_cast<int>(steps_.size()); }
+  std::optional<TimeRange> step_range(int step) const;
+  // The step under t: one whose range holds t (the one whose middle is nearest, where
+  // ranks' steps overlap), else the nearest one; -1 without steps.
+  int step_at(double t_ns) const;
+  // Per micro-batch of a step (index = micro-batch), the range of its events over every
+  // rank; empty where a micro-batch has no events. Scans every event: for a click, not
+  // for a paint.
+  std::vector<std::optional<TimeRange>> microbatch_ranges(int step) const;
+  // Highest micro-batch number of the step's events plus one (0: none recorded).
+  int microbatch_count(int step) const;
 
  private:
   // One (rank, stream): its spans in nesting order (start ascending, end descending) with
@@ -107,6 +132,15 @@ class TimelineData {
   std::vector<Arrow> arrows_;
   // Unmatched ends of point-to-point messages, oldest first per key (ids may repeat).
   std::unordered_map<MessageKey, std::vector<std::uint32_t>, MessageKeyHash> pending_sends_, pending_recvs_;
+  // Per step: the range of its Step spans, and of all its events (aligned, absolute ns;
+  // begin > end while empty).
+  struct StepRanges {
+    TimeRange steps{INT64_MAX, INT64_MIN}, any{INT64_MAX, INT64_MIN};
+    int microbatches = 0;
+  };
+  void note_step(const loom::trace::Event& e);
+  std::vector<StepRanges> steps_;
+  std::uint32_t kinds_present_ = 0;
   bool has_origin_ = false;
   std::int64_t origin_ns_ = 0, begin_ns_ = 0, end_ns_ = 0;
   std::uint64_t revision_ = 0;

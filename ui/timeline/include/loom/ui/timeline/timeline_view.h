@@ -1,12 +1,17 @@
 // The per-device timeline: a QCustomPlot whose lanes (one row per rank, stream and
 // nesting depth) are painted by one custom layerable from TimelineData, with arrows from
-// each send to its matching receive. Interaction is the view's own (wheel zoom around the
-// cursor on x only, drag to pan, double-click to fit) so that any user move can switch
-// follow-latest off. Appends only mark the data dirty; a 100 ms timer replots when the
-// revision changed, so a flowing run repaints a few times a second and an idle one never.
+// each send to its matching receive, under a header with the step navigator and the
+// legend of the span kinds the run holds. Colours and names come from the one table of
+// span kinds (loom/ui/span_kinds.h) for the application's palette, light or dark; zoomed
+// out, columns of narrow spans show the share of each kind (geometry.h, fold_visible).
+// Interaction is the view's own (wheel zoom around the cursor on x only, drag to pan,
+// double-click to fit) so that any user move can switch follow-latest off. Appends only
+// mark the data dirty; a 100 ms timer replots when the revision changed, so a flowing run
+// repaints a few times a second and an idle one never.
 #pragma once
 
 #include <QPoint>
+#include <QRect>
 #include <QString>
 #include <QWidget>
 #include <cstdint>
@@ -28,7 +33,9 @@ class QWheelEvent;
 
 namespace loom::ui::timeline {
 
+class KindLegend;
 class LanePainter;
+class StepNavigator;
 
 class TimelineView : public QWidget {
   Q_OBJECT
@@ -47,6 +54,8 @@ class TimelineView : public QWidget {
   bool followLatest() const { return follow_; }
 
   void fitAll();
+  // Shows [begin, end) (origin-relative ns) with a small margin, as a user move.
+  void showRange(double begin_ns, double end_ns);
   Viewport viewport() const;  // origin-relative ns over the plotting area's width
   void setViewport(const Viewport& v);
   const TimelineData& data() const { return data_; }
@@ -59,11 +68,21 @@ class TimelineView : public QWidget {
   // The same as a wheel notch (factor > 1 zooms in) at pos, as a user action.
   void zoomAt(QPoint pos, double factor);
   QCustomPlot* plot() const { return plot_; }
+  StepNavigator* stepNavigator() const { return navigator_; }
+  KindLegend* legend() const { return legend_; }
+  // The notice painted when there are too many arrows to draw ("" when arrows are drawn),
+  // and where it was painted (plot coordinates).
+  QString arrowNotice() const;
+  QRect arrowNoticeRect() const;
 
  signals:
   void followLatestChanged(bool on);
   void viewportChanged();
+  void dataChanged();  // new events were laid out (after the throttled tick)
   void eventHovered(quint32 index);
+
+ protected:
+  void changeEvent(QEvent* event) override;
 
  private:
   friend class LanePainter;
@@ -77,6 +96,7 @@ class TimelineView : public QWidget {
   void applyViewport(const Viewport& v);
   void syncAxes();
   void rebuildRows();
+  void applyPalette();
   int laneAtY(int y) const;
   double plotLeft() const;
   double plotWidth() const;
@@ -85,6 +105,8 @@ class TimelineView : public QWidget {
   std::vector<std::string> layer_names_;
   QCustomPlot* plot_ = nullptr;
   LanePainter* painter_ = nullptr;  // owned by plot_
+  StepNavigator* navigator_ = nullptr;
+  KindLegend* legend_ = nullptr;
   QTimer* timer_ = nullptr;
   double t0_ns_ = 0, t1_ns_ = 1e6;
   bool follow_ = false;
