@@ -295,6 +295,10 @@ void TestTimelineView::stepNavigatorZoomsToStepsAndMicrobatches() {
   QTest::keyClick(&view, Qt::Key_BraceLeft);  // a layout that sends the brace without Shift
   QVERIFY(view.viewport().t0_ns > 10900000 && view.viewport().t0_ns < 11000000);
   QVERIFY(!nav->zoomToMicrobatch(1, 2));  // there is no third
+  // Zoomed out, nothing stays faded.
+  QCOMPARE(view.highlightMicrobatch(), 0);
+  view.fitAll();
+  QCOMPARE(view.highlightMicrobatch(), -1);
   // The spin box jumps on a typed step number.
   auto* spin = nav->findChild<QSpinBox*>(QStringLiteral("stepSpin"));
   QVERIFY(spin);

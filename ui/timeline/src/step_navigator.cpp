@@ -105,11 +105,15 @@ void StepNavigator::refresh() {
   const int n = data.step_count();
   const Viewport v = view_->viewport();
   int step = n > 0 ? data.step_at(0.5 * (v.t0_ns + v.t1_ns)) : -1;
-  if (microbatch_shown_ >= 0 && step != step_) {
-    // A micro-batch is highlighted: it stays the navigator's step while its step is in
-    // view (a pipelined micro-batch reaches into its neighbours); moving away ends it.
+  if (microbatch_shown_ >= 0) {
+    // A micro-batch is highlighted: it stays the navigator's step while its step fills
+    // most of the window (a pipelined micro-batch reaches into its neighbours); zooming
+    // out or moving away ends it, so that a wide view is never drawn faded.
     const auto r = data.step_range(step_);
-    if (r && static_cast<double>(r->end_ns) > v.t0_ns && static_cast<double>(r->begin_ns) < v.t1_ns) {
+    const double seen = r ? std::min(static_cast<double>(r->end_ns), v.t1_ns) -
+                                std::max(static_cast<double>(r->begin_ns), v.t0_ns)
+                          : 0.0;
+    if (seen >= 0.5 * (v.t1_ns - v.t0_ns)) {
       step = step_;
     } else {
       microbatch_shown_ = -1;
