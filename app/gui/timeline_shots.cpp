@@ -2,8 +2,9 @@
 // workbench window, as the Runs list does, and saves PNGs of the window and of the
 // timeline alone, zoomed out (fit all), zoomed to the middle step and to one of its
 // micro-batches, and the breakdown chart, in the light and the dark palette, at each
-// window size (default 1280x720 and 1920x1080). For looking at the timeline as a user
-// sees it; run it under xvfb-run with a screen at least as large as the largest size.
+// window size (default 1280x720 and 1920x1080), with the side panels open and closed
+// ("-wide"). For looking at the timeline as a user sees it; run it under xvfb-run with a
+// screen at least as large as the largest size.
 #include <QApplication>
 #include <QDir>
 #include <QDockWidget>
@@ -41,12 +42,20 @@ bool save_both(MainWindow& window, const QDir& out, const QString& stem) {
   return save(window.views()->timeline(), out, stem + "-timeline.png") && ok;
 }
 
-bool shoot_size(MainWindow& window, const QDir& out, QSize size) {
+// side_panels false: the Model, Devices, Strategy and Placement docks closed, as a user
+// does from the View menu to give the timeline the window's width.
+bool shoot_size(MainWindow& window, const QDir& out, QSize size, bool side_panels) {
+  for (const char* name : {"ModelDock", "DevicesDock", "StrategyDock", "PlacementDock"})
+    if (auto* dock = window.findChild<QDockWidget*>(name)) dock->setVisible(side_panels);
   window.resize(size);
   wait_ms(300);
   auto* timeline = window.views()->timeline();
+  // The window may not shrink to the size asked for (its docks' minimum sizes): say so.
+  std::fprintf(stderr, "window %dx%d (asked %dx%d), timeline %dx%d, its minimum %dx%d\n", window.width(),
+               window.height(), size.width(), size.height(), timeline->width(), timeline->height(),
+               timeline->minimumSizeHint().width(), timeline->minimumSizeHint().height());
   auto* nav = timeline->stepNavigator();
-  const QString tag = QStringLiteral("%1x%2").arg(size.width()).arg(size.height());
+  const QString tag = QStringLiteral("%1x%2%3").arg(size.width()).arg(size.height()).arg(side_panels ? "" : "-wide");
   bool ok = true;
   for (const bool dark : {false, true}) {
     window.setDarkPalette(dark);
@@ -97,6 +106,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   bool ok = true;
-  for (const QSize& size : sizes) ok = shoot_size(window, out, size) && ok;
+  for (const bool side_panels : {true, false})
+    for (const QSize& size : sizes) ok = shoot_size(window, out, size, side_panels) && ok;
   return ok ? 0 : 1;
 }

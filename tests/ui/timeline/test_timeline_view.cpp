@@ -72,13 +72,14 @@ QPalette dark_palette() {
   return p;
 }
 
-// Where the middle of time t (origin-relative) on lane `lane` is, in view coordinates.
+// A point on lane `lane` at time t (origin-relative), in view coordinates, found by hit
+// testing down the plot (the timeline's header sits above the plot).
 QPoint point_at(const TimelineView& view, std::size_t lane_index, double t_ns) {
   const QCPAxisRect* rect = view.plot()->axisRect();
   const Viewport v = view.viewport();
   const int x = rect->left() + static_cast<int>(std::lround(time_to_px(v, t_ns)));
   // Scan rows for the lane: eventAt tells which lane a y belongs to through its hit.
-  for (int y = rect->top(); y < rect->bottom(); ++y) {
+  for (int y = 0; y < view.height(); ++y) {
     const auto hit = view.eventAt(QPoint(x, y));
     if (hit && view.data().event_lane(*hit) == static_cast<int>(lane_index)) return QPoint(x, y + 2);
   }
@@ -274,17 +275,36 @@ void TestTimelineView::stepNavigatorZoomsToStepsAndMicrobatches() {
   QVERIFY2(v.t0_ns > 10900000 && v.t0_ns < 11000000, qPrintable(QString::number(v.t0_ns)));
   QVERIFY(v.t1_ns > 12200000 && v.t1_ns < 12300000);
   QVERIFY(nav->nextMicrobatchAction()->isEnabled());
+  QCOMPARE(view.highlightStep(), 1);
+  QCOMPARE(view.highlightMicrobatch(), 0);
   nav->nextMicrobatch();
   QVERIFY(view.viewport().t0_ns > 13900000 && view.viewport().t0_ns < 14000000);
   QCOMPARE(nav->currentStep(), 1);
+  QCOMPARE(view.highlightMicrobatch(), 1);
+  // Micro-batch 1's forward in its colour; step 1's backward (no micro-batch) faded.
+  view.setViewport(Viewport{9000000, 21000000, 1});  // the whole step, highlight kept
+  view.replotNow();
+  QCOMPARE(view.highlightMicrobatch(), 1);
+  {
+    const QImage image = view.grab().toImage();
+    const QPoint fwd = point_at(view, 1, 14500000), bwd = point_at(view, 1, 17000000);
+    QVERIFY(fwd.x() > 0 && bwd.x() > 0);
+    QCOMPARE(image.pixelColor(fwd).rgb(), loom::ui::event_kind_color(EventKind::Forward).rgb());
+    QVERIFY(image.pixelColor(bwd).rgb() != loom::ui::event_kind_color(EventKind::Backward).rgb());
+  }
   QTest::keyClick(&view, Qt::Key_BraceLeft);  // a layout that sends the brace without Shift
   QVERIFY(view.viewport().t0_ns > 10900000 && view.viewport().t0_ns < 11000000);
   QVERIFY(!nav->zoomToMicrobatch(1, 2));  // there is no third
+  // Zoomed out, nothing stays faded.
+  QCOMPARE(view.highlightMicrobatch(), 0);
+  view.fitAll();
+  QCOMPARE(view.highlightMicrobatch(), -1);
   // The spin box jumps on a typed step number.
   auto* spin = nav->findChild<QSpinBox*>(QStringLiteral("stepSpin"));
   QVERIFY(spin);
   spin->setValue(0);
   QCOMPARE(nav->currentStep(), 0);
+  QCOMPARE(view.highlightMicrobatch(), -1);  // a whole step: nothing faded
   QVERIFY(view.viewport().t1_ns < 10000000);
 }
 

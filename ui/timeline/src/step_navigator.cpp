@@ -104,8 +104,22 @@ void StepNavigator::refresh() {
   const TimelineData& data = view_->data();
   const int n = data.step_count();
   const Viewport v = view_->viewport();
-  const int step = n > 0 ? data.step_at(0.5 * (v.t0_ns + v.t1_ns)) : -1;
-  if (step != step_) microbatch_shown_ = -1;
+  int step = n > 0 ? data.step_at(0.5 * (v.t0_ns + v.t1_ns)) : -1;
+  if (microbatch_shown_ >= 0) {
+    // A micro-batch is highlighted: it stays the navigator's step while its step fills
+    // most of the window (a pipelined micro-batch reaches into its neighbours); zooming
+    // out or moving away ends it, so that a wide view is never drawn faded.
+    const auto r = data.step_range(step_);
+    const double seen = r ? std::min(static_cast<double>(r->end_ns), v.t1_ns) -
+                                std::max(static_cast<double>(r->begin_ns), v.t0_ns)
+                          : 0.0;
+    if (seen >= 0.5 * (v.t1_ns - v.t0_ns)) {
+      step = step_;
+    } else {
+      microbatch_shown_ = -1;
+      view_->setHighlight(-1, -1);
+    }
+  }
   step_ = step;
   // Steps more than a tenth in view count as shown (a neighbour's edge does not).
   first_in_view_ = last_in_view_ = -1;
@@ -125,12 +139,41 @@ void StepNavigator::refresh() {
     spin_->setValue(std::max(step, 0));
   }
   const int in_view = last_in_view_ >= first_in_view_ && first_in_view_ >= 0 ? last_in_view_ - first_in_view_ + 1 : 0;
-  count_label_->setText(n == 0            ? tr("of 0: no steps yet")
-                        : in_view > 1 ? tr("of %1 (%2–%3 in view)").arg(n).arg(first_in_view_).arg(last_in_view_)
-                                      : tr("of %1").arg(n));
+  count_text_ = n == 0        ? tr("of 0: no steps yet")
+                : in_view > 1 ? tr("of %1 (%2–%3 in view)").arg(n).arg(first_in_view_).arg(last_in_view_)
+                              : tr("of %1").arg(n);
+  compact_count_text_ = QStringLiteral("/%1").arg(n);
+  count_label_->setToolTip(text());
+  showCountText();
   prev_step_->setEnabled(step > 0);
   next_step_->setEnabled(step >= 0 && step + 1 < n);
   fillMicrobatches(step >= 0 ? data.microbatch_count(step) : 0);
+}
+
+void StepNavigator::showCountText() { count_label_->setText(compact_ ? compact_count_text_ : count_text_); }
+
+void StepNavigator::setCompact(bool on) {
+  if (on == compact_) return;
+  compact_ = on;
+  step_label_->setVisible(!on);
+  showCountText();
+  fillMicrobatches(step_ >= 0 ? view_->data().microbatch_count(step_) : 0);
+  updateGeometry();
+}
+
+int StepNavigator::widthHint(bool compact) const {
+  const QFontMetrics fm = count_label_->fontMetrics();
+  const auto* row = layout();
+  int w = row->contentsMargins().left() + row->contentsMargins().right();
+  int items = 0;
+  auto add = [&](int width) { w += width, ++items; };
+  add(prev_button_->sizeHint().width());
+  if (!compact) add(step_label_->sizeHint().width());
+  add(spin_->sizeHint().width());
+  add(fm.horizontalAdvance(compact ? compact_count_text_ : count_text_) + 2 * count_label_->margin() + 2);
+  add(next_button_->sizeHint().width());
+  if (!compact && microbatch_->count() > 1) add(microbatch_->sizeHint().width());
+  return w + row->spacing() * (items - 1);
 }
 
 void StepNavigator::fillMicrobatches(int count) {
@@ -141,7 +184,7 @@ void StepNavigator::fillMicrobatches(int count) {
     for (int m = 0; m < count; ++m) microbatch_->addItem(tr("micro-batch %1").arg(m));
   }
   microbatch_->setCurrentIndex(microbatch_shown_ >= 0 && microbatch_shown_ < count ? microbatch_shown_ + 1 : 0);
-  microbatch_->setVisible(count > 0);
+  microbatch_->setVisible(count > 0 && !compact_);
   prev_mb_->setEnabled(count > 0);
   next_mb_->setEnabled(count > 0);
 }
@@ -158,6 +201,7 @@ void StepNavigator::zoomToStep(int step) {
   const auto r = view_->data().step_range(step);
   if (!r) return;
   microbatch_shown_ = -1;
+  view_->setHighlight(-1, -1);
   view_->showRange(static_cast<double>(r->begin_ns), static_cast<double>(r->end_ns));
 }
 
@@ -170,6 +214,7 @@ bool StepNavigator::zoomToMicrobatch(int step, int microbatch) {
   // what was asked for, not what the middle falls on.
   step_ = step;
   microbatch_shown_ = microbatch;
+  view_->setHighlight(step, microbatch);
   {
     const QSignalBlocker block(spin_);
     spin_->setValue(step);

@@ -50,7 +50,7 @@ class TimelineHeader : public QWidget {
     setSizePolicy(policy);
     setObjectName(QStringLiteral("timelineHeader"));
   }
-  void set(QWidget* navigator, KindLegend* legend) {
+  void set(StepNavigator* navigator, KindLegend* legend) {
     navigator_ = navigator, legend_ = legend;
     legend_->lower();
   }
@@ -60,12 +60,15 @@ class TimelineHeader : public QWidget {
     return std::max(ownsNavigator() ? navigator_->sizeHint().height() : 0, legend_->heightForWidth(width));
   }
   QSize sizeHint() const override { return QSize(navigatorWidth() + legend_->sizeHint().width(), heightForWidth(width())); }
+  // As narrow as the compact navigator: the timeline must not widen a laptop's window.
   QSize minimumSizeHint() const override {
-    return QSize(std::max(navigatorWidth(), legend_->minimumSizeHint().width()), 0);
+    const int nav = ownsNavigator() ? navigator_->widthHint(true) : 0;
+    return QSize(std::max(nav, legend_->minimumSizeHint().width()), 0);
   }
 
  protected:
   void resizeEvent(QResizeEvent*) override {
+    if (ownsNavigator()) navigator_->setCompact(width() < navigator_->widthHint(false));
     indent();
     if (ownsNavigator()) navigator_->setGeometry(0, 0, navigatorWidth(), navigator_->sizeHint().height());
     legend_->setGeometry(0, 0, width(), legend_->heightForWidth(width()));
@@ -82,12 +85,15 @@ class TimelineHeader : public QWidget {
 
  private:
   bool ownsNavigator() const { return navigator_ && navigator_->parentWidget() == this; }
-  int navigatorWidth() const { return ownsNavigator() ? navigator_->sizeHint().width() : 0; }
+  int navigatorWidth() const {
+    if (!ownsNavigator()) return 0;
+    return std::max(navigator_->widthHint(navigator_->compact()), navigator_->minimumSizeHint().width());
+  }
   void indent() {
     legend_->setFirstLine(ownsNavigator() ? navigatorWidth() + 8 : 0,
                           ownsNavigator() ? navigator_->sizeHint().height() : 0);
   }
-  QWidget* navigator_ = nullptr;
+  StepNavigator* navigator_ = nullptr;
   KindLegend* legend_ = nullptr;
 };
 
@@ -110,13 +116,14 @@ class LanePainter : public QCPLayerable {
   void takeColors();
   void drawLane(QCPPainter* p, const Lane& lane, const Viewport& v, const QRect& area, int y0, int y1);
   void drawColumn(QCPPainter* p, const DrawItem& d, const QRect& area, int y0, int h);
+  void drawLabel(QCPPainter* p, const DrawItem& d, const QRect& r, const QColor& color);
   void drawStrips(QCPPainter* p, const QRect& area);
   void drawArrows(QCPPainter* p, const Viewport& v, const QRect& area);
   void drawNotice(QCPPainter* p, const QRect& area, const QString& text);
   int rowY(double coord) const { return static_cast<int>(std::lround(mParentPlot->yAxis->coordToPixel(coord))); }
 
   const TimelineView* view_;
-  std::array<QColor, loom::trace::kEventKindCount> colors_, labels_;
+  std::array<QColor, loom::trace::kEventKindCount> colors_, labels_, faded_;
   Fold fold_;  // reused between lanes and paints
 };
 
@@ -127,6 +134,11 @@ void LanePainter::takeColors() {
     const auto i = static_cast<std::size_t>(k);
     colors_[i] = event_kind_color(static_cast<loom::trace::EventKind>(k), dark);
     labels_[i] = label_color(colors_[i]);
+    // A quarter of the colour over the background: still the same hue, clearly behind.
+    const QColor base = view_->palette().color(QPalette::Base);
+    faded_[i] = QColor::fromRgbF(0.25f * colors_[i].redF() + 0.75f * base.redF(),
+                                 0.25f * colors_[i].greenF() + 0.75f * base.greenF(),
+                                 0.25f * colors_[i].blueF() + 0.75f * base.blueF());
   }
 }
 
@@ -163,19 +175,34 @@ void LanePainter::drawLane(QCPPainter* p, const Lane& lane, const Viewport& v, c
     if (w > 4) w -= 1;  // a hairline between touching spans of one kind
     const auto k = static_cast<std::size_t>(d.kind);
     const QRect r(x0, y0, w, h);
-    p->fillRect(r, colors_[k]);
-    if (labels && w > 60) {  // wide enough to say what it is
+    if (view_->highlight_microbatch_ >= 0) {
       const auto& e = view_->data_.event(d.first_event);
-      QString text = event_kind_display_name(e.kind);
-      const auto layer = static_cast<std::size_t>(e.layer);
-      if (e.layer >= 0 && layer < view_->layer_names_.size())
-        text += QLatin1Char(' ') + QString::fromStdString(view_->layer_names_[layer]);
-      else if (e.kind == loom::trace::EventKind::Setup && e.message >= 0)
-        text += QStringLiteral(": ") + QString::fromUtf8(loom::trace::setup_phase_name(e.message));
-      p->setPen(labels_[k]);
-      p->drawText(r.intersected(area).adjusted(kStripPx + 2, 0, -2, 0), Qt::AlignVCenter | Qt::AlignLeft, text);
+      if (e.step != view_->highlight_step_ || e.microbatch != view_->highlight_microbatch_) {
+        p->fillRect(r, faded_[k]);
+        continue;
+      }
     }
+    p->fillRect(r, colors_[k]);
+    if (labels && w > 40) drawLabel(p, d, r.intersected(area).adjusted(kStripPx + 2, 0, -2, 0), labels_[k]);
   }
+}
+
+// What a span is, elided to its width: the kind, then the layer, the step number of a
+// Step or the phase of a Setup.
+void LanePainter::drawLabel(QCPPainter* p, const DrawItem& d, const QRect& r, const QColor& color) {
+  const auto& e = view_->data_.event(d.first_event);
+  QString text = event_kind_display_name(e.kind);
+  const auto layer = static_cast<std::size_t>(e.layer);
+  if (e.layer >= 0 && layer < view_->layer_names_.size())
+    text += QLatin1Char(' ') + QString::fromStdString(view_->layer_names_[layer]);
+  else if (e.kind == loom::trace::EventKind::Step && e.step >= 0)
+    text += QLatin1Char(' ') + QString::number(e.step);
+  else if (e.kind == loom::trace::EventKind::Setup && e.message >= 0)
+    text += QStringLiteral(": ") + QString::fromUtf8(loom::trace::setup_phase_name(e.message));
+  const QString shown = p->fontMetrics().elidedText(text, Qt::ElideRight, r.width());
+  if (shown.size() < 3 || shown == QStringLiteral("…")) return;  // too narrow to say anything
+  p->setPen(color);
+  p->drawText(r, Qt::AlignVCenter | Qt::AlignLeft, shown);
 }
 
 // A column of narrow spans: each kind's share of the column's time as a stacked bar from
@@ -311,6 +338,7 @@ void TimelineView::appendEvents(int rank, std::span<const loom::trace::Event> ev
 
 void TimelineView::clear() {
   data_.clear();
+  setHighlight(-1, -1);
   touched_ = false;
   legend_->setKinds(0);
   navigator_->refresh();
@@ -345,6 +373,13 @@ void TimelineView::showRange(double begin_ns, double end_ns) {
   applyViewport(Viewport{begin_ns - margin, begin_ns + span + margin, plotWidth()});
 }
 
+void TimelineView::setHighlight(int step, int microbatch) {
+  if (step == highlight_step_ && microbatch == highlight_microbatch_) return;
+  highlight_step_ = microbatch >= 0 ? step : -1;
+  highlight_microbatch_ = microbatch >= 0 ? microbatch : -1;
+  plot_->replot(QCustomPlot::rpQueuedReplot);
+}
+
 QString TimelineView::arrowNotice() const { return painter_->notice; }
 
 QRect TimelineView::arrowNoticeRect() const { return painter_->notice_rect; }
@@ -367,7 +402,11 @@ void TimelineView::applyViewport(const Viewport& v) {
   plot_->replot(QCustomPlot::rpQueuedReplot);
 }
 
-void TimelineView::syncAxes() { plot_->xAxis->setRange(t0_ns_ / 1e6, t1_ns_ / 1e6); }
+void TimelineView::syncAxes() {
+  plot_->xAxis->setRange(t0_ns_ / 1e6, t1_ns_ / 1e6);
+  // About one time label per 110 px, so that labels like "1190.5" never run together.
+  plot_->xAxis->ticker()->setTickCount(std::clamp(static_cast<int>(plotWidth() / 110), 2, 10));
+}
 
 // Background, axes, tick labels and grid from the application's palette; the lanes take
 // the table's light or dark colours at paint time (LanePainter::takeColors).

@@ -35,10 +35,18 @@ class StepNavigator : public QWidget {
   void previousStep();
   void nextStep();
   void zoomToStep(int step);
-  // The micro-batch's events over every rank; false when the step has none.
+  // The micro-batch's events over every rank, the others faded (TimelineView::setHighlight)
+  // until another step is shown; false when the step has none.
   bool zoomToMicrobatch(int step, int microbatch);
   void previousMicrobatch();
   void nextMicrobatch();
+
+  // Compact: "◀ [120] /300 ▶", without the word "step", the steps in view and the
+  // micro-batch box (the { } keys still work), for a narrow timeline. widthHint says how
+  // wide each form wants to be, so the owner can choose before laying out.
+  void setCompact(bool on);
+  bool compact() const { return compact_; }
+  int widthHint(bool compact) const;
 
   QAction* previousStepAction() const { return prev_step_; }
   QAction* nextStepAction() const { return next_step_; }
@@ -50,6 +58,7 @@ class StepNavigator : public QWidget {
 
  private:
   void fillMicrobatches(int count);
+  void showCountText();
 
   TimelineView* view_;
   QToolButton* prev_button_;
@@ -62,6 +71,8 @@ class StepNavigator : public QWidget {
   QAction* next_step_;
   QAction* prev_mb_;
   QAction* next_mb_;
+  bool compact_ = false;
+  QString count_text_, compact_count_text_;
   int step_ = -1;
   int microbatch_shown_ = -1;  // micro-batch the view was last zoomed to, in step_
   int first_in_view_ = -1, last_in_view_ = -1;

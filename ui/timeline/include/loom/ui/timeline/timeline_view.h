@@ -56,6 +56,11 @@ class TimelineView : public QWidget {
   void fitAll();
   // Shows [begin, end) (origin-relative ns) with a small margin, as a user move.
   void showRange(double begin_ns, double end_ns);
+  // Spans of one micro-batch of one step drawn in full colour and every other span drawn
+  // faded, to follow a micro-batch through the pipeline; microbatch < 0: none.
+  void setHighlight(int step, int microbatch);
+  int highlightStep() const { return highlight_step_; }
+  int highlightMicrobatch() const { return highlight_microbatch_; }
   Viewport viewport() const;  // origin-relative ns over the plotting area's width
   void setViewport(const Viewport& v);
   const TimelineData& data() const { return data_; }
@@ -110,6 +115,7 @@ class TimelineView : public QWidget {
   QTimer* timer_ = nullptr;
   double t0_ns_ = 0, t1_ns_ = 1e6;
   bool follow_ = false;
+  int highlight_step_ = -1, highlight_microbatch_ = -1;
   bool touched_ = false;  // the window was set by a user or caller; don't auto-fit
   std::uint64_t painted_revision_ = ~std::uint64_t{0};
   std::vector<double> row_top_, row_bottom_;  // per lane, in y-axis units (0 at the top)
