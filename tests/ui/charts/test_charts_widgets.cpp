@@ -193,13 +193,13 @@ void TestChartsWidgets::breakdownCategoriesExplainThemselves() {
   QStringList explained;
   for (int i = 0; i < chart.plot()->legend->itemCount(); ++i) {
     auto* item = qobject_cast<QCPPlottableLegendItem*>(chart.plot()->legend->item(i));
-    QVERIFY(item);
+    if (!item) continue;  // itemCount() counts grid cells: the last row may have empty ones
     const QString segment = item->plottable()->property("segment").toString();
     const QString tip = chart.toolTipAt(item->rect().center());
     QVERIFY2(tip.size() > 30 && tip == BreakdownChart::segmentExplanation(segment), qPrintable(segment + ": " + tip));
     explained << segment;
   }
-  for (const char* segment : {"compute", "optimizer", "data", "exposed_comm", "idle", "hidden_comm"}) {
+  for (const char* segment : {"compute", "optimizer", "data", "exposed_comm", "idle", "descheduled", "hidden_comm"}) {
     QVERIFY2(explained.contains(segment), segment);
   }
   // Rank 1's compute segment spans 0..7 s: the pointer at 3 s over rank 1's bar.

@@ -46,6 +46,7 @@ constexpr SegmentSpec kStack[] = {
     {BreakdownCategory::Data, &BreakdownSegments::data},
     {BreakdownCategory::ExposedCommunication, &BreakdownSegments::exposed_comm},
     {BreakdownCategory::Idle, &BreakdownSegments::idle},
+    {BreakdownCategory::Descheduled, &BreakdownSegments::descheduled},
 };
 
 const char* const kHiddenExplanation =
@@ -99,9 +100,10 @@ BreakdownChart::BreakdownChart(QWidget* parent) : QWidget(parent) {
   pipeline_label_->setObjectName("pipelineLabel");
   pipeline_label_->setContentsMargins(6, 0, 6, 4);
   pipeline_label_->setToolTip(
-      tr("Bubble: time inside optimizer steps when the compute stream did no work, per rank of "
-         "the stage. GPipe compares it with the step's wall time, theory (p-1)/(m+p-1); 1F1B "
-         "with the ideal compute time, theory (p-1)/m."));
+      tr("Bubble: the share of a stage's steady step time when its compute stream did no work "
+         "(never above 100%), for GPipe and 1F1B alike. Textbook: (p-1)/(m+p-1) for equal stages. "
+         "Schedule: the schedule replayed with equal stages and free communication. Imbalance: the "
+         "replay with these stages' own op times, minus the schedule. Comm/jitter: the rest."));
   pipeline_label_->hide();
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 0);
@@ -222,7 +224,7 @@ QString BreakdownChart::segmentAt(int rank, double seconds, bool hiddenBar) cons
     double end = 0;
     for (const SegmentSpec& spec : kStack) {
       end += s.*spec.field;
-      if (seconds >= 0 && seconds <= end) return QString::fromLatin1(spec.name);
+      if (seconds >= 0 && seconds <= end) return QString::fromLatin1(spec.name());
     }
   }
   return {};
@@ -237,10 +239,12 @@ QString BreakdownChart::toolTipForRank(int rank) const {
     };
     QString html = QStringLiteral("<b>rank %1</b><table>").arg(rank);
     for (const SegmentSpec& spec : kStack) html += row(spec.legend(), s.*spec.field);
-    html += row(tr("<i>stacked total</i>"), s.stacked());
+    html += row(tr("<i>stacked total</i> (the training window)"), s.stacked());
     html += row(tr("communication, all"), s.exposed_comm + s.hidden_comm);
     html += row(QStringLiteral("&nbsp;&nbsp;") + breakdown_category(BreakdownCategory::HiddenCommunication).displayName(),
                 s.hidden_comm);
+    html += row(breakdown_category(BreakdownCategory::Setup).displayName() + tr(" (before training, not drawn)"),
+                r.setup_s);
     html += QStringLiteral("</table><p>%1</p>").arg(tr(kHiddenExplanation));
     return html;
   }

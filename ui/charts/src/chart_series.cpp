@@ -186,6 +186,7 @@ BreakdownSegments breakdown_segments(const loom::analysis::RankBreakdown& rank) 
   s.optimizer = std::max(0.0, rank.optimizer_s);
   s.data = std::max(0.0, rank.data_s);
   s.idle = std::max(0.0, rank.idle_s);
+  s.descheduled = std::max(0.0, rank.descheduled_s);
   // exposed_comm is a part of comm by definition; clamp so a rounding error in either
   // cannot make the hidden part negative or the exposed part larger than the whole.
   const double comm = std::max(0.0, rank.comm_s);

@@ -24,7 +24,9 @@ void style_legend(QCPLegend* legend, const QPalette& palette) {
   legend->setBrush(fill);
   legend->setBorderPen(QPen(palette.color(QPalette::Mid), 0));
   legend->setTextColor(palette.color(QPalette::Text));
-  for (int i = 0; i < legend->itemCount(); ++i) legend->item(i)->setTextColor(palette.color(QPalette::Text));
+  // itemCount() counts the grid's cells; a wrapped legend's last row may have empty ones.
+  for (int i = 0; i < legend->itemCount(); ++i)
+    if (QCPAbstractLegendItem* item = legend->item(i)) item->setTextColor(palette.color(QPalette::Text));
 }
 
 }  // namespace

@@ -38,10 +38,10 @@ QColor label_color(const QColor& fill) {
   return luma > 0.6 ? QColor(20, 20, 20) : QColor(Qt::white);
 }
 
-// The timeline's header: the step navigator at the top left and the legend of kinds
-// flowing around it, so that a narrow timeline spends one or two lines on both instead of
-// a line each. If the navigator is moved elsewhere (a main window's toolbar), the legend
-// simply starts at the left.
+// The timeline's header: the step navigator at the top left and the legend of kinds beside
+// it, each in its own rectangle (no widget draws over another: test_main_window checks the
+// whole window for overlaps). If the navigator is moved elsewhere (a main window's toolbar),
+// the legend takes the whole width.
 class TimelineHeader : public QWidget {
  public:
   TimelineHeader(QWidget* parent) : QWidget(parent) {
@@ -52,31 +52,29 @@ class TimelineHeader : public QWidget {
   }
   void set(StepNavigator* navigator, KindLegend* legend) {
     navigator_ = navigator, legend_ = legend;
-    legend_->lower();
+    legend_->setFirstLine(0, 0);
   }
   bool hasHeightForWidth() const override { return true; }
   int heightForWidth(int width) const override {
-    const_cast<TimelineHeader*>(this)->indent();
-    return std::max(ownsNavigator() ? navigator_->sizeHint().height() : 0, legend_->heightForWidth(width));
+    return std::max(ownsNavigator() ? navigator_->sizeHint().height() : 0, legend_->heightForWidth(legendWidth(width)));
   }
-  QSize sizeHint() const override { return QSize(navigatorWidth() + legend_->sizeHint().width(), heightForWidth(width())); }
+  QSize sizeHint() const override { return QSize(legendX() + legend_->sizeHint().width(), heightForWidth(width())); }
   // As narrow as the compact navigator: the timeline must not widen a laptop's window.
   QSize minimumSizeHint() const override {
-    const int nav = ownsNavigator() ? navigator_->widthHint(true) : 0;
-    return QSize(std::max(nav, legend_->minimumSizeHint().width()), 0);
+    const int nav = ownsNavigator() ? navigator_->widthHint(true) + kGap : 0;
+    return QSize(nav + legend_->minimumSizeHint().width(), 0);
   }
 
  protected:
   void resizeEvent(QResizeEvent*) override {
-    if (ownsNavigator()) navigator_->setCompact(width() < navigator_->widthHint(false));
-    indent();
+    if (ownsNavigator()) navigator_->setCompact(width() < navigator_->widthHint(false) + 2 * kGap + 200);
     if (ownsNavigator()) navigator_->setGeometry(0, 0, navigatorWidth(), navigator_->sizeHint().height());
-    legend_->setGeometry(0, 0, width(), legend_->heightForWidth(width()));
+    const int w = legendWidth(width());
+    legend_->setGeometry(legendX(), 0, w, legend_->heightForWidth(w));
   }
   bool event(QEvent* e) override {
     // The navigator's text grows with the step count: lay out again when it asks to.
     if (e->type() == QEvent::LayoutRequest) {
-      indent();
       resizeEvent(nullptr);
       updateGeometry();
     }
@@ -84,15 +82,14 @@ class TimelineHeader : public QWidget {
   }
 
  private:
+  static constexpr int kGap = 8;
   bool ownsNavigator() const { return navigator_ && navigator_->parentWidget() == this; }
   int navigatorWidth() const {
     if (!ownsNavigator()) return 0;
     return std::max(navigator_->widthHint(navigator_->compact()), navigator_->minimumSizeHint().width());
   }
-  void indent() {
-    legend_->setFirstLine(ownsNavigator() ? navigatorWidth() + 8 : 0,
-                          ownsNavigator() ? navigator_->sizeHint().height() : 0);
-  }
+  int legendX() const { return ownsNavigator() ? navigatorWidth() + kGap : 0; }
+  int legendWidth(int width) const { return std::max(1, width - legendX()); }
   StepNavigator* navigator_ = nullptr;
   KindLegend* legend_ = nullptr;
 };

@@ -103,14 +103,14 @@ std::vector<int> staleness_workers(const std::vector<StalenessSample>& samples);
 
 // A rank's breakdown split into parts that do not overlap, for a stacked bar. The
 // categories of RankBreakdown overlap (comm_s includes communication hidden behind
-// compute), so the stack is compute + optimizer + data + exposed_comm + idle, which adds
-// up to about the rank's wall time (compute, optimizer and data may overlap one another
+// compute), so the stack is compute + optimizer + data + exposed_comm + idle + descheduled,
+// which adds up to about the rank's training window (compute, optimizer and data may overlap one another
 // slightly when they run on different streams). hidden_comm = comm - exposed_comm ran at
 // the same time as work; it is not part of the stack and is drawn on its own.
 struct BreakdownSegments {
-  double compute = 0, optimizer = 0, data = 0, exposed_comm = 0, idle = 0;
+  double compute = 0, optimizer = 0, data = 0, exposed_comm = 0, idle = 0, descheduled = 0;
   double hidden_comm = 0;
-  double stacked() const { return compute + optimizer + data + exposed_comm + idle; }
+  double stacked() const { return compute + optimizer + data + exposed_comm + idle + descheduled; }
 };
 BreakdownSegments breakdown_segments(const loom::analysis::RankBreakdown& rank);
 
