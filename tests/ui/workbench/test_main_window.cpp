@@ -27,6 +27,8 @@
 #include <QUndoStack>
 #include <QtTest>
 
+#include "loom/host/oversubscription.h"
+
 #include <functional>
 
 #include "loom/core/plan.h"
@@ -327,6 +329,22 @@ class TestMainWindow : public QObject {
     // Opening one says what to look at until it is edited.
     actions.front()->trigger();
     QVERIFY2(window_->statusText().contains("look at:"), qPrintable(window_->statusText()));
+  }
+
+  // Ranks outnumbering this machine's cores are said over the timeline, before any run; a
+  // plan that fits says nothing. (The expectation follows this machine's cores, so the test
+  // holds on a bigger CI machine too.)
+  void oversubscriptionIsSaidOverTheTimeline() {
+    QVERIFY(window_->openExample(":/plans/dp4_mlp_fashion.json"));
+    const bool expected = loom::host::cores_available() < 4;
+    const QString text = window_->oversubscriptionText();
+    QCOMPARE(!text.isEmpty(), expected);
+    if (expected) {
+      QVERIFY2(text.contains("4 ranks share"), qPrintable(text));
+      QVERIFY2(text.contains("descheduled"), qPrintable(text));
+    }
+    QVERIFY(window_->openExample(":/plans/mlp_fashion.json"));
+    QVERIFY(window_->oversubscriptionText().isEmpty());
   }
 
   void helpHasTheGlossaryAndTheTour() {

@@ -14,7 +14,9 @@
 #include <QTableView>
 #include <QVBoxLayout>
 
+#include "loom/host/oversubscription.h"
 #include "loom/ui/designer/designer_panel.h"
+#include "loom/ui/glossary.h"
 #include "loom/ui/designer/devices_panel.h"
 #include "loom/ui/designer/placement_panel.h"
 #include "loom/ui/designer/strategy_panel.h"
@@ -63,10 +65,19 @@ QWidget* MainWindow::createTimelineArea() {
   QFont bold = caption_->font();
   bold.setBold(true);
   caption_->setFont(bold);
+  oversubscribed_ = new QLabel;
+  oversubscribed_->setObjectName("OversubscriptionNotice");
+  oversubscribed_->setContentsMargins(8, 2, 8, 2);
+  oversubscribed_->setTextFormat(Qt::PlainText);
+  oversubscribed_->setWordWrap(true);
+  oversubscribed_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Minimum);
+  oversubscribed_->setAutoFillBackground(true);
+  oversubscribed_->hide();
   auto* layout = new QVBoxLayout(area);
   layout->setContentsMargins(0, 0, 0, 0);
   layout->setSpacing(0);
   layout->addWidget(caption_);
+  layout->addWidget(oversubscribed_);
   layout->addWidget(views_.timeline(), 1);
   return area;
 }
@@ -158,6 +169,7 @@ void MainWindow::setTimelineOnly(bool on) {
 // ---- which run is on screen ----
 
 void MainWindow::updateSubject() {
+  updateOversubscription();
   caption_->setText(loom::ui::runCaption(shown_, document_.plan()));
   caption_->setToolTip(caption_->text());
   for (QDockWidget* dock : result_docks_) {
@@ -167,6 +179,26 @@ void MainWindow::updateSubject() {
 }
 
 QString MainWindow::runCaption() const { return caption_->text(); }
+
+QString MainWindow::oversubscriptionText() const { return oversubscribed_->isHidden() ? QString() : oversubscribed_->text(); }
+
+// Before and during a run: ranks outnumbering this machine's cores take turns on them, which
+// the timings show (descheduled time); say so where the timeline is, in plain words.
+void MainWindow::updateOversubscription() {
+  const loom::host::Oversubscription load = loom::host::oversubscription_here(document_.plan());
+  QStringList lines;
+  for (const std::string& m : load.messages()) lines << QString::fromStdString(m);
+  oversubscribed_->setText(lines.isEmpty() ? QString()
+                                           : tr("Oversubscribed: %1. The breakdown shows that time as descheduled.")
+                                                 .arg(lines.join(QStringLiteral("; "))));
+  oversubscribed_->setToolTip(term_tooltip(QStringLiteral("oversubscription")));
+  QPalette warn = oversubscribed_->palette();
+  const bool dark = palette().color(QPalette::Window).lightness() < 128;
+  warn.setColor(QPalette::Window, dark ? QColor(0x5a, 0x46, 0x10) : QColor(0xff, 0xf0, 0xc0));
+  warn.setColor(QPalette::WindowText, dark ? QColor(0xff, 0xf0, 0xc0) : QColor(0x40, 0x30, 0x00));
+  oversubscribed_->setPalette(warn);
+  oversubscribed_->setVisible(!lines.isEmpty());
+}
 
 void MainWindow::setShownRun(const ShownRun& run) {
   shown_ = run;

@@ -21,6 +21,8 @@
 #include "loom/ui/timeline/timeline_view.h"
 #include "loom/ui/workbench/main_window.h"
 
+#include "loom/host/oversubscription.h"
+
 namespace loom::ui {
 
 void MainWindow::connectRunSignals() {
@@ -45,7 +47,7 @@ void MainWindow::runPlan() {
   current_run_ = 0;
   opened_stored_ = false;
   clearShownRun();
-  run_state_ = tr("Starting %1 ranks…").arg(loom::world_size(document_.plan()));
+  run_state_ = tr("Starting %1 ranks…").arg(loom::world_size(document_.plan())) + oversubscriptionSuffix();
   controller_.start(document_.plan());
   progress_bar_->setRange(0, 0);  // busy until the first rank reports its step count
   progress_bar_->setVisible(true);
@@ -53,6 +55,15 @@ void MainWindow::runPlan() {
   run_clock_->start();
   elapsed_timer_->start();
   updateRunState();
+}
+
+// " · 4 ranks on 2 cores (oversubscribed)" while the plan's ranks outnumber this machine's
+// cores: the status bar says it during the run, the notice over the timeline says more.
+QString MainWindow::oversubscriptionSuffix() const {
+  const loom::host::Oversubscription load = loom::host::oversubscription_here(document_.plan());
+  const loom::host::HostLoad* worst = load.worst();
+  if (!worst) return {};
+  return tr(" · %1 ranks on %2 cores (oversubscribed)").arg(worst->ranks).arg(worst->cores);
 }
 
 void MainWindow::stopRun() {
@@ -80,7 +91,7 @@ void MainWindow::onProgress(const loom::host::JobProgress& p) {
   QString text = tr("Run %1: step %2").arg(current_run_).arg(p.step);
   if (p.total_steps > 0) text += tr(" of %1").arg(p.total_steps);
   if (!std::isnan(p.loss)) text += tr(", loss %1").arg(p.loss, 0, 'f', 4);
-  text += tr(" · %1 ranks connected").arg(p.ranks_connected);
+  text += tr(" · %1 ranks connected").arg(p.ranks_connected) + oversubscriptionSuffix();
   if (stop_action_->isEnabled()) run_state_ = text;  // keep "Stopping…" once asked
   updateRunState();
 }

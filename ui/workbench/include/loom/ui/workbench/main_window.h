@@ -63,6 +63,8 @@ class MainWindow : public QMainWindow {
   QString statusText() const;
   QString launchLog() const;
   QString runCaption() const;  // the line over the timeline naming the run on screen
+  // The oversubscription warning under it; empty when the plan fits this machine's cores.
+  QString oversubscriptionText() const;
   qint64 currentRunId() const { return current_run_; }
   const ShownRun& shownRun() const { return shown_; }
   const ExampleCatalog& examples() const { return examples_; }
@@ -131,6 +133,8 @@ class MainWindow : public QMainWindow {
   void updateRunState();
   void updateTitle();
   void updateSubject();
+  void updateOversubscription();
+  QString oversubscriptionSuffix() const;
   void setShownRun(const ShownRun& run);
   void clearShownRun();
   void onRunCreated(qint64 runId);
@@ -155,6 +159,7 @@ class MainWindow : public QMainWindow {
   QTableView* run_table_ = nullptr;
   QPlainTextEdit* log_ = nullptr;
   QLabel* caption_ = nullptr;
+  QLabel* oversubscribed_ = nullptr;  // said before and during a run whose ranks outnumber cores
   QLabel* state_label_ = nullptr;
   QLabel* elapsed_label_ = nullptr;
   QLabel* rate_label_ = nullptr;
