@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "loom/host/job.h"
+#include "loom/host/oversubscription.h"
 #include "loom/profiles/run_store.h"
 
 using namespace loom;
@@ -115,6 +116,32 @@ class TestJob : public QObject {
     auto latency = store->load_metrics(id, "stream_latency_max_ms");
     QVERIFY(latency.ok() && latency->size() == 2);
     for (const auto& m : *latency) qInfo("rank %d: recorded-to-stored latency max %.1f ms", m.rank, m.value);
+  }
+
+  // One rank more than this machine's cores: the run's log opens with the sentence and the
+  // run keeps the worst host's ranks and cores as metrics, for stored runs to say it too.
+  void oversubscription_is_recorded_with_the_run() {
+    const int cores = host::cores_available();
+    if (cores > 7) QSKIP("this machine has too many cores to oversubscribe cheaply");
+    Plan plan = dp_plan(cores + 1, 5);
+    plan.training.batch = 16 * (cores + 1);
+    auto outcome = host::run_job(plan, db_, job_options());
+    QVERIFY2(outcome.ok(), outcome.ok() ? "" : outcome.error().describe().c_str());
+    QVERIFY2(outcome->status == "completed", outcome->error.c_str());
+    QVERIFY(outcome->command.find("OMPI_MCA_mpi_yield_when_idle=1") != std::string::npos);
+    auto store = store::RunStore::open(db_);
+    QVERIFY(store.ok());
+    auto run = store->load_run(outcome->run_id);
+    QVERIFY(run.ok());
+    const std::string said = "oversubscribed: " + std::to_string(cores + 1) + " ranks share " + std::to_string(cores) +
+                             " core" + (cores == 1 ? "" : "s") + " on localhost: ranks take turns";
+    QVERIFY2(run->log.rfind(said, 0) == 0, run->log.c_str());
+    auto ranks = store->load_metrics(outcome->run_id, host::kOversubscribedRanksMetric);
+    auto cores_metric = store->load_metrics(outcome->run_id, host::kOversubscribedCoresMetric);
+    QVERIFY(ranks.ok() && cores_metric.ok() && ranks->size() == 1 && cores_metric->size() == 1);
+    QCOMPARE(ranks->front().value, double(cores + 1));
+    QCOMPARE(cores_metric->front().value, double(cores));
+    QCOMPARE(ranks->front().step, std::int64_t(-1));
   }
 
   void killed_rank_fails_the_run_within_5_seconds() {

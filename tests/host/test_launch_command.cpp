@@ -78,6 +78,38 @@ class TestLaunchCommand : public QObject {
     QVERIFY(c.hostfile_text.empty());  // this machine under any of its names
   }
 
+  // Ranks must give up the core while they wait whenever Loom knows a host holds more
+  // ranks than cores, including where mpirun cannot see it (a hostfile's slots).
+  void oversubscribed_ranks_yield_when_idle() {
+    const std::string yield = "OMPI_MCA_mpi_yield_when_idle";
+    auto exported = [&](const LaunchCommand& c) {
+      for (std::size_t i = 0; i + 1 < c.args.size(); ++i)
+        if (c.args[i] == "-x" && c.args[i + 1] == yield) return true;
+      return false;
+    };
+    const LaunchCommand within = build_launch_command(plan_with_hosts({"localhost", "localhost"}), context(2));
+    QCOMPARE(env_value(within, yield), std::string("<unset>"));
+    const LaunchCommand over = build_launch_command(plan_with_hosts({"localhost", "localhost", "localhost"}), context(2));
+    QCOMPARE(env_value(over, yield), std::string("1"));
+    QVERIFY(exported(over));
+    // 3 ranks here on 2 cores and one elsewhere: the hostfile says slots=3, no --oversubscribe.
+    const LaunchCommand mixed =
+        build_launch_command(plan_with_hosts({"localhost", "gpu-a", "localhost", "localhost"}), context(2));
+    QVERIFY(!has(mixed.args, "--oversubscribe"));
+    QCOMPARE(env_value(mixed, yield), std::string("1"));
+    QVERIFY(exported(mixed));
+    // Another host counts when its cores are known, and only then.
+    const auto remote = plan_with_hosts({"gpu-a", "gpu-a", "gpu-a", "localhost"});
+    QCOMPARE(env_value(build_launch_command(remote, context(2)), yield), std::string("<unset>"));
+    LaunchContext known = context(2);
+    known.host_cores["gpu-a"] = 2;
+    QCOMPARE(env_value(build_launch_command(remote, known), yield), std::string("1"));
+    LaunchContext slurm = context(1);
+    slurm.under_slurm = true;
+    QCOMPARE(env_value(build_launch_command(plan_with_hosts({"localhost", "localhost"}), slurm), yield),
+             std::string("1"));
+  }
+
   void stream_environment_is_exported_to_every_rank() {
     const LaunchCommand c = build_launch_command(plan_with_hosts({"localhost", "localhost"}), context(2));
     QCOMPARE(env_value(c, "LOOM_STREAM"), std::string("127.0.0.1:4567"));

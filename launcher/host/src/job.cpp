@@ -159,7 +159,13 @@ JobOutcome decide(Job& job) {
 
 Status start_process(Job& job, const LaunchCommand& command) {
   QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-  for (const auto& [name, value] : command.env) env.insert(QString::fromStdString(name), QString::fromStdString(value));
+  for (const auto& [name, value] : command.env) {
+    const QString key = QString::fromStdString(name);
+    // Open MPI settings the user made in the environment win over Loom's defaults (e.g.
+    // the CMA transport where the container allows it, or yield off to compare).
+    if (key.startsWith(QLatin1String("OMPI_MCA_")) && env.contains(key)) continue;
+    env.insert(key, QString::fromStdString(value));
+  }
   job.process.setProcessEnvironment(env);
   job.process.setProcessChannelMode(QProcess::MergedChannels);
   job.process.setProgram(QString::fromStdString(command.program));

@@ -3,6 +3,8 @@
 //  - One machine: `mpirun -n N --bind-to none [--oversubscribe] ... loom-rank PLAN`.
 //    Ranks run BLAS threads, so Open MPI's default binding (one core per rank) would
 //    pile a rank's threads onto one core; more ranks than cores needs --oversubscribe.
+//  - Whenever a host is known to hold more ranks than cores (oversubscription.h), every
+//    rank gets OMPI_MCA_mpi_yield_when_idle=1, so that waiting ranks give up the core.
 //  - Several machines (the plan's devices name other hosts): a hostfile with one line per
 //    host and as many slots as the plan places there; ranks fill hosts in the order the
 //    plan first names them. The stream server then listens on every interface and the
@@ -12,6 +14,7 @@
 // command for root, oversubscription, hostfile and Slurm cases without starting anything.
 #pragma once
 
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -30,6 +33,7 @@ struct LaunchContext {
   std::string secret;             // the run's stream secret
   long long run_id = 0;
   int cores = 1;                  // this machine's cores (cores_available(): affinity, cgroup quota)
+  std::map<std::string, int> host_cores;  // other hosts' cores where known (oversubscription.h)
   bool running_as_root = false;
   bool under_slurm = false;
   std::string hostfile_path;      // where a hostfile is written, when one is needed
