@@ -14,6 +14,7 @@
 #include "loom/core/model_info.h"
 #include "loom/core/plan.h"
 #include "loom/engine/local_run.h"
+#include "loom/host/oversubscription.h"
 #include "loom/profiles/analysis.h"
 #include "loom/profiles/export_chrome.h"
 #include "loom/profiles/run_store.h"
@@ -86,10 +87,24 @@ int print_summary(store::RunStore& store, std::int64_t run_id, bool json) {
     print_error(summary.error());
     return summary.error().code == ErrorCode::NotFound ? kInvalidInput : kFailed;
   }
+  // Recorded by the host when ranks outnumbered a host's cores (launcher/host).
+  auto over = host::recorded_oversubscription(store, run_id);
+  if (!over.ok()) {
+    print_error(over.error());
+    return kFailed;
+  }
   if (json) {
-    std::printf("%s\n", analysis::summary_to_json(*summary).dump().c_str());
-  } else {
-    std::printf("%s", analysis::format_summary(*summary).c_str());
+    nlohmann::json out = analysis::summary_to_json(*summary);
+    out["oversubscription"] = *over ? nlohmann::json{{"ranks", (*over)->ranks}, {"cores", (*over)->cores}}
+                                    : nlohmann::json();
+    std::printf("%s\n", out.dump().c_str());
+    return kOk;
+  }
+  std::printf("%s", analysis::format_summary(*summary).c_str());
+  if (*over) {
+    std::printf("  oversubscribed: %d ranks shared %d core%s on one host: ranks took turns on the cores, so step "
+                "times and communication waits include time a rank waited for a core\n",
+                (*over)->ranks, (*over)->cores, (*over)->cores == 1 ? "" : "s");
   }
   return kOk;
 }

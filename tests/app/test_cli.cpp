@@ -311,6 +311,31 @@ class CliTest : public QObject {
     QCOMPARE(by_id[long_id]["name"].toString(), QString("a-rather-long-plan-name-that-used-to-be-cut-at-twenty"));
   }
 
+  // A stored run says that its ranks shared cores (the host's metrics), in text and JSON.
+  void showSaysAStoredRunWasOversubscribed() {
+    loom::Plan plan = loom::default_plan();
+    plan.parallel.data_parallel = 4;
+    plan.parallel.devices.assign(4, loom::DeviceSpec{});
+    auto store = loom::store::RunStore::open(db().toStdString());
+    QVERIFY(store.ok());
+    const std::int64_t over = *store->create_run(loom::store::new_run_record(plan, "test"));
+    QVERIFY(store->append_metrics(over, {{0, -1, 0, "oversubscribed_ranks", 4}, {0, -1, 0, "oversubscribed_cores", 2}}).ok());
+    QVERIFY(store->finish_run(over, "completed", 1.0, 64, "").ok());
+    const std::int64_t fine = *store->create_run(loom::store::new_run_record(plan, "test"));
+    QVERIFY(store->finish_run(fine, "completed", 1.0, 64, "").ok());
+
+    const Result text = run_cli({"show", QString::number(over), "--db", db()});
+    QCOMPARE(text.exit_code, 0);
+    QVERIFY2(text.out.contains("oversubscribed: 4 ranks shared 2 cores on one host: ranks took turns"),
+             qPrintable(text.out));
+    const Result json = run_cli({"show", QString::number(over), "--db", db(), "--json"});
+    QCOMPARE(last_json_line(json.out)["oversubscription"].toObject()["ranks"].toInt(), 4);
+    QCOMPARE(last_json_line(json.out)["oversubscription"].toObject()["cores"].toInt(), 2);
+    const Result plain = run_cli({"show", QString::number(fine), "--db", db()});
+    QVERIFY(!plain.out.contains("oversubscribed"));
+    QVERIFY(last_json_line(run_cli({"show", QString::number(fine), "--db", db(), "--json"}).out)["oversubscription"].isNull());
+  }
+
   void badArgumentsAndUnknownRuns() {
     QCOMPARE(run_cli({"frobnicate"}).exit_code, 2);
     QCOMPARE(run_cli({"show", "abc", "--db", db()}).exit_code, 2);

@@ -72,6 +72,15 @@ Oversubscription oversubscription_here(const Plan& plan) {
   return detect_oversubscription(plan, store::this_host_name(), cores_available());
 }
 
+Expected<std::optional<HostLoad>> recorded_oversubscription(store::RunStore& store, std::int64_t run_id) {
+  auto ranks = store.load_metrics(run_id, kOversubscribedRanksMetric);
+  if (!ranks.ok()) return ranks.error();
+  auto cores = store.load_metrics(run_id, kOversubscribedCoresMetric);
+  if (!cores.ok()) return cores.error();
+  if (ranks->empty() || cores->empty()) return std::optional<HostLoad>();
+  return std::optional<HostLoad>(HostLoad{"", int(ranks->back().value), int(cores->back().value)});
+}
+
 int cores_from_cpu_max(const std::string& cpu_max_text) {
   std::istringstream in(cpu_max_text);
   std::string quota;

@@ -10,10 +10,13 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "loom/core/plan.h"
+#include "loom/core/status.h"
+#include "loom/profiles/run_store.h"
 
 namespace loom::host {
 
@@ -62,5 +65,9 @@ int cores_from_cpu_max(const std::string& cpu_max_text);
 // the worst host's ranks and cores. Absent when no host is oversubscribed.
 inline constexpr const char* kOversubscribedRanksMetric = "oversubscribed_ranks";
 inline constexpr const char* kOversubscribedCoresMetric = "oversubscribed_cores";
+
+// What a stored run recorded with those metrics (host left empty: the run's log names it),
+// or nullopt for a run that was not oversubscribed or predates them.
+Expected<std::optional<HostLoad>> recorded_oversubscription(store::RunStore& store, std::int64_t run_id);
 
 }  // namespace loom::host
