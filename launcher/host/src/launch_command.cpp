@@ -35,8 +35,9 @@ std::vector<std::pair<std::string, std::string>> launch_env(const Plan& plan, co
   // Containers often forbid cross-process memory attach (CMA); copy-in/out always works.
   env.emplace_back("OMPI_MCA_btl_vader_single_copy_mechanism", "none");
   // A rank waiting in MPI polls; with more ranks than cores it must give the core up
-  // between polls (sched_yield) or the rank it waits for cannot run: measured 90 times
-  // slower without (bench/results/oversub_bench.md). Open MPI yields on its own only
+  // between polls (sched_yield) or the rank it waits for cannot run: the 4-rank example
+  // ran 35-90x slower without (bench/results/oversub_bench_yield.md,
+  // oversub_experiments.md). Open MPI yields on its own only
   // when it sees more ranks than slots, which a hostfile with slots = ranks placed, a
   // cgroup quota or srun hide from it, so Loom says so itself whenever it knows.
   if (detect_oversubscription(plan, context.this_host, context.cores, context.host_cores).any())
