@@ -25,20 +25,13 @@ using Intervals = std::vector<std::pair<std::int64_t, std::int64_t>>;
 enum Category { kCompute, kComm, kOptimizer, kData, kNone };
 
 Category category_of(const Event& e) {
+  if (trace::is_communication(e.kind)) return kComm;
   switch (e.kind) {
     case EventKind::Forward:
     case EventKind::Backward:
     case EventKind::Loss:
     case EventKind::Evaluate:
       return e.stream == trace::Stream::Compute ? kCompute : kNone;
-    case EventKind::AllReduce:
-    case EventKind::Send:
-    case EventKind::Recv:
-    case EventKind::Push:
-    case EventKind::Pull:
-    case EventKind::Broadcast:
-    case EventKind::Barrier:
-      return kComm;
     case EventKind::Optimizer:
       return kOptimizer;
     case EventKind::DataLoad:

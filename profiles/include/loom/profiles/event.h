@@ -65,9 +65,8 @@ struct Event {
 static_assert(std::is_trivially_copyable_v<Event>);
 static_assert(sizeof(Event) == 48);
 
-// Communication and waiting: the spans whose time may be a rank waiting for a core rather
-// than for a message, so the recorder measures how long their thread was descheduled.
-constexpr bool measures_descheduling(EventKind kind) {
+// Moving data between ranks (the breakdown's communication category).
+constexpr bool is_communication(EventKind kind) {
   switch (kind) {
     case EventKind::AllReduce:
     case EventKind::Send:
@@ -76,12 +75,16 @@ constexpr bool measures_descheduling(EventKind kind) {
     case EventKind::Pull:
     case EventKind::Broadcast:
     case EventKind::Barrier:
-    case EventKind::Wait:
-    case EventKind::Idle:
       return true;
     default:
       return false;
   }
+}
+
+// Communication and waiting: the spans whose time may be a rank waiting for a core rather
+// than for a message, so the recorder measures how long their thread was descheduled.
+constexpr bool measures_descheduling(EventKind kind) {
+  return is_communication(kind) || kind == EventKind::Wait || kind == EventKind::Idle;
 }
 
 std::string_view event_kind_name(EventKind kind);  // "forward", "allreduce", ...
