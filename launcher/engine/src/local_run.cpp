@@ -11,6 +11,7 @@
 #include "loom/engine/run_writer.h"
 #include "loom/kernels/cpu.h"
 #include "loom/profiles/analysis.h"
+#include "loom/profiles/machine.h"
 #include "loom/profiles/recorder.h"
 
 namespace loom::engine {
@@ -56,7 +57,7 @@ trace::Recorder* training_recorder(trace::Recorder& recorder) {
 int apply_thread_count(const Plan& plan, int ranks_on_host) {
   int threads = plan.training.threads;
   if (threads <= 0) {
-    const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
+    const int cores = machine::cores_available();
     threads = std::max(1, cores / std::max(1, ranks_on_host));
   }
   cpu::set_blas_threads(threads);

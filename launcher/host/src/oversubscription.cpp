@@ -1,12 +1,7 @@
 // Oversubscription detection (see oversubscription.h).
 #include "loom/host/oversubscription.h"
 
-#include <sched.h>
-
 #include <algorithm>
-#include <fstream>
-#include <sstream>
-#include <thread>
 
 #include "loom/host/launch_command.h"
 #include "loom/profiles/run_store.h"
@@ -79,34 +74,6 @@ Expected<std::optional<HostLoad>> recorded_oversubscription(store::RunStore& sto
   if (!cores.ok()) return cores.error();
   if (ranks->empty() || cores->empty()) return std::optional<HostLoad>();
   return std::optional<HostLoad>(HostLoad{"", int(ranks->back().value), int(cores->back().value)});
-}
-
-int cores_from_cpu_max(const std::string& cpu_max_text) {
-  std::istringstream in(cpu_max_text);
-  std::string quota;
-  long long period = 0;
-  if (!(in >> quota >> period) || quota == "max" || period <= 0) return 0;
-  try {
-    const long long q = std::stoll(quota);
-    return q > 0 ? int(std::max(1LL, q / period)) : 0;
-  } catch (const std::exception&) {
-    return 0;
-  }
-}
-
-int cores_available() {
-  int cores = 0;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) == 0) cores = CPU_COUNT(&set);
-  if (cores <= 0) cores = int(std::thread::hardware_concurrency());
-  // A container limited with --cpus keeps every CPU in its mask but gets a time quota.
-  std::ifstream cpu_max("/sys/fs/cgroup/cpu.max");
-  std::stringstream text;
-  text << cpu_max.rdbuf();
-  const int quota = cores_from_cpu_max(text.str());
-  if (quota > 0) cores = std::min(cores, quota);
-  return std::max(1, cores);
 }
 
 }  // namespace loom::host

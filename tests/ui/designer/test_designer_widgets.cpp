@@ -25,14 +25,15 @@ using namespace loom::ui;
 
 namespace {
 
-// Two replicas of two stages, with a straggler: every panel has something to show.
+// Two replicas of two stages, one on another host, with a straggler: every panel has
+// something to show, and the plan is valid on a build without a GPU path.
 loom::Plan fourDevicePlan() {
   loom::Plan plan = loom::default_plan();
   plan.parallel.stages = 2;
   for (std::size_t i = 3; i < plan.model.layers.size(); ++i) plan.model.layers[i].stage = 1;
   loom::ui::setDataParallel(plan, 2);
   plan.parallel.microbatches = 4;
-  plan.parallel.devices[3] = {loom::DeviceKind::Gpu, "node1", 0};
+  plan.parallel.devices[3] = {loom::DeviceKind::Cpu, "node1", 0};
   plan.parallel.stragglers.push_back({3, 1.5, loom::DelayDistribution::Exponential, 20.0});
   return plan;
 }

@@ -32,8 +32,9 @@ struct LocalRunOutcome {
 // Fails (without a run id) only when the run cannot even be created in the store.
 Expected<LocalRunOutcome> run_and_record(const Plan& plan, store::RunStore& store, const LocalRunOptions& options);
 
-// BLAS threads for a rank: the plan's `training.threads`, else the host's cores divided
-// among the ranks placed on it. Returns the number applied.
+// BLAS threads for a rank: the plan's `training.threads`, else the cores this process may
+// use (machine::cores_available: affinity, cgroup quota) divided among the ranks placed
+// on this host. Returns the number applied.
 int apply_thread_count(const Plan& plan, int ranks_on_host);
 
 std::string loom_version();

@@ -16,6 +16,7 @@
 
 #include "loom/core/plan.h"
 #include "loom/core/status.h"
+#include "loom/profiles/machine.h"
 #include "loom/profiles/run_store.h"
 
 namespace loom::host {
@@ -52,14 +53,9 @@ Oversubscription detect_oversubscription(const Plan& plan, const std::string& th
 // cores_available(); other hosts unknown. What loom-cli and the workbench show.
 Oversubscription oversubscription_here(const Plan& plan);
 
-// Cores this process may run on: its CPU affinity mask, lowered by a cgroup v2 CPU quota
-// (/sys/fs/cgroup/cpu.max) when one is set; at least 1.
-int cores_available();
-
-// The quota part, pure: whole cores allowed by cpu.max's text ("200000 100000" -> 2;
-// "150000 100000" -> 1, since two ranks on 1.5 cores still take turns; at least 1), or 0
-// when it sets no limit ("max 100000") or cannot be read.
-int cores_from_cpu_max(const std::string& cpu_max_text);
+// Cores this process may use, and the cgroup quota parser: profiles/machine.h.
+using machine::cores_available;
+using machine::cores_from_cpu_max;
 
 // Run metrics that record it with the run (rank 0, step -1, so charts skip them):
 // the worst host's ranks and cores. Absent when no host is oversubscribed.

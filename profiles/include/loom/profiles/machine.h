@@ -1,0 +1,20 @@
+// What this machine offers the processes that run on it. Both sides need it: the host
+// side to say when ranks outnumber cores (launcher/host oversubscription.h), a rank to
+// size its BLAS thread pool to the cores it may really use (engine apply_thread_count).
+#pragma once
+
+#include <string>
+
+namespace loom::machine {
+
+// Cores this process may run on: its CPU affinity mask, lowered by a cgroup v2 CPU quota
+// (/sys/fs/cgroup/cpu.max) when one is set; at least 1. A container limited with --cpus
+// keeps every CPU in its mask, so std::thread::hardware_concurrency() would overcount.
+int cores_available();
+
+// The quota part, pure: whole cores allowed by cpu.max's text ("200000 100000" -> 2;
+// "150000 100000" -> 1, since two ranks on 1.5 cores still take turns; at least 1), or 0
+// when it sets no limit ("max 100000") or cannot be read.
+int cores_from_cpu_max(const std::string& cpu_max_text);
+
+}  // namespace loom::machine
