@@ -309,7 +309,7 @@ void TestTimelineData::describeEventText() {
   s.peer = 3;
   s.message = 9;
   QCOMPARE(describe_event(s, 0, {}),
-           QStringLiteral("send · rank 0 · comm\nduration 42.0 µs\nbytes 1.5 MiB\nto rank 3 (message 9)"));
+           QStringLiteral("send · rank 0 · collectives\nduration 42.0 µs\nbytes 1.5 MiB\nto rank 3 (message 9)"));
   Event r = s;
   r.kind = EventKind::Recv;
   r.bytes = 2048;
@@ -321,7 +321,7 @@ void TestTimelineData::describeEventText() {
   QVERIFY(describe_event(r, 1, {}).startsWith(QStringLiteral("receive · rank 1")));
   Event setup = ev(EventKind::Setup, 0, 5000000000, Stream::Host);
   setup.message = static_cast<std::int32_t>(loom::trace::SetupPhase::BandwidthProbe);
-  QCOMPARE(describe_event(setup, 0, {}), QStringLiteral("setup · rank 0 · host\nbandwidth probe\nduration 5.00 s"));
+  QCOMPARE(describe_event(setup, 0, {}), QStringLiteral("setup · rank 0 · steps · messages\nbandwidth probe\nduration 5.00 s"));
 }
 
 void TestTimelineData::stepIndexForNavigator() {

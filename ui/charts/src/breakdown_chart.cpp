@@ -99,6 +99,7 @@ BreakdownChart::BreakdownChart(QWidget* parent) : QWidget(parent) {
   pipeline_label_ = new QLabel(this);
   pipeline_label_->setObjectName("pipelineLabel");
   pipeline_label_->setContentsMargins(6, 0, 6, 4);
+  pipeline_label_->setWordWrap(true);
   pipeline_label_->setToolTip(
       tr("Bubble: the share of a stage's steady step time when its compute stream did no work "
          "(never above 100%), for GPipe and 1F1B alike. Textbook: (p-1)/(m+p-1) for equal stages. "
@@ -125,14 +126,14 @@ void BreakdownChart::buildPlot() {
     below = bars;
   }
   make_bars(plot_, BreakdownCategory::HiddenCommunication,
-            tr("%1 (not stacked)").arg(breakdown_category(BreakdownCategory::HiddenCommunication).displayName()),
+            tr("%1\n(thin bar, not stacked)").arg(breakdown_category(BreakdownCategory::HiddenCommunication).displayName()),
             kHiddenWidth);
   plot_->yAxis->setRangeReversed(true);
   plot_->yAxis->setTicker(QSharedPointer<QCPAxisTickerText>::create());
   plot_->yAxis->grid()->setVisible(false);
-  plot_->xAxis->setLabel(tr("seconds"));
-  detail::add_title(plot_, tr("Time per rank"));
-  detail::put_legend_below(plot_, 3);
+  // No title row: the dock is named Breakdown, and at 1280x720 every row counts.
+  plot_->xAxis->setLabel(tr("seconds of each rank's training window"));
+  detail::put_legend_right(plot_);
   connect(plot_, &QCustomPlot::mouseMove, this, &BreakdownChart::showToolTip);
 }
 

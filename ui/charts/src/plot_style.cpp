@@ -66,6 +66,16 @@ void put_legend_below(QCustomPlot* plot, int columns) {
   plot->plotLayout()->setRowStretchFactor(plot->plotLayout()->rowCount() - 1, 0.001);
 }
 
+void put_legend_right(QCustomPlot* plot) {
+  QCPLegend* legend = plot->legend;
+  legend->setVisible(true);
+  plot->axisRect()->insetLayout()->take(legend);
+  plot->plotLayout()->addElement(0, 1, legend);
+  legend->setMargins(QMargins(4, 2, 4, 2));
+  // The axis rect takes the width the legend leaves; the legend keeps its own width.
+  plot->plotLayout()->setColumnStretchFactor(1, 0.001);
+}
+
 void add_title(QCustomPlot* plot, const QString& title) {
   plot->plotLayout()->insertRow(0);
   QFont font = plot->font();

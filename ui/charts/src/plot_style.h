@@ -19,6 +19,11 @@ void apply_palette(QCustomPlot* plot, const QPalette& palette);
 // wrapping after `columns`, so it never hides data.
 void put_legend_below(QCustomPlot* plot, int columns);
 
+// Moves the plot's legend into a column right of the axis rect, one item per row: for a
+// wide, short panel (a bottom dock at 1280x720), where rows below would leave the bars
+// no height.
+void put_legend_right(QCustomPlot* plot);
+
 // Adds a small bold title row above the plot's first axis rect.
 void add_title(QCustomPlot* plot, const QString& title);
 

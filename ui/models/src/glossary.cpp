@@ -112,6 +112,12 @@ std::vector<Term> build() {
        tr("Time a rank's process was ready to run but not running, because the operating system gave its core to "
           "another process. It is not communication, even when it happens inside a communication call."),
        {}},
+      {"timeline_rows", tr("Timeline rows"),
+       tr("Each rank has up to three rows. compute: forward, backward, loss and optimizer. collectives: the "
+          "background thread's all-reduces (they can overlap the backward pass) and the setup's probes. "
+          "steps · messages: the rank's main thread, with each step as a bar and, under it, the point-to-point "
+          "sends, receives, pushes and pulls it waits on."),
+       {}},
       {"busbw", tr("algbw / busbw"),
        tr("Algorithm bandwidth is the tensor's bytes divided by the collective's time. Bus bandwidth scales it by "
           "what the algorithm must move per rank, so that it can be compared with the link's peak (as nccl-tests "

@@ -153,4 +153,13 @@ QColor breakdown_color(BreakdownCategory category, bool dark_palette) {
   return breakdown_category(category).color(dark_palette);
 }
 
+QString stream_label(loom::trace::Stream stream) {
+  switch (stream) {
+    case loom::trace::Stream::Compute: return QStringLiteral("compute");
+    case loom::trace::Stream::Comm: return QStringLiteral("collectives");
+    case loom::trace::Stream::Host: return QStringLiteral("steps · messages");
+  }
+  return QString::fromUtf8(loom::trace::stream_name(stream));
+}
+
 }  // namespace loom::ui

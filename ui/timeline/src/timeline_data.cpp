@@ -294,7 +294,7 @@ QString describe_event(const Event& e, int rank, const std::vector<std::string>&
   lines << QStringLiteral("%1 · rank %2 · %3")
                .arg(loom::ui::event_kind_display_name(e.kind))
                .arg(rank)
-               .arg(QString::fromUtf8(loom::trace::stream_name(e.stream)));
+               .arg(loom::ui::stream_label(e.stream));
   if (e.kind == EventKind::Setup && e.message >= 0)
     lines << QString::fromUtf8(loom::trace::setup_phase_name(e.message));
   if (e.layer >= 0) {

@@ -449,7 +449,7 @@ void TimelineView::rebuildRows() {
     row_bottom_[i] = y + h;
     // A lane whose depth 0 is missing (not possible today) would simply go unlabelled.
     if (k.depth == 0)
-      ticks.insert(y + h / 2, QStringLiteral("rank %1 · %2").arg(k.rank).arg(QString::fromUtf8(loom::trace::stream_name(k.stream))));
+      ticks.insert(y + h / 2, QStringLiteral("rank %1 · %2").arg(k.rank).arg(stream_label(k.stream)));
     y += h;
   }
   qSharedPointerCast<QCPAxisTickerText>(plot_->yAxis->ticker())->setTicks(ticks);
