@@ -121,7 +121,8 @@ void print_runs_json(const std::vector<store::RunRecord>& runs, const std::vecto
   nlohmann::json list = nlohmann::json::array();
   for (std::size_t i = 0; i < runs.size(); ++i) {
     const auto& r = runs[i];
-    list.push_back({{"id", r.id}, {"name", r.name}, {"status", r.status}, {"started_unix_ms", r.started_unix_ms},
+    list.push_back({{"id", r.id}, {"name", r.name}, {"status", r.status}, {"error", r.error},
+                    {"started_unix_ms", r.started_unix_ms},
                     {"wall_s", r.wall_s}, {"samples", r.samples}, {"world_size", r.world_size},
                     {"test_accuracy", std::isfinite(accuracy[i]) ? nlohmann::json(accuracy[i]) : nlohmann::json()}});
   }
@@ -142,13 +143,13 @@ std::string pad_right(const std::string& text, std::size_t width) {
 void print_runs_table(const std::vector<store::RunRecord>& runs, const std::vector<double>& accuracy) {
   std::size_t name_width = 4;
   for (const auto& r : runs) name_width = std::max(name_width, display_width(r.name));
-  std::printf("%6s  %s  %-10s  %-19s  %5s  %9s  %9s\n", "id", pad_right("name", name_width).c_str(), "status",
+  std::printf("%6s  %s  %-11s  %-19s  %5s  %9s  %9s\n", "id", pad_right("name", name_width).c_str(), "status",
               "started", "ranks", "wall", "test acc");
   for (std::size_t i = 0; i < runs.size(); ++i) {
     const auto& r = runs[i];
     char acc[32] = "-";
     if (std::isfinite(accuracy[i])) std::snprintf(acc, sizeof acc, "%.2f%%", accuracy[i] * 100.0);
-    std::printf("%6lld  %s  %-10s  %-19s  %5d  %8.1fs  %9s\n", static_cast<long long>(r.id),
+    std::printf("%6lld  %s  %-11s  %-19s  %5d  %8.1fs  %9s\n", static_cast<long long>(r.id),
                 pad_right(r.name, name_width).c_str(), r.status.c_str(), format_time(r.started_unix_ms).c_str(),
                 r.world_size, r.wall_s, acc);
   }

@@ -53,9 +53,10 @@ MultiRankResult run_multi_rank(const Plan& plan, const std::string& db_path, con
     std::fprintf(stderr, "loom-cli: %s\n", outcome.error().describe().c_str());
     return {kFailed, 0};
   }
-  if (outcome->status == "failed") {
-    std::fprintf(stderr, "loom-cli: run %lld failed: %s\n(the launch command was: %s)\n",
-                 static_cast<long long>(outcome->run_id), outcome->error.c_str(), outcome->command.c_str());
+  if (outcome->status == "failed" || outcome->status == "hung") {
+    std::fprintf(stderr, "loom-cli: run %lld %s: %s\n(the launch command was: %s)\n",
+                 static_cast<long long>(outcome->run_id), outcome->status.c_str(), outcome->error.c_str(),
+                 outcome->command.c_str());
     return {kFailed, outcome->run_id};
   }
   return {outcome->status == "stopped" ? kStopped : kOk, outcome->run_id};

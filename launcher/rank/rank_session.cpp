@@ -6,7 +6,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <functional>
 #include <memory>
+#include <new>
 #include <string>
 #include <thread>
 
@@ -161,6 +163,17 @@ void print_summary(const engine::TrainResult& result, int world) {
 
 // A parameter-server rank: serves until every worker is done; its applied updates go to
 // the store next to the events.
+// The host receives everything a rank records; once it cannot (the host died, its
+// connection closed), training on would only burn cores nobody watches. The rank asks for
+// the same stop as the Stop button, so the ranks agree on a last step and exit.
+std::function<void(const Status&)> stop_when_host_gone(int rank) {
+  return [rank](const Status& error) {
+    std::fprintf(stderr, "loom-rank %d: cannot send to the host any more (%s); stopping\n", rank,
+                 error.error().describe().c_str());
+    request_stop();
+  };
+}
+
 int serve(Session& s, const RankOptions& options, const ModelInfo& info, engine::RunWriter* writer) {
   std::unique_ptr<engine::ParameterServer> server;
   const std::int64_t build_start = trace::now_ns();
@@ -193,7 +206,9 @@ int train(Session& s, const RankOptions& options) {
   std::vector<PlanError> errors;
   const ModelInfo info = infer_model(s.plan, &errors);
   std::unique_ptr<engine::RunWriter> writer;
-  if (s.reporter.sink()) writer = std::make_unique<engine::RunWriter>(*s.reporter.sink(), s.comm.rank(), s.recorder, kStreamPeriod);
+  if (s.reporter.sink())
+    writer = std::make_unique<engine::RunWriter>(*s.reporter.sink(), s.comm.rank(), s.recorder, kStreamPeriod,
+                                                 stop_when_host_gone(s.comm.rank()));
   Status measured = measure_before_training(s, writer.get());
   if (!measured.ok()) return s.reporter.fail(measured.error().describe(), 1);
   if (rank_role(s.plan, s.comm.rank()).kind == RankKind::Server) return serve(s, options, info, writer.get());
@@ -242,9 +257,18 @@ int run_rank(comm::Communicator& comm, const Plan& plan, const RankOptions& opti
   if (!data.ok()) return reporter.fail(data.error().describe(), 1);
   const std::int64_t load_end = trace::now_ns();
   engine::apply_thread_count(plan, ranks_on_this_host(comm.size()));
-  Session session(comm, plan, *data, reporter);
-  session.data_loaded = {load_start, load_end};
-  return train(session, options);
+  // An exception escaping training (std::bad_alloc for a model this machine cannot hold,
+  // a bug) is reported as this rank's failure, with its message, instead of an abort that
+  // leaves the host guessing.
+  try {
+    Session session(comm, plan, *data, reporter);
+    session.data_loaded = {load_start, load_end};
+    return train(session, options);
+  } catch (const std::bad_alloc&) {
+    return reporter.fail("out of memory while training (make the model or the batch smaller)", 1);
+  } catch (const std::exception& e) {
+    return reporter.fail(std::string("training stopped by an exception: ") + e.what(), 1);
+  }
 }
 
 }  // namespace loom::rank

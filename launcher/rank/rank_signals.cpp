@@ -58,6 +58,8 @@ void install_signal_handlers(int rank) {
   for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) std::signal(sig, on_fatal_signal);
 }
 
+void request_stop() { g_stop.store(true); }
+
 const std::atomic<bool>& stop_requested() { return g_stop; }
 
 void note_step(std::int64_t step) { g_step.store(step); }

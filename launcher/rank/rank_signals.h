@@ -16,6 +16,8 @@ namespace loom::rank {
 
 void install_signal_handlers(int rank);
 const std::atomic<bool>& stop_requested();
+// The same stop, asked from inside the rank (its host's stream is gone).
+void request_stop();
 // The step the rank is in, for the last words of a crash.
 void note_step(std::int64_t step);
 

@@ -4,11 +4,15 @@
 // transaction per batch: per-row statement overhead, not disk, limits ingest.
 #include "loom/profiles/run_store.h"
 
+#include <signal.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <thread>
 #include <string_view>
 
@@ -98,6 +102,39 @@ ALTER TABLE runs ADD COLUMN train_s REAL NOT NULL DEFAULT 0;
 ALTER TABLE runs ADD COLUMN train_samples INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE events ADD COLUMN descheduled_us INTEGER NOT NULL DEFAULT 0;
 )sql",
+    // 4: two more ways a run ends (hung, interrupted), who owns a running run (process id on
+    // runs.host, and a heartbeat) so a reader can tell a run whose owner died from one still
+    // running, and the run a resumed run continues. The status CHECK can only change by
+    // rebuilding the table (SQLite's documented procedure); ids are kept.
+    R"sql(
+CREATE TABLE runs_v4 (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  name TEXT NOT NULL DEFAULT '',
+  plan_json TEXT NOT NULL DEFAULT '',
+  status TEXT NOT NULL DEFAULT 'running'
+    CHECK (status IN ('running', 'completed', 'failed', 'stopped', 'hung', 'interrupted')),
+  started_unix_ms INTEGER NOT NULL DEFAULT 0,
+  ended_unix_ms INTEGER NOT NULL DEFAULT 0,
+  wall_s REAL NOT NULL DEFAULT 0,
+  samples INTEGER NOT NULL DEFAULT 0,
+  world_size INTEGER NOT NULL DEFAULT 1,
+  host TEXT NOT NULL DEFAULT '',
+  version TEXT NOT NULL DEFAULT '',
+  error TEXT NOT NULL DEFAULT '',
+  log TEXT NOT NULL DEFAULT '',
+  train_s REAL NOT NULL DEFAULT 0,
+  train_samples INTEGER NOT NULL DEFAULT 0,
+  owner_pid INTEGER NOT NULL DEFAULT 0,
+  heartbeat_unix_ms INTEGER NOT NULL DEFAULT 0,
+  resumed_from INTEGER NOT NULL DEFAULT 0
+);
+INSERT INTO runs_v4 (id, name, plan_json, status, started_unix_ms, ended_unix_ms, wall_s, samples, world_size,
+                     host, version, error, log, train_s, train_samples)
+  SELECT id, name, plan_json, status, started_unix_ms, ended_unix_ms, wall_s, samples, world_size,
+         host, version, error, log, train_s, train_samples FROM runs;
+DROP TABLE runs;
+ALTER TABLE runs_v4 RENAME TO runs;
+)sql",
 };
 static_assert(std::size(kMigrations) == kSchemaVersion, "one migration per schema version");
 
@@ -145,7 +182,16 @@ Status run_once(Statement& st) {
 }
 
 bool valid_status(const std::string& s) {
-  return s == "running" || s == "completed" || s == "failed" || s == "stopped";
+  return s == "running" || s == "completed" || s == "failed" || s == "stopped" || s == "hung" || s == "interrupted";
+}
+
+// Whether a process of this machine still runs (a zombie does not: it has ended).
+bool process_alive(std::int64_t pid) {
+  if (pid <= 0 || (::kill(pid_t(pid), 0) != 0 && errno != EPERM)) return false;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  const std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const auto close = text.rfind(')');  // the command name may hold spaces and parentheses
+  return close == std::string::npos || close + 2 >= text.size() || text[close + 2] != 'Z';
 }
 
 Error unknown_run(std::int64_t run_id, const std::string& path) {
@@ -234,6 +280,7 @@ Status RunStore::migrate() {
     auto row = q->step();
     if (!row.ok()) return row.error();
     int version = static_cast<int>(q->column_int64(0));
+    q->reset();  // an active read blocks DROP TABLE (migration 4) with SQLITE_LOCKED
     if (version > kSchemaVersion)
       return make_error(ErrorCode::Unavailable,
                         "run database " + db_.path() + " has schema version " + std::to_string(version) +
@@ -262,10 +309,11 @@ Status RunStore::require_run(std::int64_t run_id) {
 Expected<std::int64_t> RunStore::create_run(const RunRecord& run) {
   if (!valid_status(run.status))
     return make_error(ErrorCode::InvalidArgument, "invalid run status '" + run.status + "'",
-                      "use running, completed, failed or stopped");
+                      "use running, completed, failed, stopped, hung or interrupted");
   auto q = db_.prepare(
       "INSERT INTO runs (name, plan_json, status, started_unix_ms, ended_unix_ms, wall_s, samples, "
-      "world_size, host, version, error, log) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)");
+      "world_size, host, version, error, log, owner_pid, heartbeat_unix_ms, resumed_from) "
+      "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
   if (!q.ok()) return q.error();
   q->bind(1, run.name)
       .bind(2, run.plan_json)
@@ -278,7 +326,10 @@ Expected<std::int64_t> RunStore::create_run(const RunRecord& run) {
       .bind(9, run.host)
       .bind(10, run.version)
       .bind(11, run.error)
-      .bind(12, run.log);
+      .bind(12, run.log)
+      .bind(13, run.owner_pid ? run.owner_pid : std::int64_t(::getpid()))
+      .bind(14, unix_ms_now())
+      .bind(15, run.resumed_from);
   LOOM_TRY(run_once(*q));
   return db_.last_insert_rowid();
 }
@@ -384,7 +435,7 @@ Status RunStore::finish_run(std::int64_t run_id, const std::string& status, doub
                             std::int64_t samples, const std::string& error) {
   if (!valid_status(status))
     return make_error(ErrorCode::InvalidArgument, "invalid run status '" + status + "'",
-                      "use completed, failed, stopped or running");
+                      "use completed, failed, stopped, hung, interrupted or running");
   auto q = db_.prepare(
       "UPDATE runs SET status = ?, ended_unix_ms = ?, wall_s = ?, samples = ?, error = ? WHERE id = ?");
   if (!q.ok()) return q.error();
@@ -397,7 +448,7 @@ Status RunStore::finish_run(std::int64_t run_id, const std::string& status, doub
 namespace {
 constexpr std::string_view kRunColumns =
     "id, name, plan_json, status, started_unix_ms, ended_unix_ms, wall_s, samples, world_size, host, "
-    "version, error, train_s, train_samples";
+    "version, error, train_s, train_samples, owner_pid, heartbeat_unix_ms, resumed_from";
 
 RunRecord read_run(const Statement& q) {
   RunRecord r;
@@ -415,6 +466,9 @@ RunRecord read_run(const Statement& q) {
   r.error = q.column_text(11);
   r.train_s = q.column_double(12);
   r.train_samples = q.column_int64(13);
+  r.owner_pid = q.column_int64(14);
+  r.heartbeat_unix_ms = q.column_int64(15);
+  r.resumed_from = q.column_int64(16);
   return r;
 }
 
@@ -498,7 +552,10 @@ Expected<std::vector<RunRecord>> RunStore::list_runs() {
   auto q = db_.prepare("SELECT " + std::string(kRunColumns) +
                        " FROM runs ORDER BY started_unix_ms DESC, id DESC");
   if (!q.ok()) return q.error();
-  return collect_rows<RunRecord>(*q, read_run);
+  auto runs = collect_rows<RunRecord>(*q, read_run);
+  if (runs.ok())
+    for (RunRecord& r : *runs) interrupt_if_orphaned(r);
+  return runs;
 }
 
 Expected<RunRecord> RunStore::load_run(std::int64_t run_id) {
@@ -509,7 +566,9 @@ Expected<RunRecord> RunStore::load_run(std::int64_t run_id) {
   if (!row.ok()) return row.error();
   if (!*row) return unknown_run(run_id, db_.path());
   RunRecord r = read_run(*q);
-  r.log = q->column_text(14);
+  r.log = q->column_text(17);
+  q->reset();
+  interrupt_if_orphaned(r);
   return r;
 }
 
@@ -641,13 +700,68 @@ Expected<MetricBatch> RunStore::load_metrics_after(std::int64_t run_id, std::int
 
 Expected<RunState> RunStore::load_run_state(std::int64_t run_id, std::size_t log_from) {
   // The log as a blob so that substr counts bytes, matching std::string offsets.
-  auto q = db_.prepare("SELECT status, error, substr(CAST(log AS BLOB), ?2 + 1) FROM runs WHERE id = ?1");
+  auto q = db_.prepare(
+      "SELECT status, error, substr(CAST(log AS BLOB), ?2 + 1), host, owner_pid, heartbeat_unix_ms, "
+      "started_unix_ms FROM runs WHERE id = ?1");
   if (!q.ok()) return q.error();
   q->bind(1, run_id).bind(2, static_cast<std::int64_t>(log_from));
   auto row = q->step();
   if (!row.ok()) return row.error();
   if (!*row) return unknown_run(run_id, db_.path());
-  return RunState{q->column_text(0), q->column_text(1), q->column_text(2)};
+  RunState state{q->column_text(0), q->column_text(1), q->column_text(2)};
+  if (state.status != "running") return state;
+  // A follower polls this: it must see a run whose owner died end, as a list does.
+  RunRecord owner;
+  owner.id = run_id;
+  owner.status = state.status;
+  owner.host = q->column_text(3);
+  owner.owner_pid = q->column_int64(4);
+  owner.heartbeat_unix_ms = q->column_int64(5);
+  owner.started_unix_ms = q->column_int64(6);
+  q->reset();
+  interrupt_if_orphaned(owner);
+  state.status = owner.status;
+  state.error = owner.error;
+  return state;
+}
+
+Status RunStore::heartbeat(std::int64_t run_id) {
+  auto q = db_.prepare("UPDATE runs SET heartbeat_unix_ms = ? WHERE id = ? AND status = 'running'");
+  if (!q.ok()) return q.error();
+  q->bind(1, unix_ms_now()).bind(2, run_id);
+  return run_once(*q);
+}
+
+std::string orphan_reason(const RunRecord& run, bool owner_on_this_host, bool owner_alive, std::int64_t now_ms) {
+  if (run.status != "running") return {};
+  if (run.owner_pid <= 0) return "it was started by a Loom that did not record its owner, and is not running";
+  const std::string owner = "its owner (process " + std::to_string(run.owner_pid) + " on " + run.host + ")";
+  if (owner_on_this_host && !owner_alive) return owner + " ended without finishing it";
+  const std::int64_t silent_ms = now_ms - std::max(run.heartbeat_unix_ms, run.started_unix_ms);
+  if (silent_ms > kOwnerSilentMs) return owner + " has not reported for " + std::to_string(silent_ms / 1000) + " s";
+  return {};
+}
+
+// Marks `run` interrupted (in the store and in place) when its owner is gone. A failure
+// to write (a read-only file, a full disk) leaves it as it is: the next reader tries again.
+void RunStore::interrupt_if_orphaned(RunRecord& run) {
+  if (run.status != "running") return;
+  const bool here = run.host == this_host_name();
+  const std::string reason = orphan_reason(run, here, here && process_alive(run.owner_pid), unix_ms_now());
+  if (reason.empty()) return;
+  const std::int64_t last_seen = std::max(run.heartbeat_unix_ms, run.started_unix_ms);
+  const double wall_s = double(std::max<std::int64_t>(0, last_seen - run.started_unix_ms)) / 1000.0;
+  const std::string error = "interrupted: " + reason + "; what it recorded until then is kept";
+  auto q = db_.prepare(
+      "UPDATE runs SET status = 'interrupted', error = ?, ended_unix_ms = ?, wall_s = ? "
+      "WHERE id = ? AND status = 'running'");
+  if (!q.ok()) return;
+  q->bind(1, error).bind(2, last_seen).bind(3, wall_s).bind(4, run.id);
+  if (!run_once(*q).ok() || db_.changes() == 0) return;
+  run.status = "interrupted";
+  run.error = error;
+  run.ended_unix_ms = last_seen;
+  run.wall_s = wall_s;
 }
 
 }  // namespace loom::store

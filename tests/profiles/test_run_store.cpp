@@ -2,6 +2,9 @@
 // a user meets (not a database, unknown run, a file from a newer Loom), a file written by
 // a schema-v1 Loom that must open and migrate, and a second connection reading while the
 // first writes (WAL).
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <QtTest>
 
 #include <atomic>
@@ -80,7 +83,65 @@ class TestRunStore : public QObject {
   void concurrentOpensOfANewFile();
   void storeIsMovable();
   void incrementalReadsFollowAppends();
+  void orphanReasons();
+  void runOfADeadOwnerIsInterrupted();
 };
+
+// Which running runs a reader takes as orphaned (run_store.h orphan_reason).
+void TestRunStore::orphanReasons() {
+  using loom::store::orphan_reason;
+  const std::int64_t now = 1'800'000'000'000;
+  RunRecord run;
+  run.host = "node7";
+  run.owner_pid = 4242;
+  run.started_unix_ms = now - 100'000;
+  run.heartbeat_unix_ms = now - 1'000;
+  QCOMPARE(orphan_reason(run, true, true, now), std::string());    // alive, beating
+  QCOMPARE(orphan_reason(run, false, false, now), std::string());  // elsewhere, beating
+  QCOMPARE(orphan_reason(run, true, false, now),
+           std::string("its owner (process 4242 on node7) ended without finishing it"));
+  run.heartbeat_unix_ms = now - loom::store::kOwnerSilentMs - 1'000;
+  QCOMPARE(orphan_reason(run, false, false, now), std::string("its owner (process 4242 on node7) has not reported for 31 s"));
+  QVERIFY(!orphan_reason(run, true, true, now).empty());  // a reused pid does not beat
+  run.status = "completed";
+  QCOMPARE(orphan_reason(run, true, false, now), std::string());
+  run.status = "running";
+  run.owner_pid = 0;  // written before schema v4: nothing can still own it
+  run.heartbeat_unix_ms = now;
+  QVERIFY(!orphan_reason(run, true, true, now).empty());
+}
+
+// A run whose owner process has exited is interrupted by the next reader, whichever read
+// it is; one owned by a live process, and finished runs, are left alone.
+void TestRunStore::runOfADeadOwnerIsInterrupted() {
+  QTemporaryDir dir;
+  RunStore store = must(RunStore::open(dir.filePath("runs.db").toStdString()));
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  QVERIFY(child > 0);
+  ::waitpid(child, nullptr, 0);
+  RunRecord orphan;
+  orphan.host = loom::store::this_host_name();
+  orphan.owner_pid = child;
+  RunRecord mine = orphan;
+  mine.owner_pid = 0;  // create_run records this process
+  const std::int64_t orphan_id = must(store.create_run(orphan));
+  const std::int64_t mine_id = must(store.create_run(mine));
+  const std::int64_t done_id = must(store.create_run(orphan));
+  QVERIFY(store.append_log(orphan_id, "step 10\n").ok());
+  QVERIFY(store.finish_run(done_id, "completed", 2.0, 64, "").ok());
+  const auto state = must(store.load_run_state(orphan_id, 0));
+  QCOMPARE(state.status, std::string("interrupted"));
+  QVERIFY2(state.error.find("ended without finishing it") != std::string::npos, state.error.c_str());
+  QCOMPARE(state.log_tail, std::string("step 10\n"));  // what it recorded is kept
+  QCOMPARE(must(store.load_run(orphan_id)).status, std::string("interrupted"));
+  for (const RunRecord& r : must(store.list_runs())) {
+    if (r.id == mine_id) QCOMPARE(r.status, std::string("running"));
+    if (r.id == done_id) QCOMPARE(r.status, std::string("completed"));
+  }
+  QVERIFY(store.heartbeat(mine_id).ok());
+  QCOMPARE(must(store.load_run(mine_id)).owner_pid, std::int64_t(::getpid()));
+}
 
 void TestRunStore::roundTripThroughReopen() {
   QTemporaryDir dir;

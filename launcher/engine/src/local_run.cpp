@@ -3,6 +3,8 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <functional>
+#include <new>
 #include <string_view>
 #include <thread>
 
@@ -13,6 +15,7 @@
 #include "loom/profiles/analysis.h"
 #include "loom/profiles/machine.h"
 #include "loom/profiles/recorder.h"
+#include "loom/profiles/run_heartbeat.h"
 
 namespace loom::engine {
 namespace {
@@ -54,6 +57,19 @@ trace::Recorder* training_recorder(trace::Recorder& recorder) {
   return trace && std::string_view(trace) == "off" ? nullptr : &recorder;
 }
 
+// An exception escaping training (std::bad_alloc from a plan too large for this machine, a
+// bug) must end the run as failed with its message, not leave it "running".
+static Status catching_exceptions(const std::function<Status()>& body) {
+  try {
+    return body();
+  } catch (const std::bad_alloc&) {
+    return make_error(ErrorCode::Internal, "out of memory while training",
+                      "make the model or the batch smaller; loom-cli validate estimates the memory a plan needs");
+  } catch (const std::exception& e) {
+    return make_error(ErrorCode::Internal, std::string("training stopped by an exception: ") + e.what());
+  }
+}
+
 int apply_thread_count(const Plan& plan, int ranks_on_host) {
   int threads = plan.training.threads;
   if (threads <= 0) {
@@ -67,6 +83,7 @@ int apply_thread_count(const Plan& plan, int ranks_on_host) {
 Expected<LocalRunOutcome> run_and_record(const Plan& plan, store::RunStore& store, const LocalRunOptions& options) {
   auto run_id = store.create_run(store::new_run_record(plan, loom_version()));
   if (!run_id.ok()) return run_id.error();
+  const store::RunHeartbeat heartbeat(store.path(), *run_id);
   LocalRunOutcome outcome;
   outcome.run_id = *run_id;
   const std::int64_t job_start = trace::now_ns();  // the whole job: loading data included
@@ -76,7 +93,9 @@ Expected<LocalRunOutcome> run_and_record(const Plan& plan, store::RunStore& stor
   const std::int64_t load_end = trace::now_ns();
   if (data.ok()) {
     apply_thread_count(plan, 1);
-    status = train_recorded(plan, *data, store, outcome.run_id, options, {load_start, load_end}, outcome);
+    status = catching_exceptions([&] {
+      return train_recorded(plan, *data, store, outcome.run_id, options, {load_start, load_end}, outcome);
+    });
   } else {
     status = data.error();
   }

@@ -3,8 +3,9 @@
 
 namespace loom::engine {
 
-RunWriter::RunWriter(store::RunSink& sink, int rank, trace::Recorder& recorder, std::chrono::milliseconds period)
-    : sink_(sink), rank_(rank), recorder_(recorder), period_(period) {
+RunWriter::RunWriter(store::RunSink& sink, int rank, trace::Recorder& recorder, std::chrono::milliseconds period,
+                     std::function<void(const Status&)> on_first_error)
+    : sink_(sink), rank_(rank), recorder_(recorder), period_(period), on_first_error_(std::move(on_first_error)) {
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -45,7 +46,9 @@ void RunWriter::loop() {
 }
 
 void RunWriter::note(const Status& s) {
-  if (!s.ok() && first_error_.ok()) first_error_ = s;
+  if (s.ok() || !first_error_.ok()) return;
+  first_error_ = s;
+  if (on_first_error_) on_first_error_(s);
 }
 
 void RunWriter::flush() {

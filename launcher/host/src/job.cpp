@@ -2,6 +2,7 @@
 #include "loom/host/job.h"
 
 #include <signal.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <QFileInfo>
@@ -14,6 +15,7 @@
 #include "loom/host/launch_command.h"
 #include "loom/host/oversubscription.h"
 #include "loom/profiles/analysis.h"
+#include "loom/profiles/run_heartbeat.h"
 #include "loom/profiles/run_store.h"
 #include "loom/stream/frame.h"
 #include "loom/stream/server.h"
@@ -174,7 +176,15 @@ Status start_process(Job& job, const LaunchCommand& command) {
   job.process.setArguments(args);
   // Its own process group: a Ctrl-C at the terminal reaches only the supervisor, which
   // then stops the job in order (SIGTERM, grace, SIGKILL) instead of mpirun aborting it.
-  job.process.setChildProcessModifier([] { ::setpgid(0, 0); });
+  // And a parent-death signal: when the supervisor dies (killed, crashed), mpirun gets
+  // SIGTERM and takes its ranks down with it, instead of training on unwatched. The
+  // signal follows the thread that started mpirun, which is the one supervising it.
+  const pid_t supervisor = ::getpid();
+  job.process.setChildProcessModifier([supervisor] {
+    ::setpgid(0, 0);
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (::getppid() != supervisor) ::_exit(127);  // the supervisor died before prctl
+  });
   job.process.start();
   if (job.process.waitForStarted(10000)) return {};
   return make_error(ErrorCode::Io, "cannot start " + command.program + ": " + job.process.errorString().toStdString(),
@@ -250,6 +260,7 @@ Expected<JobOutcome> run_job(const Plan& plan, const std::string& db_path, const
   auto run_id = store->create_run(store::new_run_record(plan, LOOM_VERSION));
   if (!run_id.ok()) return run_id.error();
   if (options.on_run_created) options.on_run_created(*run_id);
+  const store::RunHeartbeat heartbeat(db_path, *run_id);
   auto feeder_store = store::RunStore::open(db_path);
   if (!feeder_store.ok()) return feeder_store.error();
   StoreFeeder feeder(std::move(*feeder_store), *run_id, world_size(plan), host);

@@ -12,6 +12,11 @@ namespace {
 
 QString qs(const std::string& text) { return QString::fromStdString(text); }
 
+// Runs that ended without finishing as asked: shown in red, with their error.
+bool ended_badly(const std::string& status) {
+  return status == "failed" || status == "hung" || status == "interrupted";
+}
+
 }  // namespace
 
 RunListModel::RunListModel(QObject* parent) : QAbstractTableModel(parent) {}
@@ -53,11 +58,11 @@ QVariant RunListModel::data(const QModelIndex& index, int role) const {
     case Qt::DisplayRole: return displayData(r, index.column());
     case SortRole: return sortData(r, index.column());
     case RunIdRole: return static_cast<qlonglong>(r.id);
-    case HasErrorRole: return r.status == "failed";
+    case HasErrorRole: return ended_badly(r.status);
     case Qt::ToolTipRole:
       if (!r.error.empty()) return qs(r.error);
       return QStringLiteral("%1 on %2, Loom %3").arg(qs(r.name), qs(r.host), qs(r.version));
-    case Qt::ForegroundRole: return r.status == "failed" ? QVariant(QColor(Qt::red)) : QVariant();
+    case Qt::ForegroundRole: return ended_badly(r.status) ? QVariant(QColor(Qt::red)) : QVariant();
     case Qt::TextAlignmentRole:
       if (index.column() == Id || index.column() >= Ranks) return QVariant(Qt::AlignRight | Qt::AlignVCenter);
       return {};

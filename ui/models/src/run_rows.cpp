@@ -36,6 +36,8 @@ std::string run_status_label(std::string_view status) {
   if (status == "completed") return "Completed";
   if (status == "failed") return "Failed";
   if (status == "stopped") return "Stopped";
+  if (status == "hung") return "Hung";
+  if (status == "interrupted") return "Interrupted";
   return std::string(status);
 }
 

@@ -19,7 +19,9 @@ namespace loom::store {
 
 struct RunRecord {
   std::int64_t id = 0;
-  std::string name, plan_json, status = "running";  // running|completed|failed|stopped
+  // running|completed|failed|stopped, hung (the host's watchdog ended it: a rank made no
+  // progress) or interrupted (its owner died before finishing it; interrupted_runs).
+  std::string name, plan_json, status = "running";
   std::int64_t started_unix_ms = 0, ended_unix_ms = 0;
   double wall_s = 0;
   std::int64_t samples = 0;
@@ -28,6 +30,9 @@ struct RunRecord {
   // Schema v3: steady training time and samples (analysis.h Throughput); 0 = not computed.
   double train_s = 0;
   std::int64_t train_samples = 0;
+  // Schema v4. The process that runs it (on `host`; 0 = create_run's caller) and when it
+  // last said it was alive (RunStore::heartbeat); the run a resumed run continues (0: none).
+  std::int64_t owner_pid = 0, heartbeat_unix_ms = 0, resumed_from = 0;
   // The figure every list shows: steady when known, else the whole job's.
   double samples_per_s() const {
     if (train_s > 0 && train_samples > 0) return static_cast<double>(train_samples) / train_s;
@@ -104,8 +109,19 @@ struct RunState {
   std::string log_tail;
 };
 
+// A running run's owner updates its heartbeat this often (RunHeartbeat); a reader takes an
+// owner silent for kOwnerSilentMs as gone, even when its process id is alive (reused, or
+// on another host).
+inline constexpr std::int64_t kHeartbeatPeriodMs = 2000;
+inline constexpr std::int64_t kOwnerSilentMs = 30000;
+
+// Why a running run's owner is gone, "" while it may still be running (or the run is not
+// running): no owner recorded (a run from before schema v4), its process ended (on this
+// host), or no heartbeat for kOwnerSilentMs. Pure, for tests; readers apply it.
+std::string orphan_reason(const RunRecord& run, bool owner_on_this_host, bool owner_alive, std::int64_t now_ms);
+
 // The schema version this build writes and the newest it can read.
-inline constexpr int kSchemaVersion = 3;
+inline constexpr int kSchemaVersion = 4;
 
 // One connection to a run database. Movable, not copyable; use one RunStore per thread
 // (open another on the same file for a second thread or process).
@@ -135,6 +151,11 @@ class RunStore {
   Status finish_run(std::int64_t run_id, const std::string& status, double wall_s,
                     std::int64_t samples, const std::string& error);
 
+  // The owner of a running run says it is alive (every kHeartbeatPeriodMs; RunHeartbeat).
+  Status heartbeat(std::int64_t run_id);
+
+  // Readers (list_runs, load_run, load_run_state) mark a running run whose owner is gone
+  // (orphan_reason) as interrupted, with the reason as its error, before returning it.
   // Newest first. plan_json is included; log is left empty (it can be large: load_run).
   Expected<std::vector<RunRecord>> list_runs();
   Expected<RunRecord> load_run(std::int64_t run_id);  // NotFound for an unknown id
@@ -165,6 +186,7 @@ class RunStore {
   Status configure();
   Status migrate();
   Status require_run(std::int64_t run_id);
+  void interrupt_if_orphaned(RunRecord& run);
   Status insert_event_rows(std::int64_t run_id, int rank, const trace::Event* events, std::size_t count);
 
   Database db_;  // declared first: destroyed last, after the statements below

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -20,8 +21,12 @@ namespace loom::engine {
 
 class RunWriter {
  public:
+  // `on_first_error` runs once, on the writer's thread, when the sink first refuses a
+  // write: a rank whose host is gone (its stream closed) stops instead of training on
+  // unobserved.
   RunWriter(store::RunSink& sink, int rank, trace::Recorder& recorder,
-            std::chrono::milliseconds period = std::chrono::milliseconds(100));
+            std::chrono::milliseconds period = std::chrono::milliseconds(100),
+            std::function<void(const Status&)> on_first_error = {});
   ~RunWriter();
   RunWriter(const RunWriter&) = delete;
   RunWriter& operator=(const RunWriter&) = delete;
@@ -41,6 +46,7 @@ class RunWriter {
   int rank_;
   trace::Recorder& recorder_;
   std::chrono::milliseconds period_;
+  std::function<void(const Status&)> on_first_error_;
   std::mutex mutex_;  // guards the pending_ vectors and the wake-up condition; not the hot path
   std::condition_variable wake_;
   std::vector<store::MetricRecord> pending_metrics_;

@@ -1,0 +1,151 @@
+// loom-cli when things around a run go wrong, with real mpirun jobs: the host side
+// (loom-cli) killed outright mid-run must leave no rank or mpirun behind, and the run must
+// read as interrupted, with what it recorded kept, instead of "running" forever.
+#include <signal.h>
+#include <sys/types.h>
+
+#include <QDir>
+#include <QElapsedTimer>
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <set>
+
+#include "cli_runner.h"
+
+namespace {
+
+using loom::test::Result;
+using loom::test::run_cli;
+
+// Two data-parallel ranks on Fashion-MNIST, long enough to be killed mid-training.
+QByteArray long_plan() {
+  return R"({
+    "format": "loom-plan/1", "name": "cli-reliability",
+    "model": {"input": [1, 28, 28], "layers": [{"type": "flatten"}, {"type": "linear", "out": 64},
+              {"type": "relu"}, {"type": "linear", "out": 10}]},
+    "data": {"source": "fashion-mnist", "path": "/usr/share/datasets/fashion-mnist", "train_limit": 6400, "test_limit": 500},
+    "training": {"batch": 64, "steps": 1000000, "threads": 1, "optimizer": {"type": "sgd", "lr": 0.05}},
+    "parallel": {"devices": [{"kind": "cpu", "host": "localhost"}, {"kind": "cpu", "host": "localhost"}],
+                 "data_parallel": 2}
+  })";
+}
+
+// A process's parent and state from /proc/PID/stat; false when it is gone.
+bool read_stat(qint64 pid, qint64& parent, char& state) {
+  QFile f(QStringLiteral("/proc/%1/stat").arg(pid));
+  if (!f.open(QIODevice::ReadOnly)) return false;
+  const QByteArray text = f.readAll();
+  const int close = text.lastIndexOf(')');  // the name may hold spaces and parentheses
+  if (close < 0) return false;
+  const QList<QByteArray> fields = text.mid(close + 2).split(' ');
+  if (fields.size() < 2) return false;
+  state = fields[0].isEmpty() ? '?' : fields[0][0];
+  parent = fields[1].toLongLong();
+  return true;
+}
+
+// Every live (not zombie) process below `root`, root excluded.
+std::set<qint64> descendants(qint64 root) {
+  std::map<qint64, qint64> parent_of;
+  for (const QString& name : QDir("/proc").entryList(QDir::Dirs)) {
+    bool number = false;
+    const qint64 pid = name.toLongLong(&number);
+    qint64 parent = 0;
+    char state = '?';
+    if (number && read_stat(pid, parent, state) && state != 'Z') parent_of[pid] = parent;
+  }
+  std::set<qint64> found{root};
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (const auto& [pid, parent] : parent_of)
+      if (found.count(parent) && found.insert(pid).second) grew = true;
+  }
+  found.erase(root);
+  return found;
+}
+
+bool alive(qint64 pid) {
+  qint64 parent = 0;
+  char state = '?';
+  return read_stat(pid, parent, state) && state != 'Z';
+}
+
+QString command_of(qint64 pid) {
+  QFile f(QStringLiteral("/proc/%1/cmdline").arg(pid));
+  return f.open(QIODevice::ReadOnly) ? QString::fromUtf8(f.readAll().replace('\0', ' ')) : QString();
+}
+
+}  // namespace
+
+class CliReliabilityTest : public QObject {
+  Q_OBJECT
+  QTemporaryDir dir_;
+  QString db() const { return dir_.filePath("runs.db"); }
+
+  QJsonObject only_run() {
+    const Result runs = run_cli({"runs", "--db", db(), "--json"});
+    const QJsonArray list = QJsonDocument::fromJson(runs.out.toUtf8()).array();
+    return list.isEmpty() ? QJsonObject() : list.first().toObject();
+  }
+
+  // Events stored for the run, over its ranks (`show --json`).
+  qint64 events_stored(qint64 run_id) {
+    const Result shown = run_cli({"show", QString::number(run_id), "--db", db(), "--json"});
+    qint64 total = 0;
+    for (const auto& v : loom::test::last_json_line(shown.out)["ranks"].toArray())
+      total += v.toObject()["events_stored"].toInteger();
+    return total;
+  }
+
+ private slots:
+  // SIGKILL to loom-cli while its two ranks train: mpirun gets its parent-death signal and
+  // takes the ranks down; nothing of the job may be alive 10 s later. The next reader of
+  // the store finds the owner gone and marks the run interrupted, its events kept.
+  void killedHostLeavesNoOrphansAndRunIsInterrupted() {
+    QFile plan(dir_.filePath("long.json"));
+    QVERIFY(plan.open(QIODevice::WriteOnly));
+    plan.write(long_plan());
+    plan.close();
+    QProcess cli;
+    cli.start(LOOM_CLI, {"run", plan.fileName(), "--db", db()});
+    QVERIFY(cli.waitForStarted());
+    // Wait until both ranks train (the run has stored events), and note the whole job.
+    std::set<qint64> job;
+    QElapsedTimer waited;
+    waited.start();
+    int ranks = 0;
+    while (waited.elapsed() < 60000) {
+      QTest::qWait(500);
+      job = descendants(cli.processId());
+      ranks = 0;
+      for (qint64 pid : job) ranks += command_of(pid).section(' ', 0, 0).endsWith("loom-rank") ? 1 : 0;
+      if (ranks == 2 && !only_run().isEmpty() && events_stored(only_run()["id"].toInteger()) > 0) break;
+    }
+    QCOMPARE(ranks, 2);
+    QCOMPARE(only_run()["status"].toString(), QString("running"));  // the owner is alive
+    ::kill(pid_t(cli.processId()), SIGKILL);
+    QVERIFY(cli.waitForFinished(5000));
+    waited.restart();
+    std::set<qint64> left = job;
+    while (!left.empty() && waited.elapsed() < 10000) {
+      QTest::qWait(200);
+      for (auto it = left.begin(); it != left.end();) it = alive(*it) ? std::next(it) : left.erase(it);
+    }
+    QString survivors;
+    for (qint64 pid : left) survivors += QString::number(pid) + ": " + command_of(pid) + "\n";
+    QVERIFY2(left.empty(), qPrintable("alive 10 s after the host died:\n" + survivors));
+    const QJsonObject run = only_run();
+    QCOMPARE(run["status"].toString(), QString("interrupted"));
+    QVERIFY2(run["error"].toString().contains("ended without finishing it"), qPrintable(run["error"].toString()));
+    QVERIFY(events_stored(run["id"].toInteger()) > 0);
+  }
+};
+
+QTEST_GUILESS_MAIN(CliReliabilityTest)
+#include "test_cli_reliability.moc"
