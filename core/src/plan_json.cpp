@@ -107,6 +107,7 @@ Json training_to_json(const TrainingSpec& training) {
   j["seed"] = training.seed;
   j["eval_every"] = training.eval_every;
   j["threads"] = training.threads;
+  j["hang_timeout_s"] = training.hang_timeout_s;
   j["optimizer"] = std::move(optimizer);
   return j;
 }

@@ -46,6 +46,7 @@ void check_training(const TrainingSpec& t, Checker& check) {
   check.non_negative("/training/steps", t.steps);
   check.non_negative("/training/eval_every", t.eval_every);
   check.non_negative("/training/threads", static_cast<std::int64_t>(t.threads));
+  check.non_negative("/training/hang_timeout_s", t.hang_timeout_s);
   const OptimizerSpec& o = t.optimizer;
   check.positive("/training/optimizer/lr", o.lr);
   check.unit_interval("/training/optimizer/momentum", o.momentum);

@@ -1,6 +1,7 @@
 // loom-cli when things around a run go wrong, with real mpirun jobs: the host side
 // (loom-cli) killed outright mid-run must leave no rank or mpirun behind, and the run must
-// read as interrupted, with what it recorded kept, instead of "running" forever.
+// read as interrupted, with what it recorded kept, instead of "running" forever; a rank
+// stopped mid-run must get the run stored as hung and the job torn down.
 #include <signal.h>
 #include <sys/types.h>
 
@@ -23,17 +24,19 @@ namespace {
 using loom::test::Result;
 using loom::test::run_cli;
 
-// Two data-parallel ranks on Fashion-MNIST, long enough to be killed mid-training.
-QByteArray long_plan() {
-  return R"({
+// Two data-parallel ranks on Fashion-MNIST, long enough to be killed mid-training;
+// `hang_timeout_s` 0 is the automatic limit.
+QByteArray long_plan(double hang_timeout_s = 0) {
+  return QString(R"({
     "format": "loom-plan/1", "name": "cli-reliability",
     "model": {"input": [1, 28, 28], "layers": [{"type": "flatten"}, {"type": "linear", "out": 64},
               {"type": "relu"}, {"type": "linear", "out": 10}]},
     "data": {"source": "fashion-mnist", "path": "/usr/share/datasets/fashion-mnist", "train_limit": 6400, "test_limit": 500},
-    "training": {"batch": 64, "steps": 1000000, "threads": 1, "optimizer": {"type": "sgd", "lr": 0.05}},
+    "training": {"batch": 64, "steps": 1000000, "threads": 1, "hang_timeout_s": %1,
+                 "optimizer": {"type": "sgd", "lr": 0.05}},
     "parallel": {"devices": [{"kind": "cpu", "host": "localhost"}, {"kind": "cpu", "host": "localhost"}],
                  "data_parallel": 2}
-  })";
+  })").arg(hang_timeout_s).toUtf8();
 }
 
 // A process's parent and state from /proc/PID/stat; false when it is gone.
@@ -86,7 +89,8 @@ QString command_of(qint64 pid) {
 class CliReliabilityTest : public QObject {
   Q_OBJECT
   QTemporaryDir dir_;
-  QString db() const { return dir_.filePath("runs.db"); }
+  QString db_name_;  // one store per test: "the newest run" is then the test's own
+  QString db() const { return dir_.filePath(db_name_); }
 
   QJsonObject only_run() {
     const Result runs = run_cli({"runs", "--db", db(), "--json"});
@@ -103,47 +107,90 @@ class CliReliabilityTest : public QObject {
     return total;
   }
 
- private slots:
-  // SIGKILL to loom-cli while its two ranks train: mpirun gets its parent-death signal and
-  // takes the ranks down; nothing of the job may be alive 10 s later. The next reader of
-  // the store finds the owner gone and marks the run interrupted, its events kept.
-  void killedHostLeavesNoOrphansAndRunIsInterrupted() {
+  // Starts `loom-cli run` on a long plan and waits until both ranks train (the run has
+  // stored events); returns the job's processes below loom-cli (mpirun and the ranks).
+  std::set<qint64> start_training(QProcess& cli, double hang_timeout_s) {
     QFile plan(dir_.filePath("long.json"));
-    QVERIFY(plan.open(QIODevice::WriteOnly));
-    plan.write(long_plan());
+    if (!plan.open(QIODevice::WriteOnly)) return {};
+    plan.write(long_plan(hang_timeout_s));
     plan.close();
-    QProcess cli;
     cli.start(LOOM_CLI, {"run", plan.fileName(), "--db", db()});
-    QVERIFY(cli.waitForStarted());
-    // Wait until both ranks train (the run has stored events), and note the whole job.
-    std::set<qint64> job;
+    if (!cli.waitForStarted()) return {};
     QElapsedTimer waited;
     waited.start();
-    int ranks = 0;
     while (waited.elapsed() < 60000) {
       QTest::qWait(500);
-      job = descendants(cli.processId());
-      ranks = 0;
-      for (qint64 pid : job) ranks += command_of(pid).section(' ', 0, 0).endsWith("loom-rank") ? 1 : 0;
-      if (ranks == 2 && !only_run().isEmpty() && events_stored(only_run()["id"].toInteger()) > 0) break;
+      const std::set<qint64> job = descendants(cli.processId());
+      if (rank_pids(job).size() == 2 && !only_run().isEmpty() && events_stored(only_run()["id"].toInteger()) > 0)
+        return job;
     }
-    QCOMPARE(ranks, 2);
-    QCOMPARE(only_run()["status"].toString(), QString("running"));  // the owner is alive
-    ::kill(pid_t(cli.processId()), SIGKILL);
-    QVERIFY(cli.waitForFinished(5000));
-    waited.restart();
-    std::set<qint64> left = job;
+    return {};
+  }
+
+  static std::vector<qint64> rank_pids(const std::set<qint64>& job) {
+    std::vector<qint64> ranks;
+    for (qint64 pid : job)
+      if (command_of(pid).section(' ', 0, 0).endsWith("loom-rank")) ranks.push_back(pid);
+    return ranks;
+  }
+
+  // Fails with the survivors' command lines unless every process of `job` ends within 10 s.
+  static void expect_gone_within_10s(std::set<qint64> left) {
+    QElapsedTimer waited;
+    waited.start();
     while (!left.empty() && waited.elapsed() < 10000) {
       QTest::qWait(200);
       for (auto it = left.begin(); it != left.end();) it = alive(*it) ? std::next(it) : left.erase(it);
     }
     QString survivors;
-    for (qint64 pid : left) survivors += QString::number(pid) + ": " + command_of(pid) + "\n";
-    QVERIFY2(left.empty(), qPrintable("alive 10 s after the host died:\n" + survivors));
+    for (qint64 pid : left) {
+      survivors += QString::number(pid) + ": " + command_of(pid) + "\n";
+      ::kill(pid_t(pid), SIGKILL);  // leave nothing behind for the next test
+    }
+    QVERIFY2(left.empty(), qPrintable("alive 10 s after:\n" + survivors));
+  }
+
+ private slots:
+  // SIGKILL to loom-cli while its two ranks train: mpirun gets its parent-death signal and
+  // takes the ranks down; nothing of the job may be alive 10 s later. The next reader of
+  // the store finds the owner gone and marks the run interrupted, its events kept.
+  void killedHostLeavesNoOrphansAndRunIsInterrupted() {
+    db_name_ = "killed-host.db";
+    QProcess cli;
+    const std::set<qint64> job = start_training(cli, 0);
+    QCOMPARE(rank_pids(job).size(), std::size_t(2));
+    QCOMPARE(only_run()["status"].toString(), QString("running"));  // the owner is alive
+    ::kill(pid_t(cli.processId()), SIGKILL);
+    QVERIFY(cli.waitForFinished(5000));
+    expect_gone_within_10s(job);
     const QJsonObject run = only_run();
     QCOMPARE(run["status"].toString(), QString("interrupted"));
     QVERIFY2(run["error"].toString().contains("ended without finishing it"), qPrintable(run["error"].toString()));
     QVERIFY(events_stored(run["id"].toInteger()) > 0);
+  }
+
+  // SIGSTOP to one rank: its peer blocks in the all-reduce, nothing new arrives, and
+  // within the plan's 3 s limit (plus a tick) the host stores the run as hung, naming the
+  // stopped rank, and ends the job: loom-cli exits 1 and no process of it is left.
+  void stoppedRankIsHungAndTornDown() {
+    db_name_ = "stopped-rank.db";
+    QProcess cli;
+    const std::set<qint64> job = start_training(cli, 3);
+    const std::vector<qint64> ranks = rank_pids(job);
+    QCOMPARE(ranks.size(), std::size_t(2));
+    ::kill(pid_t(ranks[1]), SIGSTOP);
+    QElapsedTimer detected;
+    detected.start();
+    QVERIFY(cli.waitForFinished(30000));
+    const double seconds = detected.elapsed() / 1000.0;
+    QVERIFY2(seconds < 10, qPrintable(QString("loom-cli ended %1 s after the SIGSTOP").arg(seconds)));
+    QCOMPARE(cli.exitCode(), 1);
+    expect_gone_within_10s(job);
+    const QJsonObject run = only_run();
+    QCOMPARE(run["status"].toString(), QString("hung"));
+    const QString error = run["error"].toString();
+    QVERIFY2(error.contains("its process is stopped") && error.contains("its last span:"), qPrintable(error));
+    QVERIFY2(QString::fromUtf8(cli.readAllStandardError()).contains("hung"), "loom-cli says the run hung");
   }
 };
 

@@ -10,11 +10,14 @@
 #include <QTemporaryDir>
 #include <chrono>
 #include <fstream>
+#include <iterator>
 #include <thread>
 
+#include "loom/host/hang_watch.h"
 #include "loom/host/launch_command.h"
 #include "loom/host/oversubscription.h"
 #include "loom/profiles/analysis.h"
+#include "loom/profiles/recorder.h"
 #include "loom/profiles/run_heartbeat.h"
 #include "loom/profiles/run_store.h"
 #include "loom/stream/frame.h"
@@ -47,6 +50,7 @@ struct Job {
   std::string output_tail;   // the last lines of mpirun's output, for the error message
   std::string pending_log;   // output not yet appended to the run log
   bool stopping = false, terminated = false, marked_failed = false;
+  std::string hang;  // why the watchdog ended the run; empty while it has not
   Clock::time_point stop_sent{};
 };
 
@@ -104,6 +108,58 @@ void watch_for_failure(Job& job) {
   request_stop(job);
 }
 
+// Where a rank's process runs on this machine: its state letter from /proc ('T' stopped,
+// 'Z' ended), '\0' when it is gone or not ours to see. A pid reused by another program
+// is not taken for the rank.
+char local_rank_state(int pid) {
+  if (pid <= 0) return '\0';
+  std::ifstream cmdline("/proc/" + std::to_string(pid) + "/cmdline");
+  std::string argv0;
+  std::getline(cmdline, argv0, '\0');
+  if (argv0.find("loom-rank") == std::string::npos) return '\0';
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  const std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const auto close = text.rfind(')');
+  return close != std::string::npos && close + 2 < text.size() ? text[close + 2] : '\0';
+}
+
+// Kills the ranks of this machine that are still there. The last step of every exit
+// path: mpirun, SIGTERMed or SIGKILLed, does not always take a stopped rank with it.
+void kill_local_ranks(Job& job) {
+  for (const RankOutcome& r : job.feeder.outcomes()) {
+    const char state = r.same_host ? local_rank_state(r.pid) : '\0';
+    if (state == '\0' || state == 'Z') continue;
+    ::kill(pid_t(r.pid), SIGKILL);  // works on a stopped process too
+  }
+}
+
+// The watchdog (hang_watch.h): a rank silent past its limit gets the run stored as hung,
+// naming it and its last span, and the job ended at once: a graceful stop needs every
+// rank to agree on a last step, which a hung rank never does.
+void watch_for_hang(Job& job) {
+  if (!job.hang.empty() || job.marked_failed || job.stopping) return;
+  std::vector<RankActivity> ranks = job.feeder.activity();
+  const std::vector<RankOutcome> outcomes = job.feeder.outcomes();
+  for (RankActivity& a : ranks) {
+    const RankOutcome& o = outcomes[std::size_t(a.rank)];
+    const char state = o.same_host ? local_rank_state(o.pid) : '\0';
+    a.process_stopped = state == 'T' || state == 't';
+  }
+  HangLimits limits;
+  limits.fixed_s = job.plan.training.hang_timeout_s;
+  const auto stall = find_stall(ranks, trace::now_ns(), limits, job.feeder.median_step_s());
+  if (!stall) return;
+  job.hang = describe_stall(*stall);
+  flush_log(job);
+  (void)job.store.append_log(job.run_id, "hung: " + job.hang + "; ending the job\n");
+  const JobProgress p = job.feeder.progress();
+  (void)job.store.finish_run(job.run_id, "hung", elapsed_s(job), p.step * job.plan.training.batch, job.hang);
+  job.stopping = job.terminated = true;
+  job.stop_sent = Clock::now();
+  kill_local_ranks(job);
+  job.process.terminate();
+}
+
 void supervise(Job& job) {
   auto last_log = Clock::now();
   while (job.process.state() != QProcess::NotRunning) {
@@ -111,6 +167,7 @@ void supervise(Job& job) {
     forward_output(job);
     if (job.options.stop && job.options.stop->load()) request_stop(job);
     watch_for_failure(job);
+    watch_for_hang(job);
     if (job.stopping) escalate_stop(job);
     if (Clock::now() - last_log > std::chrono::milliseconds(200)) {
       flush_log(job);
@@ -140,7 +197,10 @@ JobOutcome decide(Job& job) {
   const std::string failure = job.feeder.first_failure();
   bool all_done = true;
   for (const RankOutcome& r : job.feeder.outcomes()) all_done = all_done && r.done;
-  if (!failure.empty()) {
+  if (!job.hang.empty()) {
+    out.status = "hung";
+    out.error = job.hang;
+  } else if (!failure.empty()) {
     out.status = "failed";
     out.error = failure;
   } else if (job.stopping) {
@@ -237,6 +297,7 @@ Status launch_and_supervise(Job& job, const QTemporaryDir& dir, JobOutcome& outc
   (void)job.store.append_log(job.run_id, "launch: " + outcome.command + "\n");
   LOOM_TRY(start_process(job, command));
   supervise(job);
+  kill_local_ranks(job);
   drain_stream(job);
   (*server)->stop();
   job.feeder.write_latency_metrics();

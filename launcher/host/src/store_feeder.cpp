@@ -12,9 +12,31 @@ StoreFeeder::StoreFeeder(store::RunStore store, std::int64_t run_id, int world_s
       run_id_(run_id),
       this_host_(std::move(this_host)),
       ranks_(std::size_t(world_size)),
-      records_(std::size_t(world_size)) {
-  for (int r = 0; r < world_size; ++r) records_[std::size_t(r)].rank = r;
+      records_(std::size_t(world_size)),
+      activity_(std::size_t(world_size)) {
+  for (int r = 0; r < world_size; ++r) {
+    records_[std::size_t(r)].rank = r;
+    activity_[std::size_t(r)].rank = r;
+  }
 }
+
+namespace {
+constexpr std::size_t kRecentSteps = 256;
+
+// What a batch of a rank's events says about its progress (called under the lock).
+void note_progress(RankActivity& a, const std::vector<trace::Event>& events, std::deque<double>& recent_steps_s) {
+  if (events.empty()) return;
+  a.last_progress_ns = trace::now_ns();
+  for (const trace::Event& e : events) {
+    if (!a.has_last_span || e.end_ns >= a.last_span.end_ns) a.last_span = e;
+    a.has_last_span = true;
+    if (e.kind != trace::EventKind::Step) continue;
+    a.training = true;
+    recent_steps_s.push_back(double(e.end_ns - e.start_ns) * 1e-9);
+    if (recent_steps_s.size() > kRecentSteps) recent_steps_s.pop_front();
+  }
+}
+}  // namespace
 
 void StoreFeeder::note_store_error(const Status& s) {
   if (s.ok()) return;
@@ -31,6 +53,9 @@ void StoreFeeder::on_hello(const stream::Hello& hello) {
     RankOutcome& r = ranks_[std::size_t(hello.rank)];
     r.connected = true;
     r.same_host = hello.host == this_host_;
+    r.pid = hello.pid;
+    activity_[std::size_t(hello.rank)].connected = true;
+    activity_[std::size_t(hello.rank)].last_progress_ns = trace::now_ns();
     ++progress_.ranks_connected;
     record = records_[std::size_t(hello.rank)];
     record.host = hello.host;
@@ -51,6 +76,7 @@ void StoreFeeder::on_events(int rank, std::vector<trace::Event>&& events) {
   // Recorded (the event's end on the rank's clock) to stored (now, after the commit).
   const double latency_ms = double(trace::now_ns() - newest) * 1e-6;
   std::lock_guard lock(mutex_);
+  note_progress(activity_[std::size_t(rank)], events, recent_steps_s_);
   RankOutcome& r = ranks_[std::size_t(rank)];
   if (s.ok()) r.events_stored += std::int64_t(events.size());
   if (r.same_host && !events.empty()) {
@@ -107,6 +133,7 @@ void StoreFeeder::on_done(int rank, const stream::Done& done) {
     std::lock_guard lock(mutex_);
     RankOutcome& r = ranks_[std::size_t(rank)];
     r.done = true;
+    activity_[std::size_t(rank)].finished = true;
     r.status = done.status;
     r.error = done.error;
     r.events_recorded = done.events_recorded;
@@ -125,6 +152,7 @@ void StoreFeeder::on_lost(int rank, const std::string& reason) {
     std::lock_guard lock(mutex_);
     RankOutcome& r = ranks_[std::size_t(rank)];
     r.lost = true;
+    activity_[std::size_t(rank)].finished = true;
     r.error = reason;
     if (first_failure_.empty()) first_failure_ = "rank " + std::to_string(rank) + " died: " + reason;
   }
@@ -148,6 +176,23 @@ std::vector<RankOutcome> StoreFeeder::outcomes() const {
 std::string StoreFeeder::first_failure() const {
   std::lock_guard lock(mutex_);
   return first_failure_;
+}
+
+std::vector<RankActivity> StoreFeeder::activity() const {
+  std::lock_guard lock(mutex_);
+  return activity_;
+}
+
+double StoreFeeder::median_step_s() const {
+  std::vector<double> steps;
+  {
+    std::lock_guard lock(mutex_);
+    steps.assign(recent_steps_s_.begin(), recent_steps_s_.end());
+  }
+  if (steps.empty()) return std::numeric_limits<double>::quiet_NaN();
+  auto middle = steps.begin() + std::ptrdiff_t(steps.size() / 2);
+  std::nth_element(steps.begin(), middle, steps.end());
+  return *middle;
 }
 
 bool StoreFeeder::all_accounted() const {

@@ -96,6 +96,9 @@ struct TrainingSpec {
   std::uint64_t seed = 42;  // weight init, shuffling and dropout
   std::int64_t eval_every = 0;  // evaluate on the test set every N steps (0 = end of each epoch)
   int threads = 0;              // BLAS threads per rank (0 = cores / ranks on the host)
+  // Seconds a rank may record no progress before the host ends the run as hung; 0 = the
+  // automatic limit (docs/plan-format.md: 120 s in setup, then 20 median steps, >= 30 s).
+  double hang_timeout_s = 0;
 
   bool operator==(const TrainingSpec&) const = default;
 };

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -12,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "loom/host/hang_watch.h"
 #include "loom/profiles/run_store.h"
 #include "loom/stream/server.h"
 
@@ -34,6 +36,7 @@ struct RankOutcome {
   double latency_max_ms = 0, latency_sum_ms = 0;
   std::int64_t batches = 0;
   bool same_host = false;  // latency is only measured where clocks are comparable
+  int pid = 0;             // its process id on its host (from its hello)
 };
 
 class StoreFeeder final : public stream::StreamHandler {
@@ -58,6 +61,10 @@ class StoreFeeder final : public stream::StreamHandler {
   bool all_accounted() const;
   // The first store write error (the run goes on; the supervisor reports it).
   std::string store_error() const;
+  // What each rank last sent and when (host steady clock), for the hang watchdog, and
+  // the median of the recent Step spans of all ranks (NaN before the first).
+  std::vector<RankActivity> activity() const;
+  double median_step_s() const;
   // Writes the per-rank stream latency figures as metrics. Call after the server stopped.
   void write_latency_metrics();
 
@@ -71,6 +78,8 @@ class StoreFeeder final : public stream::StreamHandler {
   mutable std::mutex mutex_;  // guards everything below
   std::vector<RankOutcome> ranks_;
   std::vector<store::RankRecord> records_;
+  std::vector<RankActivity> activity_;
+  std::deque<double> recent_steps_s_;  // the last kRecentSteps Step spans, any rank
   JobProgress progress_;
   std::string first_failure_, store_error_;
 };
