@@ -742,8 +742,9 @@ std::string orphan_reason(const RunRecord& run, bool owner_on_this_host, bool ow
   return {};
 }
 
-// Marks `run` interrupted (in the store and in place) when its owner is gone. A failure
-// to write (a read-only file, a full disk) leaves it as it is: the next reader tries again.
+// Marks `run` interrupted (in place, and in the store where it can) when its owner is
+// gone. Where the write fails (a read-only file, a full disk) the reader still sees the
+// truth, and the next reader tries to store it again.
 void RunStore::interrupt_if_orphaned(RunRecord& run) {
   if (run.status != "running") return;
   const bool here = run.host == this_host_name();
@@ -755,9 +756,11 @@ void RunStore::interrupt_if_orphaned(RunRecord& run) {
   auto q = db_.prepare(
       "UPDATE runs SET status = 'interrupted', error = ?, ended_unix_ms = ?, wall_s = ? "
       "WHERE id = ? AND status = 'running'");
-  if (!q.ok()) return;
-  q->bind(1, error).bind(2, last_seen).bind(3, wall_s).bind(4, run.id);
-  if (!run_once(*q).ok() || db_.changes() == 0) return;
+  if (q.ok()) {
+    q->bind(1, error).bind(2, last_seen).bind(3, wall_s).bind(4, run.id);
+    const bool stored = run_once(*q).ok();
+    if (stored && db_.changes() == 0) return;  // its owner finished it meanwhile
+  }
   run.status = "interrupted";
   run.error = error;
   run.ended_unix_ms = last_seen;

@@ -192,6 +192,37 @@ class CliReliabilityTest : public QObject {
     QVERIFY2(error.contains("its process is stopped") && error.contains("its last span:"), qPrintable(error));
     QVERIFY2(QString::fromUtf8(cli.readAllStandardError()).contains("hung"), "loom-cli says the run hung");
   }
+
+  // The store on a 3 MiB tmpfs: it fills up mid-run. The run must end promptly as failed
+  // with the reason, and what was stored before stays readable.
+  void fullDiskFailsTheRunWithTheReason() {
+    const QString mount_point = dir_.filePath("tiny-disk");
+    QVERIFY(QDir().mkpath(mount_point));
+    if (QProcess::execute("mount", {"-t", "tmpfs", "-o", "size=3m", "tmpfs", mount_point}) != 0)
+      QSKIP("cannot mount a tmpfs here (needs root and a kernel that allows it)");
+    const QString store = mount_point + "/runs.db";
+    QFile plan(dir_.filePath("fills-disk.json"));
+    QVERIFY(plan.open(QIODevice::WriteOnly));
+    plan.write(long_plan(0).replace("1000000", "100000"));  // minutes, unless it stops
+    plan.close();
+    QElapsedTimer took;
+    took.start();
+    const Result run = run_cli({"run", plan.fileName(), "--db", store}, 300000);
+    const double seconds = took.elapsed() / 1000.0;
+    const Result runs = run_cli({"runs", "--db", store, "--json"});
+    const Result shown = run_cli({"show", "1", "--db", store, "--json"});
+    QProcess::execute("umount", {mount_point});
+    qint64 events = 0;
+    for (const auto& v : loom::test::last_json_line(shown.out)["ranks"].toArray())
+      events += v.toObject()["events_stored"].toInteger();
+    QVERIFY2(events > 1000, qPrintable(QString("%1 events kept").arg(events)));
+    QCOMPARE(run.exit_code, 1);
+    QVERIFY2(seconds < 20, qPrintable(QString("the run went on for %1 s on a full disk").arg(seconds)));
+    const QJsonObject stored = QJsonDocument::fromJson(runs.out.toUtf8()).array().first().toObject();
+    QCOMPARE(stored["status"].toString(), QString("failed"));
+    QVERIFY2(stored["error"].toString().contains("disk is full"), qPrintable(stored["error"].toString()));
+    QVERIFY(run.err.contains("disk is full"));
+  }
 };
 
 QTEST_GUILESS_MAIN(CliReliabilityTest)

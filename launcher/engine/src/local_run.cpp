@@ -16,6 +16,7 @@
 #include "loom/profiles/machine.h"
 #include "loom/profiles/recorder.h"
 #include "loom/profiles/run_heartbeat.h"
+#include "loom/profiles/space_reserve.h"
 
 namespace loom::engine {
 namespace {
@@ -84,6 +85,7 @@ Expected<LocalRunOutcome> run_and_record(const Plan& plan, store::RunStore& stor
   auto run_id = store.create_run(store::new_run_record(plan, loom_version()));
   if (!run_id.ok()) return run_id.error();
   const store::RunHeartbeat heartbeat(store.path(), *run_id);
+  store::SpaceReserve reserve(store::space_reserve_path(store.path(), *run_id), store::kRunSpaceReserveBytes);
   LocalRunOutcome outcome;
   outcome.run_id = *run_id;
   const std::int64_t job_start = trace::now_ns();  // the whole job: loading data included
@@ -105,6 +107,8 @@ Expected<LocalRunOutcome> run_and_record(const Plan& plan, store::RunStore& stor
   if (!figures.ok()) (void)store.append_log(outcome.run_id, "analysis: " + figures.error().describe() + "\n");
   const double job_wall_s = double(trace::now_ns() - job_start) * 1e-9;
   Status finished = store.finish_run(outcome.run_id, outcome.status, job_wall_s, outcome.result.samples, outcome.error);
+  if (!finished.ok() && reserve.release())  // a full disk: the room kept for closing the run
+    finished = store.finish_run(outcome.run_id, outcome.status, job_wall_s, outcome.result.samples, outcome.error);
   if (!finished.ok()) return finished.error();
   return outcome;
 }

@@ -20,6 +20,7 @@
 #include "loom/profiles/recorder.h"
 #include "loom/profiles/run_heartbeat.h"
 #include "loom/profiles/run_store.h"
+#include "loom/profiles/space_reserve.h"
 #include "loom/stream/frame.h"
 #include "loom/stream/server.h"
 
@@ -38,13 +39,15 @@ Status write_file(const std::string& path, const std::string& text) {
 
 // Everything one job needs while it runs; lives on run_job's stack.
 struct Job {
-  Job(const Plan& p, const JobOptions& o, store::RunStore& s, std::int64_t id, StoreFeeder& f)
-      : plan(p), options(o), store(s), run_id(id), feeder(f) {}
+  Job(const Plan& p, const JobOptions& o, store::RunStore& s, std::int64_t id, StoreFeeder& f,
+      store::SpaceReserve& r)
+      : plan(p), options(o), store(s), run_id(id), feeder(f), reserve(r) {}
   const Plan& plan;
   const JobOptions& options;
   store::RunStore& store;
   std::int64_t run_id;
   StoreFeeder& feeder;
+  store::SpaceReserve& reserve;  // given back when the store refuses a write
   QProcess process;
   Clock::time_point started = Clock::now();
   std::string output_tail;   // the last lines of mpirun's output, for the error message
@@ -92,6 +95,11 @@ void escalate_stop(Job& job) {
   }
 }
 
+std::string store_failure(const std::string& store_error) {
+  return "the run store cannot be written, so the run was ended (what was stored until then is kept): " +
+         store_error;
+}
+
 double elapsed_s(const Job& job) {
   return std::chrono::duration<double>(Clock::now() - job.started).count();
 }
@@ -99,8 +107,14 @@ double elapsed_s(const Job& job) {
 // A failure is stored the moment the host learns of it, before the job is wound down,
 // so a reader of the store sees it at once.
 void watch_for_failure(Job& job) {
-  const std::string failure = job.feeder.first_failure();
-  if (failure.empty() || job.marked_failed) return;
+  if (job.marked_failed) return;
+  std::string failure = job.feeder.first_failure();
+  const std::string store_error = job.feeder.store_error();
+  if (failure.empty() && !store_error.empty()) failure = store_failure(store_error);
+  if (failure.empty()) return;
+  // A run that cannot be recorded is not worth training on: end it while its status can
+  // still be written, with the reserve's room.
+  if (!store_error.empty()) job.reserve.release();
   job.marked_failed = true;
   flush_log(job);
   const JobProgress p = job.feeder.progress();
@@ -214,7 +228,7 @@ JobOutcome decide(Job& job) {
   }
   if (out.status != "failed" && !job.feeder.store_error().empty()) {
     out.status = "failed";
-    out.error = "the run store refused the ranks' record: " + job.feeder.store_error();
+    out.error = store_failure(job.feeder.store_error());
   }
   return out;
 }
@@ -325,7 +339,8 @@ Expected<JobOutcome> run_job(const Plan& plan, const std::string& db_path, const
   auto feeder_store = store::RunStore::open(db_path);
   if (!feeder_store.ok()) return feeder_store.error();
   StoreFeeder feeder(std::move(*feeder_store), *run_id, world_size(plan), host);
-  Job job(plan, options, *store, *run_id, feeder);
+  store::SpaceReserve reserve(store::space_reserve_path(db_path, *run_id), store::kRunSpaceReserveBytes);
+  Job job(plan, options, *store, *run_id, feeder, reserve);
   JobOutcome outcome;
   QTemporaryDir dir;
   Status launched = dir.isValid() ? launch_and_supervise(job, dir, outcome)
@@ -341,6 +356,8 @@ Expected<JobOutcome> run_job(const Plan& plan, const std::string& db_path, const
   Status figures = analysis::store_training_figures(*store, *run_id);
   if (!figures.ok()) (void)store->append_log(*run_id, "analysis: " + figures.error().describe() + "\n");
   Status finished = store->finish_run(*run_id, outcome.status, outcome.wall_s, outcome.samples, outcome.error);
+  if (!finished.ok() && reserve.release())  // the disk filled up since: use the room kept for this
+    finished = store->finish_run(*run_id, outcome.status, outcome.wall_s, outcome.samples, outcome.error);
   if (!finished.ok()) return finished.error();
   return outcome;
 }
