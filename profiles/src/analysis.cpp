@@ -898,7 +898,7 @@ nlohmann::json ranks_json(const std::vector<RankBreakdown>& ranks) {
                    {"optimizer_s", r.optimizer_s},
                    {"data_s", r.data_s},
                    {"idle_s", r.idle_s},
-                   {"events_recorded", r.events_recorded},
+                   {"events_recorded", r.events_recorded >= 0 ? nlohmann::json(r.events_recorded) : nlohmann::json()},
                    {"events_stored", r.events_stored},
                    {"exposed_comm_s", r.exposed_comm_s},
                    {"window_s", r.window_s},
@@ -966,12 +966,16 @@ std::string format_ranks(const std::vector<RankBreakdown>& ranks) {
                            "  %4s %9s %9s %9s %9s %9s %9s %9s %9s %9s %9s %10s %10s\n",
                            "rank", "setup_s", "window_s", "compute_s", "comm_s", "exposed_s", "optim_s", "data_s",
                            "idle_s", "desched_s", "warmup_s", "recorded", "stored");
+  bool unreported = false;
   for (const auto& r : ranks) {
-    out += format("  %4d %9.4f %9.4f %9.4f %9.4f %9.4f %9.4f %9.4f %9.4f %9.4f %9.4f %10lld %10lld\n", r.rank,
+    // A rank that died never said how many events it recorded: "-", not a false 0.
+    const std::string recorded = r.events_recorded >= 0 ? std::to_string(r.events_recorded) : "-";
+    unreported = unreported || r.events_recorded < 0;
+    out += format("  %4d %9.4f %9.4f %9.4f %9.4f %9.4f %9.4f %9.4f %9.4f %9.4f %9.4f %10s %10lld\n", r.rank,
                   r.setup_s, r.window_s, r.compute_s, r.comm_s, r.exposed_comm_s, r.optimizer_s, r.data_s, r.idle_s,
-                  r.descheduled_s, r.warmup_s, static_cast<long long>(r.events_recorded),
-                  static_cast<long long>(r.events_stored));
+                  r.descheduled_s, r.warmup_s, recorded.c_str(), static_cast<long long>(r.events_stored));
   }
+  if (unreported) out += "  recorded \"-\": the rank ended before reporting its count (it died or was killed)\n";
   return out;
 }
 

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "loom/host/hang_watch.h"
+#include "loom/host/job_output.h"
 #include "loom/host/launch_command.h"
 #include "loom/host/oversubscription.h"
 #include "loom/profiles/analysis.h"
@@ -216,7 +217,8 @@ JobOutcome decide(Job& job) {
     out.error = job.hang;
   } else if (!failure.empty()) {
     out.status = "failed";
-    out.error = failure;
+    const int rank = job.feeder.first_failure_rank();
+    out.error = failure + (rank >= 0 ? explain_rank_end(rank, job.output_tail) : "");
   } else if (job.stopping) {
     out.status = "stopped";
   } else if (out.exit_code != 0 || !all_done) {

@@ -16,6 +16,7 @@ StoreFeeder::StoreFeeder(store::RunStore store, std::int64_t run_id, int world_s
       activity_(std::size_t(world_size)) {
   for (int r = 0; r < world_size; ++r) {
     records_[std::size_t(r)].rank = r;
+    records_[std::size_t(r)].events_recorded = -1;  // unknown until the rank's Done says
     activity_[std::size_t(r)].rank = r;
   }
 }
@@ -138,8 +139,10 @@ void StoreFeeder::on_done(int rank, const stream::Done& done) {
     r.error = done.error;
     r.events_recorded = done.events_recorded;
     ++progress_.ranks_finished;
-    if (done.status == "failed" && first_failure_.empty())
+    if (done.status == "failed" && first_failure_.empty()) {
       first_failure_ = "rank " + std::to_string(rank) + ": " + done.error;
+      first_failure_rank_ = rank;
+    }
     records_[std::size_t(rank)].events_recorded = done.events_recorded;
     record = records_[std::size_t(rank)];
   }
@@ -154,7 +157,10 @@ void StoreFeeder::on_lost(int rank, const std::string& reason) {
     r.lost = true;
     activity_[std::size_t(rank)].finished = true;
     r.error = reason;
-    if (first_failure_.empty()) first_failure_ = "rank " + std::to_string(rank) + " died: " + reason;
+    if (first_failure_.empty()) {
+      first_failure_ = "rank " + std::to_string(rank) + " died: " + reason;
+      first_failure_rank_ = rank;
+    }
   }
   log("rank " + std::to_string(rank) + " lost: " + reason + " (the process died or was killed; see the lines above)");
 }
@@ -176,6 +182,11 @@ std::vector<RankOutcome> StoreFeeder::outcomes() const {
 std::string StoreFeeder::first_failure() const {
   std::lock_guard lock(mutex_);
   return first_failure_;
+}
+
+int StoreFeeder::first_failure_rank() const {
+  std::lock_guard lock(mutex_);
+  return first_failure_rank_;
 }
 
 std::vector<RankActivity> StoreFeeder::activity() const {

@@ -73,6 +73,7 @@ TrainingWindow training_window(const std::vector<trace::Event>& events);
 struct RankBreakdown {
   int rank = 0;
   double compute_s = 0, comm_s = 0, optimizer_s = 0, data_s = 0, idle_s = 0;
+  // recorded: what the rank said it recorded (-1: it ended without saying: it died).
   std::int64_t events_recorded = 0, events_stored = 0;
   double exposed_comm_s = 0;
   double window_s = 0, setup_s = 0, warmup_s = 0, descheduled_s = 0;

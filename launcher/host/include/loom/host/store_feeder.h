@@ -57,6 +57,7 @@ class StoreFeeder final : public stream::StreamHandler {
   std::vector<RankOutcome> outcomes() const;
   // The first rank lost or failed, as "rank R: reason"; empty while all is well.
   std::string first_failure() const;
+  int first_failure_rank() const;  // its rank, -1 while all is well
   // Every rank has reported Done or been lost.
   bool all_accounted() const;
   // The first store write error (the run goes on; the supervisor reports it).
@@ -82,6 +83,7 @@ class StoreFeeder final : public stream::StreamHandler {
   std::deque<double> recent_steps_s_;  // the last kRecentSteps Step spans, any rank
   JobProgress progress_;
   std::string first_failure_, store_error_;
+  int first_failure_rank_ = -1;
 };
 
 }  // namespace loom::host
