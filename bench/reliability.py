@@ -1,0 +1,276 @@
+#!/usr/bin/env python3
+"""Reliability of real runs when something goes wrong (issue 16), not a timed test.
+
+Each trial starts `loom-cli run` on the 4-rank data-parallel example (steps raised so it
+would run for minutes) into a fresh run store, waits until every rank trains (the run has
+stored events), then does one thing to it:
+
+  kill-rank   SIGKILL to a random rank.                 Expected: failed.
+  stop-rank   SIGSTOP to a random rank (hang_timeout_s = --hang-limit).   Expected: hung.
+  kill-host   SIGKILL to loom-cli itself.               Expected: interrupted on the next read.
+  disk-full   the store on a 3 MiB tmpfs (root only).   Expected: failed, "disk is full".
+
+and measures, per trial:
+  detection s  from the action until the store says the run ended (polled every 50 ms with
+               sqlite3; for kill-host, until `loom-cli runs` reads it as interrupted, which
+               it does on its first read once the owner is gone);
+  orphans      processes of the job (mpirun and ranks, found below loom-cli before the
+               action) still alive 10 s after the action (zombies are not alive);
+  integrity    PRAGMA integrity_check of the store afterwards ("ok" or the first problem);
+  status       the stored status, and whether it is the expected one.
+
+The mutated-plan part of the issue's reliability bench is bench/plan_mutation.py.
+
+  python3 bench/reliability.py [--kill-rank 20 --stop-rank 10 --kill-host 20 --disk-full 1]
+"""
+import argparse
+import json
+import os
+import random
+import signal
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+from bench_util import ROOT
+
+ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+           OMPI_MCA_btl_vader_single_copy_mechanism="none")
+EXPECTED = {"kill-rank": "failed", "stop-rank": "hung", "kill-host": "interrupted", "disk-full": "failed"}
+
+
+def proc_stat(pid):
+    """(parent pid, state letter) of a live process, or None."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            text = f.read()
+    except OSError:
+        return None
+    fields = text[text.rindex(")") + 2:].split()
+    return int(fields[1]), fields[0]
+
+
+def alive(pid):
+    st = proc_stat(pid)
+    return st is not None and st[1] != "Z"
+
+
+def command(pid):
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        return ""
+
+
+def descendants(root):
+    parent_of = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            st = proc_stat(int(name))
+            if st and st[1] != "Z":
+                parent_of[int(name)] = st[0]
+    found, grew = {root}, True
+    while grew:
+        grew = False
+        for pid, parent in parent_of.items():
+            if parent in found and pid not in found:
+                found.add(pid)
+                grew = True
+    found.discard(root)
+    return found
+
+
+def rank_pids(job):
+    return sorted(p for p in job if command(p).split(" ")[0].endswith("loom-rank"))
+
+
+STEP_KIND = 13  # profiles/event.h EventKind::Step
+
+
+def store_row(db):
+    """(status, error, events stored, ranks that stored a step) of the store's only run, or
+    None before it exists."""
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+        row = con.execute("SELECT id, status, error FROM runs ORDER BY id DESC LIMIT 1").fetchone()
+        if not row:
+            return None
+        events = con.execute("SELECT COUNT(*) FROM events WHERE run_id = ?", (row[0],)).fetchone()[0]
+        training = con.execute("SELECT COUNT(DISTINCT rank) FROM events WHERE run_id = ? AND kind = ?",
+                               (row[0], STEP_KIND)).fetchone()[0]
+        con.close()
+        return row[1], row[2], events, training
+    except sqlite3.Error:
+        return None
+
+
+def integrity(db):
+    try:
+        con = sqlite3.connect(db, timeout=5)
+        result = con.execute("PRAGMA integrity_check").fetchone()[0]
+        con.close()
+        return result
+    except sqlite3.Error as e:
+        return f"error: {e}"
+
+
+def write_plan(path, ranks, steps, hang_limit):
+    with open(os.path.join(ROOT, "resources", "plans", "dp4_mlp_fashion.json")) as f:
+        plan = json.load(f)
+    plan["training"]["steps"] = steps
+    plan["training"]["hang_timeout_s"] = hang_limit
+    plan["parallel"]["devices"] = plan["parallel"]["devices"][:ranks]
+    plan["parallel"]["data_parallel"] = ranks
+    with open(path, "w") as f:
+        json.dump(plan, f)
+
+
+def start(args, plan, db):
+    """loom-cli running `plan`, and its job once every rank trains (None if it never did)."""
+    cli = subprocess.Popen([args.cli, "run", plan, "--db", db], env=ENV, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and cli.poll() is None:
+        time.sleep(0.2)
+        job = descendants(cli.pid)
+        row = store_row(db)
+        if len(rank_pids(job)) == args.ranks and row and row[3] == args.ranks:  # every rank trains
+            return cli, job
+    return cli, None
+
+
+def wait_status(db, away_from="running", limit_s=120):
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < limit_s:
+        row = store_row(db)
+        if row and row[0] != away_from:
+            return time.monotonic() - t0, row
+        time.sleep(0.05)
+    return None, store_row(db)
+
+
+def orphans_after(job, acted_at, wait_s=10):
+    while time.monotonic() - acted_at < wait_s:
+        time.sleep(0.2)
+    left = [p for p in job if alive(p)]
+    for p in left:  # leave nothing behind for the next trial
+        try:
+            os.kill(p, signal.SIGCONT)
+            os.kill(p, signal.SIGKILL)
+        except OSError:
+            pass
+    return left
+
+
+def trial(args, kind, workdir, index):
+    db_dir = os.path.join(workdir, f"{kind}-{index}")
+    os.makedirs(db_dir)
+    mounted = False
+    if kind == "disk-full":
+        mounted = subprocess.call(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", db_dir]) == 0
+        if not mounted:
+            return {"kind": kind, "skipped": "cannot mount a tmpfs here"}
+    db = os.path.join(db_dir, "runs.db")
+    plan = os.path.join(workdir, f"{kind}-{index}.json")
+    write_plan(plan, args.ranks, 200000, args.hang_limit if kind == "stop-rank" else 0)
+    cli, job = start(args, plan, db)
+    if job is None and kind != "disk-full":
+        cli.kill()
+        return {"kind": kind, "skipped": "the ranks never trained: " + cli.stderr.read().decode()[-300:]}
+    target = random.choice(rank_pids(job)) if job else None
+    acted_at = time.monotonic()
+    if kind == "kill-rank":
+        os.kill(target, signal.SIGKILL)
+    elif kind == "stop-rank":
+        os.kill(target, signal.SIGSTOP)
+    elif kind == "kill-host":
+        os.kill(cli.pid, signal.SIGKILL)
+    if kind == "kill-host":
+        cli.wait()
+        left = orphans_after(job, acted_at)
+        listed = subprocess.run([args.cli, "runs", "--db", db, "--json"], env=ENV, capture_output=True, text=True)
+        detection = None  # the owner's death is seen by the first reader after it
+        runs = json.loads(listed.stdout or "[]")
+        row = (runs[0]["status"], runs[0].get("error", ""), store_row(db)[2]) if runs else store_row(db)
+    else:
+        detection, row = wait_status(db)
+        left = orphans_after(job or set(), acted_at)
+        try:
+            cli.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            cli.kill()
+        row = store_row(db) or row  # the final error, completed once mpirun has ended
+    result = {"kind": kind, "detection_s": detection, "orphans": len(left), "integrity": integrity(db),
+              "status": row[0] if row else "?", "error": (row[1] if row else "")[:240],
+              "events": row[2] if row else 0, "exit": cli.returncode}
+    if mounted:
+        subprocess.call(["umount", db_dir])
+    return result
+
+
+def summarise(kind, results):
+    done = [r for r in results if "skipped" not in r]
+    if not done:
+        return f"| {kind} | 0 | skipped: {results[0]['skipped'] if results else 'not run'} | | | | |"
+    times = [r["detection_s"] for r in done if r["detection_s"] is not None]
+    expected = sum(r["status"] == EXPECTED[kind] for r in done)
+    time_text = (f"{statistics.median(times):.2f} ({min(times):.2f}-{max(times):.2f})" if times
+                 else "first read after the owner died")
+    ok = sum(r["integrity"] == "ok" for r in done)
+    return (f"| {kind} | {len(done)} | {expected}/{len(done)} {EXPECTED[kind]} | {time_text} | "
+            f"{sum(r['orphans'] for r in done)} | {ok}/{len(done)} ok | "
+            f"{statistics.median(r['events'] for r in done):.0f} |")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--cli", default=os.path.join(ROOT, "build", "app", "loom-cli"))
+    ap.add_argument("--ranks", type=int, default=4)
+    ap.add_argument("--kill-rank", type=int, default=20)
+    ap.add_argument("--stop-rank", type=int, default=10)
+    ap.add_argument("--kill-host", type=int, default=20)
+    ap.add_argument("--disk-full", type=int, default=1)
+    ap.add_argument("--hang-limit", type=float, default=5.0, help="the stop-rank plans' hang_timeout_s")
+    ap.add_argument("--seed", type=int, default=16)
+    ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "reliability.md"))
+    args = ap.parse_args()
+    random.seed(args.seed)
+    started = time.time()
+    results = {k: [] for k in EXPECTED}
+    with tempfile.TemporaryDirectory() as workdir:
+        for kind, count in (("kill-rank", args.kill_rank), ("stop-rank", args.stop_rank),
+                            ("kill-host", args.kill_host), ("disk-full", args.disk_full)):
+            for i in range(count):
+                r = trial(args, kind, workdir, i)
+                results[kind].append(r)
+                print(json.dumps(r), flush=True)
+    lines = [
+        "# Reliability bench", "",
+        f"- date: {time.strftime('%Y-%m-%d %H:%M', time.localtime(started))}; machine: {os.cpu_count()} cores; "
+        f"whole script {time.time() - started:.0f} s",
+        f"- command: `python3 bench/reliability.py --ranks {args.ranks} --kill-rank {args.kill_rank} --stop-rank "
+        f"{args.stop_rank} --kill-host {args.kill_host} --disk-full {args.disk_full} --hang-limit {args.hang_limit}`",
+        f"- plan: resources/plans/dp4_mlp_fashion.json on {args.ranks} ranks, 200,000 steps (minutes unless ended)",
+        "- detection: action to the stored end of the run (median, min-max); orphans: job processes alive 10 s "
+        "after the action, over all trials; integrity: PRAGMA integrity_check; events: stored, median", "",
+        "| action | trials | stored status | detection s | orphans | integrity | events |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    lines += [summarise(k, results[k]) for k in EXPECTED]
+    unexpected = [r for k in EXPECTED for r in results[k] if "skipped" not in r and r["status"] != EXPECTED[k]]
+    if unexpected:
+        lines += ["", "Trials that ended otherwise:", ""] + [f"- `{json.dumps(r)}`" for r in unexpected]
+    examples = {k: next((r["error"] for r in results[k] if r.get("error")), "") for k in EXPECTED}
+    lines += ["", "What the user reads (one trial each):", ""] + [f"- {k}: {e}" for k, e in examples.items() if e]
+    text = "\n".join(lines) + "\n"
+    print(text)
+    with open(args.out, "w") as f:
+        f.write(text)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
