@@ -118,6 +118,17 @@ def integrity(db):
         return f"error: {e}"
 
 
+def rank_of(db, pid):
+    """The rank number of a rank process, from the store's ranks table (None if unknown)."""
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+        row = con.execute("SELECT rank FROM ranks WHERE pid = ? ORDER BY run_id DESC LIMIT 1", (pid,)).fetchone()
+        con.close()
+        return row[0] if row else None
+    except sqlite3.Error:
+        return None
+
+
 def write_plan(path, ranks, steps, hang_limit):
     with open(os.path.join(ROOT, "resources", "plans", "dp4_mlp_fashion.json")) as f:
         plan = json.load(f)
@@ -182,6 +193,7 @@ def trial(args, kind, workdir, index):
         cli.kill()
         return {"kind": kind, "skipped": "the ranks never trained: " + cli.stderr.read().decode()[-300:]}
     target = random.choice(rank_pids(job)) if job else None
+    target_rank = rank_of(db, target) if target else None
     acted_at = time.monotonic()
     if kind == "kill-rank":
         os.kill(target, signal.SIGKILL)
@@ -206,7 +218,9 @@ def trial(args, kind, workdir, index):
         row = store_row(db) or row  # the final error, completed once mpirun has ended
     result = {"kind": kind, "detection_s": detection, "orphans": len(left), "integrity": integrity(db),
               "status": row[0] if row else "?", "error": (row[1] if row else "")[:240],
-              "events": row[2] if row else 0, "exit": cli.returncode}
+              "events": row[2] if row else 0, "exit": cli.returncode, "target_rank": target_rank}
+    if kind in ("kill-rank", "stop-rank") and target_rank is not None:
+        result["named_right"] = result["error"].startswith(f"rank {target_rank} ")
     if mounted:
         subprocess.call(["umount", db_dir])
     return result
@@ -215,13 +229,15 @@ def trial(args, kind, workdir, index):
 def summarise(kind, results):
     done = [r for r in results if "skipped" not in r]
     if not done:
-        return f"| {kind} | 0 | skipped: {results[0]['skipped'] if results else 'not run'} | | | | |"
+        return f"| {kind} | 0 | skipped: {results[0]['skipped'] if results else 'not run'} | | | | | |"
     times = [r["detection_s"] for r in done if r["detection_s"] is not None]
     expected = sum(r["status"] == EXPECTED[kind] for r in done)
     time_text = (f"{statistics.median(times):.2f} ({min(times):.2f}-{max(times):.2f})" if times
                  else "first read after the owner died")
     ok = sum(r["integrity"] == "ok" for r in done)
-    return (f"| {kind} | {len(done)} | {expected}/{len(done)} {EXPECTED[kind]} | {time_text} | "
+    named = [r["named_right"] for r in done if "named_right" in r]
+    named_text = f"{sum(named)}/{len(named)}" if named else "-"
+    return (f"| {kind} | {len(done)} | {expected}/{len(done)} {EXPECTED[kind]} | {named_text} | {time_text} | "
             f"{sum(r['orphans'] for r in done)} | {ok}/{len(done)} ok | "
             f"{statistics.median(r['events'] for r in done):.0f} |")
 
@@ -256,9 +272,10 @@ def main():
         f"{args.stop_rank} --kill-host {args.kill_host} --disk-full {args.disk_full} --hang-limit {args.hang_limit}`",
         f"- plan: resources/plans/dp4_mlp_fashion.json on {args.ranks} ranks, 200,000 steps (minutes unless ended)",
         "- detection: action to the stored end of the run (median, min-max); orphans: job processes alive 10 s "
-        "after the action, over all trials; integrity: PRAGMA integrity_check; events: stored, median", "",
-        "| action | trials | stored status | detection s | orphans | integrity | events |",
-        "|---|---|---|---|---|---|---|",
+        "after the action, over all trials; integrity: PRAGMA integrity_check; events: stored, median; right rank "
+        "named: the error starts with the rank that was killed or stopped", "",
+        "| action | trials | stored status | right rank named | detection s | orphans | integrity | events |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     lines += [summarise(k, results[k]) for k in EXPECTED]
     unexpected = [r for k in EXPECTED for r in results[k] if "skipped" not in r and r["status"] != EXPECTED[k]]

@@ -63,6 +63,12 @@ class TestHangWatch : public QObject {
     QVERIFY(stall);
     QCOMPARE(stall->rank, 1);
     QVERIFY(describe_stall(*stall).find("its process is stopped") != std::string::npos);
+    // Its peer may pass the limit first (it was already waiting when the rank stopped).
+    ranks[1].last_progress_ns = 90 * kS;
+    const auto early = find_stall(ranks, 100 * kS, {}, 0.01);
+    QVERIFY(early);
+    QCOMPARE(early->rank, 1);
+    QCOMPARE(early->also_silent, std::vector<int>{0});
   }
 
   // Setup has its own, longer limit; finished and unconnected ranks are not watched.

@@ -25,6 +25,14 @@ std::optional<Stall> find_stall(const std::vector<RankActivity>& ranks, std::int
     silent.push_back({r.rank, silent_s, limit_s, r.process_stopped, r.has_last_span, r.last_span, {}});
   }
   if (silent.empty()) return std::nullopt;
+  // A stopped process is the cause even when its waiting peers went quiet first (they
+  // were in a wait span already, while it still recorded): blame it, silent or not.
+  for (const RankActivity& r : ranks) {
+    const bool listed = std::any_of(silent.begin(), silent.end(), [&](const Stall& s) { return s.rank == r.rank; });
+    if (!r.process_stopped || listed || !r.connected || r.finished) continue;
+    silent.push_back({r.rank, double(now_ns - r.last_progress_ns) * 1e-9,
+                      hang_limit_s(limits, r.training, median_step_s), true, r.has_last_span, r.last_span, {}});
+  }
   auto blamed = std::max_element(silent.begin(), silent.end(), [](const Stall& a, const Stall& b) {
     if (a.process_stopped != b.process_stopped) return b.process_stopped;
     return a.silent_s < b.silent_s;
