@@ -34,14 +34,21 @@ class TestHangWatch : public QObject {
     QCOMPARE(hang_limit_s(limits, true, 2.5), 3.0);
   }
 
-  void everyRankProgressingIsNoStall() {
+  void everyRankProgressingIsNoStall() {  // 10 s and 5 s silent, limit 30 s
     const std::vector<RankActivity> ranks{active(0, 90 * kS), active(1, 95 * kS)};
+    QVERIFY(!find_stall(ranks, 100 * kS, {}, 0.01));
+  }
+
+  // One rank still progressing: the silent ones may be waiting for it (an asynchronous
+  // worker done early waits for a straggler at the end). Not a hang.
+  void oneRankProgressingIsNoStall() {
+    const std::vector<RankActivity> ranks{active(0, 10 * kS), active(1, 99 * kS)};
     QVERIFY(!find_stall(ranks, 100 * kS, {}, 0.01));
   }
 
   // Rank 1 went quiet first; rank 0 then blocked waiting on it: rank 1 is blamed.
   void longestSilentIsBlamed() {
-    std::vector<RankActivity> ranks{active(0, 62 * kS), active(1, 60 * kS), active(2, 99 * kS)};
+    std::vector<RankActivity> ranks{active(0, 62 * kS), active(1, 60 * kS)};
     ranks[1].has_last_span = true;
     ranks[1].last_span.kind = EventKind::Backward;
     ranks[1].last_span.layer = 2;
@@ -63,12 +70,7 @@ class TestHangWatch : public QObject {
     QVERIFY(stall);
     QCOMPARE(stall->rank, 1);
     QVERIFY(describe_stall(*stall).find("its process is stopped") != std::string::npos);
-    // Its peer may pass the limit first (it was already waiting when the rank stopped).
-    ranks[1].last_progress_ns = 90 * kS;
-    const auto early = find_stall(ranks, 100 * kS, {}, 0.01);
-    QVERIFY(early);
-    QCOMPARE(early->rank, 1);
-    QCOMPARE(early->also_silent, std::vector<int>{0});
+    QCOMPARE(stall->also_silent, std::vector<int>{0});
   }
 
   // Setup has its own, longer limit; finished and unconnected ranks are not watched.

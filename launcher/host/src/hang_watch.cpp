@@ -16,29 +16,23 @@ double hang_limit_s(const HangLimits& limits, bool training, double median_step_
 
 std::optional<Stall> find_stall(const std::vector<RankActivity>& ranks, std::int64_t now_ns, const HangLimits& limits,
                                 double median_step_s) {
-  std::vector<Stall> silent;
+  std::vector<Stall> watched;
   for (const RankActivity& r : ranks) {
     if (!r.connected || r.finished) continue;
     const double silent_s = double(now_ns - r.last_progress_ns) * 1e-9;
     const double limit_s = hang_limit_s(limits, r.training, median_step_s);
-    if (silent_s <= limit_s) continue;
-    silent.push_back({r.rank, silent_s, limit_s, r.process_stopped, r.has_last_span, r.last_span, {}});
+    // One rank still progressing means the job is not hung: a silent rank may be waiting
+    // for it legitimately (an asynchronous worker done early, a slow stage's neighbour).
+    if (silent_s <= limit_s) return std::nullopt;
+    watched.push_back({r.rank, silent_s, limit_s, r.process_stopped, r.has_last_span, r.last_span, {}});
   }
-  if (silent.empty()) return std::nullopt;
-  // A stopped process is the cause even when its waiting peers went quiet first (they
-  // were in a wait span already, while it still recorded): blame it, silent or not.
-  for (const RankActivity& r : ranks) {
-    const bool listed = std::any_of(silent.begin(), silent.end(), [&](const Stall& s) { return s.rank == r.rank; });
-    if (!r.process_stopped || listed || !r.connected || r.finished) continue;
-    silent.push_back({r.rank, double(now_ns - r.last_progress_ns) * 1e-9,
-                      hang_limit_s(limits, r.training, median_step_s), true, r.has_last_span, r.last_span, {}});
-  }
-  auto blamed = std::max_element(silent.begin(), silent.end(), [](const Stall& a, const Stall& b) {
+  if (watched.empty()) return std::nullopt;
+  auto blamed = std::max_element(watched.begin(), watched.end(), [](const Stall& a, const Stall& b) {
     if (a.process_stopped != b.process_stopped) return b.process_stopped;
     return a.silent_s < b.silent_s;
   });
   Stall stall = *blamed;
-  for (const Stall& s : silent)
+  for (const Stall& s : watched)
     if (s.rank != stall.rank) stall.also_silent.push_back(s.rank);
   return stall;
 }
