@@ -12,11 +12,13 @@
 #include <nlohmann/json.hpp>
 
 #include "loom/core/model_info.h"
+#include "loom/core/plan_limits.h"
 #include "loom/core/plan.h"
 #include "loom/engine/local_run.h"
 #include "loom/host/oversubscription.h"
 #include "loom/profiles/analysis.h"
 #include "loom/profiles/export_chrome.h"
+#include "loom/profiles/machine.h"
 #include "loom/profiles/run_store.h"
 #include "multi_rank_run.h"
 #include "progress.h"
@@ -52,6 +54,12 @@ std::optional<Plan> load_plan_or_report(const Args& args, bool allow_default) {
   PlanResult result = load_plan_file(args.positional[0]);
   if (!result.ok()) {
     print_plan_errors(args.positional[0], result.errors);
+    return std::nullopt;
+  }
+  // A plan this machine cannot hold would end in std::bad_alloc inside a rank: say so now.
+  const auto memory = limits::check_memory(*result.plan, machine::physical_memory_bytes());
+  if (!memory.empty()) {
+    print_plan_errors(args.positional[0], memory);
     return std::nullopt;
   }
   return std::move(result.plan);

@@ -4,6 +4,8 @@
 // so one mistake yields one error rather than a cascade.
 #include "loom/core/model_info.h"
 
+#include "loom/core/plan_limits.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <limits>
@@ -229,8 +231,9 @@ Shape Inference::parallel(const LayerSpec& layer, const Shape& in, const std::st
 }
 
 void Inference::fill_totals() {
-  int stages = std::max(plan_.parallel.stages, 1);
-  for (const LayerInfo& l : info_.layers) stages = std::max(stages, l.stage + 1);
+  // Sized by the plan's stages only: a layer naming a stage outside them is reported by
+  // validation and left out here (a stage of 2^31-1 must not size or index anything).
+  const int stages = std::clamp(plan_.parallel.stages, 1, limits::kMaxStages);
   info_.stage_memory_bytes.assign(static_cast<std::size_t>(stages), 0);
   info_.stage_params.assign(static_cast<std::size_t>(stages), 0);
   // Weights and gradients, plus optimizer state: Adam keeps two moments, momentum one.
@@ -242,7 +245,7 @@ void Inference::fill_totals() {
     info_.total_param_bytes = add(info_.total_param_bytes, l.param_bytes);
     info_.total_activation_bytes = add(info_.total_activation_bytes, l.activation_bytes);
     info_.forward_flops = add(info_.forward_flops, l.forward_flops);
-    if (l.stage < 0) continue;
+    if (l.stage < 0 || l.stage >= stages) continue;
     auto s = static_cast<std::size_t>(l.stage);
     info_.stage_params[s] = add(info_.stage_params[s], l.params);
     info_.stage_memory_bytes[s] = add(info_.stage_memory_bytes[s], add(mul(l.param_bytes, copies), l.activation_bytes));

@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "loom/core/plan_limits.h"
 #include "plan_internal.h"
 
 namespace loom {
@@ -93,6 +94,13 @@ std::string strip_exception_id(const std::string& what) {
 
 PlanResult parse_plan_unguarded(std::string_view json_text) {
   PlanResult result;
+  // Before parsing: the parser and the reader recurse once per nesting level.
+  if (limits::json_depth(json_text) > limits::kMaxJsonDepth) {
+    result.errors.push_back({"", "the document nests arrays and objects more than " +
+                                     std::to_string(limits::kMaxJsonDepth) +
+                                     " levels deep, which no plan needs (docs/plan-format.md, Limits)"});
+    return result;
+  }
   Json root;
   try {
     root = Json::parse(json_text.begin(), json_text.end());

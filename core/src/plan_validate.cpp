@@ -3,10 +3,12 @@
 // device list against the strategy, and the divisibility rules that batching needs.
 // Each finding names the JSON pointer it is about and how to fix it.
 #include <algorithm>
+#include <filesystem>
 #include <map>
 #include <set>
 
 #include "loom/core/model_info.h"
+#include "loom/core/plan_limits.h"
 #include "plan_internal.h"
 
 namespace loom {
@@ -60,7 +62,13 @@ void check_data(const DataSpec& d, Checker& check) {
   check.non_negative("/data/train_limit", d.train_limit);
   check.non_negative("/data/test_limit", d.test_limit);
   if (d.source == DataSource::FashionMnist) {
-    if (d.path.empty()) check.error("/data/path", "the fashion-mnist source needs the directory of its IDX files");
+    if (d.path.empty()) {
+      check.error("/data/path", "the fashion-mnist source needs the directory of its IDX files");
+    } else if (std::error_code ec; !std::filesystem::exists(d.path, ec)) {
+      // Checked here, not when a rank starts: a typo is found before anything launches.
+      check.error("/data/path", "'" + d.path + "' does not exist on this machine (Debian: apt-get install "
+                                "dataset-fashion-mnist puts it in /usr/share/datasets/fashion-mnist)");
+    }
     return;
   }
   if (d.classes < 2) check.error("/data/classes", expected_got("at least 2 classes", std::to_string(d.classes)));
@@ -338,7 +346,9 @@ BuildCapabilities this_build() { return BuildCapabilities{}; }
 std::vector<PlanError> validate_plan(const Plan& plan) { return validate_plan(plan, this_build()); }
 
 std::vector<PlanError> validate_plan(const Plan& plan, const BuildCapabilities& build) {
-  std::vector<PlanError> errors;
+  // Limits first: what follows sizes vectors and recurses by plan values.
+  std::vector<PlanError> errors = limits::check_limits(plan);
+  if (!errors.empty()) return errors;
   Checker check(errors);
   ModelInfo info = infer_model(plan, &errors);
   check_model_against_data(plan, info, check);

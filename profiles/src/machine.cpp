@@ -2,6 +2,7 @@
 #include "loom/profiles/machine.h"
 
 #include <sched.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <fstream>
@@ -35,6 +36,12 @@ int cores_available() {
   const int quota = cores_from_cpu_max(text.str());
   if (quota > 0) cores = std::min(cores, quota);
   return std::max(1, cores);
+}
+
+std::int64_t physical_memory_bytes() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long page_size = ::sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page_size > 0 ? std::int64_t(pages) * page_size : 0;
 }
 
 }  // namespace loom::machine

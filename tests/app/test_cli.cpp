@@ -1,5 +1,7 @@
 // loom-cli end to end: validate, run, runs, show --json and export --chrome against a
 // fresh run store in a temporary directory, plus the exit codes and messages for bad input.
+#include <sys/resource.h>
+
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -168,14 +170,18 @@ class CliTest : public QObject {
     QVERIFY2(unwritable.err.contains(bad), qPrintable(unwritable.err));
   }
 
-  void missingDatasetFailsWithAHintAndIsStored() {
+  // A dataset path that does not exist is a plan error, found before anything starts:
+  // exit 2 naming the field and the path, and no run stored.
+  void missingDatasetIsRefusedAtValidation() {
     const QByteArray plan = R"({"format": "loom-plan/1", "name": "no-data",
       "model": {"input": [1, 28, 28], "layers": [{"type": "flatten"}, {"type": "linear", "out": 10}]},
       "data": {"source": "fashion-mnist", "path": "/nonexistent/fmnist"}, "training": {"steps": 5}})";
     const Result r = run_cli({"run", write("nodata.json", plan), "--db", db(), "--json"});
-    QCOMPARE(r.exit_code, 1);
-    QVERIFY2(r.err.contains("/nonexistent/fmnist"), qPrintable(r.err));
-    QCOMPARE(last_json_line(r.out)["status"].toString(), QString("failed"));
+    QCOMPARE(r.exit_code, 2);
+    QVERIFY2(r.err.contains("/data/path: '/nonexistent/fmnist' does not exist"), qPrintable(r.err));
+    QVERIFY2(r.err.contains("apt-get install dataset-fashion-mnist"), qPrintable(r.err));
+    const Result validated = run_cli({"validate", write("nodata.json", plan)});
+    QCOMPARE(validated.exit_code, 2);
   }
 
   // An ssp run written straight into a store (no training needed): `show` reports its
@@ -230,6 +236,54 @@ class CliTest : public QObject {
   }
 
   // `--help` anywhere after a command prints that command's usage to stdout and exits 0.
+  // Plans that once crashed `validate` or exhausted memory, each given to loom-cli under a
+  // 1 GiB address-space limit: every one exits 2 naming its field, within seconds.
+  void absurdPlansExit2UnderAMemoryLimit() {
+    const QJsonObject base = loom::test::read_json_file(QString(LOOM_SOURCE_DIR) + "/resources/plans/gpipe_mlp.json");
+    auto with = [&](const QString& section, const QString& key, const QJsonValue& value) {
+      QJsonObject plan = base, part = plan[section].toObject();
+      part[key] = value;
+      plan[section] = part;
+      return QJsonDocument(plan).toJson();
+    };
+    QJsonObject huge_stage = base;
+    QJsonObject model = huge_stage["model"].toObject();
+    QJsonArray layers = model["layers"].toArray();
+    QJsonObject layer = layers[1].toObject();
+    layer["stage"] = 2147483647;
+    layers[1] = layer;
+    model["layers"] = layers;
+    huge_stage["model"] = model;
+    QJsonObject wide = huge_stage;
+    layer["stage"] = 0;
+    layer["out"] = 16000000;  // within the per-layer limit, 225 GiB with Adam: not this machine
+    layers[1] = layer;
+    model["layers"] = layers;
+    wide["model"] = model;
+    const std::vector<std::pair<QByteArray, QString>> cases{
+        {QJsonDocument(huge_stage).toJson(), "/model/layers/1/stage"},
+        {with("parallel", "stages", 2000000000), "/parallel/stages"},
+        {with("parallel", "data_parallel", 2000000000), "/parallel/data_parallel"},
+        {with("training", "batch", QJsonValue(qint64(1) << 62)), "/training/batch"},
+        {QJsonDocument(wide).toJson(), "/model: a rank of stage 0 needs about"},
+        {"{\"format\": \"loom-plan/1\", \"model\": " + QByteArray(200000, '[') + QByteArray(200000, ']') + "}",
+         "(document): the document nests"},
+    };
+    for (const auto& [text, expected] : cases) {
+      QProcess p;
+      p.setChildProcessModifier([] {
+        const rlimit limit{1ull << 30, 1ull << 30};
+        ::setrlimit(RLIMIT_AS, &limit);
+      });
+      p.start(LOOM_CLI, {"validate", write("absurd.json", text)});
+      QVERIFY(p.waitForFinished(30000));
+      const QString err = QString::fromUtf8(p.readAllStandardError());
+      QCOMPARE(p.exitStatus(), QProcess::NormalExit);
+      QCOMPARE(p.exitCode(), 2);
+      QVERIFY2(err.contains(expected), qPrintable(err));
+    }
+  }
+
   void helpOnEveryCommand() {
     for (const char* command : {"validate", "run", "runs", "show", "export"}) {
       for (const char* flag : {"--help", "-h"}) {

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "loom/core/plan.h"
+#include "loom/core/plan_limits.h"
 
 using loom::Plan;
 using loom::PlanResult;
@@ -60,6 +61,8 @@ class TestPlan : public QObject {
   void validate_plan_checks_in_memory_plans();
   void gpu_plans_are_refused_in_this_build();
   void nccl_placement_is_checked_in_a_gpu_build();
+  void deep_documents_and_models_are_refused();
+  void memory_beyond_the_machine_is_refused();
 };
 
 namespace {
@@ -92,6 +95,26 @@ void add_reader_rows() {
   row("input_type", R"({"/model/input": "28x28"})", "/model/input", "expected an array of positive integers");
   row("unknown_optimizer", R"({"/training/optimizer": "adamw"})", "/training/optimizer",
       "unknown optimizer 'adamw' (did you mean 'adam'?)");
+}
+
+// Sizes and counts past their limits (plan_limits.h), each of which once crashed
+// `loom-cli validate` or ran out of memory, and a dataset that is not there.
+void add_limit_rows() {
+  row("stage_int_max", R"({"/parallel/stages": 2, "/model/layers/1/stage": 2147483647})", "/model/layers/1/stage",
+      "stage 2147483647 does not exist");
+  row("stages_huge", R"({"/parallel/stages": 2000000000})", "/parallel/stages", "above the limit of 1024 stages");
+  row("replicas_huge", R"({"/parallel/data_parallel": 2000000000})", "/parallel/data_parallel",
+      "above the limit of 4096 replicas");
+  row("servers_huge", R"({"/parallel/sync": {"mode": "parameter_server", "servers": 2000000000}})",
+      "/parallel/sync/servers", "above the limit of 4096 servers");
+  row("out_huge", R"({"/model/layers/5/out": 2000000000})", "/model/layers/5/out",
+      "2000000000 is above the limit of 16777216 features");
+  row("params_huge", R"({"/model/layers/1/out": 16777216, "/model/layers/3/out": 16777216})", "/model",
+      "parameters");
+  row("batch_huge", R"({"/training/batch": 4611686018427387904})", "/training/batch", "above the limit");
+  row("input_huge", R"({"/model/input": [1, 28, 2000000000]})", "/model/input/2", "above the limit");
+  row("dataset_missing", R"({"/data/path": "/nonexistent/fashion"})", "/data/path",
+      "'/nonexistent/fashion' does not exist on this machine");
 }
 
 // Layers, shapes and the model against its dataset.
@@ -222,6 +245,7 @@ void TestPlan::invalid_plan_reports_path_and_reason_data() {
   add_reader_rows();
   add_model_rows();
   add_strategy_rows();
+  add_limit_rows();
 }
 
 void TestPlan::invalid_plan_reports_path_and_reason() {
@@ -503,6 +527,47 @@ void TestPlan::nccl_placement_is_checked_in_a_gpu_build() {
   const auto cpu = loom::validate_plan(on_cpu, gpu_build);
   QCOMPARE(paths(cpu), std::string("/parallel/devices/0/kind"));
   QVERIFY(cpu[0].reason.find("the nccl backend needs gpu devices") != std::string::npos);
+}
+
+
+// A document nested a hundred thousand deep is refused before any parser recurses into
+// it, and a model built in memory with parallel blocks nested past the limit is refused
+// by validation (which walks it without recursion).
+void TestPlan::deep_documents_and_models_are_refused() {
+  const std::string deep = R"({"format": "loom-plan/1", "model": )" + std::string(100000, '[') +
+                           std::string(100000, ']') + "}";
+  const PlanResult parsed = loom::parse_plan(deep);
+  QVERIFY(!parsed.ok());
+  QCOMPARE(parsed.errors.size(), std::size_t(1));
+  QVERIFY2(parsed.errors[0].reason.find("more than 64 levels deep") != std::string::npos, describe(parsed).c_str());
+  Plan plan = loom::default_plan();
+  loom::LayerSpec inner;
+  inner.kind = loom::LayerKind::Relu;
+  for (int level = 0; level < 40; ++level) {
+    loom::LayerSpec block;
+    block.kind = loom::LayerKind::Parallel;
+    block.branches.push_back({{inner}, -1});
+    inner = block;
+  }
+  plan.model.layers.insert(plan.model.layers.begin() + 2, inner);
+  const auto errors = loom::validate_plan(plan);
+  const bool nested = std::any_of(errors.begin(), errors.end(), [](const loom::PlanError& e) {
+    return e.reason.find("parallel blocks nested 17 deep") != std::string::npos;
+  });
+  QVERIFY(nested);
+}
+
+// The largest rank's memory (weights, gradients, optimizer state, activations) against
+// the machine's: a plan that does not fit is refused naming its stage.
+void TestPlan::memory_beyond_the_machine_is_refused() {
+  const Plan plan = loom::default_plan();
+  QVERIFY(loom::limits::check_memory(plan, 0).empty());                // unknown memory: no check
+  QVERIFY(loom::limits::check_memory(plan, 1LL << 40).empty());        // 1 TiB: fits
+  const auto errors = loom::limits::check_memory(plan, 1 << 20);       // 1 MiB: does not
+  QCOMPARE(errors.size(), std::size_t(1));
+  QCOMPARE(errors[0].path, std::string("/model"));
+  QVERIFY2(errors[0].reason.find("a rank of stage 0 needs about") != std::string::npos, errors[0].reason.c_str());
+  QVERIFY(errors[0].reason.find("more than this machine's 1.0 MiB") != std::string::npos);
 }
 
 QTEST_GUILESS_MAIN(TestPlan)

@@ -3,6 +3,7 @@
 // size its BLAS thread pool to the cores it may really use (engine apply_thread_count).
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace loom::machine {
@@ -16,5 +17,9 @@ int cores_available();
 // "150000 100000" -> 1, since two ranks on 1.5 cores still take turns; at least 1), or 0
 // when it sets no limit ("max 100000") or cannot be read.
 int cores_from_cpu_max(const std::string& cpu_max_text);
+
+// This machine's physical memory in bytes (0 if unknown), what a plan is checked against
+// before it runs (core plan_limits.h check_memory).
+std::int64_t physical_memory_bytes();
 
 }  // namespace loom::machine
