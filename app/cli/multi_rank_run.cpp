@@ -54,9 +54,9 @@ MultiRankResult run_multi_rank(const Plan& plan, const std::string& db_path, con
     return {kFailed, 0};
   }
   if (outcome->status == "failed" || outcome->status == "hung") {
-    std::fprintf(stderr, "loom-cli: run %lld %s: %s\n(the launch command was: %s)\n",
-                 static_cast<long long>(outcome->run_id), outcome->status.c_str(), outcome->error.c_str(),
-                 outcome->command.c_str());
+    std::fprintf(stderr, "loom-cli: run %lld %s: %s\n", static_cast<long long>(outcome->run_id),
+                 outcome->status.c_str(), outcome->error.c_str());
+    if (!outcome->command.empty()) std::fprintf(stderr, "(the launch command was: %s)\n", outcome->command.c_str());
     return {kFailed, outcome->run_id};
   }
   return {outcome->status == "stopped" ? kStopped : kOk, outcome->run_id};

@@ -296,8 +296,23 @@ void record_oversubscription(Job& job, const Oversubscription& over) {
                                               {0, -1, 0, kOversubscribedCoresMetric, double(worst->cores)}});
 }
 
+// The rank executable must be there before mpirun is asked to start it everywhere, or the
+// user reads mpirun's page about a missing program instead of one line naming the file.
+// Checked on this machine only: other hosts are assumed to mirror its layout.
+Status check_rank_executable(const std::string& path) {
+  const QFileInfo file(QString::fromStdString(path));
+  if (file.isFile() && file.isExecutable()) return {};
+  const char* env = std::getenv("LOOM_RANK");
+  return make_error(ErrorCode::NotFound,
+                    "the rank executable " + path + (file.exists() ? " is not executable" : " does not exist") +
+                        (env ? " (it comes from LOOM_RANK)" : ""),
+                    env ? "point LOOM_RANK at loom-rank (build/launcher/rank/loom-rank), or unset it"
+                        : "build it: cmake --build build --target loom-rank");
+}
+
 // Starts the stream server, writes the plan (and hostfile), starts mpirun and supervises it.
 Status launch_and_supervise(Job& job, const QTemporaryDir& dir, JobOutcome& outcome) {
+  LOOM_TRY(check_rank_executable(job.options.rank_executable));
   const std::string secret = stream::random_secret();
   LaunchContext context = make_context(job.options, dir, 0, secret, job.run_id);
   stream::ServerOptions server_options{stream_bind_address(job.plan, context), 0, secret, job.run_id,
