@@ -9,8 +9,9 @@ What the table says, one row per configuration (plus two single-process rows fir
     after each step's compute (forward, loss, backward) the rank sleeps (slowdown - 1) x the
     time that compute took, recorded as an InjectedDelay span; then it synchronises/pushes.
     (That compute time is wall time: a rank descheduled by oversubscription sleeps longer.)
-  steady samples/s: total samples processed by ALL workers in the window / window seconds,
-    from the run store (see STEADY below). The machine-limit row is one process with
+  steady samples/s: loom-cli's own steady throughput (`run --json` samples_per_s, defined
+    once in docs/figures.md for the workbench, `show` and every benchmark: the workers'
+    steady Step spans, step 0 being the warm-up step, over the steady window). The machine-limit row is one process with
     training.threads 2 (both cores), measured in the same invocation of this script. It is
     the machine's limit only by definition: for this small MLP a 2-thread process need not
     beat two 1-thread ranks, and in development runs allreduce and local_sgd rows reached
@@ -20,7 +21,7 @@ What the table says, one row per configuration (plus two single-process rows fir
   samples/s all active: the same count restricted to the window in which every worker is
     still stepping (a worker that has finished its steps no longer counts; see below).
   effective slowdown: rank 1's (compute + injected delay) / rank 0's compute, per step,
-    steps >= warmup; compute = union of its Forward/Backward/DataLoad/Loss spans. Near 1
+    steady steps; compute = union of its Forward/Backward/DataLoad/Loss spans. Near 1
     without straggler, near --slowdown with. It comes out above --slowdown (3.3-3.7 for 3x in
     development runs) because the sleep is (slowdown - 1) x the straggler's WALL-CLOCK compute
     window, which is longer than rank 0's compute: its own backward runs slower after each
@@ -63,28 +64,25 @@ ssp with each of --bounds (0 1 4; bound 0 is synchronous SGD through a server), 
 with each of --periods (4 16); each without and with the straggler (plan field
 parallel.stragglers: [{"rank": 1, "slowdown": S}]).
 
-STEADY: from the SQLite run store's `events` table (schema in profiles/src/run_store.cpp),
-the Step spans (kind 13) of the worker ranks 0..W-1 with step >= --warmup (default 5; the
-first steps pay start-up skew between ranks, first-touch buffers, MPI connection set-up).
-Server ranks have no Step spans. All ranks run on this host and share its monotonic clock,
-so spans of different ranks compare directly.
-  window = [earliest start, latest end] of those spans over all workers;
-  samples = (number of those spans) x batch / W;   steady samples/s = samples / window.
-Every worker runs its own training.steps steps (there is no shared budget of updates), so
-with a straggler in parameter_server (or ssp with a large bound) the fast worker finishes
-first and the straggler then trains alone until the end of the window: the job still ends
-when the straggler's steps are done, and its late gradients have staleness 0, which dilutes
-the staleness mean. (Measured, 300 steps, 3x: fast worker done after 1.4 s, straggler after
+STEADY: the headline rate is loom-cli's (above). The figures loom-cli does not give are
+read from the SQLite run store's `events` table (schema in profiles/src/run_store.cpp) over
+the same steady steps (step >= the run's warmup_steps, 1): the Step spans (kind 13) of the
+worker ranks 0..W-1. Server ranks have no Step spans. All ranks run on this host and share
+its monotonic clock, so spans of different ranks compare directly. Every worker runs its
+own training.steps steps (there is no shared budget of updates), so with a straggler in
+parameter_server (or ssp with a large bound) the fast worker finishes first and the
+straggler then trains alone until the end of the window: the job still ends when the
+straggler's steps are done, and its late gradients have staleness 0, which dilutes the
+staleness mean. (Measured, 300 steps, 3x: fast worker done after 1.4 s, straggler after
 3.0 s; the straggler's staleness about 2 while both ran, 0 afterwards.) `samples/s all
 active` takes window = [latest first start, earliest last end] over the workers and counts
 each Step span by the fraction of it inside that window: the rate while nobody has finished.
-loom-cli's own samples_per_s (whole run: mpirun start-up, evaluation) is not used.
 
 --repeats N runs every row N times and reports, per number, the median over the repeats
 (other CPU: the largest).
 
 usage: /usr/bin/python3 bench/async_bench.py [--build build | --cli PATH] [--steps 3000] [--batch 256]
-           [--warmup 5] [--workers 2] [--servers 1] [--bounds 0 1 4] [--periods 4 16] [--slowdown 3]
+           [--workers 2] [--servers 1] [--bounds 0 1 4] [--periods 4 16] [--slowdown 3]
            [--repeats 1] [--quiet-wait 60] [--out bench/results/async_bench.md]
 e.g.   /usr/bin/python3 bench/async_bench.py          (about 6 minutes on 2 cores, quiet machine)
 (Open MPI's run-as-root variables are set by loom-cli when it runs as root.)
@@ -237,7 +235,8 @@ def measure(args, tmp, mode, param, straggler):
         summary = run_plan(args, plan, tmp)
         shown = cli_json(args, "show", str(summary["id"]))
         with sqlite3.connect(args.db) as db:
-            fig = store_figures(db, summary["id"], workers, args.batch, args.warmup)
+            fig = store_figures(db, summary["id"], workers, args.batch, summary["warmup_steps"])
+        fig["rate"] = summary["samples_per_s"]  # loom-cli's steady figure, the one definition
         if any(n != args.steps for n in fig["steps"]):
             print(f"warning: {name}: Step spans per worker {fig['steps']}, expected {args.steps}", file=sys.stderr)
         st = shown.get("staleness")
@@ -306,8 +305,9 @@ def report(args, rows, load_before, started):
                f"{args.steps} steps, training.threads 1 per rank (machine limit: 1 process, 2 threads), "
                f"one evaluation at the end on {args.test_limit or 'all 10000'} test images; parameter_server/ssp "
                f"with {args.servers} server rank(s); straggler = rank 1 slowed {args.slowdown:g}x")
-    out.append(f"- steady = Step spans of all workers, steps >= {args.warmup}, from the run store: samples of all "
-               f"workers / (last end - first start)" + (f"; median of {args.repeats} repeats per figure, other CPU "
+    out.append("- steady samples/s = loom-cli's steady throughput (docs/figures.md; step 0 is the warm-up step, "
+               "setup apart); `all active` and the per-worker figures from the run store over the same steps"
+               + (f"; median of {args.repeats} repeats per figure, other CPU "
                                                         f"the largest" if args.repeats > 1 else ""))
     out.append("")
     out.append("| mode | bound/period | straggler | ranks | steady samples/s | vs sync (no straggler) | of machine "
@@ -351,7 +351,6 @@ def main():
     add_run_args(ap, "async_bench.md")
     ap.add_argument("--batch", type=int, default=256, help="global batch (divisible by --workers)")
     ap.add_argument("--steps", type=int, default=3000)
-    ap.add_argument("--warmup", type=int, default=5, help="steps left out of the steady figures")
     ap.add_argument("--lr", type=float, default=0.1)
     ap.add_argument("--test-limit", type=int, default=0, help="test images evaluated (0: all 10000)")
     ap.add_argument("--workers", type=int, default=2)
