@@ -67,6 +67,7 @@ class TestPlanDocument : public QObject {
   void noOpEditPushesNothing();
   void mergeKeyMakesOneStep();
   void invalidLinearOutBlocksRun();
+  void modelBeyondThisMachinesMemoryBlocksRun();
   void stagesWithoutLayersBlockRun();
   void malformedFileLeavesDocumentUnchanged();
   void saveThenLoadRoundTrips();
@@ -127,6 +128,19 @@ void TestPlanDocument::mergeKeyMakesOneStep() {
   doc.edit("batch", [](loom::Plan& p) { p.training.batch = 32; }, 9);
   doc.edit("batch", [](loom::Plan& p) { p.training.batch = 64; }, 9);
   QCOMPARE(doc.undoStack()->count(), 0);
+}
+
+// 16 million outputs after the 784 inputs: within every per-field limit, but with Adam
+// about 225 GiB for the rank: the designer refuses to run it, as loom-cli does.
+void TestPlanDocument::modelBeyondThisMachinesMemoryBlocksRun() {
+  PlanDocument doc;
+  doc.edit("out", [](loom::Plan& p) { p.model.layers[1].out = 16'000'000; });
+  const QStringList errors = doc.errorsAt("/model");
+  QCOMPARE(errors.size(), 1);
+  QVERIFY2(errors[0].contains("more than this machine's"), qPrintable(errors[0]));
+  QVERIFY(!doc.runBlockedReason().isEmpty());
+  doc.undoStack()->undo();
+  QCOMPARE(doc.runBlockedReason(), QString());
 }
 
 void TestPlanDocument::invalidLinearOutBlocksRun() {

@@ -6,6 +6,8 @@
 #include <QSaveFile>
 #include <QUndoCommand>
 
+#include "loom/core/plan_limits.h"
+#include "loom/profiles/machine.h"
 #include "loom/ui/designer/plan_help.h"
 
 namespace loom::ui {
@@ -47,6 +49,9 @@ PlanDocument::PlanDocument(QObject* parent) : QObject(parent) {
 void PlanDocument::setPlan(const loom::Plan& plan) {
   plan_ = plan;
   errors_ = loom::validate_plan(plan_);  // includes infer_model's findings
+  // As loom-cli does before a run: a plan this machine cannot hold is an error here too.
+  static const std::int64_t memory = loom::machine::physical_memory_bytes();
+  if (errors_.empty()) errors_ = loom::limits::check_memory(plan_, memory);
   info_ = loom::infer_model(plan_, nullptr);
   emit planChanged();
 }
