@@ -108,7 +108,7 @@ double elapsed_s(const Job& job) {
 // A failure is stored the moment the host learns of it, before the job is wound down,
 // so a reader of the store sees it at once.
 void watch_for_failure(Job& job) {
-  if (job.marked_failed) return;
+  if (job.marked_failed || !job.hang.empty()) return;  // a hung job's ranks die as it ends
   std::string failure = job.feeder.first_failure();
   const std::string store_error = job.feeder.store_error();
   if (failure.empty() && !store_error.empty()) failure = store_failure(store_error);
@@ -275,6 +275,7 @@ LaunchContext make_context(const JobOptions& options, const QTemporaryDir& dir, 
   c.plan_path = dir.filePath("plan.json").toStdString();
   c.hostfile_path = dir.filePath("hostfile").toStdString();
   c.this_host = store::this_host_name();
+  if (const char* stream_host = std::getenv("LOOM_STREAM_HOST")) c.stream_host = stream_host;
   c.port = port;
   c.secret = secret;
   c.run_id = run_id;

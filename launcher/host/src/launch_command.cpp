@@ -76,7 +76,8 @@ LaunchCommand build_launch_command(const Plan& plan, const LaunchContext& contex
   LaunchCommand command;
   command.bind_address = stream_bind_address(plan, context);
   const bool remote = command.bind_address != "127.0.0.1";
-  command.stream_endpoint = (remote ? context.this_host : std::string("127.0.0.1")) + ":" + std::to_string(context.port);
+  const std::string& reachable = context.stream_host.empty() ? context.this_host : context.stream_host;
+  command.stream_endpoint = (remote ? reachable : std::string("127.0.0.1")) + ":" + std::to_string(context.port);
   command.env = launch_env(plan, command, context);
   if (context.under_slurm) {
     command.program = context.srun;

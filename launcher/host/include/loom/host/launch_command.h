@@ -29,6 +29,10 @@ struct LaunchContext {
   std::string rank_executable;    // loom-rank
   std::string plan_path;          // the plan file the ranks read
   std::string this_host;          // this machine's host name
+  // How ranks on other hosts reach this one's stream server, when this_host does not
+  // resolve to an address they can reach (an /etc/hosts mapping it to 127.0.0.1, several
+  // networks): $LOOM_STREAM_HOST. Empty: this_host.
+  std::string stream_host;
   int port = 0;                   // the stream server's port
   std::string secret;             // the run's stream secret
   long long run_id = 0;

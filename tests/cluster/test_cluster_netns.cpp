@@ -1,0 +1,157 @@
+// Two hosts simulated on this machine (scripts/cluster/netns-hosts.sh: network
+// namespaces loom-a and loom-b with their own addresses and, through the launch agent,
+// their own host names), mpirun starting the ranks on them through Open MPI's rsh agent
+// (scripts/cluster/netns-agent.sh), the ranks streaming to this host across the virtual
+// network. What differs from separate machines: one kernel, so one clock (the true offset
+// between the "hosts" is 0, and the test checks the estimate against that) and one file
+// system; the network is gVisor's or the kernel's veth, not a wire.
+#include <QDir>
+#include <QElapsedTimer>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <cmath>
+
+#include "loom/profiles/run_store.h"
+
+namespace {
+
+const QString kScripts = QStringLiteral(LOOM_SOURCE_DIR "/scripts/cluster");
+
+QByteArray plan(int steps, double hang_timeout_s) {
+  return QString(R"({
+    "format": "loom-plan/1", "name": "two-simulated-hosts",
+    "model": {"input": [1, 28, 28], "layers": [{"type": "flatten"}, {"type": "linear", "out": 64},
+              {"type": "relu"}, {"type": "linear", "out": 10}]},
+    "data": {"source": "fashion-mnist", "path": "/usr/share/datasets/fashion-mnist", "train_limit": 6400, "test_limit": 500},
+    "training": {"batch": 64, "steps": %1, "threads": 1, "hang_timeout_s": %2, "optimizer": {"type": "sgd", "lr": 0.05}},
+    "parallel": {"devices": [{"kind": "cpu", "host": "loom-a"}, {"kind": "cpu", "host": "loom-b"}], "data_parallel": 2}
+  })").arg(steps).arg(hang_timeout_s).toUtf8();
+}
+
+int run_script(const QString& name, const QStringList& args) {
+  return QProcess::execute(kScripts + "/" + name, args);
+}
+
+bool process_alive(qint64 pid) {
+  QFile stat(QStringLiteral("/proc/%1/stat").arg(pid));
+  if (!stat.open(QIODevice::ReadOnly)) return false;
+  const QByteArray text = stat.readAll();
+  const int close = text.lastIndexOf(')');
+  return close > 0 && text.size() > close + 2 && text[close + 2] != 'Z';
+}
+
+}  // namespace
+
+class TestClusterNetns : public QObject {
+  Q_OBJECT
+  QTemporaryDir dir_;
+  bool hosts_up_ = false;
+
+  QString write_plan(const QString& name, const QByteArray& text) {
+    QFile f(dir_.filePath(name));
+    f.open(QIODevice::WriteOnly);
+    f.write(text);
+    return f.fileName();
+  }
+
+  // loom-cli as a user on such a cluster runs it: Open MPI's agent enters the namespace,
+  // and the ranks reach this host's stream at its address on loom-a's network.
+  void start_cli(QProcess& cli, const QString& plan_path, const QString& db) {
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert("OMPI_MCA_plm_rsh_agent", kScripts + "/netns-agent.sh");
+    env.insert("LOOM_STREAM_HOST", "10.213.1.1");
+    cli.setProcessEnvironment(env);
+    cli.start(LOOM_CLI, {"run", plan_path, "--db", db, "--json"});
+  }
+
+ private slots:
+  void initTestCase() {
+    if (run_script("netns-hosts.sh", {"up"}) != 0) {
+      run_script("netns-hosts.sh", {"down"});
+      QSKIP("cannot create network namespaces here (needs root, iproute2 and a kernel that allows them)");
+    }
+    hosts_up_ = true;
+  }
+
+  void cleanupTestCase() {
+    if (hosts_up_) QCOMPARE(run_script("netns-hosts.sh", {"down"}), 0);
+  }
+
+  // Both ranks run, each on its own simulated host, and stream to this one; the run is
+  // complete, and the clock estimate between the hosts holds the true offset (0).
+  void twoHostsTrainAndStream() {
+    const QString db = dir_.filePath("two-hosts.db");
+    QProcess cli;
+    start_cli(cli, write_plan("two-hosts.json", plan(60, 0)), db);
+    QVERIFY(cli.waitForFinished(180000));
+    const QString out = QString::fromUtf8(cli.readAllStandardOutput());
+    QVERIFY2(cli.exitCode() == 0, qPrintable(QString::fromUtf8(cli.readAllStandardError()) + out));
+    const QJsonObject summary = QJsonDocument::fromJson(out.trimmed().split('\n').last().toUtf8()).object();
+    QCOMPARE(summary["status"].toString(), QString("completed"));
+    auto store = loom::store::RunStore::open(db.toStdString());
+    QVERIFY(store.ok());
+    const auto run = store->load_run(summary["id"].toInteger());
+    QVERIFY(run.ok());
+    QVERIFY2(run->log.find("rank 0 connected from loom-a") != std::string::npos, run->log.c_str());
+    QVERIFY2(run->log.find("rank 1 connected from loom-b") != std::string::npos, run->log.c_str());
+    const auto ranks = store->load_ranks(run->id);
+    QVERIFY(ranks.ok());
+    QCOMPARE(ranks->size(), std::size_t(2));
+    const auto& remote = (*ranks)[1];
+    QVERIFY(remote.uncertainty_ns > 0);
+    QVERIFY2(std::llabs(remote.offset_ns) <= remote.uncertainty_ns,
+             qPrintable(QString("offset %1 ns, uncertainty %2 ns").arg(remote.offset_ns).arg(remote.uncertainty_ns)));
+    const auto remote_events = store->count_events(run->id, 1);
+    QVERIFY(remote_events.ok() && *remote_events > 0);
+  }
+
+  // loom-b's network goes away mid-run: nothing more arrives from it and its peer blocks
+  // in the all-reduce, so the watchdog ends the run as hung (limit 5 s) and tears the job
+  // down. The rank on the live host and mpirun are gone 10 s after loom-cli ends; the
+  // dead host's processes are unreachable, as on a real dead machine (the namespace's
+  // teardown ends them).
+  void deadHostEndsTheRunHung() {
+    const QString db = dir_.filePath("dead-host.db");
+    QProcess cli;
+    start_cli(cli, write_plan("dead-host.json", plan(1000000, 5)), db);
+    QVERIFY(cli.waitForStarted());
+    std::int64_t run_id = 0;
+    QElapsedTimer waited;
+    waited.start();
+    while (waited.elapsed() < 120000) {  // until both ranks have stored events
+      QTest::qWait(500);
+      auto store = loom::store::RunStore::open(db.toStdString());
+      if (!store.ok()) continue;
+      auto runs = store->list_runs();
+      if (!runs.ok() || runs->empty()) continue;
+      run_id = runs->front().id;
+      const auto first = store->count_events(run_id, 0), second = store->count_events(run_id, 1);
+      if (first.ok() && second.ok() && *first > 0 && *second > 0) break;
+    }
+    QVERIFY(run_id > 0);
+    QCOMPARE(QProcess::execute("ip", {"link", "set", "veth-loom-b", "down"}), 0);
+    waited.restart();
+    QVERIFY(cli.waitForFinished(120000));
+    const double ended_s = waited.elapsed() / 1000.0;
+    QCOMPARE(cli.exitCode(), 1);
+    auto store = loom::store::RunStore::open(db.toStdString());
+    QVERIFY(store.ok());
+    const auto run = store->load_run(run_id);
+    QVERIFY(run.ok());
+    QCOMPARE(run->status, std::string("hung"));
+    QVERIFY2(run->error.find("rank 1 recorded nothing") != std::string::npos, run->error.c_str());
+    const auto ranks = store->load_ranks(run_id);
+    QVERIFY(ranks.ok() && ranks->size() == 2);
+    QTest::qWait(10000);
+    QVERIFY2(!process_alive((*ranks)[0].pid), "the rank on the live host outlived the job");
+    qInfo("the run ended %.1f s after loom-b's link went down", ended_s);
+  }
+};
+
+QTEST_GUILESS_MAIN(TestClusterNetns)
+#include "test_cluster_netns.moc"
