@@ -17,7 +17,7 @@ cmake --build build-fuzz -j"$(nproc)"
 mkdir -p build-fuzz/crashes
 for target in plan frame store; do
   work="build-fuzz/corpus/$target"  # grows as the fuzzer finds new paths; the seeds stay in git
-  mkdir -p "$work"
+  mkdir -p "$work" "tests/fuzz/corpus/$target"
   echo "fuzz: $target for ${seconds} s"
   ASAN_OPTIONS=detect_leaks=0 "build-fuzz/tests/fuzz/fuzz_$target" -max_total_time="$seconds" -max_len=65536 \
     -rss_limit_mb=2048 -timeout=10 -artifact_prefix="build-fuzz/crashes/$target-" -print_final_stats=1 \
