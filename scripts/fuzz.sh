@@ -21,5 +21,5 @@ for target in plan frame store; do
   echo "fuzz: $target for ${seconds} s"
   ASAN_OPTIONS=detect_leaks=0 "build-fuzz/tests/fuzz/fuzz_$target" -max_total_time="$seconds" -max_len=65536 \
     -rss_limit_mb=2048 -timeout=10 -artifact_prefix="build-fuzz/crashes/$target-" -print_final_stats=1 \
-    "$work" "tests/fuzz/corpus/$target" 2>&1 | grep -E "^(#|stat::number_of_executed_units|stat::peak_rss|==|SUMMARY)" | tail -4
+    "$work" "tests/fuzz/corpus/$target" 2>&1 | grep -E "^#[0-9]+ +DONE|^stat::(number_of_executed_units|peak_rss)|^==|^SUMMARY" | tail -4
 done
