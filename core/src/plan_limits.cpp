@@ -110,17 +110,22 @@ std::vector<PlanError> check_limits(const Plan& plan) {
   LimitChecker check(errors);
   check_model_shape(plan.model, check, errors);
   check_counts(plan, check);
-  if (!errors.empty()) return errors;
-  // Sizes within limits can still multiply into an absurd model (a few layers of 2^24
-  // features): the parameter count, saturating in model_info, says so.
-  const ModelInfo info = infer_model(plan, nullptr);
+  return errors;
+}
+
+std::vector<PlanError> check_parameters(const ModelInfo& info) {
+  std::vector<PlanError> errors;
+  LimitChecker check(errors);
   check.at_most("/model", info.total_params, kMaxParameters, "parameters");
   return errors;
 }
 
 std::vector<PlanError> check_memory(const Plan& plan, std::int64_t memory_bytes) {
+  return memory_bytes > 0 ? check_memory(infer_model(plan, nullptr), memory_bytes) : std::vector<PlanError>{};
+}
+
+std::vector<PlanError> check_memory(const ModelInfo& info, std::int64_t memory_bytes) {
   if (memory_bytes <= 0) return {};
-  const ModelInfo info = infer_model(plan, nullptr);
   const auto largest = std::max_element(info.stage_memory_bytes.begin(), info.stage_memory_bytes.end());
   if (largest == info.stage_memory_bytes.end() || *largest <= memory_bytes) return {};
   const auto stage = largest - info.stage_memory_bytes.begin();

@@ -351,6 +351,7 @@ std::vector<PlanError> validate_plan(const Plan& plan, const BuildCapabilities& 
   if (!errors.empty()) return errors;
   Checker check(errors);
   ModelInfo info = infer_model(plan, &errors);
+  for (PlanError& e : limits::check_parameters(info)) errors.push_back(std::move(e));
   check_model_against_data(plan, info, check);
   check_layer_names(plan.model, check);
   check_stage_placement(plan, check);

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <thread>
 
@@ -36,6 +37,14 @@ int cores_available() {
   const int quota = cores_from_cpu_max(text.str());
   if (quota > 0) cores = std::min(cores, quota);
   return std::max(1, cores);
+}
+
+char process_state(std::int64_t pid) {
+  if (pid <= 0) return '\0';
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  const std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const auto close = text.rfind(')');  // the command name may hold spaces and parentheses
+  return close != std::string::npos && close + 2 < text.size() ? text[close + 2] : '\0';
 }
 
 std::int64_t physical_memory_bytes() {

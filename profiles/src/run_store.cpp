@@ -4,15 +4,13 @@
 // transaction per batch: per-row statement overhead, not disk, limits ingest.
 #include "loom/profiles/run_store.h"
 
-#include <signal.h>
+#include "loom/profiles/machine.h"
+
 #include <unistd.h>
 
-#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <thread>
 #include <string_view>
 
@@ -187,11 +185,8 @@ bool valid_status(const std::string& s) {
 
 // Whether a process of this machine still runs (a zombie does not: it has ended).
 bool process_alive(std::int64_t pid) {
-  if (pid <= 0 || (::kill(pid_t(pid), 0) != 0 && errno != EPERM)) return false;
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  const std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
-  const auto close = text.rfind(')');  // the command name may hold spaces and parentheses
-  return close == std::string::npos || close + 2 >= text.size() || text[close + 2] != 'Z';
+  const char state = machine::process_state(pid);
+  return state != '\0' && state != 'Z';
 }
 
 Error unknown_run(std::int64_t run_id, const std::string& path) {

@@ -10,7 +10,6 @@
 #include <QTemporaryDir>
 #include <chrono>
 #include <fstream>
-#include <iterator>
 #include <thread>
 
 #include "loom/host/hang_watch.h"
@@ -18,6 +17,7 @@
 #include "loom/host/launch_command.h"
 #include "loom/host/oversubscription.h"
 #include "loom/profiles/analysis.h"
+#include "loom/profiles/machine.h"
 #include "loom/profiles/recorder.h"
 #include "loom/profiles/run_heartbeat.h"
 #include "loom/profiles/run_store.h"
@@ -123,19 +123,13 @@ void watch_for_failure(Job& job) {
   request_stop(job);
 }
 
-// Where a rank's process runs on this machine: its state letter from /proc ('T' stopped,
-// 'Z' ended), '\0' when it is gone or not ours to see. A pid reused by another program
-// is not taken for the rank.
+// Where a rank's process runs on this machine: its state letter (machine::process_state),
+// '\0' when it is gone or the pid now belongs to another program.
 char local_rank_state(int pid) {
-  if (pid <= 0) return '\0';
   std::ifstream cmdline("/proc/" + std::to_string(pid) + "/cmdline");
   std::string argv0;
   std::getline(cmdline, argv0, '\0');
-  if (argv0.find("loom-rank") == std::string::npos) return '\0';
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  const std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
-  const auto close = text.rfind(')');
-  return close != std::string::npos && close + 2 < text.size() ? text[close + 2] : '\0';
+  return argv0.find("loom-rank") == std::string::npos ? '\0' : machine::process_state(pid);
 }
 
 // Kills the ranks of this machine that are still there. The last step of every exit
@@ -154,16 +148,20 @@ void kill_local_ranks(Job& job) {
 void watch_for_hang(Job& job) {
   if (!job.hang.empty() || job.marked_failed || job.stopping) return;
   std::vector<RankActivity> ranks = job.feeder.activity();
+  HangLimits limits;
+  limits.fixed_s = job.plan.training.hang_timeout_s;
+  const std::int64_t now = trace::now_ns();
+  const double median_step_s = job.feeder.median_step_s();
+  auto stall = find_stall(ranks, now, limits, median_step_s);
+  if (!stall) return;
+  // Which rank to blame: only now is it worth reading the local ranks' process states.
   const std::vector<RankOutcome> outcomes = job.feeder.outcomes();
   for (RankActivity& a : ranks) {
     const RankOutcome& o = outcomes[std::size_t(a.rank)];
     const char state = o.same_host ? local_rank_state(o.pid) : '\0';
     a.process_stopped = state == 'T' || state == 't';
   }
-  HangLimits limits;
-  limits.fixed_s = job.plan.training.hang_timeout_s;
-  const auto stall = find_stall(ranks, trace::now_ns(), limits, job.feeder.median_step_s());
-  if (!stall) return;
+  stall = find_stall(ranks, now, limits, median_step_s);
   job.hang = describe_stall(*stall);
   flush_log(job);
   (void)job.store.append_log(job.run_id, "hung: " + job.hang + "; ending the job\n");

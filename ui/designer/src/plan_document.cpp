@@ -49,10 +49,10 @@ PlanDocument::PlanDocument(QObject* parent) : QObject(parent) {
 void PlanDocument::setPlan(const loom::Plan& plan) {
   plan_ = plan;
   errors_ = loom::validate_plan(plan_);  // includes infer_model's findings
+  info_ = loom::infer_model(plan_, nullptr);
   // As loom-cli does before a run: a plan this machine cannot hold is an error here too.
   static const std::int64_t memory = loom::machine::physical_memory_bytes();
-  if (errors_.empty()) errors_ = loom::limits::check_memory(plan_, memory);
-  info_ = loom::infer_model(plan_, nullptr);
+  if (errors_.empty()) errors_ = loom::limits::check_memory(info_, memory);
   emit planChanged();
 }
 

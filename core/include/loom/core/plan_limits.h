@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "loom/core/model_info.h"
 #include "loom/core/plan.h"
 
 namespace loom::limits {
@@ -35,12 +36,17 @@ inline constexpr std::int64_t kMaxParameters = 1LL << 36;  // about 69 billion: 
 // recursive parser sees it. Stops counting past `stop_at`.
 int json_depth(std::string_view text, int stop_at = kMaxJsonDepth + 1);
 
-// Every limit the plan breaks, with its JSON path; empty when none is.
+// Every limit on a field the plan breaks, with its JSON path; empty when none is.
 std::vector<PlanError> check_limits(const Plan& plan);
+
+// Sizes within limits can still multiply into an absurd model (a few layers of 2^24
+// features): the parameter count (saturating in model_info) against kMaxParameters.
+std::vector<PlanError> check_parameters(const ModelInfo& info);
 
 // A plan whose largest rank needs more memory than `memory_bytes` (weights, gradients,
 // optimizer state and activations, as model_info estimates them), as one error naming
 // the stage; empty when it fits or when memory_bytes <= 0 (unknown).
 std::vector<PlanError> check_memory(const Plan& plan, std::int64_t memory_bytes);
+std::vector<PlanError> check_memory(const ModelInfo& info, std::int64_t memory_bytes);  // already inferred
 
 }  // namespace loom::limits

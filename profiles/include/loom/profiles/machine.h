@@ -18,6 +18,11 @@ int cores_available();
 // when it sets no limit ("max 100000") or cannot be read.
 int cores_from_cpu_max(const std::string& cpu_max_text);
 
+// A process of this machine: its state letter from /proc/PID/stat ('R', 'S', 'T' stopped,
+// 'Z' ended but not reaped, ...), or '\0' when there is no such process. Readers of the
+// store use it to tell a run's dead owner, the host's watchdog a stopped rank.
+char process_state(std::int64_t pid);
+
 // This machine's physical memory in bytes (0 if unknown), what a plan is checked against
 // before it runs (core plan_limits.h check_memory).
 std::int64_t physical_memory_bytes();
