@@ -274,14 +274,20 @@ Status RunStore::migrate() {
     if (!q.ok()) return q.error();
     auto row = q->step();
     if (!row.ok()) return row.error();
-    int version = static_cast<int>(q->column_int64(0));
+    const std::int64_t stored = q->column_int64(0);
     q->reset();  // an active read blocks DROP TABLE (migration 4) with SQLITE_LOCKED
-    if (version > kSchemaVersion)
+    if (stored > kSchemaVersion)
       return make_error(ErrorCode::Unavailable,
-                        "run database " + db_.path() + " has schema version " + std::to_string(version) +
+                        "run database " + db_.path() + " has schema version " + std::to_string(stored) +
                             ", newer than this build of Loom understands (" +
                             std::to_string(kSchemaVersion) + ")",
                         "upgrade Loom, or point LOOM_DB at another file");
+    if (stored < 0)  // only a damaged or foreign file holds one; never index migrations by it
+      return make_error(ErrorCode::Corrupt,
+                        "run database " + db_.path() + " has schema version " + std::to_string(stored) +
+                            ", which no Loom writes: the file is damaged or not Loom's",
+                        "point LOOM_DB at another file, or restore this one from a backup");
+    const int version = static_cast<int>(stored);
     schema_version_ = version;
     if (version == kSchemaVersion) return tx->commit();
     LOOM_TRY(db_.exec(std::string(kMigrations[version])));

@@ -76,6 +76,7 @@ class TestRunStore : public QObject {
   void garbageFileIsCorrupt();
   void unknownRunIsNotFound();
   void futureSchemaIsRefused();
+  void negativeSchemaIsCorrupt();
   void version1FileMigrates();
   void invalidStatusIsRejected();
   void defaultPathFollowsEnvironment();
@@ -293,6 +294,21 @@ void TestRunStore::futureSchemaIsRefused() {
   QVERIFY(!r.ok());
   QVERIFY2(r.error().message.find("99") != std::string::npos, r.error().message.c_str());
   QVERIFY(r.error().message.find(path) != std::string::npos);
+}
+
+// Found by fuzz_store: a negative version once indexed the migration table out of bounds.
+void TestRunStore::negativeSchemaIsCorrupt() {
+  QTemporaryDir dir;
+  const std::string path = dir.filePath("runs.db").toStdString();
+  must(RunStore::open(path));
+  {
+    auto db = must(loom::store::Database::open(path));
+    must_ok(db.exec("UPDATE schema_version SET version = -1"));
+  }
+  auto r = RunStore::open(path);
+  QVERIFY(!r.ok());
+  QCOMPARE(r.error().code, ErrorCode::Corrupt);
+  QVERIFY2(r.error().message.find("-1") != std::string::npos, r.error().message.c_str());
 }
 
 namespace {
