@@ -108,6 +108,7 @@ Json training_to_json(const TrainingSpec& training) {
   j["eval_every"] = training.eval_every;
   j["threads"] = training.threads;
   j["hang_timeout_s"] = training.hang_timeout_s;
+  j["checkpoint_every"] = training.checkpoint_every;
   j["optimizer"] = std::move(optimizer);
   return j;
 }

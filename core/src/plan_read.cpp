@@ -18,7 +18,8 @@ const Keys kRootKeys{"format", "name", "model", "data", "training", "parallel"};
 const Keys kModelKeys{"input", "layers", "loss"};
 const Keys kDataKeys{"source", "path", "train_limit", "test_limit", "shuffle", "kind", "classes",
                      "features", "train_samples", "test_samples", "noise", "seed"};
-const Keys kTrainingKeys{"batch", "epochs", "steps", "seed", "eval_every", "threads", "hang_timeout_s", "optimizer"};
+const Keys kTrainingKeys{"batch", "epochs", "steps", "seed", "eval_every", "threads", "hang_timeout_s", "checkpoint_every",
+                        "optimizer"};
 const Keys kOptimizerKeys{"type", "lr", "momentum", "beta1", "beta2", "eps", "weight_decay"};
 const Keys kParallelKeys{"devices", "data_parallel", "stages", "microbatches", "schedule", "bucket_mb",
                          "grad_accumulation", "backend", "sync", "stragglers"};
@@ -382,6 +383,7 @@ void PlanReader::read_training(const Json& j, const std::string& path, TrainingS
   read_int(j, path, "eval_every", training.eval_every, "a non-negative integer");
   read_int(j, path, "threads", training.threads, "a non-negative integer");
   read_number(j, path, "hang_timeout_s", training.hang_timeout_s, "a non-negative number of seconds");
+  read_int(j, path, "checkpoint_every", training.checkpoint_every, "a non-negative integer");
   if (const Json* optimizer = find_key(j, "optimizer")) read_optimizer(*optimizer, child(path, "optimizer"), training.optimizer);
 }
 

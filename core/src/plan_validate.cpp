@@ -49,6 +49,7 @@ void check_training(const TrainingSpec& t, Checker& check) {
   check.non_negative("/training/eval_every", t.eval_every);
   check.non_negative("/training/threads", static_cast<std::int64_t>(t.threads));
   check.non_negative("/training/hang_timeout_s", t.hang_timeout_s);
+  check.non_negative("/training/checkpoint_every", t.checkpoint_every);
   const OptimizerSpec& o = t.optimizer;
   check.positive("/training/optimizer/lr", o.lr);
   check.unit_interval("/training/optimizer/momentum", o.momentum);
@@ -336,6 +337,12 @@ void check_asynchronous(const Plan& plan, Checker& check) {
   }
   if (p.microbatches > 1) {
     check.error("/parallel/microbatches", "sync mode " + mode + " has no pipeline; use microbatches 1");
+  }
+  // A server applies gradients in arrival order, so its state at a step is not something
+  // every rank agrees on; local SGD replicas meet at every averaging and can be saved.
+  if (plan.training.checkpoint_every > 0 && p.sync.mode != SyncMode::LocalSgd) {
+    check.error("/training/checkpoint_every", "sync mode " + mode +
+                                                  " cannot be checkpointed yet (all_reduce and local_sgd can); use 0");
   }
 }
 

@@ -34,4 +34,35 @@ void Optimizer::step(float lr_scale) {
   }
 }
 
+std::vector<NamedTensor> Optimizer::state() const {
+  std::vector<NamedTensor> out;
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    if (!first_[i].empty()) out.push_back({params_[i]->name + "#m", first_[i]});
+    if (!second_[i].empty()) out.push_back({params_[i]->name + "#v", second_[i]});
+  }
+  return out;
+}
+
+Status Optimizer::restore(const std::map<std::string, const std::vector<float>*>& tensors, std::int64_t steps_taken) {
+  auto take = [&](const std::string& name, std::vector<float>& into) -> Status {
+    if (into.empty()) return {};
+    const auto found = tensors.find(name);
+    if (found == tensors.end())
+      return make_error(ErrorCode::Corrupt, "the checkpoint has no optimizer state '" + name + "'",
+                        "was it saved with another optimizer? resume with the run's own plan");
+    if (found->second->size() != into.size())
+      return make_error(ErrorCode::Corrupt, "optimizer state '" + name + "' has " +
+                                                std::to_string(found->second->size()) + " values in the checkpoint, " +
+                                                std::to_string(into.size()) + " in this model");
+    into = *found->second;
+    return {};
+  };
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    LOOM_TRY(take(params_[i]->name + "#m", first_[i]));
+    LOOM_TRY(take(params_[i]->name + "#v", second_[i]));
+  }
+  t_ = steps_taken;
+  return {};
+}
+
 }  // namespace loom::engine

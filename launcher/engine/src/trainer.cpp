@@ -4,6 +4,10 @@
 #include "loom/engine/trainer.h"
 
 #include <cmath>
+#include <algorithm>
+#include <filesystem>
+#include <list>
+#include <map>
 
 #include "loom/engine/parameter_server.h"
 #include "loom/engine/pipeline_trainer.h"
@@ -59,12 +63,15 @@ TrainResult TrainingLoop::run(const TrainerHooks& hooks) {
   cpu::flush_denormals_on_this_thread();
   start_ns_ = trace::now_ns();
   const std::int64_t per_epoch = data::batches_per_epoch(data_.train.count(), plan_.training.batch);
-  std::int64_t step = 0;
+  // The step fixes the data position: a resumed run starts inside the epoch it left.
+  std::int64_t step = start_step_;
+  std::int64_t saved_at = start_step_;
   double last_loss = std::nan("");
-  for (int epoch = 0; step < total_steps_ && per_epoch > 0; ++epoch) {
+  const int first_epoch = per_epoch > 0 ? int(step / per_epoch) : 0;
+  for (int epoch = first_epoch; step < total_steps_ && per_epoch > 0; ++epoch) {
     const auto order = data::epoch_order(data_.train.count(), plan_.data.seed ^ plan_.training.seed, epoch,
                                          plan_.data.shuffle);
-    for (std::int64_t b = 0; b < per_epoch && step < total_steps_; ++b) {
+    for (std::int64_t b = step % per_epoch; b < per_epoch && step < total_steps_; ++b) {
       const bool stop_requested = hooks.stop && hooks.stop->load();
       if (stop_requested && ranks_ == 1) {
         result.stopped = true;
@@ -94,12 +101,25 @@ TrainResult TrainingLoop::run(const TrainerHooks& hooks) {
           report_evaluation(step, result.test, hooks);
         }
       }
+      const std::int64_t every = plan_.training.checkpoint_every;
+      if (!hooks.checkpoint_dir.empty() && every > 0 && step % every == 0 && step < total_steps_) {
+        if (Status saved = save_checkpoint_at(hooks.checkpoint_dir, step); !saved.ok()) {
+          result.error = saved.error().describe();
+          break;
+        }
+        saved_at = step;
+      }
     }
     if (result.stopped || !result.error.empty()) break;
   }
+  // A stopped run can be resumed from where it stopped (`loom-cli resume`).
+  if (result.stopped && result.error.empty() && !hooks.checkpoint_dir.empty() && optimizer() && step > saved_at) {
+    if (Status saved = save_checkpoint_at(hooks.checkpoint_dir, step); !saved.ok()) result.error = saved.error().describe();
+  }
   if (result.error.empty()) finish(hooks, step);
-  result.steps = step;
-  result.samples = step * plan_.training.batch;
+  result.steps = step - start_step_;
+  result.last_step = step;
+  result.samples = result.steps * plan_.training.batch;
   result.wall_s = double(trace::now_ns() - start_ns_) * 1e-9;
   result.final_loss = last_loss;
   return result;
@@ -210,6 +230,86 @@ Expected<double> Trainer::average_parameters() {
   return std::sqrt(double(total) / double(ranks_));
 }
 
+Status TrainingLoop::save_checkpoint_at(const std::string& run_dir, std::int64_t step) {
+  Optimizer* opt = optimizer();
+  if (!opt) return {};
+  const std::string dir = checkpoint_step_dir(run_dir, step);
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return make_error(ErrorCode::Io, "cannot create checkpoint directory " + dir + ": " + ec.message());
+  Checkpoint c{step,
+               opt->steps_taken(),
+               rank_,
+               ranks_,
+               plan_.training.batch,
+               std::string(optimizer_name(plan_.training.optimizer.kind)),
+               named_copies(params())};
+  for (NamedTensor& t : opt->state()) c.tensors.push_back(std::move(t));
+  LOOM_TRY(save_checkpoint(checkpoint_file(dir, rank_), c));
+  prune_checkpoints(run_dir, rank_, 2);
+  return {};
+}
+
+namespace {
+
+// The checkpoint files of one step directory in the order a rank should read them: its
+// own first, then rank 0's, then the rest.
+std::vector<int> reading_order(int rank, std::int64_t world) {
+  std::vector<int> order;
+  if (rank < world) order.push_back(rank);
+  for (int r = 0; r < world; ++r)
+    if (r != rank) order.push_back(r);
+  return order;
+}
+
+}  // namespace
+
+Status TrainingLoop::resume_from(const std::string& step_dir) {
+  Optimizer* opt = optimizer();
+  if (!opt)
+    return make_error(ErrorCode::InvalidArgument, "this run's sync mode cannot be resumed from a checkpoint",
+                      "only all_reduce and local_sgd runs are checkpointed");
+  auto first = load_checkpoint(checkpoint_file(step_dir, 0));
+  if (!first.ok()) return first.error();
+  if (first->global_batch != plan_.training.batch)
+    return make_error(ErrorCode::InvalidArgument,
+                      "the checkpoint was saved with global batch " + std::to_string(first->global_batch) +
+                          " but the plan has " + std::to_string(plan_.training.batch),
+                      "resume with the same training.batch: the step fixes the data position only for it");
+  const std::string_view optimizer = optimizer_name(plan_.training.optimizer.kind);
+  if (first->optimizer != optimizer)
+    return make_error(ErrorCode::InvalidArgument,
+                      "the checkpoint was saved with optimizer " + first->optimizer + " but the plan has " +
+                          std::string(optimizer),
+                      "resume with the run's own optimizer: its state means something else to another one");
+  std::vector<std::string> needed;
+  for (const Param* p : params()) needed.push_back(p->name);
+  for (const NamedTensor& t : opt->state()) needed.push_back(t.name);
+  std::list<Checkpoint> files;  // kept alive (and in place): `found` points into them
+  std::map<std::string, const std::vector<float>*> found;
+  auto has_all = [&] {
+    return std::all_of(needed.begin(), needed.end(), [&](const std::string& n) { return found.count(n) > 0; });
+  };
+  for (int r : reading_order(rank_, first->world)) {
+    if (!files.empty() && has_all()) break;  // a pipeline stage needs only its own file
+    auto c = r == 0 ? std::move(first) : load_checkpoint(checkpoint_file(step_dir, r));
+    if (!c.ok()) return c.error();
+    files.push_back(std::move(*c));
+    for (const NamedTensor& t : files.back().tensors) found.emplace(t.name, &t.values);
+  }
+  for (Param* p : params()) {
+    const auto it = found.find(p->name);
+    if (it == found.end() || it->second->size() != p->value.size())
+      return make_error(ErrorCode::Corrupt, "the checkpoint in " + step_dir + " has no parameter '" + p->name +
+                                                "' of " + std::to_string(p->value.size()) + " values",
+                        "resume with the run's own model and stages");
+    p->value = *it->second;
+  }
+  LOOM_TRY(opt->restore(found, files.front().optimizer_steps));
+  start_step_ = files.front().step;
+  return {};
+}
+
 data::BatchSlice TrainingLoop::chunk_of_batch(std::int64_t batch_in_epoch, int chunk, int chunks) const {
   return data::shard_of_batch(batch_in_epoch, plan_.training.batch, chunk, chunks);
 }
@@ -284,10 +384,11 @@ void TrainingLoop::report_step(std::int64_t step, int epoch, const StepStats& st
   const double elapsed = double(now - start_ns_) * 1e-9;
   // Steady throughput, as the analysis defines it (docs/figures.md): the first step is
   // warm-up (allocation, first touches of every buffer), so the rate counts from its end.
-  if (step == 1) steady_start_ns_ = now;
+  const std::int64_t done = step - start_step_;  // in this run
+  if (done == 1) steady_start_ns_ = now;
   const double steady_s = double(now - steady_start_ns_) * 1e-9;
-  const double samples_per_s = step > 1 && steady_s > 0 ? double((step - 1) * plan_.training.batch) / steady_s
-                               : elapsed > 0                ? double(step * plan_.training.batch) / elapsed
+  const double samples_per_s = done > 1 && steady_s > 0 ? double((done - 1) * plan_.training.batch) / steady_s
+                               : elapsed > 0                ? double(done * plan_.training.batch) / elapsed
                                                             : 0.0;
   if (hooks.on_metrics) {
     const int rank = rank_;
@@ -299,7 +400,7 @@ void TrainingLoop::report_step(std::int64_t step, int epoch, const StepStats& st
     hooks.on_metrics(std::move(metrics));
   }
   if (hooks.on_step) {
-    const double eta = step > 0 ? elapsed / double(step) * double(total_steps_ - step) : 0.0;
+    const double eta = done > 0 ? elapsed / double(done) * double(total_steps_ - step) : 0.0;
     hooks.on_step({step, total_steps_, epoch, stats.loss, samples_per_s, elapsed, eta});
   }
 }

@@ -99,6 +99,9 @@ struct TrainingSpec {
   // Seconds a rank may record no progress before the host ends the run as hung; 0 = the
   // automatic limit (docs/plan-format.md: 120 s in setup, then 20 median steps, >= 30 s).
   double hang_timeout_s = 0;
+  // Every rank saves a checkpoint (parameters, optimizer state, data position) every N
+  // steps; 0 = only when the run is stopped. Resumed with `loom-cli resume RUN_ID`.
+  std::int64_t checkpoint_every = 0;
 
   bool operator==(const TrainingSpec&) const = default;
 };

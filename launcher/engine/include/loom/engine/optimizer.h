@@ -3,9 +3,13 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "loom/core/plan.h"
+#include "loom/core/status.h"
+#include "loom/engine/checkpoint.h"
 #include "loom/engine/tensor.h"
 
 namespace loom::engine {
@@ -17,6 +21,12 @@ class Optimizer {
   // the learning rate (staleness-aware SGD) without rebuilding the optimizer.
   void step(float lr_scale = 1.0f);
   std::int64_t steps_taken() const { return t_; }
+  // The state kept beside the parameters, for a checkpoint: "<param>#m" and "<param>#v"
+  // tensors (none for plain SGD).
+  std::vector<NamedTensor> state() const;
+  // Takes that state back (from tensors by name) and the step count; names the tensor
+  // that is missing or of the wrong size.
+  Status restore(const std::map<std::string, const std::vector<float>*>& tensors, std::int64_t steps_taken);
 
  private:
   OptimizerSpec spec_;

@@ -71,6 +71,7 @@ class PipelineTrainer final : public TrainingLoop {
                                  std::int64_t batch_in_epoch, bool stop_requested) override;
   Expected<std::optional<Evaluation>> evaluate_due() override;
   void finish(const TrainerHooks& hooks, std::int64_t steps) override;
+  Optimizer* optimizer() override { return &optimizer_; }
 
   Status run_flush(std::int64_t step, int flush, const std::vector<std::int64_t>& order, std::int64_t batch_in_epoch,
                    bool last_flush, StepStats& stats);

@@ -48,11 +48,15 @@ struct TrainerHooks {
   // collective: the flag travels with each step's loss all-reduce and every rank stops
   // after the same step, so none is left waiting in a collective its peers have left.
   const std::atomic<bool>* stop = nullptr;
+  // This run's checkpoint directory (checkpoint.h); empty: no checkpoints. Every rank
+  // saves there every `training.checkpoint_every` steps and when the run is stopped.
+  std::string checkpoint_dir;
 };
 
 struct TrainResult {
-  std::int64_t steps = 0;
-  std::int64_t samples = 0;
+  std::int64_t steps = 0;    // in this run (a resumed run counts from its checkpoint)
+  std::int64_t last_step = 0;  // steps completed since the first run of the chain
+  std::int64_t samples = 0;  // in this run
   double wall_s = 0;
   double final_loss = std::numeric_limits<double>::quiet_NaN();
   Evaluation test;
@@ -73,6 +77,12 @@ class TrainingLoop {
   virtual const std::vector<Param*>& params() const = 0;
   // Every parameter of the model, in model order, on rank 0 (empty elsewhere). Collective.
   virtual Expected<std::vector<NamedTensor>> gather_params() = 0;
+  // Before run(): takes parameters and optimizer state from a complete checkpoint step
+  // directory (checkpoint.h) and continues after its step. This rank's own file is
+  // preferred; a rank the checkpoint's world did not have (resuming data parallelism
+  // with more replicas) takes rank 0's, which synchronous replicas share.
+  Status resume_from(const std::string& step_dir);
+  std::int64_t first_step() const { return start_step_; }
 
  protected:
   TrainingLoop(const Plan& plan, const data::TrainTest& data, trace::Recorder* recorder, comm::Communicator* comm);
@@ -91,6 +101,9 @@ class TrainingLoop {
   virtual Expected<std::optional<Evaluation>> evaluate_due() = 0;
   // After the last step, before the result is returned (extra end-of-run metrics).
   virtual void finish(const TrainerHooks& /*hooks*/, std::int64_t /*steps*/) {}
+  // The optimizer whose state a checkpoint keeps; nullptr: this loop is not checkpointed
+  // (the asynchronous modes, whose state lives on the servers).
+  virtual Optimizer* optimizer() { return nullptr; }
 
   Status reduce_stats(StepStats& stats);
   // Metrics a step produced beyond loss and accuracy; reported with the step.
@@ -114,8 +127,10 @@ class TrainingLoop {
   void report_step(std::int64_t step, int epoch, const StepStats& stats, const TrainerHooks& hooks);
   void report_evaluation(std::int64_t step, const Evaluation& eval, const TrainerHooks& hooks);
   bool due_for_evaluation(std::int64_t steps_done, bool end_of_epoch) const;
+  Status save_checkpoint_at(const std::string& run_dir, std::int64_t step);
 
   std::int64_t total_steps_ = 0;
+  std::int64_t start_step_ = 0;  // steps a resumed run's checkpoint had completed
   std::int64_t start_ns_ = 0;
   std::int64_t steady_start_ns_ = 0;  // end of the warm-up step (docs/figures.md)
   std::vector<std::int64_t> test_order_;
@@ -139,6 +154,7 @@ class Trainer final : public TrainingLoop {
   Expected<StepStats> train_step(std::int64_t step, const std::vector<std::int64_t>& order,
                                  std::int64_t batch_in_epoch, bool stop_requested) override;
   Expected<std::optional<Evaluation>> evaluate_due() override;
+  Optimizer* optimizer() override { return &optimizer_; }
   Expected<StepStats> local_sgd_step(std::int64_t step, StepStats& stats);
   // reduce_stats traced as a Wait: the replicas' last meeting in a step, where a
   // straggler's peers wait for it.
