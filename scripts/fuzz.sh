@@ -18,7 +18,7 @@ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLOOM_FUZZ=
   -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ "${@:2}" >/dev/null
 cmake --build build-fuzz -j"$(nproc)"
 mkdir -p build-fuzz/crashes
-for target in plan frame store; do
+for target in plan frame store checkpoint; do
   work="build-fuzz/corpus/$target"  # grows as the fuzzer finds new paths; the seeds stay in git
   mkdir -p "$work" "tests/fuzz/corpus/$target"
   echo "fuzz: $target for ${seconds} s"

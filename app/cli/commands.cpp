@@ -16,6 +16,7 @@
 #include "loom/core/plan.h"
 #include "loom/engine/local_run.h"
 #include "loom/host/oversubscription.h"
+#include "loom/host/resume.h"
 #include "loom/profiles/analysis.h"
 #include "loom/profiles/export_chrome.h"
 #include "loom/profiles/machine.h"
@@ -170,9 +171,13 @@ struct RunResult {
 };
 
 // A single-rank plan trains in this process.
-RunResult run_in_process(const Plan& plan, store::RunStore& store) {
+RunResult run_in_process(const Plan& plan, store::RunStore& store, const host::ResumeRequest* resume = nullptr) {
   ProgressBar progress(stderr);
   engine::LocalRunOptions options;
+  if (resume) {
+    options.resumed_from = resume->from_run;
+    options.resume_step_dir = resume->step_dir;
+  }
   options.on_step = [&progress](const engine::StepProgress& p) { progress.update(p); };
   options.stop = &g_stop_requested;
   auto outcome = engine::run_and_record(plan, store, options);
@@ -189,9 +194,17 @@ RunResult run_in_process(const Plan& plan, store::RunStore& store) {
 }
 
 // A plan of several ranks runs as an mpirun (or srun) job supervised from here.
-RunResult run_ranks(const Plan& plan, store::RunStore& store) {
-  const MultiRankResult result = run_multi_rank(plan, store.path(), g_stop_requested);
+RunResult run_ranks(const Plan& plan, store::RunStore& store, const host::ResumeRequest* resume = nullptr) {
+  const MultiRankResult result = run_multi_rank(plan, store.path(), g_stop_requested, resume);
   return {result.exit_code, result.run_id};
+}
+
+RunResult run_plan(const Plan& plan, store::RunStore& store, const host::ResumeRequest* resume = nullptr) {
+  std::signal(SIGINT, on_interrupt);
+  const RunResult result =
+      world_size(plan) > 1 ? run_ranks(plan, store, resume) : run_in_process(plan, store, resume);
+  std::signal(SIGINT, SIG_DFL);
+  return result;
 }
 
 }  // namespace
@@ -219,9 +232,7 @@ int cmd_run(const Args& args) {
     print_error(store.error());
     return kFailed;
   }
-  std::signal(SIGINT, on_interrupt);
-  const RunResult result = world_size(*plan) > 1 ? run_ranks(*plan, *store) : run_in_process(*plan, *store);
-  std::signal(SIGINT, SIG_DFL);
+  const RunResult result = run_plan(*plan, *store);
   if (result.run_id == 0) return result.exit_code;
   const int shown = print_summary(*store, result.run_id, args.json);
   return shown != kOk ? kFailed : result.exit_code;
@@ -298,6 +309,32 @@ int cmd_export(const Args& args) {
     std::printf("(%lld extra lanes hold work that overlapped on one stream, e.g. all-reduce buckets in flight together)\n",
                 static_cast<long long>(stats->extra_lanes));
   return kOk;
+}
+
+int cmd_resume(const Args& args) {
+  const auto run_id = parse_run_id(args);
+  if (!run_id) {
+    std::fprintf(stderr, "loom-cli: resume needs a run id (a positive number; see `loom-cli runs`)\n");
+    return kInvalidInput;
+  }
+  auto store = open_store(args);
+  if (!store.ok()) {
+    print_error(store.error());
+    return kFailed;
+  }
+  auto request = host::prepare_resume(*store, *run_id, args.replicas);
+  if (!request.ok()) {
+    print_error(request.error());
+    return request.error().code == ErrorCode::Io ? kFailed : kInvalidInput;
+  }
+  std::fprintf(stderr, "loom-cli: resuming run %lld from step %lld (saved by %lld rank%s) on %d rank%s\n",
+               static_cast<long long>(*run_id), static_cast<long long>(request->step),
+               static_cast<long long>(request->saved_world), request->saved_world == 1 ? "" : "s",
+               world_size(request->plan), world_size(request->plan) == 1 ? "" : "s");
+  const RunResult result = run_plan(request->plan, *store, &*request);
+  if (result.run_id == 0) return result.exit_code;
+  const int shown = print_summary(*store, result.run_id, args.json);
+  return shown != kOk ? kFailed : result.exit_code;
 }
 
 }  // namespace loom::cli

@@ -16,6 +16,7 @@ struct Args {
   std::optional<std::string> db;
   std::optional<std::string> chrome;  // export: --chrome FILE
   bool json = false;
+  int replicas = 0;  // resume: --replicas N (0: the run's own)
 };
 
 int cmd_validate(const Args& args);
@@ -23,5 +24,6 @@ int cmd_run(const Args& args);
 int cmd_runs(const Args& args);
 int cmd_show(const Args& args);
 int cmd_export(const Args& args);
+int cmd_resume(const Args& args);
 
 }  // namespace loom::cli

@@ -1,5 +1,6 @@
 // loom-cli: Loom's engine without the GUI, for terminals, scripts and clusters.
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -16,6 +17,7 @@ constexpr const char* kUsage =
     "  runs [--db PATH] [--json]        list stored runs\n"
     "  show RUN_ID [--db PATH] [--json] summarise a stored run\n"
     "  export RUN_ID --chrome FILE      write a stored run as a Chrome trace (open it in Perfetto)\n"
+    "  resume RUN_ID [--replicas N]     continue a failed, stopped, hung or interrupted run from its checkpoint\n"
     "\n"
     "`loom-cli <command> --help` describes one command.\n"
     "The run store is --db PATH, else $LOOM_DB, else $XDG_DATA_HOME/loom/runs.db.\n"
@@ -65,6 +67,18 @@ constexpr CommandHelp kCommandHelp[] = {
      "Writes a stored run as Chrome Trace Event JSON: open FILE in https://ui.perfetto.dev.\n"
      "  --chrome FILE  where to write the trace\n"
      "  --db PATH      the run store (else $LOOM_DB, else $XDG_DATA_HOME/loom/runs.db)\n"},
+    {"resume",
+     "usage: loom-cli resume RUN_ID [--replicas N] [--db PATH] [--json]\n"
+     "\n"
+     "Continues a failed, stopped, hung or interrupted run from its newest complete\n"
+     "checkpoint, as a new run that records the old one (`show` says \"resumed from\").\n"
+     "Ranks save checkpoints every training.checkpoint_every steps, and when a run is\n"
+     "stopped. The new run trains the old run's plan from the checkpoint's step to its last.\n"
+     "  --replicas N  a data-parallel (all_reduce) run goes on with N replicas; the global\n"
+     "                batch stays, so each replica takes a larger or smaller share\n"
+     "  --db PATH     the run store (else $LOOM_DB, else $XDG_DATA_HOME/loom/runs.db)\n"
+     "  --json        print the new run's summary as one JSON line\n"
+     "Exit codes as `run`; 2 when the run cannot be resumed (it says why).\n"},
 };
 
 const char* command_help(const std::string& command) {
@@ -101,6 +115,16 @@ bool parse_args(int argc, char** argv, loom::cli::Args& args, const char* usage)
       args.chrome = argv[++i];
     } else if (arg.rfind("--chrome=", 0) == 0) {
       args.chrome = arg.substr(9);
+    } else if (arg == "--replicas" || arg.rfind("--replicas=", 0) == 0) {
+      const std::string value = arg == "--replicas" ? (i + 1 < argc ? argv[++i] : "") : arg.substr(11);
+      char* end = nullptr;
+      const long n = std::strtol(value.c_str(), &end, 10);
+      if (value.empty() || *end != '\0' || n < 1 || n > 4096) {
+        std::fprintf(stderr, "loom-cli: --replicas needs a number of replicas from 1 to 4096 (got '%s')\n",
+                     value.c_str());
+        return false;
+      }
+      args.replicas = int(n);
     } else if (arg.size() > 1 && arg[0] == '-') {
       std::fprintf(stderr, "loom-cli: unknown option '%s'\n%s", arg.c_str(), usage);
       return false;
@@ -135,5 +159,6 @@ int main(int argc, char** argv) {
   if (command == "run") return cmd_run(args);
   if (command == "runs") return cmd_runs(args);
   if (command == "show") return cmd_show(args);
+  if (command == "resume") return cmd_resume(args);
   return cmd_export(args);
 }

@@ -32,7 +32,8 @@ engine::StepProgress to_step_progress(const host::JobProgress& p, double elapsed
 
 }  // namespace
 
-MultiRankResult run_multi_rank(const Plan& plan, const std::string& db_path, const std::atomic<bool>& stop) {
+MultiRankResult run_multi_rank(const Plan& plan, const std::string& db_path, const std::atomic<bool>& stop,
+                               const host::ResumeRequest* resume) {
   // Before the run, so that nobody reads the figures without knowing (the run's log and
   // metrics keep the same lines: host::run_job records them).
   for (const std::string& line : host::oversubscription_here(plan).messages())
@@ -42,6 +43,11 @@ MultiRankResult run_multi_rank(const Plan& plan, const std::string& db_path, con
   host::JobOptions options;
   options.rank_executable = host::default_rank_executable(this_executable());
   options.stop = &stop;
+  if (resume) {
+    options.resumed_from = resume->from_run;
+    options.resume_step_dir = resume->step_dir;
+    options.resume_step = resume->step;
+  }
   options.on_progress = [&](const host::JobProgress& p) {
     if (p.step == 0) return;
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "loom/core/plan.h"
+#include "loom/host/resume.h"
 
 namespace loom::cli {
 
@@ -16,6 +17,8 @@ struct MultiRankResult {
   std::int64_t run_id = 0;  // 0 when no run was created
 };
 
-MultiRankResult run_multi_rank(const Plan& plan, const std::string& db_path, const std::atomic<bool>& stop);
+// `resume` (may be null): the checkpoint the ranks start from (loom-cli resume).
+MultiRankResult run_multi_rank(const Plan& plan, const std::string& db_path, const std::atomic<bool>& stop,
+                               const host::ResumeRequest* resume = nullptr);
 
 }  // namespace loom::cli

@@ -81,6 +81,11 @@ class Reporter {
   std::unique_ptr<stream::StreamSink> sink_;
 };
 
+std::string env_or_empty(const char* name) {
+  const char* value = std::getenv(name);
+  return value ? value : "";
+}
+
 // Ranks sharing this host, as the MPI launcher reports it; BLAS threads are divided among them.
 int ranks_on_this_host(int world) {
   for (const char* name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "SLURM_NTASKS_PER_NODE"}) {
@@ -219,10 +224,15 @@ int train(Session& s, const RankOptions& options) {
   } catch (const std::exception& e) {
     return s.reporter.fail(e.what(), 2);
   }
+  if (const std::string from = env_or_empty(kResumeFromEnv); !from.empty()) {
+    Status resumed = trainer->resume_from(from);
+    if (!resumed.ok()) return s.reporter.fail("cannot resume: " + resumed.error().describe(), 1);
+  }
   trace::record_setup(s.recorder, trace::SetupPhase::BuildModel, build_start);
   if (writer && s.comm.rank() == 0) writer->add_metrics({{0, -1, s.clock.t0_ns, "total_steps", double(trainer->total_steps())}});
   engine::TrainerHooks hooks;
   hooks.stop = &stop_requested();
+  hooks.checkpoint_dir = env_or_empty(kCheckpointDirEnv);
   hooks.on_step = [](const engine::StepProgress& p) { note_step(p.step); };
   if (writer) hooks.on_metrics = [&writer](std::vector<store::MetricRecord>&& m) { writer->add_metrics(std::move(m)); };
   const engine::TrainResult result = trainer->run(hooks);

@@ -22,6 +22,10 @@ struct RankOptions {
 inline constexpr const char* kStreamEnv = "LOOM_STREAM";
 inline constexpr const char* kSecretEnv = "LOOM_STREAM_SECRET";
 inline constexpr const char* kRunIdEnv = "LOOM_RUN_ID";
+// Checkpoints (engine/checkpoint.h): the directory this run's ranks save into, and the
+// step directory a resumed run starts from. Set by the host; unset, nothing is saved.
+inline constexpr const char* kCheckpointDirEnv = "LOOM_CHECKPOINT_DIR";
+inline constexpr const char* kResumeFromEnv = "LOOM_RESUME_FROM";
 
 // Returns the process exit code: 0 done (or stopped), 1 failed, 2 misconfigured.
 int run_rank(comm::Communicator& comm, const Plan& plan, const RankOptions& options);

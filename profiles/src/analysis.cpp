@@ -774,6 +774,7 @@ Expected<RunSummary> summarize_run(store::RunStore& store, std::int64_t run_id) 
   std::set<std::int64_t> loss_steps;
   for (const auto& m : *loss) loss_steps.insert(m.step);
   s.steps = loss_steps.empty() ? static_cast<std::int64_t>(scan.max_step) + 1 : static_cast<std::int64_t>(loss_steps.size());
+  if (s.run.resumed_from != 0 && !loss_steps.empty()) s.resumed_at_step = *loss_steps.begin();
   s.final_loss = last_value(*loss);
   s.test_accuracy = last_value(*accuracy);
   s.allreduce = allreduce_stats(scan.allreduce, s.ranks, s.world_size, last_value(*p2p));
@@ -921,6 +922,8 @@ nlohmann::json summary_to_json(const RunSummary& s) {
           {"started_unix_ms", s.run.started_unix_ms},
           {"ended_unix_ms", s.run.ended_unix_ms},
           {"error", s.run.error},
+          {"resumed_from", s.run.resumed_from != 0 ? nlohmann::json(s.run.resumed_from) : nlohmann::json()},
+          {"resumed_at_step", s.resumed_at_step >= 0 ? nlohmann::json(s.resumed_at_step) : nlohmann::json()},
           {"plan", plan},
           {"world_size", s.world_size},
           {"steps", s.steps},
@@ -1088,6 +1091,9 @@ std::string format_summary(const RunSummary& s) {
   if (!s.run.name.empty()) out += " \"" + s.run.name + "\"";
   out += " [" + s.run.status + "]\n";
   if (!s.run.error.empty()) out += "  error:         " + s.run.error + "\n";
+  if (s.run.resumed_from != 0)
+    out += format("  resumed from:  run %lld, at step %s\n", static_cast<long long>(s.run.resumed_from),
+                  s.resumed_at_step >= 0 ? std::to_string(s.resumed_at_step).c_str() : "-");
   for (const std::string& w : s.warnings) out += "  warning:       " + w + "\n";
   out += format("  world size:    %d\n", s.world_size);
   out += format_throughput(s);

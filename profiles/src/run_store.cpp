@@ -226,6 +226,10 @@ RunRecord new_run_record(const Plan& plan, const std::string& version) {
   return run;
 }
 
+std::string checkpoint_dir(const std::string& db_path, std::int64_t run_id) {
+  return db_path + ".checkpoints/run-" + std::to_string(run_id);
+}
+
 Expected<RunStore> RunStore::open(const std::string& path) {
   std::filesystem::path parent = std::filesystem::path(path).parent_path();
   if (!parent.empty()) {

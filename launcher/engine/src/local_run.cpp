@@ -13,6 +13,7 @@
 #include "loom/engine/run_writer.h"
 #include "loom/kernels/cpu.h"
 #include "loom/profiles/analysis.h"
+#include "loom/profiles/checkpoint_files.h"
 #include "loom/profiles/machine.h"
 #include "loom/profiles/recorder.h"
 #include "loom/profiles/run_heartbeat.h"
@@ -36,8 +37,10 @@ Status train_recorded(const Plan& plan, const data::TrainTest& data, store::RunS
   trace::record_setup(recorder, trace::SetupPhase::LoadData, loaded.first, loaded.second);
   const std::int64_t build_start = trace::now_ns();
   const auto trainer = make_training_loop(plan, info, data, training_recorder(recorder));
+  if (!options.resume_step_dir.empty()) LOOM_TRY(trainer->resume_from(options.resume_step_dir));
   trace::record_setup(recorder, trace::SetupPhase::BuildModel, build_start);
   TrainerHooks hooks;
+  hooks.checkpoint_dir = store::checkpoint_dir(store.path(), run_id);
   hooks.on_step = options.on_step;
   hooks.on_metrics = [&writer](std::vector<store::MetricRecord>&& m) { writer.add_metrics(std::move(m)); };
   hooks.stop = options.stop;
@@ -82,7 +85,9 @@ int apply_thread_count(const Plan& plan, int ranks_on_host) {
 }
 
 Expected<LocalRunOutcome> run_and_record(const Plan& plan, store::RunStore& store, const LocalRunOptions& options) {
-  auto run_id = store.create_run(store::new_run_record(plan, loom_version()));
+  store::RunRecord record = store::new_run_record(plan, loom_version());
+  record.resumed_from = options.resumed_from;
+  auto run_id = store.create_run(record);
   if (!run_id.ok()) return run_id.error();
   const store::RunHeartbeat heartbeat(store.path(), *run_id);
   store::SpaceReserve reserve(store::space_reserve_path(store.path(), *run_id), store::kRunSpaceReserveBytes);
@@ -110,6 +115,7 @@ Expected<LocalRunOutcome> run_and_record(const Plan& plan, store::RunStore& stor
   if (!finished.ok() && reserve.release())  // a full disk: the room kept for closing the run
     finished = store.finish_run(outcome.run_id, outcome.status, job_wall_s, outcome.result.samples, outcome.error);
   if (!finished.ok()) return finished.error();
+  if (outcome.status == "completed") store::remove_checkpoints(store::checkpoint_dir(store.path(), outcome.run_id));
   return outcome;
 }
 

@@ -8,6 +8,8 @@
 #include <QFileInfo>
 #include <QProcess>
 #include <QTemporaryDir>
+
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <thread>
@@ -17,6 +19,7 @@
 #include "loom/host/launch_command.h"
 #include "loom/host/oversubscription.h"
 #include "loom/profiles/analysis.h"
+#include "loom/profiles/checkpoint_files.h"
 #include "loom/profiles/machine.h"
 #include "loom/profiles/recorder.h"
 #include "loom/profiles/run_heartbeat.h"
@@ -206,7 +209,8 @@ JobOutcome decide(Job& job) {
   out.run_id = job.run_id;
   out.exit_code = job.process.exitStatus() == QProcess::NormalExit ? job.process.exitCode() : -1;
   out.wall_s = elapsed_s(job);
-  out.samples = job.feeder.progress().step * job.plan.training.batch;
+  // Samples this run trained: a resumed run's steps count on from its checkpoint's.
+  out.samples = std::max<std::int64_t>(0, job.feeder.progress().step - job.options.resume_step) * job.plan.training.batch;
   const std::string failure = job.feeder.first_failure();
   bool all_done = true;
   for (const RankOutcome& r : job.feeder.outcomes()) all_done = all_done && r.done;
@@ -266,7 +270,7 @@ Status start_process(Job& job, const LaunchCommand& command) {
 }
 
 LaunchContext make_context(const JobOptions& options, const QTemporaryDir& dir, int port, const std::string& secret,
-                           std::int64_t run_id) {
+                           const std::string& db_path, std::int64_t run_id) {
   LaunchContext c;
   c.mpirun = options.mpirun;
   c.rank_executable = options.rank_executable;
@@ -277,6 +281,8 @@ LaunchContext make_context(const JobOptions& options, const QTemporaryDir& dir, 
   c.port = port;
   c.secret = secret;
   c.run_id = run_id;
+  c.checkpoint_dir = store::checkpoint_dir(db_path, run_id);
+  c.resume_step_dir = options.resume_step_dir;
   c.cores = cores_available();
   c.running_as_root = geteuid() == 0;
   c.under_slurm = std::getenv("SLURM_JOB_ID") != nullptr;
@@ -313,7 +319,7 @@ Status check_rank_executable(const std::string& path) {
 Status launch_and_supervise(Job& job, const QTemporaryDir& dir, JobOutcome& outcome) {
   LOOM_TRY(check_rank_executable(job.options.rank_executable));
   const std::string secret = stream::random_secret();
-  LaunchContext context = make_context(job.options, dir, 0, secret, job.run_id);
+  LaunchContext context = make_context(job.options, dir, 0, secret, job.store.path(), job.run_id);
   stream::ServerOptions server_options{stream_bind_address(job.plan, context), 0, secret, job.run_id,
                                        world_size(job.plan)};
   auto server = stream::StreamServer::start(server_options, job.feeder);
@@ -348,7 +354,9 @@ Expected<JobOutcome> run_job(const Plan& plan, const std::string& db_path, const
   auto store = store::RunStore::open(db_path);
   if (!store.ok()) return store.error();
   const std::string host = store::this_host_name();
-  auto run_id = store->create_run(store::new_run_record(plan, LOOM_VERSION));
+  store::RunRecord record = store::new_run_record(plan, LOOM_VERSION);
+  record.resumed_from = options.resumed_from;
+  auto run_id = store->create_run(record);
   if (!run_id.ok()) return run_id.error();
   if (options.on_run_created) options.on_run_created(*run_id);
   const store::RunHeartbeat heartbeat(db_path, *run_id);
@@ -375,6 +383,7 @@ Expected<JobOutcome> run_job(const Plan& plan, const std::string& db_path, const
   if (!finished.ok() && reserve.release())  // the disk filled up since: use the room kept for this
     finished = store->finish_run(*run_id, outcome.status, outcome.wall_s, outcome.samples, outcome.error);
   if (!finished.ok()) return finished.error();
+  if (outcome.status == "completed") store::remove_checkpoints(store::checkpoint_dir(db_path, *run_id));
   return outcome;
 }
 

@@ -12,6 +12,8 @@ namespace {
 constexpr const char* kStreamEnv = "LOOM_STREAM";
 constexpr const char* kSecretEnv = "LOOM_STREAM_SECRET";
 constexpr const char* kRunIdEnv = "LOOM_RUN_ID";
+constexpr const char* kCheckpointDirEnv = "LOOM_CHECKPOINT_DIR";
+constexpr const char* kResumeFromEnv = "LOOM_RESUME_FROM";
 
 bool spans_hosts(const Plan& plan, const LaunchContext& context) {
   const auto hosts = ranks_per_host(plan, context.this_host);
@@ -28,6 +30,8 @@ std::vector<std::pair<std::string, std::string>> launch_env(const Plan& plan, co
                                                             const LaunchContext& context) {
   std::vector<std::pair<std::string, std::string>> env = {
       {kStreamEnv, command.stream_endpoint}, {kSecretEnv, context.secret}, {kRunIdEnv, std::to_string(context.run_id)}};
+  if (!context.checkpoint_dir.empty()) env.emplace_back(kCheckpointDirEnv, context.checkpoint_dir);
+  if (!context.resume_step_dir.empty()) env.emplace_back(kResumeFromEnv, context.resume_step_dir);
   if (context.running_as_root) {
     env.emplace_back("OMPI_ALLOW_RUN_AS_ROOT", "1");
     env.emplace_back("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");

@@ -227,6 +227,9 @@ struct RunSummary {
   store::RunRecord run;
   int world_size = 1;
   std::int64_t steps = 0;  // distinct steps with a "loss" metric, else max event step + 1
+  // A resumed run (run.resumed_from != 0): the steps its checkpoint had completed, read
+  // as the first step it reported a loss for; -1 when it reported none.
+  std::int64_t resumed_at_step = -1;
   double wall_s = 0, samples_per_s = 0;
   double wall_samples_per_s = 0, train_s = 0, setup_s = 0;  // setup_s: slowest rank's
   std::int64_t train_samples = 0, steady_steps = 0;

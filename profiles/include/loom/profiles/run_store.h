@@ -85,6 +85,11 @@ std::string this_host_name();
 // plan, started when create_run stores it.
 RunRecord new_run_record(const Plan& plan, const std::string& version);
 
+// Where a run's ranks save their checkpoints (launcher/engine checkpoint.h): beside the
+// run database, one directory per run. Ranks on other hosts write the same path on their
+// own file system, so a multi-host run resumes only where that path is shared.
+std::string checkpoint_dir(const std::string& db_path, std::int64_t run_id);
+
 // Rows appended after a given point, for views that follow a live run: `last_seq` is the
 // position to pass as `after_seq` next time (unchanged when nothing new arrived). The
 // position is SQLite's rowid, which only grows while rows are appended.

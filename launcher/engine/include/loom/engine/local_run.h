@@ -20,6 +20,10 @@ namespace loom::engine {
 struct LocalRunOptions {
   std::function<void(const StepProgress&)> on_step;
   const std::atomic<bool>* stop = nullptr;
+  // Resuming (loom-cli resume): the run continued and the checkpoint step directory to
+  // start from; the new run records resumed_from.
+  std::int64_t resumed_from = 0;
+  std::string resume_step_dir;
 };
 
 struct LocalRunOutcome {

@@ -32,6 +32,11 @@ struct JobOptions {
   const std::atomic<bool>* stop = nullptr;
   std::chrono::milliseconds stop_grace{10000};   // SIGUSR1 to SIGTERM, and SIGTERM to SIGKILL
   std::chrono::milliseconds drain_grace{3000};   // after mpirun ends, for the last frames
+  // Resuming (loom-cli resume, the workbench's Resume): the run continued and the
+  // checkpoint step directory every rank starts from; the new run records resumed_from.
+  std::int64_t resumed_from = 0;
+  std::string resume_step_dir;
+  std::int64_t resume_step = 0;  // the steps that checkpoint had completed
 };
 
 struct JobOutcome {

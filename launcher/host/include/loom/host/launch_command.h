@@ -36,6 +36,8 @@ struct LaunchContext {
   int port = 0;                   // the stream server's port
   std::string secret;             // the run's stream secret
   long long run_id = 0;
+  std::string checkpoint_dir;     // LOOM_CHECKPOINT_DIR: where the ranks save checkpoints
+  std::string resume_step_dir;    // LOOM_RESUME_FROM: the checkpoint they start from (resume)
   int cores = 1;                  // this machine's cores (cores_available(): affinity, cgroup quota)
   std::map<std::string, int> host_cores;  // other hosts' cores where known (oversubscription.h)
   bool running_as_root = false;
