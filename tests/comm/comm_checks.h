@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <memory>
 #include <string>
 #include <thread>
@@ -200,6 +201,46 @@ inline void barrier_waits_for_all(Communicator& c, Failures& f) {
            "left the barrier after " + std::to_string(waited) + " ms, before the last rank arrived");
 }
 
+// CPU time of the calling thread, in seconds.
+inline double thread_cpu_s() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return double(t.tv_sec) + double(t.tv_nsec) * 1e-9;
+}
+
+// A rank that waits long for a late peer (a stopped or very slow one) must not spend a
+// core on it: in an all-reduce, a receive and a barrier, the ranks that wait 0.6 s for the
+// last one use under a third of that in CPU time (a spinning wait uses all of it).
+inline void waits_do_not_spin(Communicator& c, Failures& f) {
+  using namespace std::chrono;
+  const int last = c.size() - 1;
+  auto wait = [&](const char* what, auto&& op) {
+    f.expect_ok(c.barrier(), std::string("barrier before ") + what);
+    const auto start = steady_clock::now();
+    const double cpu_start = thread_cpu_s();
+    if (c.rank() == last) std::this_thread::sleep_for(milliseconds(600));
+    f.expect_ok(op(), what);
+    const double wall = duration<double>(steady_clock::now() - start).count();
+    const double cpu = thread_cpu_s() - cpu_start;
+    if (c.rank() != last && c.size() > 1)
+      f.expect(cpu < wall / 3, std::string(what) + ": waited " + std::to_string(wall) + " s using " +
+                                   std::to_string(cpu) + " s of CPU");
+  };
+  float x = 1.0f;
+  wait("allreduce", [&] { return c.allreduce_sum(&x, 1); });
+  wait("barrier", [&] { return c.barrier(); });
+  char byte = 0;
+  wait("recv", [&] {
+    if (c.rank() == last) {
+      Status sent;
+      for (int r = 0; r < last; ++r)
+        if (Status s = c.send(&byte, 1, r, 77); !s.ok()) sent = s;
+      return sent;
+    }
+    return c.recv(&byte, 1, last, 77);
+  });
+}
+
 inline void split_even_odd(Communicator& c, Failures& f) {
   auto sub = c.split(c.rank() % 2, c.rank());
   if (sub == nullptr) return f.expect(false, "split(even/odd) returned nullptr");
@@ -285,6 +326,7 @@ inline std::vector<Check> all_checks() {
           {"tag_matching", tag_matching},
           {"ring_nonblocking", ring_nonblocking},
           {"barrier_waits_for_all", barrier_waits_for_all},
+          {"waits_do_not_spin", waits_do_not_spin},
           {"split_even_odd", split_even_odd},
           {"errors_are_values", errors_are_values},
           {"iallreduce_overlaps_compute", iallreduce_overlaps_compute}};

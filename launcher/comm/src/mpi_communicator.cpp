@@ -9,6 +9,13 @@
 // MpiOptions::thread_multiple says two communicators will be busy at once (hybrid
 // parallelism), and allows_concurrent_threads() reports whether MPI granted it.
 //
+// Waiting: Open MPI's blocking calls poll the transport on a full core for as long as they
+// wait, so a rank whose peer is stopped or very slow would burn a core until the hang
+// watchdog ends the job. Waits here poll with MPI_Test: back to back for kSpinFor, which
+// covers ordinary training waits at full speed, then with a kNap sleep between polls.
+// Blocking collectives enter only once every rank has arrived (a barrier waited for that
+// way), so that their own spinning lasts as long as the transfer, not the wait.
+//
 // Counts: MPI takes int counts, so operations larger than MpiOptions::max_count_per_call
 // are split into several calls. Chunks of one message share a tag and MPI does not let
 // messages on one (source, tag, communicator) overtake each other, so they arrive in order.
@@ -17,9 +24,11 @@
 #include <cstdlib>
 
 #include <algorithm>
+#include <chrono>
 #include <climits>
 #include <cstddef>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -45,6 +54,28 @@ Error mpi_error(int rc, const std::string& what) {
 }
 
 Status check(int rc, const char* what) { return rc == MPI_SUCCESS ? Status() : Status(mpi_error(rc, what)); }
+
+constexpr auto kSpinFor = std::chrono::milliseconds(50);
+constexpr auto kNap = std::chrono::microseconds(500);
+
+// MPI_Wait that stops spinning after kSpinFor (see the top of this file).
+int wait_patiently(MPI_Request& request, MPI_Status& status) {
+  const auto start = std::chrono::steady_clock::now();
+  for (;;) {
+    int done = 0;
+    const int rc = MPI_Test(&request, &done, &status);
+    if (rc != MPI_SUCCESS || done) return rc;
+    if (std::chrono::steady_clock::now() - start >= kSpinFor) std::this_thread::sleep_for(kNap);
+  }
+}
+
+// Returns once every rank of `comm` has called it, waiting patiently.
+Status all_arrived(MPI_Comm comm, const char* what) {
+  MPI_Request request = MPI_REQUEST_NULL;
+  LOOM_TRY(check(MPI_Ibarrier(comm, &request), what));
+  MPI_Status status;
+  return check(wait_patiently(request, status), what);
+}
 
 // A request made of one MPI request per chunk. For a receive, each chunk's expected size
 // is kept so that a shorter message than asked for is reported rather than ignored.
@@ -93,14 +124,14 @@ class MpiRequest final : public Request {
   Status result_;
 };
 
-// MPI_Wait per request rather than MPI_Waitall: Open MPI 4.1, at any thread level above
+// One request at a time rather than MPI_Waitall: Open MPI 4.1, at any thread level above
 // SINGLE, never returns from MPI_Waitall (nor from a blocking MPI_Recv) once a request has
-// failed, e.g. with MPI_ERR_TRUNCATE; MPI_Wait returns the error. Returns the first error.
+// failed, e.g. with MPI_ERR_TRUNCATE; MPI_Test returns the error. Returns the first error.
 int MpiRequest::wait_each() {
   int first_error = MPI_SUCCESS;
   for (std::size_t i = 0; i < requests_.size(); ++i) {
     if (requests_[i] == MPI_REQUEST_NULL) continue;
-    const int rc = MPI_Wait(&requests_[i], &statuses_[i]);
+    const int rc = wait_patiently(requests_[i], statuses_[i]);
     if (rc != MPI_SUCCESS && first_error == MPI_SUCCESS) first_error = rc;
   }
   return first_error;
@@ -160,7 +191,7 @@ class MpiCommunicator final : public Communicator {
   Status broadcast(void* data, std::int64_t bytes, int root) override;
   std::unique_ptr<Request> isend(const void* data, std::int64_t bytes, int peer, int tag) override;
   std::unique_ptr<Request> irecv(void* data, std::int64_t bytes, int peer, int tag) override;
-  Status barrier() override { return check(MPI_Barrier(comm_), "barrier"); }
+  Status barrier() override { return all_arrived(comm_, "barrier"); }
   std::unique_ptr<Communicator> split(int color, int key) override;
 
  private:
@@ -184,6 +215,7 @@ class MpiCommunicator final : public Communicator {
 
 Status MpiCommunicator::allreduce_sum(float* data, std::int64_t count) {
   LOOM_TRY(check_buffer("allreduce_sum", data, count));
+  LOOM_TRY(all_arrived(comm_, "allreduce_sum"));
   return for_each_chunk(count, [&](std::int64_t offset, int n) {
     return check(MPI_Allreduce(MPI_IN_PLACE, data + offset, n, MPI_FLOAT, MPI_SUM, comm_), "allreduce_sum");
   });
@@ -209,6 +241,7 @@ std::unique_ptr<Request> MpiCommunicator::iallreduce_sum(float* data, std::int64
 
 Status MpiCommunicator::broadcast(void* data, std::int64_t bytes, int root) {
   LOOM_TRY(check_buffer("broadcast", data, bytes));
+  LOOM_TRY(all_arrived(comm_, "broadcast"));
   auto* base = static_cast<char*>(data);
   return for_each_chunk(bytes, [&](std::int64_t offset, int n) {
     return check(MPI_Bcast(base + offset, n, MPI_BYTE, root, comm_), "broadcast");
