@@ -1,17 +1,20 @@
 // loom-cli when things around a run go wrong, with real mpirun jobs: the host side
 // (loom-cli) killed outright mid-run must leave no rank or mpirun behind, and the run must
 // read as interrupted, with what it recorded kept, instead of "running" forever; a rank
-// stopped mid-run must get the run stored as hung and the job torn down.
+// stopped mid-run must get the run stored as hung and the job torn down; a run whose rank
+// was killed resumes from its checkpoint on another rank count.
 #include <signal.h>
 #include <sys/types.h>
 
 #include <QDir>
 #include <QElapsedTimer>
 #include <QFile>
+#include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QProcess>
+#include <QRegularExpression>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -109,10 +112,10 @@ class CliReliabilityTest : public QObject {
 
   // Starts `loom-cli run` on a long plan and waits until both ranks train (the run has
   // stored events); returns the job's processes below loom-cli (mpirun and the ranks).
-  std::set<qint64> start_training(QProcess& cli, double hang_timeout_s) {
+  std::set<qint64> start_training(QProcess& cli, const QByteArray& plan_json) {
     QFile plan(dir_.filePath("long.json"));
     if (!plan.open(QIODevice::WriteOnly)) return {};
-    plan.write(long_plan(hang_timeout_s));
+    plan.write(plan_json);
     plan.close();
     cli.start(LOOM_CLI, {"run", plan.fileName(), "--db", db()});
     if (!cli.waitForStarted()) return {};
@@ -157,7 +160,7 @@ class CliReliabilityTest : public QObject {
   void killedHostLeavesNoOrphansAndRunIsInterrupted() {
     db_name_ = "killed-host.db";
     QProcess cli;
-    const std::set<qint64> job = start_training(cli, 0);
+    const std::set<qint64> job = start_training(cli, long_plan(0));
     QCOMPARE(rank_pids(job).size(), std::size_t(2));
     QCOMPARE(only_run()["status"].toString(), QString("running"));  // the owner is alive
     ::kill(pid_t(cli.processId()), SIGKILL);
@@ -175,7 +178,7 @@ class CliReliabilityTest : public QObject {
   void stoppedRankIsHungAndTornDown() {
     db_name_ = "stopped-rank.db";
     QProcess cli;
-    const std::set<qint64> job = start_training(cli, 3);
+    const std::set<qint64> job = start_training(cli, long_plan(3));
     const std::vector<qint64> ranks = rank_pids(job);
     QCOMPARE(ranks.size(), std::size_t(2));
     ::kill(pid_t(ranks[1]), SIGSTOP);
@@ -191,6 +194,47 @@ class CliReliabilityTest : public QObject {
     const QString error = run["error"].toString();
     QVERIFY2(error.contains("its process is stopped") && error.contains("its last span:"), qPrintable(error));
     QVERIFY2(QString::fromUtf8(cli.readAllStandardError()).contains("hung"), "loom-cli says the run hung");
+  }
+
+  // SIGKILL to a rank of a run that saves a checkpoint every 100 steps, after its first:
+  // the run fails; `loom-cli resume` continues it from that checkpoint on one rank instead
+  // of two, as a new run linked to the failed one, which trains the remaining steps and
+  // completes. The failed run's checkpoints stay (it may be resumed again).
+  void killedRankRunResumesOnAnotherRankCount() {
+    db_name_ = "resume.db";
+    QByteArray plan = long_plan(0).replace("1000000", "3000").replace("\"threads\": 1,", "\"threads\": 1, \"checkpoint_every\": 100,");
+    QProcess cli;
+    const std::vector<qint64> ranks = rank_pids(start_training(cli, plan));
+    QCOMPARE(ranks.size(), std::size_t(2));
+    // Any step both ranks have saved.
+    const QDir checkpoints(db() + ".checkpoints/run-1");
+    auto saved = [&] {
+      for (const QString& step : checkpoints.entryList({"step-*"}, QDir::Dirs))
+        if (QDir(checkpoints.filePath(step)).entryList({"rank-*.ckpt"}).size() == 2) return true;
+      return false;
+    };
+    QElapsedTimer waited;
+    waited.start();
+    while (!saved() && waited.elapsed() < 60000) QTest::qWait(10);
+    QVERIFY2(cli.state() == QProcess::Running, "the run ended before a rank could be killed");
+    ::kill(pid_t(ranks[1]), SIGKILL);
+    QVERIFY(cli.waitForFinished(30000));
+    QCOMPARE(only_run()["status"].toString(), QString("failed"));
+
+    const Result resumed = run_cli({"resume", "1", "--replicas", "1", "--db", db(), "--json"});
+    QVERIFY2(resumed.exit_code == 0, qPrintable(resumed.err + resumed.out));
+    QVERIFY2(resumed.err.contains("resuming run 1 from step") && resumed.err.contains("on 1 rank"), qPrintable(resumed.err));
+    const QJsonObject summary = loom::test::last_json_line(resumed.out);
+    QCOMPARE(summary["status"].toString(), QString("completed"));
+    QCOMPARE(summary["resumed_from"].toInteger(), 1);
+    // Its first step is the checkpoint's (steps count from 0): a multiple of 100.
+    const QRegularExpressionMatch from = QRegularExpression("from step (\\d+)").match(resumed.err);
+    QVERIFY(from.hasMatch());
+    const qint64 at = summary["resumed_at_step"].toInteger();
+    QCOMPARE(at, from.captured(1).toLongLong());
+    QVERIFY2(at >= 100 && at % 100 == 0, qPrintable(QString("resumed at step %1").arg(at)));
+    QVERIFY(QDir(db() + ".checkpoints/run-1").exists());
+    QVERIFY(!QDir(db() + ".checkpoints/run-2").exists());  // a completed run keeps none
   }
 
   // The store on a 3 MiB tmpfs: it fills up mid-run. The run must end promptly as failed

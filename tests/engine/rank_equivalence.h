@@ -56,15 +56,22 @@ struct RankRun {
   QString err;
 };
 
-inline RankRun mpirun(int ranks, const QString& plan_path, const QString& params_path) {
+// `extra_env`: variables for every rank (LOOM_CHECKPOINT_DIR, LOOM_RESUME_FROM), passed
+// on by mpiexec with -x.
+inline RankRun mpirun(int ranks, const QString& plan_path, const QString& params_path,
+                      const QList<QPair<QString, QString>>& extra_env = {}) {
   QProcess p;
   QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+  QStringList args{"-n", QString::number(ranks), "--oversubscribe", "--bind-to", "none"};
+  for (const auto& [name, value] : extra_env) {
+    env.insert(name, value);
+    args << "-x" << name;
+  }
   env.insert("OMPI_ALLOW_RUN_AS_ROOT", "1");
   env.insert("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
   env.insert("OMPI_MCA_btl_vader_single_copy_mechanism", "none");
   p.setProcessEnvironment(env);
-  p.start(LOOM_MPIEXEC, {"-n", QString::number(ranks), "--oversubscribe", "--bind-to", "none", LOOM_RANK, plan_path,
-                         "--dump-params", params_path});
+  p.start(LOOM_MPIEXEC, args << LOOM_RANK << plan_path << "--dump-params" << params_path);
   if (!p.waitForFinished(240000)) p.kill();
   p.waitForFinished();
   return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1, QString::fromUtf8(p.readAllStandardError())};
@@ -80,10 +87,11 @@ inline QString write_plan(const QTemporaryDir& dir, const Plan& plan, const QStr
 // Runs `plan` on world_size(plan) real ranks and compares rank 0's dumped parameters
 // with `reference`; reports through QVERIFY in the calling test.
 inline void expect_same_params_under_mpirun(const QTemporaryDir& dir, const Plan& plan, const QString& tag,
-                                            const std::vector<engine::NamedTensor>& reference) {
+                                            const std::vector<engine::NamedTensor>& reference,
+                                            const QList<QPair<QString, QString>>& extra_env = {}) {
   const QString plan_path = write_plan(dir, plan, tag + ".json");
   const QString params_path = dir.filePath(tag + ".params");
-  const RankRun run = mpirun(world_size(plan), plan_path, params_path);
+  const RankRun run = mpirun(world_size(plan), plan_path, params_path, extra_env);
   QVERIFY2(run.exit_code == 0, qPrintable(run.err));
   auto params = engine::load_params(params_path.toStdString());
   QVERIFY(params.ok());

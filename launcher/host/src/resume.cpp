@@ -11,7 +11,7 @@ std::string run_name(std::int64_t run_id) { return "run " + std::to_string(run_i
 // Another replica count for a data-parallel plan: extra ranks go where the last one was.
 Status change_replicas(Plan& plan, int replicas) {
   const ParallelSpec& p = plan.parallel;
-  if (p.stages > 1 || p.sync.mode != SyncMode::AllReduce)
+  if (!replicas_can_change(plan))
     return make_error(ErrorCode::InvalidArgument,
                       "--replicas changes data-parallel all-reduce runs only; this one has " +
                           std::to_string(p.stages) + " stage(s) and sync mode " + std::string(sync_mode_name(p.sync.mode)),
@@ -30,6 +30,10 @@ Status check_plan(const Plan& plan) {
 }
 
 }  // namespace
+
+bool replicas_can_change(const Plan& plan) {
+  return plan.parallel.stages == 1 && plan.parallel.sync.mode == SyncMode::AllReduce;
+}
 
 bool resumable_status(const std::string& status) {
   return status == "failed" || status == "stopped" || status == "hung" || status == "interrupted";

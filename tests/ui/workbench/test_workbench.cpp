@@ -2,7 +2,8 @@
 // and says why; Run starts a real 2-rank mpirun job whose events reach the timeline while
 // it runs and which completes; Stop ends a long run and the store records it as stopped;
 // a stored run reopened shows every stored event; a stored parameter-server run reopened
-// fills the staleness chart from its updates; unsaved changes are not lost silently.
+// fills the staleness chart from its updates; unsaved changes are not lost silently; a
+// stopped run resumes from the window with another replica count.
 #include <QAction>
 #include <QStandardPaths>
 #include <QTemporaryDir>
@@ -131,6 +132,45 @@ class TestWorkbench : public QObject {
     QCOMPARE(finished.at(0).at(1).toString(), QString("stopped"));
     const qint64 id = finished.at(0).at(0).toLongLong();
     QCOMPARE(stored_run(window_->dbPath(), id).status, std::string("stopped"));
+  }
+
+  // Run > Resume on the stopped run on screen: a new run linked to it, from the checkpoint
+  // saved when it stopped, with one replica instead of two (the global batch stays).
+  void stoppedRunResumesWithAnotherReplicaCount() {
+    loom::Plan plan = two_rank_plan(1500);
+    plan.training.checkpoint_every = 100000;  // only the checkpoint saved at the stop
+    window_->document()->reset(plan);
+    QVERIFY(!window_->resumeAction()->isEnabled());
+    QSignalSpy finished(window_.get(), &MainWindow::runFinished);
+    window_->runAction()->trigger();
+    QTRY_VERIFY_WITH_TIMEOUT(window_->views()->eventsShown() > 100 || finished.count() > 0, 60000);
+    window_->stopAction()->trigger();
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 60000);
+    QCOMPARE(finished.at(0).at(1).toString(), QString("stopped"));
+    const qint64 stopped = finished.at(0).at(0).toLongLong();
+    QVERIFY2(window_->resumeAction()->isEnabled(), qPrintable(window_->resumeAction()->toolTip()));
+
+    std::int64_t offered_step = 0;
+    int offered_replicas = 0;
+    window_->setResumePrompt([&](const loom::host::ResumeRequest& r) {
+      offered_step = r.step;
+      offered_replicas = r.plan.parallel.data_parallel;
+      return 1;
+    });
+    window_->resumeAction()->trigger();
+    QVERIFY(window_->controller()->isRunning());
+    QVERIFY(!window_->resumeAction()->isEnabled());
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 2, 240000);
+    QCOMPARE(offered_replicas, 2);
+    QVERIFY2(offered_step > 0 && offered_step < 1500, qPrintable(QString::number(offered_step)));
+    QVERIFY2(finished.at(1).at(1).toString() == "completed",
+             qPrintable(finished.at(1).at(2).toString() + "\n" + window_->launchLog()));
+    const auto resumed = stored_run(window_->dbPath(), finished.at(1).at(0).toLongLong());
+    QCOMPARE(resumed.resumed_from, stopped);
+    const auto resumed_plan = loom::parse_plan(resumed.plan_json);
+    QVERIFY(resumed_plan.ok());
+    QCOMPARE(resumed_plan.plan->parallel.data_parallel, 1);
+    QVERIFY(!window_->resumeAction()->isEnabled());  // a completed run has nothing to resume
   }
 
   void storedRunReopensWithEveryEvent() {

@@ -76,6 +76,8 @@ void MainWindow::createActions() {
   run_action_ = make(tr("&Run"), QKeySequence(Qt::CTRL | Qt::Key_R), [this] { runPlan(); });
   stop_action_ = make(tr("S&top"), QKeySequence(Qt::CTRL | Qt::Key_Period), [this] { stopRun(); });
   stop_action_->setEnabled(false);
+  resume_action_ = make(tr("Res&ume run"), {}, [this] { resumeRun(); });
+  resume_action_->setEnabled(false);
   undo_action_ = document_.undoStack()->createUndoAction(this, tr("&Undo"));
   undo_action_->setShortcut(QKeySequence::Undo);
   redo_action_ = document_.undoStack()->createRedoAction(this, tr("&Redo"));
@@ -131,7 +133,7 @@ void MainWindow::createMenus() {
   QMenu* edit = menuBar()->addMenu(tr("&Edit"));
   edit->addActions({undo_action_, redo_action_});
   QMenu* run = menuBar()->addMenu(tr("&Run"));
-  run->addActions({run_action_, stop_action_});
+  run->addActions({run_action_, stop_action_, resume_action_});
   view_menu_ = menuBar()->addMenu(tr("&View"));
   view_menu_->addActions({follow_action_, fit_action_, dark_action_});
   view_menu_->addSeparator();
@@ -149,7 +151,7 @@ void MainWindow::createToolBar() {
   tool_bar_->addSeparator();
   tool_bar_->addActions({undo_tool_, redo_tool_});
   tool_bar_->addSeparator();
-  tool_bar_->addActions({run_action_, stop_action_});
+  tool_bar_->addActions({run_action_, stop_action_, resume_action_});
   tool_bar_->addSeparator();
   tool_bar_->addActions({follow_action_, fit_action_, timeline_only_action_});
 }
@@ -330,6 +332,7 @@ void MainWindow::updateRunState() {
   const bool running = controller_.isRunning();
   run_action_->setEnabled(blocked.isEmpty() && !running);
   stop_action_->setEnabled(running);
+  updateResumeAction();
   run_action_->setToolTip(blocked.isEmpty() ? tr("Run this plan (%1 ranks)").arg(loom::world_size(document_.plan()))
                                             : tr("Cannot run: %1").arg(blocked));
   // A plan error outranks the last run's outcome: it is what stops the next Run.

@@ -204,6 +204,7 @@ void MainWindow::setShownRun(const ShownRun& run) {
   shown_ = run;
   updateSubject();
   updateTitle();
+  updateResumeAction();
 }
 
 void MainWindow::clearShownRun() { setShownRun({}); }

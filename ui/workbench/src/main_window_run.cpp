@@ -4,6 +4,7 @@
 #include <QAction>
 #include <QCoreApplication>
 #include <QElapsedTimer>
+#include <QInputDialog>
 #include <QLabel>
 #include <QMessageBox>
 #include <QPushButton>
@@ -22,6 +23,8 @@
 #include "loom/ui/workbench/main_window.h"
 
 #include "loom/host/oversubscription.h"
+#include "loom/host/resume.h"
+#include "loom/profiles/run_store.h"
 
 namespace loom::ui {
 
@@ -40,6 +43,11 @@ void MainWindow::connectRunSignals() {
 
 void MainWindow::runPlan() {
   if (controller_.isRunning() || !document_.runBlockedReason().isEmpty()) return;
+  startJob(document_.plan(), nullptr,
+           tr("Starting %1 ranks…").arg(loom::world_size(document_.plan())) + oversubscriptionSuffix());
+}
+
+void MainWindow::startJob(const loom::Plan& plan, const loom::host::ResumeRequest* resume, const QString& state) {
   feed_.stop();  // a stored run still being read must not pour into the new run's views
   log_->clear();
   launch_log_.clear();
@@ -47,14 +55,63 @@ void MainWindow::runPlan() {
   current_run_ = 0;
   opened_stored_ = false;
   clearShownRun();
-  run_state_ = tr("Starting %1 ranks…").arg(loom::world_size(document_.plan())) + oversubscriptionSuffix();
-  controller_.start(document_.plan());
+  running_plan_ = plan;
+  run_state_ = state;
+  controller_.start(plan, resume);
   progress_bar_->setRange(0, 0);  // busy until the first rank reports its step count
   progress_bar_->setVisible(true);
   rate_label_->clear();
   run_clock_->start();
   elapsed_timer_->start();
   updateRunState();
+}
+
+// Reads one run row and one checkpoint header on this thread: milliseconds, and the
+// answer decides whether a dialog opens.
+void MainWindow::resumeRun() {
+  if (controller_.isRunning() || !loom::host::resumable_status(shown_.status.toStdString())) return;
+  const qint64 runId = shown_.id;
+  auto store = loom::store::RunStore::open(dbPath().toStdString());
+  if (!store.ok()) return showError(tr("Cannot read the run database"), QString::fromStdString(store.error().describe()));
+  auto request = loom::host::prepare_resume(*store, runId);
+  if (!request.ok()) return showError(tr("Cannot resume run %1").arg(runId), QString::fromStdString(request.error().describe()));
+  const int replicas = askResumeReplicas(*request);
+  if (replicas <= 0) return;
+  if (replicas != request->plan.parallel.data_parallel) {
+    request = loom::host::prepare_resume(*store, runId, replicas);
+    if (!request.ok()) return showError(tr("Cannot resume run %1").arg(runId), QString::fromStdString(request.error().describe()));
+  }
+  const int ranks = loom::world_size(request->plan);
+  startJob(request->plan, &*request,
+           tr("Resuming run %1 from its checkpoint at step %2 on %3 ranks…").arg(runId).arg(request->step).arg(ranks));
+}
+
+// The replica count of the resumed run: its own, or another for a data-parallel run (the
+// global batch stays, so each replica's share changes). 0: the person cancelled.
+int MainWindow::askResumeReplicas(const loom::host::ResumeRequest& request) {
+  const int own = request.plan.parallel.data_parallel;
+  if (resume_prompt_) return resume_prompt_(request);
+  const QString where = tr("Run %1 saved a checkpoint at step %2 (%3 ranks). It continues from there as a new run.")
+                            .arg(request.from_run).arg(request.step).arg(request.saved_world);
+  if (!loom::host::replicas_can_change(request.plan)) {
+    const auto answer = QMessageBox::question(this, tr("Resume run %1").arg(request.from_run), where);
+    return answer == QMessageBox::Yes ? own : 0;
+  }
+  bool ok = false;
+  const int replicas = QInputDialog::getInt(
+      this, tr("Resume run %1").arg(request.from_run),
+      where + "\n" + tr("Data-parallel replicas (the global batch of %1 samples stays):").arg(request.plan.training.batch),
+      own, 1, 256, 1, &ok);
+  return ok ? replicas : 0;
+}
+
+void MainWindow::updateResumeAction() {
+  const bool can = !controller_.isRunning() && shown_.id != 0 && loom::host::resumable_status(shown_.status.toStdString());
+  resume_action_->setEnabled(can);
+  resume_action_->setToolTip(
+      can ? tr("Continue run %1 from its newest checkpoint as a new run").arg(shown_.id)
+          : tr("Resume continues a failed, stopped, hung or interrupted run from its newest checkpoint "
+               "(plans save one every training.checkpoint_every steps, and when stopped); open such a run first"));
 }
 
 // " · 4 ranks on 2 cores (oversubscribed)" while the plan's ranks outnumber this machine's
@@ -76,7 +133,7 @@ void MainWindow::stopRun() {
 
 void MainWindow::onRunCreated(qint64 runId) {
   current_run_ = runId;
-  setShownRun({runId, QStringLiteral("running"), document_.plan()});
+  setShownRun({runId, QStringLiteral("running"), running_plan_});
   feed_.follow(dbPath(), runId);
   run_state_ = tr("Run %1 starting").arg(runId);
   updateRunState();

@@ -23,7 +23,7 @@ void RunController::join() {
   if (worker_.joinable()) worker_.join();
 }
 
-bool RunController::start(const loom::Plan& plan) {
+bool RunController::start(const loom::Plan& plan, const host::ResumeRequest* resume) {
   if (running_) return false;
   join();  // the previous job's thread has already reported; reap it
   running_ = true;
@@ -33,6 +33,11 @@ bool RunController::start(const loom::Plan& plan) {
   options.stop = &stop_requested_;
   options.on_run_created = [this](std::int64_t id) { emit runCreated(id); };
   options.on_progress = [this](const host::JobProgress& p) { emit progress(p); };
+  if (resume) {
+    options.resumed_from = resume->from_run;
+    options.resume_step_dir = resume->step_dir;
+    options.resume_step = resume->step;
+  }
   worker_ = std::thread([this, plan, options, db = db_path_.toStdString()] {
     auto outcome = host::run_job(plan, db, options);
     // running_ is cleared on the GUI thread, in order after every queued signal above.

@@ -25,6 +25,10 @@ struct ResumeRequest {
 // `replicas` 0 keeps the run's own replica count.
 Expected<ResumeRequest> prepare_resume(store::RunStore& store, std::int64_t run_id, int replicas = 0);
 
+// Whether a resumed run of this plan may have another replica count: data-parallel
+// all-reduce without pipeline stages (each replica's checkpoint holds the whole model).
+bool replicas_can_change(const Plan& plan);
+
 // Whether a run in this status may be resumed (failed, stopped, hung, interrupted).
 bool resumable_status(const std::string& status);
 

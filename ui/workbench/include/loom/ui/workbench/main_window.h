@@ -57,6 +57,7 @@ class MainWindow : public QMainWindow {
   RunViews* views() { return &views_; }
   QAction* runAction() const { return run_action_; }
   QAction* stopAction() const { return stop_action_; }
+  QAction* resumeAction() const { return resume_action_; }
   QAction* timelineOnlyAction() const { return timeline_only_action_; }
   QToolBar* mainToolBar() const { return tool_bar_; }
   QMenu* examplesMenu() const { return examples_menu_; }
@@ -78,6 +79,12 @@ class MainWindow : public QMainWindow {
     run_plan_prompt_ = std::move(prompt);
   }
 
+  // How many replicas a resumed run gets (its own count offered; 0 cancels); asked only
+  // when the count may change (host::replicas_can_change). Tests and scripts answer here.
+  void setResumePrompt(std::function<int(const loom::host::ResumeRequest&)> prompt) {
+    resume_prompt_ = std::move(prompt);
+  }
+
   bool openPlanFile(const QString& path);
   bool openExample(const QString& resource);
   bool savePlanTo(const QString& path);
@@ -94,6 +101,9 @@ class MainWindow : public QMainWindow {
  public slots:
   void runPlan();
   void stopRun();
+  // Continues the run on screen (failed, stopped, hung or interrupted) from its newest
+  // checkpoint as a new run linked to it, like `loom-cli resume`.
+  void resumeRun();
 
  signals:
   void runFinished(qint64 runId, const QString& status, const QString& error);
@@ -137,6 +147,9 @@ class MainWindow : public QMainWindow {
   QString oversubscriptionSuffix() const;
   void setShownRun(const ShownRun& run);
   void clearShownRun();
+  void startJob(const loom::Plan& plan, const loom::host::ResumeRequest* resume, const QString& state);
+  int askResumeReplicas(const loom::host::ResumeRequest& request);
+  void updateResumeAction();
   void onRunCreated(qint64 runId);
   void onProgress(const loom::host::JobProgress& progress);
   void onRunFinished(qint64 runId, const QString& status, const QString& error, double wallSeconds);
@@ -168,7 +181,8 @@ class MainWindow : public QMainWindow {
   QElapsedTimer* run_clock_ = nullptr;
   QToolBar* tool_bar_ = nullptr;
   QAction *new_action_ = nullptr, *open_action_ = nullptr, *save_action_ = nullptr, *save_as_action_ = nullptr;
-  QAction *run_action_ = nullptr, *stop_action_ = nullptr, *undo_action_ = nullptr, *redo_action_ = nullptr;
+  QAction *run_action_ = nullptr, *stop_action_ = nullptr, *resume_action_ = nullptr;
+  QAction *undo_action_ = nullptr, *redo_action_ = nullptr;
   QAction *undo_tool_ = nullptr, *redo_tool_ = nullptr;  // fixed-text twins for the toolbar
   QAction *follow_action_ = nullptr, *dark_action_ = nullptr, *fit_action_ = nullptr;
   QAction *timeline_only_action_ = nullptr, *reset_layout_action_ = nullptr;
@@ -179,6 +193,8 @@ class MainWindow : public QMainWindow {
   QStringList recent_;
   std::function<SaveChoice()> save_prompt_;
   std::function<bool(qint64, const QString&)> run_plan_prompt_;
+  std::function<int(const loom::host::ResumeRequest&)> resume_prompt_;
+  loom::Plan running_plan_;  // what the live job trains (the designer's, or a resumed run's)
   qint64 current_run_ = 0;
   bool opened_stored_ = false;   // the run on screen was opened from the store, not run here
   QString run_state_;     // shown in the status bar while a run is live or after it ended

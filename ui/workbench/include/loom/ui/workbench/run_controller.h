@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "loom/core/plan.h"
+#include "loom/host/resume.h"
 #include "loom/host/store_feeder.h"
 
 namespace loom::ui {
@@ -28,8 +29,9 @@ class RunController : public QObject {
   QString rankExecutable() const { return rank_executable_; }
   bool isRunning() const { return running_; }
 
-  // False (and nothing starts) while a job is already running.
-  bool start(const loom::Plan& plan);
+  // False (and nothing starts) while a job is already running. With `resume`, the job
+  // continues that stored run from its checkpoint as a new run linked to it.
+  bool start(const loom::Plan& plan, const host::ResumeRequest* resume = nullptr);
   // Asks the job to finish its step and stop (SIGUSR1, then SIGTERM, then SIGKILL).
   void stop();
 
