@@ -11,6 +11,7 @@ packages=(
   libopenblas-dev zlib1g-dev nlohmann-json3-dev
   dataset-fashion-mnist
   xvfb xauth
+  slurm-wlm munge  # a one-node Slurm cluster for the cluster tests (scripts/cluster)
 )
 # The peer benchmark (PyTorch) is only needed for bench/; pass --bench to include it.
 if [[ "${1:-}" == "--bench" ]]; then packages+=(python3-torch python3-numpy); fi

@@ -46,7 +46,7 @@ constexpr CommandHelp kCommandHelp[] = {
      "  --db PATH   the run store (else $LOOM_DB, else $XDG_DATA_HOME/loom/runs.db)\n"
      "  --json      print the run's summary as one JSON line instead of text\n"
      "Exit codes: 0 completed, 1 failed (stored as failed), 2 invalid plan or arguments,\n"
-     "130 stopped by Ctrl-C (stored as stopped).\n"},
+     "130 stopped by Ctrl-C or from outside, e.g. scancel (stored as stopped).\n"},
     {"runs",
      "usage: loom-cli runs [--db PATH] [--json]\n"
      "\n"

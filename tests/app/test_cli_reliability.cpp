@@ -5,6 +5,7 @@
 // was killed resumes from its checkpoint on another rank count.
 #include <signal.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 #include <QDir>
 #include <QElapsedTimer>
@@ -76,6 +77,16 @@ std::set<qint64> descendants(qint64 root) {
   return found;
 }
 
+// CPU seconds a process has used (user + system, /proc/PID/stat fields 14 and 15).
+double cpu_seconds(qint64 pid) {
+  QFile f(QStringLiteral("/proc/%1/stat").arg(pid));
+  if (!f.open(QIODevice::ReadOnly)) return -1;
+  const QByteArray text = f.readAll();
+  const QList<QByteArray> fields = text.mid(text.lastIndexOf(')') + 2).split(' ');
+  if (fields.size() < 13) return -1;
+  return double(fields[11].toLongLong() + fields[12].toLongLong()) / double(sysconf(_SC_CLK_TCK));
+}
+
 bool alive(qint64 pid) {
   qint64 parent = 0;
   char state = '?';
@@ -110,7 +121,16 @@ class CliReliabilityTest : public QObject {
     return total;
   }
 
-  // Starts `loom-cli run` on a long plan and waits until both ranks train (the run has
+  // Whether every rank of the run has stored events (`show --json`).
+  bool every_rank_stored(qint64 run_id) {
+    const Result shown = run_cli({"show", QString::number(run_id), "--db", db(), "--json"});
+    const QJsonArray ranks = loom::test::last_json_line(shown.out)["ranks"].toArray();
+    for (const auto& v : ranks)
+      if (v.toObject()["events_stored"].toInteger() == 0) return false;
+    return !ranks.isEmpty();
+  }
+
+  // Starts `loom-cli run` on a long plan and waits until both ranks train (each has
   // stored events); returns the job's processes below loom-cli (mpirun and the ranks).
   std::set<qint64> start_training(QProcess& cli, const QByteArray& plan_json) {
     QFile plan(dir_.filePath("long.json"));
@@ -124,7 +144,7 @@ class CliReliabilityTest : public QObject {
     while (waited.elapsed() < 60000) {
       QTest::qWait(500);
       const std::set<qint64> job = descendants(cli.processId());
-      if (rank_pids(job).size() == 2 && !only_run().isEmpty() && events_stored(only_run()["id"].toInteger()) > 0)
+      if (rank_pids(job).size() == 2 && !only_run().isEmpty() && every_rank_stored(only_run()["id"].toInteger()))
         return job;
     }
     return {};
@@ -184,6 +204,13 @@ class CliReliabilityTest : public QObject {
     ::kill(pid_t(ranks[1]), SIGSTOP);
     QElapsedTimer detected;
     detected.start();
+    // The peer waits for the stopped rank without spinning (test_comm_mpi: waits_do_not_spin).
+    QTest::qWait(500);
+    const double cpu_before = cpu_seconds(ranks[0]);
+    QTest::qWait(1500);
+    const double waiting_cpu = cpu_seconds(ranks[0]) - cpu_before;
+    QVERIFY2(cpu_before >= 0 && waiting_cpu < 0.5,
+             qPrintable(QString("the waiting rank used %1 s of CPU in 1.5 s").arg(waiting_cpu)));
     QVERIFY(cli.waitForFinished(30000));
     const double seconds = detected.elapsed() / 1000.0;
     QVERIFY2(seconds < 10, qPrintable(QString("loom-cli ended %1 s after the SIGSTOP").arg(seconds)));

@@ -205,6 +205,31 @@ class TestJob : public QObject {
     }
   }
 
+  // A stop nobody asked Loom for: Slurm's scancel or time limit SIGTERMs every rank. The
+  // ranks stop at an agreed step and exit 0, and the run is stored as stopped, not completed.
+  void stop_from_outside_stores_a_stopped_run() {
+    BackgroundJob job(dp_plan(2, 100000), db_, job_options());
+    auto store = store::RunStore::open(db_);
+    QVERIFY(store.ok());
+    std::int64_t id = 0;
+    QVERIFY(wait_until([&] { return (id = newest_run_id(*store)) != 0; }, std::chrono::seconds(20)));
+    std::vector<int> pids;
+    QVERIFY(wait_until(
+        [&] {
+          auto ranks = store->load_ranks(id);
+          auto events = store->count_events(id);
+          pids.clear();
+          for (const auto& r : ranks.ok() ? *ranks : std::vector<store::RankRecord>{}) pids.push_back(r.pid);
+          return pids.size() == 2 && pids[0] > 0 && pids[1] > 0 && events.ok() && *events > 500;
+        },
+        std::chrono::seconds(30)));
+    for (int pid : pids) QCOMPARE(::kill(pid, SIGTERM), 0);
+    job.join();
+    QVERIFY(job.outcome.ok());
+    QCOMPARE(job.outcome->status, std::string("stopped"));
+    QCOMPARE(run_status(*store, id), std::string("stopped"));
+  }
+
   void missing_rank_executable_is_a_clear_failure() {
     host::JobOptions o = job_options();
     o.rank_executable = "/nonexistent/loom-rank";

@@ -13,8 +13,9 @@
 // wait, so a rank whose peer is stopped or very slow would burn a core until the hang
 // watchdog ends the job. Waits here poll with MPI_Test: back to back for kSpinFor, which
 // covers ordinary training waits at full speed, then with a kNap sleep between polls.
-// Blocking collectives enter only once every rank has arrived (a barrier waited for that
-// way), so that their own spinning lasts as long as the transfer, not the wait.
+// All-reduces are built on such waits too (MpiCommunicator::allreduce_sum); a broadcast
+// enters only once every rank has arrived (a barrier waited for that way), so that its own
+// spinning lasts as long as the transfer.
 //
 // Counts: MPI takes int counts, so operations larger than MpiOptions::max_count_per_call
 // are split into several calls. Chunks of one message share a tag and MPI does not let
@@ -27,6 +28,7 @@
 #include <chrono>
 #include <climits>
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <thread>
 #include <utility>
@@ -56,6 +58,8 @@ Error mpi_error(int rc, const std::string& what) {
 Status check(int rc, const char* what) { return rc == MPI_SUCCESS ? Status() : Status(mpi_error(rc, what)); }
 
 constexpr auto kSpinFor = std::chrono::milliseconds(50);
+constexpr std::int64_t kSmallAllreduce = 16 * 1024;  // floats: 64 KiB
+constexpr std::int64_t kRingSegment = 1024 * 1024;  // floats per ring message: 4 MiB
 constexpr auto kNap = std::chrono::microseconds(500);
 
 // MPI_Wait that stops spinning after kSpinFor (see the top of this file).
@@ -68,6 +72,126 @@ int wait_patiently(MPI_Request& request, MPI_Status& status) {
     if (std::chrono::steady_clock::now() - start >= kSpinFor) std::this_thread::sleep_for(kNap);
   }
 }
+
+// Sums `count` floats over the ranks of `comm` in place: a ring all-reduce (reduce-scatter,
+// then all-gather; each rank sends 2(P-1)/P of the data, as Open MPI's own ring does)
+// built on point-to-point messages waited for patiently, so that a rank whose peer stops
+// mid-collective sleeps instead of spinning. Each block is summed on one rank and copied
+// to the others, so every rank gets bitwise the same result. Messages go in segments of
+// at most `segment` floats, summed as they arrive.
+class RingAllreduce {
+ public:
+  RingAllreduce(MPI_Comm comm, std::int64_t segment) : comm_(comm), segment_(segment) {
+    MPI_Comm_rank(comm_, &rank_);
+    MPI_Comm_size(comm_, &size_);
+  }
+
+  int run(float* data, std::int64_t count) {
+    const int p = size_;
+    int rc = MPI_SUCCESS;
+    // Reduce-scatter: in step s, block (rank - s - 1) gains one term. Its last step and the
+    // all-gather's first are fused: each segment of the block this rank completes goes on
+    // to the right as soon as it is summed. All-gather: the reduced blocks travel on.
+    for (int s = 0; s < p - 2 && rc == MPI_SUCCESS; ++s)
+      rc = exchange(data, count, mod(rank_ - s), mod(rank_ - s - 1));
+    if (rc == MPI_SUCCESS) rc = last_sum_first_copy(data, count);
+    for (int s = 1; s < p - 1 && rc == MPI_SUCCESS; ++s)
+      rc = exchange(data, count, mod(rank_ + 1 - s), mod(rank_ - s), false);
+    return rc;
+  }
+
+ private:
+  struct Block {
+    std::int64_t at, n;
+    std::int64_t segments(std::int64_t segment) const { return (n + segment - 1) / segment; }
+  };
+  using Requests = std::vector<MPI_Request>;
+
+  int mod(int b) const { return ((b % size_) + size_) % size_; }
+  Block block(std::int64_t count, int b) const {
+    const std::int64_t at = count * b / size_;
+    return {at, count * (b + 1) / size_ - at};
+  }
+  std::int64_t seg_n(const Block& b, std::int64_t i) const { return std::min(segment_, b.n - i * segment_); }
+  // Segment i of block b, in a buffer holding the whole data (`data`) or only b (scratch).
+  float* seg(float* base, const Block& b, std::int64_t i, bool whole) const {
+    return base + (whole ? b.at : 0) + i * segment_;
+  }
+  void post(Requests& into, bool send, float* at, std::int64_t n, int peer) {
+    into.push_back(MPI_REQUEST_NULL);
+    note(send ? MPI_Isend(at, int(n), MPI_FLOAT, peer, 0, comm_, &into.back())
+              : MPI_Irecv(at, int(n), MPI_FLOAT, peer, 0, comm_, &into.back()));
+  }
+  void wait(MPI_Request& r) {
+    MPI_Status status;
+    note(wait_patiently(r, status));
+  }
+  void note(int rc) {
+    if (rc != MPI_SUCCESS && error_ == MPI_SUCCESS) error_ = rc;
+  }
+
+  // One ring step: block `out` to the right neighbour, block `in` from the left, added
+  // into `data` when `add`, else stored there.
+  int exchange(float* data, std::int64_t count, int out, int in, bool add = true) {
+    error_ = MPI_SUCCESS;
+    const Block o = block(count, out), b = block(count, in);
+    float* into = add ? scratch(b.n) : data;
+    Requests recvs, sends;
+    for (std::int64_t i = 0; i < b.segments(segment_); ++i) post(recvs, false, seg(into, b, i, !add), seg_n(b, i), left());
+    for (std::int64_t i = 0; i < o.segments(segment_); ++i) post(sends, true, seg(data, o, i, true), seg_n(o, i), right());
+    for (std::int64_t i = 0; i < b.segments(segment_); ++i) {
+      wait(recvs[std::size_t(i)]);
+      if (add && error_ == MPI_SUCCESS) add_into(seg(data, b, i, true), seg(into, b, i, false), seg_n(b, i));
+    }
+    for (MPI_Request& r : sends) wait(r);
+    return error_;
+  }
+
+  // The reduce-scatter's last step (block rank+1 completes here) fused with the
+  // all-gather's first (block rank+1 leaves, block rank arrives). Block rank may still be
+  // on its way out (with 2 ranks it is the block this step sends), so each of its
+  // segments is received into only once its send has completed.
+  int last_sum_first_copy(float* data, std::int64_t count) {
+    error_ = MPI_SUCCESS;
+    const Block out = block(count, mod(rank_ + 2)), done = block(count, mod(rank_ + 1)), mine = block(count, rank_);
+    float* terms = scratch(done.n);
+    Requests term_recvs, out_sends, done_sends, mine_recvs;
+    for (std::int64_t i = 0; i < done.segments(segment_); ++i) post(term_recvs, false, seg(terms, done, i, false), seg_n(done, i), left());
+    for (std::int64_t i = 0; i < out.segments(segment_); ++i) post(out_sends, true, seg(data, out, i, true), seg_n(out, i), right());
+    const std::int64_t steps = std::max(done.segments(segment_), mine.segments(segment_));
+    for (std::int64_t i = 0; i < steps && error_ == MPI_SUCCESS; ++i) {
+      if (i < done.segments(segment_)) {
+        wait(term_recvs[std::size_t(i)]);
+        if (error_ != MPI_SUCCESS) break;
+        add_into(seg(data, done, i, true), seg(terms, done, i, false), seg_n(done, i));
+        post(done_sends, true, seg(data, done, i, true), seg_n(done, i), right());
+      }
+      if (i < mine.segments(segment_)) {
+        if (std::size_t(i) < out_sends.size()) wait(out_sends[std::size_t(i)]);
+        post(mine_recvs, false, seg(data, mine, i, true), seg_n(mine, i), left());
+      }
+    }
+    for (Requests* rs : {&term_recvs, &out_sends, &mine_recvs, &done_sends})
+      for (MPI_Request& r : *rs) wait(r);
+    return error_;
+  }
+  int left() const { return mod(rank_ - 1); }
+  int right() const { return mod(rank_ + 1); }
+
+  static void add_into(float* __restrict sum, const float* __restrict term, std::int64_t n) {
+    for (std::int64_t k = 0; k < n; ++k) sum[k] += term[k];
+  }
+  float* scratch(std::int64_t n) {
+    if (std::int64_t(scratch_.size()) < n) scratch_.resize(std::size_t(n));
+    return scratch_.data();
+  }
+
+  MPI_Comm comm_;
+  std::int64_t segment_;
+  int rank_ = 0, size_ = 1;
+  int error_ = MPI_SUCCESS;  // the first MPI error of the step in progress
+  std::vector<float> scratch_;
+};
 
 // Returns once every rank of `comm` has called it, waiting patiently.
 Status all_arrived(MPI_Comm comm, const char* what) {
@@ -172,11 +296,17 @@ class MpiCommunicator final : public Communicator {
     MPI_Comm_size(comm_, &size_);
     // At least 1 and at most INT_MAX, whatever the caller asked for.
     options_.max_count_per_call = std::clamp<std::int64_t>(options_.max_count_per_call, 1, INT_MAX);
+    // The ring's messages on a communicator of their own never match the caller's.
+    MPI_Comm_dup(comm_, &ring_comm_);
+    MPI_Comm_set_errhandler(ring_comm_, MPI_ERRORS_RETURN);
+    ring_ = std::make_unique<RingAllreduce>(ring_comm_, std::min<std::int64_t>(kRingSegment, options_.max_count_per_call));
   }
   ~MpiCommunicator() override {
     int finalized = 0;
     MPI_Finalized(&finalized);
-    if (!finalized) MPI_Comm_free(&comm_);
+    if (finalized) return;
+    MPI_Comm_free(&ring_comm_);
+    MPI_Comm_free(&comm_);
   }
   MpiCommunicator(const MpiCommunicator&) = delete;
   MpiCommunicator& operator=(const MpiCommunicator&) = delete;
@@ -208,17 +338,23 @@ class MpiCommunicator final : public Communicator {
   Status check_peer(const char* what, const void* data, std::int64_t bytes, int peer) const;
 
   MPI_Comm comm_;
+  MPI_Comm ring_comm_ = MPI_COMM_NULL;
+  std::unique_ptr<RingAllreduce> ring_;
   MpiOptions options_;
   int rank_ = 0;
   int size_ = 0;
 };
 
+// Open MPI's blocking all-reduce spins for as long as a peer that stopped mid-collective
+// stays stopped, whatever barrier comes before it (the peer may stop after arriving).
+// Small sums (the per-step loss/accuracy/stop, up to kSmallAllreduce floats) are the
+// non-blocking collective waited for patiently: latency-bound, libnbc costs nothing
+// there. Larger ones (gradient buckets) go round the ring above, because libnbc's
+// non-blocking all-reduce reaches only 60-70% of the blocking one's bandwidth.
 Status MpiCommunicator::allreduce_sum(float* data, std::int64_t count) {
   LOOM_TRY(check_buffer("allreduce_sum", data, count));
-  LOOM_TRY(all_arrived(comm_, "allreduce_sum"));
-  return for_each_chunk(count, [&](std::int64_t offset, int n) {
-    return check(MPI_Allreduce(MPI_IN_PLACE, data + offset, n, MPI_FLOAT, MPI_SUM, comm_), "allreduce_sum");
-  });
+  if (count <= kSmallAllreduce || size_ == 1) return iallreduce_sum(data, count)->wait();
+  return check(ring_->run(data, count), "allreduce_sum");
 }
 
 std::unique_ptr<Request> MpiCommunicator::iallreduce_sum(float* data, std::int64_t count) {

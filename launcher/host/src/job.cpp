@@ -57,6 +57,7 @@ struct Job {
   std::string output_tail;   // the last lines of mpirun's output, for the error message
   std::string pending_log;   // output not yet appended to the run log
   bool stopping = false, terminated = false, marked_failed = false;
+  bool under_slurm = false;  // the launcher is srun (launch_command.h)
   std::string hang;  // why the watchdog ended the run; empty while it has not
   Clock::time_point stop_sent{};
 };
@@ -108,6 +109,23 @@ double elapsed_s(const Job& job) {
   return std::chrono::duration<double>(Clock::now() - job.started).count();
 }
 
+void kill_local_ranks(Job& job);
+
+// A rank is gone under srun: its peers wait on it and cannot agree on a last step, and srun
+// would pass a stop on as SIGTERM, which the ranks take as a stop request, SIGKILLing them
+// only after Slurm's KillWait (30 s by default). Two SIGINTs within a second make srun
+// kill every task of the step at once, on every node. (mpirun ends a job by itself when
+// a rank dies.)
+void end_step_at_once(Job& job) {
+  const auto srun = pid_t(job.process.processId());
+  ::kill(srun, SIGINT);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ::kill(srun, SIGINT);
+  job.stopping = job.terminated = true;
+  job.stop_sent = Clock::now();
+  kill_local_ranks(job);
+}
+
 // A failure is stored the moment the host learns of it, before the job is wound down,
 // so a reader of the store sees it at once.
 void watch_for_failure(Job& job) {
@@ -123,6 +141,7 @@ void watch_for_failure(Job& job) {
   flush_log(job);
   const JobProgress p = job.feeder.progress();
   (void)job.store.finish_run(job.run_id, "failed", elapsed_s(job), p.step * job.plan.training.batch, failure);
+  if (job.under_slurm && store_error.empty()) return end_step_at_once(job);
   request_stop(job);
 }
 
@@ -212,8 +231,11 @@ JobOutcome decide(Job& job) {
   // Samples this run trained: a resumed run's steps count on from its checkpoint's.
   out.samples = std::max<std::int64_t>(0, job.feeder.progress().step - job.options.resume_step) * job.plan.training.batch;
   const std::string failure = job.feeder.first_failure();
-  bool all_done = true;
-  for (const RankOutcome& r : job.feeder.outcomes()) all_done = all_done && r.done;
+  bool all_done = true, rank_stopped = false;
+  for (const RankOutcome& r : job.feeder.outcomes()) {
+    all_done = all_done && r.done;
+    rank_stopped = rank_stopped || r.status == "stopped";
+  }
   if (!job.hang.empty()) {
     out.status = "hung";
     out.error = job.hang;
@@ -221,7 +243,9 @@ JobOutcome decide(Job& job) {
     out.status = "failed";
     const int rank = job.feeder.first_failure_rank();
     out.error = failure + (rank >= 0 ? explain_rank_end(rank, job.output_tail) : "");
-  } else if (job.stopping) {
+  } else if (job.stopping || rank_stopped) {
+    // Asked from here, or from outside: Slurm's scancel, time limit or revoked allocation
+    // SIGTERMs the ranks, which stop at an agreed step and exit 0 like a finished run.
     out.status = "stopped";
   } else if (out.exit_code != 0 || !all_done) {
     out.status = "failed";
@@ -331,6 +355,7 @@ Status launch_and_supervise(Job& job, const QTemporaryDir& dir, JobOutcome& outc
   if (!command.hostfile_text.empty()) LOOM_TRY(write_file(context.hostfile_path, command.hostfile_text));
   record_oversubscription(job, detect_oversubscription(job.plan, context.this_host, context.cores));
   (void)job.store.append_log(job.run_id, "launch: " + outcome.command + "\n");
+  job.under_slurm = context.under_slurm;
   LOOM_TRY(start_process(job, command));
   supervise(job);
   kill_local_ranks(job);
