@@ -338,12 +338,6 @@ void check_asynchronous(const Plan& plan, Checker& check) {
   if (p.microbatches > 1) {
     check.error("/parallel/microbatches", "sync mode " + mode + " has no pipeline; use microbatches 1");
   }
-  // A server applies gradients in arrival order, so its state at a step is not something
-  // every rank agrees on; local SGD replicas meet at every averaging and can be saved.
-  if (plan.training.checkpoint_every > 0 && p.sync.mode != SyncMode::LocalSgd) {
-    check.error("/training/checkpoint_every", "sync mode " + mode +
-                                                  " cannot be checkpointed yet (all_reduce and local_sgd can); use 0");
-  }
 }
 
 }  // namespace

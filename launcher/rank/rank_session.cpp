@@ -187,6 +187,11 @@ int serve(Session& s, const RankOptions& options, const ModelInfo& info, engine:
   } catch (const std::exception& e) {
     return s.reporter.fail(e.what(), 2);
   }
+  server->set_checkpoints(env_or_empty(kCheckpointDirEnv), engine::compute_total_steps(s.plan, s.data.train.count()));
+  if (const std::string from = env_or_empty(kResumeFromEnv); !from.empty()) {
+    Status resumed = server->resume_from(from);
+    if (!resumed.ok()) return s.reporter.fail("cannot resume: " + resumed.error().describe(), 1);
+  }
   trace::record_setup(s.recorder, trace::SetupPhase::BuildModel, build_start);
   engine::UpdateHook on_updates;
   if (writer) on_updates = [writer](std::vector<store::UpdateRecord>&& u) { writer->add_updates(std::move(u)); };

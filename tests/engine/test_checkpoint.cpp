@@ -286,18 +286,6 @@ class TestCheckpoint : public QObject {
     std::ofstream(file, std::ios::binary) << "loom-checkpoint/1\n" << std::string(40, '\xff');
     QVERIFY(run_leg(plan, {"", *step_dir, 0}).error.contains("damaged"));
   }
-
-  // The asynchronous modes are refused, with the reason.
-  void asynchronousRunsAreNotResumed() {
-    Plan plan = with_replicas(spirals_plan(OptimizerKind::Sgd), 2);
-    plan.parallel.sync.mode = SyncMode::ParameterServer;
-    plan.parallel.sync.servers = 1;
-    plan.parallel.devices.assign(3, DeviceSpec{});
-    plan.training.checkpoint_every = 5;
-    const auto errors = validate_plan(plan);
-    QVERIFY(std::any_of(errors.begin(), errors.end(),
-                        [](const PlanError& e) { return e.path == "/training/checkpoint_every"; }));
-  }
 };
 
 QTEST_GUILESS_MAIN(TestCheckpoint)

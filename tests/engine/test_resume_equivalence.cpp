@@ -2,7 +2,8 @@
 // at steps 8 and 16 (LOOM_CHECKPOINT_DIR); resumed from step 8 (LOOM_RESUME_FROM) on 2,
 // 1 and 4 ranks with the same global batch, it ends after 20 steps with the parameters
 // one uninterrupted process reaches, within 1e-5 per tensor (rank_equivalence.h). The
-// same check for a 2-stage pipeline resumed on 2 ranks. A checkpoint of another run is
+// same check for a 2-stage pipeline resumed on 2 ranks, and for SSP with bound 0 (its
+// servers save their shards); a parameter-server run with Adam resumes and finishes. A checkpoint of another run is
 // continued from (the result differs), a damaged one refused. Ranks as threads:
 // test_checkpoint.
 #include <QDir>
@@ -26,6 +27,14 @@ Plan two_stages(Plan plan) {
   plan.parallel.devices.assign(2, DeviceSpec{});
   plan.model.layers[2].stage = 1;  // relu and the output layer on stage 1
   plan.model.layers[3].stage = 1;
+  return plan;
+}
+
+Plan asynchronous(Plan plan, SyncMode mode, int servers) {
+  plan.parallel.data_parallel = 2;
+  plan.parallel.sync.mode = mode;
+  plan.parallel.sync.servers = servers;
+  plan.parallel.devices.assign(std::size_t(world_size(plan)), DeviceSpec{});
   return plan;
 }
 
@@ -71,6 +80,50 @@ class ResumeEquivalence : public QObject {
     const QString step16 = QString::fromStdString(engine::checkpoint_step_dir(checkpoints.toStdString(), 16));
     expect_same_params_under_mpirun(dir_, plan, "pipeline-resumed", single_process_params(plan),
                                     Env{{"LOOM_RESUME_FROM", step16}});
+  }
+
+  // SSP with bound 0 is synchronous SGD (test_async_equivalence): the servers save their
+  // shards when the slowest worker's clock reaches 8, the workers their step; resumed
+  // from there it ends where one uninterrupted process does.
+  void sspBoundZeroResumes_data() {
+    QTest::addColumn<int>("servers");
+    QTest::newRow("1 server") << 1;
+    QTest::newRow("2 servers (sharded)") << 2;
+  }
+  void sspBoundZeroResumes() {
+    QFETCH(int, servers);
+    const Plan sgd = small_mlp_plan("resume-ssp", OptimizerKind::Sgd);
+    const Plan plan = asynchronous(sgd, SyncMode::Ssp, servers);
+    const QString checkpoints = saveCheckpoints(plan, QString("ssp-s%1").arg(servers));
+    const QString step8 = QString::fromStdString(engine::checkpoint_step_dir(checkpoints.toStdString(), 8));
+    QVERIFY2(QDir(step8).entryList({"rank-*.ckpt"}).size() == 2 + servers, qPrintable(QDir(step8).entryList().join(", ")));
+    expect_same_params_under_mpirun(dir_, plan, QString("ssp-resumed-s%1").arg(servers), single_process_params(sgd),
+                                    Env{{"LOOM_RESUME_FROM", step8}});
+  }
+
+  // A parameter-server run with Adam (the servers' moment estimates saved with the
+  // shards) resumes from its newest complete checkpoint and finishes; a server whose
+  // file is damaged refuses to start.
+  void parameterServerResumes() {
+    const Plan plan = asynchronous(small_mlp_plan("resume-ps", OptimizerKind::Adam), SyncMode::ParameterServer, 1);
+    const QString checkpoints = saveCheckpoints(plan, "ps");
+    auto newest = engine::latest_checkpoint(checkpoints.toStdString());
+    QVERIFY2(newest.ok(), qPrintable(QDir(checkpoints).entryList().join(", ")));
+    const QString step_dir = QString::fromStdString(*newest);
+    const RankRun resumed = mpirun(3, write_plan(dir_, plan, "ps-resume.json"), dir_.filePath("ps-resumed.params"),
+                                   Env{{"LOOM_RESUME_FROM", step_dir}});
+    QVERIFY2(resumed.exit_code == 0, qPrintable(resumed.err));
+    auto server = engine::load_checkpoint(engine::checkpoint_file(newest->c_str(), 2));
+    QVERIFY(server.ok());
+    QVERIFY(std::any_of(server->tensors.begin(), server->tensors.end(),
+                        [](const engine::NamedTensor& t) { return t.name.find("#v") != std::string::npos; }));
+    QFile f(step_dir + "/rank-2.ckpt");
+    QVERIFY(f.open(QIODevice::ReadWrite) && f.resize(f.size() / 2));
+    f.close();
+    const RankRun damaged = mpirun(3, write_plan(dir_, plan, "ps-damaged.json"), dir_.filePath("ps-damaged.params"),
+                                   Env{{"LOOM_RESUME_FROM", step_dir}});
+    QVERIFY(damaged.exit_code != 0);
+    QVERIFY2(damaged.err.contains("cannot resume"), qPrintable(damaged.err));
   }
 
   // What the checkpoint holds is what training continues from: resumed from one saved by

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <map>
 #include <numeric>
 #include <thread>
 
@@ -133,6 +134,9 @@ struct ParameterServer::State {
   std::vector<Pending> held;         // ssp pushes waiting until every worker has read their clock
   std::vector<char> reply;
   std::vector<store::UpdateRecord> updates;
+  std::string checkpoint_dir;        // empty: no checkpoints
+  std::int64_t total_steps = 0;
+  std::int64_t last_saved = 0;       // the clock of the newest checkpoint (or the resumed one)
 
   State(const Plan& p, const ModelInfo& info, trace::Recorder* r, comm::Communicator* c)
       : plan(p), recorder(r), comm(c), model(Model::build(p, info)) {}
@@ -169,7 +173,25 @@ struct ParameterServer::State {
     span.event().message = std::int32_t(r.version_read);
     return comm->recv(gradient.data(), bytes, worker, kGradientTag);
   }
-  void apply(int worker, const Request& r, const std::vector<float>& gradient) {
+  std::int64_t slowest_clock() const { return *std::min_element(clocks.begin(), clocks.end()); }
+  Status save_at(std::int64_t clock) {
+    std::vector<NamedTensor> tensors = named_copies(shard);
+    for (NamedTensor& t : optimizer->state()) tensors.push_back(std::move(t));
+    last_saved = clock;
+    return save_rank_checkpoint(checkpoint_dir, plan, comm->rank(), comm->size(), clock, updates_applied,
+                                std::move(tensors));
+  }
+  // Saved the moment the slowest worker's clock reaches a multiple of checkpoint_every:
+  // with ssp bound 0 no gradient of a later clock has been applied yet, so the shard is
+  // exactly the synchronous parameters after that many steps. (parameter_server: faster
+  // workers' later gradients are in it already; resumed, they compute those steps again.)
+  Status maybe_checkpoint() {
+    const std::int64_t every = plan.training.checkpoint_every, clock = slowest_clock();
+    if (checkpoint_dir.empty() || every <= 0 || clock % every != 0 || clock <= last_saved || clock >= total_steps)
+      return {};
+    return save_at(clock);
+  }
+  Status apply(int worker, const Request& r, const std::vector<float>& gradient) {
     const std::int64_t before = version();
     const std::int64_t staleness = std::max<std::int64_t>(0, before - r.version_read);
     unpack_grads(gradient, shard);
@@ -181,6 +203,7 @@ struct ParameterServer::State {
     ++updates_applied;
     clocks[std::size_t(worker)] = std::max(clocks[std::size_t(worker)], r.step + 1);
     updates.push_back({worker, index, r.step, r.version_read, before, staleness, trace::now_ns()});
+    return maybe_checkpoint();
   }
   // ssp: a gradient of step c is applied only once every unfinished worker has read its
   // step-c parameters, so a read for clock c never contains gradients of clock c or later
@@ -200,7 +223,7 @@ struct ParameterServer::State {
           ++i;
           continue;
         }
-        apply(held[i].worker, held[i].request, held[i].gradient);
+        LOOM_TRY(apply(held[i].worker, held[i].request, held[i].gradient));
         held.erase(held.begin() + std::ptrdiff_t(i));
         moved = true;
       }
@@ -280,6 +303,37 @@ Status ParameterServer::serve(const UpdateHook& on_updates) {
     if (!any) std::this_thread::sleep_for(std::chrono::microseconds(20));
   }
   if (on_updates && !s.updates.empty()) on_updates(std::exchange(s.updates, {}));
+  // Workers that stopped early (each at its own step) can resume from the clock they all
+  // reached, where every one of them saved too if they stopped together.
+  const std::int64_t clock = s.slowest_clock();
+  if (!s.checkpoint_dir.empty() && clock < s.total_steps && clock > s.last_saved) return s.save_at(clock);
+  return {};
+}
+
+void ParameterServer::set_checkpoints(std::string run_dir, std::int64_t total_steps) {
+  s_->checkpoint_dir = std::move(run_dir);
+  s_->total_steps = total_steps;
+}
+
+Status ParameterServer::resume_from(const std::string& step_dir) {
+  State& s = *s_;
+  auto c = load_matching_checkpoint(checkpoint_file(step_dir, s.comm->rank()), s.plan);
+  if (!c.ok()) return c.error();
+  std::map<std::string, const std::vector<float>*> found;
+  for (const NamedTensor& t : c->tensors) found.emplace(t.name, &t.values);
+  for (Param* p : s.shard) {
+    const auto it = found.find(p->name);
+    if (it == found.end() || it->second->size() != p->value.size())
+      return make_error(ErrorCode::Corrupt, "the checkpoint in " + step_dir + " has no parameter '" + p->name +
+                                                "' of " + std::to_string(p->value.size()) + " values",
+                        "resume with the run's own model and servers");
+    p->value = *it->second;
+  }
+  LOOM_TRY(s.optimizer->restore(found, c->optimizer_steps));
+  s.updates_applied = c->optimizer_steps;
+  s.clocks.assign(s.clocks.size(), c->step);  // every worker resumes at this step
+  s.pulled.assign(s.pulled.size(), c->step - 1);
+  s.last_saved = c->step;
   return {};
 }
 

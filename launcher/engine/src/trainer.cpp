@@ -22,12 +22,12 @@ using trace::Stream;
 
 constexpr std::int64_t kEvalBatch = 1000;
 
+}  // namespace
+
 std::int64_t compute_total_steps(const Plan& plan, std::int64_t train_count) {
   if (plan.training.steps > 0) return plan.training.steps;
   return std::int64_t(plan.training.epochs) * data::batches_per_epoch(train_count, plan.training.batch);
 }
-
-}  // namespace
 
 TrainingLoop::TrainingLoop(const Plan& plan, const data::TrainTest& data, trace::Recorder* recorder,
                            comm::Communicator* comm)
@@ -113,7 +113,7 @@ TrainResult TrainingLoop::run(const TrainerHooks& hooks) {
     if (result.stopped || !result.error.empty()) break;
   }
   // A stopped run can be resumed from where it stopped (`loom-cli resume`).
-  if (result.stopped && result.error.empty() && !hooks.checkpoint_dir.empty() && optimizer() && step > saved_at) {
+  if (result.stopped && result.error.empty() && !hooks.checkpoint_dir.empty() && step > saved_at) {
     if (Status saved = save_checkpoint_at(hooks.checkpoint_dir, step); !saved.ok()) result.error = saved.error().describe();
   }
   if (result.error.empty()) finish(hooks, step);
@@ -230,24 +230,46 @@ Expected<double> Trainer::average_parameters() {
   return std::sqrt(double(total) / double(ranks_));
 }
 
+// An asynchronous worker (no optimizer here: the servers hold parameters and state) saves
+// only its step, the data position it resumes from.
 Status TrainingLoop::save_checkpoint_at(const std::string& run_dir, std::int64_t step) {
   Optimizer* opt = optimizer();
-  if (!opt) return {};
+  std::vector<NamedTensor> tensors;
+  if (opt) {
+    tensors = named_copies(params());
+    for (NamedTensor& t : opt->state()) tensors.push_back(std::move(t));
+  }
+  return save_rank_checkpoint(run_dir, plan_, rank_, ranks_, step, opt ? opt->steps_taken() : 0, std::move(tensors));
+}
+
+Status save_rank_checkpoint(const std::string& run_dir, const Plan& plan, int rank, int world, std::int64_t step,
+                            std::int64_t optimizer_steps, std::vector<NamedTensor> tensors) {
   const std::string dir = checkpoint_step_dir(run_dir, step);
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return make_error(ErrorCode::Io, "cannot create checkpoint directory " + dir + ": " + ec.message());
-  Checkpoint c{step,
-               opt->steps_taken(),
-               rank_,
-               ranks_,
-               plan_.training.batch,
-               std::string(optimizer_name(plan_.training.optimizer.kind)),
-               named_copies(params())};
-  for (NamedTensor& t : opt->state()) c.tensors.push_back(std::move(t));
-  LOOM_TRY(save_checkpoint(checkpoint_file(dir, rank_), c));
-  prune_checkpoints(run_dir, rank_, 2);
+  const Checkpoint c{step, optimizer_steps, rank, world, plan.training.batch,
+                     std::string(optimizer_name(plan.training.optimizer.kind)), std::move(tensors)};
+  LOOM_TRY(save_checkpoint(checkpoint_file(dir, rank), c));
+  prune_checkpoints(run_dir, rank, 2);
   return {};
+}
+
+Expected<Checkpoint> load_matching_checkpoint(const std::string& path, const Plan& plan) {
+  auto c = load_checkpoint(path);
+  if (!c.ok()) return c.error();
+  if (c->global_batch != plan.training.batch)
+    return make_error(ErrorCode::InvalidArgument,
+                      "the checkpoint was saved with global batch " + std::to_string(c->global_batch) +
+                          " but the plan has " + std::to_string(plan.training.batch),
+                      "resume with the same training.batch: the step fixes the data position only for it");
+  const std::string_view optimizer = optimizer_name(plan.training.optimizer.kind);
+  if (c->optimizer != optimizer)
+    return make_error(ErrorCode::InvalidArgument,
+                      "the checkpoint was saved with optimizer " + c->optimizer + " but the plan has " +
+                          std::string(optimizer),
+                      "resume with the run's own optimizer: its state means something else to another one");
+  return c;
 }
 
 namespace {
@@ -266,22 +288,14 @@ std::vector<int> reading_order(int rank, std::int64_t world) {
 
 Status TrainingLoop::resume_from(const std::string& step_dir) {
   Optimizer* opt = optimizer();
-  if (!opt)
-    return make_error(ErrorCode::InvalidArgument, "this run's sync mode cannot be resumed from a checkpoint",
-                      "only all_reduce and local_sgd runs are checkpointed");
-  auto first = load_checkpoint(checkpoint_file(step_dir, 0));
+  if (!opt) {  // an asynchronous worker: only its step; the servers restore the rest
+    auto own = load_matching_checkpoint(checkpoint_file(step_dir, rank_), plan_);
+    if (!own.ok()) return own.error();
+    start_step_ = own->step;
+    return {};
+  }
+  auto first = load_matching_checkpoint(checkpoint_file(step_dir, 0), plan_);
   if (!first.ok()) return first.error();
-  if (first->global_batch != plan_.training.batch)
-    return make_error(ErrorCode::InvalidArgument,
-                      "the checkpoint was saved with global batch " + std::to_string(first->global_batch) +
-                          " but the plan has " + std::to_string(plan_.training.batch),
-                      "resume with the same training.batch: the step fixes the data position only for it");
-  const std::string_view optimizer = optimizer_name(plan_.training.optimizer.kind);
-  if (first->optimizer != optimizer)
-    return make_error(ErrorCode::InvalidArgument,
-                      "the checkpoint was saved with optimizer " + first->optimizer + " but the plan has " +
-                          std::string(optimizer),
-                      "resume with the run's own optimizer: its state means something else to another one");
   std::vector<std::string> needed;
   for (const Param* p : params()) needed.push_back(p->name);
   for (const NamedTensor& t : opt->state()) needed.push_back(t.name);

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "loom/comm/communicator.h"
@@ -55,6 +56,13 @@ class ParameterServer {
   ParameterServer(const Plan& plan, const ModelInfo& info, trace::Recorder* recorder, comm::Communicator* comm);
   ~ParameterServer();
   Status serve(const UpdateHook& on_updates);
+  // Before serve(): save this server's shard and optimizer state under `run_dir`
+  // (checkpoint.h) each time the slowest worker's clock reaches a multiple of
+  // training.checkpoint_every, and when the workers stop before `total_steps`.
+  void set_checkpoints(std::string run_dir, std::int64_t total_steps);
+  // Before serve(): this server's shard and optimizer state from a checkpoint step
+  // directory; every worker's clock starts at its step.
+  Status resume_from(const std::string& step_dir);
   // After serve(): sends this server's tensors to rank 0 (for --dump-params).
   Status send_final_params();
 

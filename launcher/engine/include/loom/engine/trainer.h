@@ -101,8 +101,8 @@ class TrainingLoop {
   virtual Expected<std::optional<Evaluation>> evaluate_due() = 0;
   // After the last step, before the result is returned (extra end-of-run metrics).
   virtual void finish(const TrainerHooks& /*hooks*/, std::int64_t /*steps*/) {}
-  // The optimizer whose state a checkpoint keeps; nullptr: this loop is not checkpointed
-  // (the asynchronous modes, whose state lives on the servers).
+  // The optimizer whose state a checkpoint keeps; nullptr: an asynchronous worker, whose
+  // parameters and state live on the servers (its checkpoint holds only its step).
   virtual Optimizer* optimizer() { return nullptr; }
 
   Status reduce_stats(StepStats& stats);
@@ -175,6 +175,16 @@ class Trainer final : public TrainingLoop {
 // Loss and accuracy of `model` on the test set, in evaluation batches (one Evaluate span).
 Evaluation evaluate_model(Model& model, const data::Dataset& test, const std::vector<data::BatchSlice>& batches,
                           const std::vector<std::int64_t>& order, trace::Recorder* recorder);
+
+// Optimizer steps the plan trains for on a training set of `train_count` samples.
+std::int64_t compute_total_steps(const Plan& plan, std::int64_t train_count);
+
+// One rank's checkpoint file for `step` under `run_dir` (checkpoint.h), keeping the newest
+// two steps of this rank.
+Status save_rank_checkpoint(const std::string& run_dir, const Plan& plan, int rank, int world, std::int64_t step,
+                            std::int64_t optimizer_steps, std::vector<NamedTensor> tensors);
+// A checkpoint file, refused when saved with another global batch or optimizer.
+Expected<Checkpoint> load_matching_checkpoint(const std::string& path, const Plan& plan);
 
 // The loop the plan calls for: pipeline stages (and micro-batches) run as a pipeline,
 // everything else as data parallelism.
