@@ -148,6 +148,42 @@ bool save_help(MainWindow& window, const QDir& out) {
   return ok;
 }
 
+// Waits until the window reports the run it started as finished (false after 5 minutes).
+bool wait_finished(MainWindow& window, bool& finished) {
+  QElapsedTimer clock;
+  clock.start();
+  while (!finished && clock.elapsed() < 300000) wait_ms(100);
+  if (!finished) std::fprintf(stderr, "the run did not finish within 5 minutes\n");
+  return finished;
+}
+
+// Run > Resume: the plan run again and stopped after a few seconds, the Resume action
+// enabled on it, the replica dialog as it opens, and the resumed run at its end.
+bool save_resume(MainWindow& window, const QDir& out, const Shot& shot) {
+  bool finished = false;
+  QObject::connect(&window, &MainWindow::runFinished, [&] { finished = true; });
+  lay_out(window, shot, false);
+  window.runPlan();
+  wait_ms(8000);
+  window.stopRun();
+  if (!wait_finished(window, finished)) return false;
+  wait_ms(2000);
+  bool ok = save_widget(&window, out, shot.prefix + "resume-stopped.png");
+  QTimer::singleShot(1500, [&] {
+    if (QWidget* dialog = QApplication::activeModalWidget()) {
+      ok = save_widget(dialog, out, "resume-dialog.png") && ok;
+      dialog->close();  // closing rejects: resume with the run's own replica count instead
+    }
+  });
+  window.resumeAction()->trigger();  // opens the dialog; the timer above answers it
+  finished = false;
+  window.setResumePrompt([](const loom::host::ResumeRequest& r) { return r.plan.parallel.data_parallel; });
+  window.resumeAction()->trigger();
+  wait_ms(4000);
+  ok = save_widget(&window, out, shot.prefix + "resume-running.png") && ok;
+  return wait_finished(window, finished) && ok;
+}
+
 int run_and_save(MainWindow& window, const QDir& out, const std::vector<Shot>& shots, bool run) {
   bool ok = save_help(window, out);
   for (const Shot& shot : shots) {
@@ -171,6 +207,13 @@ int run_and_save(MainWindow& window, const QDir& out, const std::vector<Shot>& s
   }
   for (const Shot& shot : shots) ok = save_results(window, out, shot) && ok;
   for (const Shot& shot : shots) ok = save_plan_error(window, out, shot) && ok;
+  ok = save_resume(window, out, shots.front()) && ok;
+  for (const Shot& shot : shots) {
+    lay_out(window, shot, shot.size.width() > 1600);  // the larger one in the dark palette
+    window.views()->timeline()->fitAll();
+    ok = save_widget(&window, out, shot.prefix + "resumed.png") && ok;
+  }
+  window.setDarkPalette(false);
   return ok ? 0 : 1;
 }
 

@@ -171,6 +171,8 @@ class TestWorkbench : public QObject {
     QVERIFY(resumed_plan.ok());
     QCOMPARE(resumed_plan.plan->parallel.data_parallel, 1);
     QVERIFY(!window_->resumeAction()->isEnabled());  // a completed run has nothing to resume
+    QTRY_VERIFY2_WITH_TIMEOUT(window_->runCaption().contains(QString("resumed from run %1").arg(stopped)),
+                              qPrintable(window_->runCaption()), 10000);
   }
 
   void storedRunReopensWithEveryEvent() {

@@ -62,6 +62,10 @@ class TestWorkbenchText : public QObject {
     loom::Plan other = designer;
     other.name = "mlp-fashion";
     QVERIFY(runCaption(run, other).contains("not the plan in the designer (\u201cmlp-fashion\u201d)"));
+
+    ShownRun resumed{13, "running", designer, 12};
+    QCOMPARE(runCaption(resumed, designer),
+             QString("Run 13 \u00b7 plan \u201cgpipe-mlp\u201d \u00b7 running \u00b7 resumed from run 12"));
   }
 
   void exampleIndexParses() {

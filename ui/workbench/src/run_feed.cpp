@@ -101,6 +101,7 @@ bool FeedWorker::readRun(FeedBatch& batch) {
       return false;
     }
     batch.plan_json = QString::fromStdString(run->plan_json);
+    batch.resumed_from = run->resumed_from;
     PlanResult plan = parse_plan(run->plan_json);
     if (plan.ok()) plan_ = std::move(plan.plan);
   }

@@ -20,6 +20,7 @@ QString runCaption(const ShownRun& run, const loom::Plan& designer) {
   QString text = tr("Run %1").arg(run.id);
   if (run.plan) text += tr(" \u00b7 plan %1").arg(quoted(run.plan->name));
   if (!run.status.isEmpty()) text += QStringLiteral(" \u00b7 ") + run.status;
+  if (run.resumed_from > 0) text += tr(" \u00b7 resumed from run %1").arg(run.resumed_from);
   if (!run.plan) return text;
   if (run.plan->name != designer.name) {
     text += tr(" \u2014 not the plan in the designer (%1)").arg(quoted(designer.name));

@@ -16,11 +16,13 @@ struct ShownRun {
   qint64 id = 0;           // 0: no run on screen
   QString status;          // running | completed | failed | stopped ("" until known)
   std::optional<loom::Plan> plan;  // the plan the run was trained with, once read
+  qint64 resumed_from = 0;  // the run this one continues from a checkpoint (0: none)
 };
 
 // "run 12", or "" when no run is shown.
 QString runLabel(const ShownRun& run);
-// One line over the timeline: "Run 12 · plan “gpipe-mlp” · completed", with a warning
+// One line over the timeline: "Run 12 · plan “gpipe-mlp” · completed" (and "· resumed
+// from run 11" for a run that continues another), with a warning
 // when the designer holds another plan or has been edited since ("— not the plan in the
 // designer"); without a run: "No run on screen · designing “gpipe-mlp”: press Run".
 QString runCaption(const ShownRun& run, const loom::Plan& designer);
