@@ -38,17 +38,25 @@ class DataParallelEquivalence : public QObject {
   void sameParametersAsOneProcess_data() {
     QTest::addColumn<int>("ranks");
     QTest::addColumn<int>("accumulation");
-    QTest::newRow("1 rank") << 1 << 1;
-    QTest::newRow("2 ranks") << 2 << 1;
-    QTest::newRow("4 ranks") << 4 << 1;
-    QTest::newRow("2 ranks x 2 accumulation steps") << 2 << 2;
+    QTest::addColumn<double>("bucket_mb");
+    QTest::newRow("1 rank") << 1 << 1 << 0.05;
+    QTest::newRow("2 ranks") << 2 << 1 << 0.05;
+    QTest::newRow("4 ranks") << 4 << 1 << 0.05;
+    QTest::newRow("2 ranks x 2 accumulation steps") << 2 << 2 << 0.05;
+    // One 50,890-float bucket: above 64 KiB the MPI communicator's own ring (2 ranks) and
+    // recursive doubling (4 ranks) reduce it, not Open MPI's collective.
+    QTest::newRow("2 ranks, one large bucket") << 2 << 1 << 25.0;
+    QTest::newRow("4 ranks, one large bucket") << 4 << 1 << 25.0;
   }
 
   void sameParametersAsOneProcess() {
     QFETCH(int, ranks);
     QFETCH(int, accumulation);
-    const QString tag = QString("r%1a%2").arg(ranks).arg(accumulation);
-    expect_same_params_under_mpirun(dir_, with_ranks(base_plan(), ranks, accumulation), tag, reference_);
+    QFETCH(double, bucket_mb);
+    const QString tag = QString("r%1a%2b%3").arg(ranks).arg(accumulation).arg(bucket_mb);
+    Plan plan = with_ranks(base_plan(), ranks, accumulation);
+    plan.parallel.bucket_mb = bucket_mb;
+    expect_same_params_under_mpirun(dir_, plan, tag, reference_);
   }
 
   // The comparison is not vacuous: a different global batch gives different parameters.

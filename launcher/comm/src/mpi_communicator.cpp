@@ -78,7 +78,8 @@ int wait_patiently(MPI_Request& request, MPI_Status& status) {
 // built on point-to-point messages waited for patiently, so that a rank whose peer stops
 // mid-collective sleeps instead of spinning. Each block is summed on one rank and copied
 // to the others, so every rank gets bitwise the same result. Messages go in segments of
-// at most `segment` floats, summed as they arrive.
+// at most `segment` floats, summed as they arrive. For 4, 8, ... ranks: recursive
+// doubling instead (doubling()).
 class RingAllreduce {
  public:
   RingAllreduce(MPI_Comm comm, std::int64_t segment) : comm_(comm), segment_(segment) {
@@ -88,6 +89,7 @@ class RingAllreduce {
 
   int run(float* data, std::int64_t count) {
     const int p = size_;
+    if (p > 2 && (p & (p - 1)) == 0) return doubling(data, count);
     int rc = MPI_SUCCESS;
     // Reduce-scatter: in step s, block (rank - s - 1) gains one term. Its last step and the
     // all-gather's first are fused: each segment of the block this rank completes goes on
@@ -173,6 +175,29 @@ class RingAllreduce {
     }
     for (Requests* rs : {&term_recvs, &out_sends, &mine_recvs, &done_sends})
       for (MPI_Request& r : *rs) wait(r);
+    return error_;
+  }
+  // 4, 8, ... ranks: recursive doubling, log2(P) exchanges of the whole buffer with the
+  // rank whose index differs in one bit, each side adding the other's sum. Fewer hand-offs
+  // than the ring's 2(P-1), which matters when ranks share cores and every hand-off waits
+  // for a peer to be scheduled. a + b == b + a in IEEE arithmetic, so the pairs' sums, and
+  // in the end every rank's, are bitwise the same. A segment is added into only once its
+  // send has completed.
+  int doubling(float* data, std::int64_t count) {
+    error_ = MPI_SUCCESS;
+    const Block all{0, count};
+    float* terms = scratch(count);
+    for (int mask = 1; mask < size_ && error_ == MPI_SUCCESS; mask <<= 1) {
+      const int peer = rank_ ^ mask;
+      Requests recvs, sends;
+      for (std::int64_t i = 0; i < all.segments(segment_); ++i) post(recvs, false, seg(terms, all, i, false), seg_n(all, i), peer);
+      for (std::int64_t i = 0; i < all.segments(segment_); ++i) post(sends, true, seg(data, all, i, true), seg_n(all, i), peer);
+      for (std::int64_t i = 0; i < all.segments(segment_); ++i) {
+        wait(recvs[std::size_t(i)]);
+        wait(sends[std::size_t(i)]);
+        if (error_ == MPI_SUCCESS) add_into(seg(data, all, i, true), seg(terms, all, i, false), seg_n(all, i));
+      }
+    }
     return error_;
   }
   int left() const { return mod(rank_ - 1); }
@@ -349,8 +374,9 @@ class MpiCommunicator final : public Communicator {
 // stays stopped, whatever barrier comes before it (the peer may stop after arriving).
 // Small sums (the per-step loss/accuracy/stop, up to kSmallAllreduce floats) are the
 // non-blocking collective waited for patiently: latency-bound, libnbc costs nothing
-// there. Larger ones (gradient buckets) go round the ring above, because libnbc's
-// non-blocking all-reduce reaches only 60-70% of the blocking one's bandwidth.
+// there. Larger ones (gradient buckets) go round the ring above (recursive doubling for
+// 4, 8, ... ranks), because libnbc's non-blocking all-reduce reaches only 60-70% of the
+// blocking one's bandwidth.
 Status MpiCommunicator::allreduce_sum(float* data, std::int64_t count) {
   LOOM_TRY(check_buffer("allreduce_sum", data, count));
   if (count <= kSmallAllreduce || size_ == 1) return iallreduce_sum(data, count)->wait();
