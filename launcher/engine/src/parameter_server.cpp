@@ -321,14 +321,7 @@ Status ParameterServer::resume_from(const std::string& step_dir) {
   if (!c.ok()) return c.error();
   std::map<std::string, const std::vector<float>*> found;
   for (const NamedTensor& t : c->tensors) found.emplace(t.name, &t.values);
-  for (Param* p : s.shard) {
-    const auto it = found.find(p->name);
-    if (it == found.end() || it->second->size() != p->value.size())
-      return make_error(ErrorCode::Corrupt, "the checkpoint in " + step_dir + " has no parameter '" + p->name +
-                                                "' of " + std::to_string(p->value.size()) + " values",
-                        "resume with the run's own model and servers");
-    p->value = *it->second;
-  }
+  LOOM_TRY(restore_params(s.shard, found, step_dir, "resume with the run's own model and servers"));
   LOOM_TRY(s.optimizer->restore(found, c->optimizer_steps));
   s.updates_applied = c->optimizer_steps;
   s.clocks.assign(s.clocks.size(), c->step);  // every worker resumes at this step

@@ -255,6 +255,19 @@ Status save_rank_checkpoint(const std::string& run_dir, const Plan& plan, int ra
   return {};
 }
 
+Status restore_params(const std::vector<Param*>& params, const std::map<std::string, const std::vector<float>*>& found,
+                      const std::string& step_dir, const std::string& hint) {
+  for (Param* p : params) {
+    const auto it = found.find(p->name);
+    if (it == found.end() || it->second->size() != p->value.size())
+      return make_error(ErrorCode::Corrupt, "the checkpoint in " + step_dir + " has no parameter '" + p->name +
+                                                "' of " + std::to_string(p->value.size()) + " values",
+                        hint);
+    p->value = *it->second;
+  }
+  return {};
+}
+
 Expected<Checkpoint> load_matching_checkpoint(const std::string& path, const Plan& plan) {
   auto c = load_checkpoint(path);
   if (!c.ok()) return c.error();
@@ -311,14 +324,7 @@ Status TrainingLoop::resume_from(const std::string& step_dir) {
     files.push_back(std::move(*c));
     for (const NamedTensor& t : files.back().tensors) found.emplace(t.name, &t.values);
   }
-  for (Param* p : params()) {
-    const auto it = found.find(p->name);
-    if (it == found.end() || it->second->size() != p->value.size())
-      return make_error(ErrorCode::Corrupt, "the checkpoint in " + step_dir + " has no parameter '" + p->name +
-                                                "' of " + std::to_string(p->value.size()) + " values",
-                        "resume with the run's own model and stages");
-    p->value = *it->second;
-  }
+  LOOM_TRY(restore_params(params(), found, step_dir, "resume with the run's own model and stages"));
   LOOM_TRY(opt->restore(found, files.front().optimizer_steps));
   start_step_ = files.front().step;
   return {};

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -183,6 +184,10 @@ std::int64_t compute_total_steps(const Plan& plan, std::int64_t train_count);
 // two steps of this rank.
 Status save_rank_checkpoint(const std::string& run_dir, const Plan& plan, int rank, int world, std::int64_t step,
                             std::int64_t optimizer_steps, std::vector<NamedTensor> tensors);
+// Copies each parameter's values from `found` (tensors of checkpoint files in `step_dir`,
+// by name); a missing or differently sized one is an error with `hint`.
+Status restore_params(const std::vector<Param*>& params, const std::map<std::string, const std::vector<float>*>& found,
+                      const std::string& step_dir, const std::string& hint);
 // A checkpoint file, refused when saved with another global batch or optimizer.
 Expected<Checkpoint> load_matching_checkpoint(const std::string& path, const Plan& plan);
 
