@@ -91,13 +91,11 @@ class RingAllreduce {
     const int p = size_;
     if (p > 2 && (p & (p - 1)) == 0) return doubling(data, count);
     int rc = MPI_SUCCESS;
-    // Reduce-scatter: in step s, block (rank - s - 1) gains one term. Its last step and the
-    // all-gather's first are fused: each segment of the block this rank completes goes on
-    // to the right as soon as it is summed. All-gather: the reduced blocks travel on.
-    for (int s = 0; s < p - 2 && rc == MPI_SUCCESS; ++s)
+    // Reduce-scatter: in step s, block (rank - s - 1) gains one term; then all-gather: the
+    // reduced blocks travel on.
+    for (int s = 0; s < p - 1 && rc == MPI_SUCCESS; ++s)
       rc = exchange(data, count, mod(rank_ - s), mod(rank_ - s - 1));
-    if (rc == MPI_SUCCESS) rc = last_sum_first_copy(data, count);
-    for (int s = 1; s < p - 1 && rc == MPI_SUCCESS; ++s)
+    for (int s = 0; s < p - 1 && rc == MPI_SUCCESS; ++s)
       rc = exchange(data, count, mod(rank_ + 1 - s), mod(rank_ - s), false);
     return rc;
   }
@@ -149,34 +147,6 @@ class RingAllreduce {
     return error_;
   }
 
-  // The reduce-scatter's last step (block rank+1 completes here) fused with the
-  // all-gather's first (block rank+1 leaves, block rank arrives). Block rank may still be
-  // on its way out (with 2 ranks it is the block this step sends), so each of its
-  // segments is received into only once its send has completed.
-  int last_sum_first_copy(float* data, std::int64_t count) {
-    error_ = MPI_SUCCESS;
-    const Block out = block(count, mod(rank_ + 2)), done = block(count, mod(rank_ + 1)), mine = block(count, rank_);
-    float* terms = scratch(done.n);
-    Requests term_recvs, out_sends, done_sends, mine_recvs;
-    for (std::int64_t i = 0; i < done.segments(segment_); ++i) post(term_recvs, false, seg(terms, done, i, false), seg_n(done, i), left());
-    for (std::int64_t i = 0; i < out.segments(segment_); ++i) post(out_sends, true, seg(data, out, i, true), seg_n(out, i), right());
-    const std::int64_t steps = std::max(done.segments(segment_), mine.segments(segment_));
-    for (std::int64_t i = 0; i < steps && error_ == MPI_SUCCESS; ++i) {
-      if (i < done.segments(segment_)) {
-        wait(term_recvs[std::size_t(i)]);
-        if (error_ != MPI_SUCCESS) break;
-        add_into(seg(data, done, i, true), seg(terms, done, i, false), seg_n(done, i));
-        post(done_sends, true, seg(data, done, i, true), seg_n(done, i), right());
-      }
-      if (i < mine.segments(segment_)) {
-        if (std::size_t(i) < out_sends.size()) wait(out_sends[std::size_t(i)]);
-        post(mine_recvs, false, seg(data, mine, i, true), seg_n(mine, i), left());
-      }
-    }
-    for (Requests* rs : {&term_recvs, &out_sends, &mine_recvs, &done_sends})
-      for (MPI_Request& r : *rs) wait(r);
-    return error_;
-  }
   // 4, 8, ... ranks: recursive doubling, log2(P) exchanges of the whole buffer with the
   // rank whose index differs in one bit, each side adding the other's sum. Fewer hand-offs
   // than the ring's 2(P-1), which matters when ranks share cores and every hand-off waits
