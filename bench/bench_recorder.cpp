@@ -1,8 +1,10 @@
 // The recorder's own cost, per event, on one thread (tracy reports ~2 ns per zone for its
 // queue; Loom's Span also reads the clock twice): record() of a prepared event, a compute
 // Span (two clock reads + record), a communication Span (the same plus two reads of the
-// thread's run delay from /proc/thread-self/schedstat), and the drain that ships events.
-// Prints a table and one JSON line; bench/tracing_cost.py turns these into step dilation.
+// thread's run delay from /proc/thread-self/schedstat), back-to-back layer spans of a
+// SpanChain (one clock read each), one schedstat read alone, and the drain that ships
+// events. Prints a table and one JSON line; bench/tracing_cost.py turns the parts (clock
+// read, schedstat read, record) into step dilation.
 //   bench_recorder [--events N] [--repeats R]
 #include <algorithm>
 #include <chrono>
@@ -73,6 +75,14 @@ int main(int argc, char** argv) {
   const double comm_span = best_ns_per_op(rec, comm_n, repeats, [&](std::int64_t i) {
     Span s(&rec, EventKind::AllReduce, Stream::Comm, std::int32_t(i));
   });
+  SpanChain chain(&rec);  // a long layer loop: every call ends one span and opens the next
+  const double chained_span = best_ns_per_op(rec, n, repeats, [&](std::int64_t i) {
+    chain.next(EventKind::Forward, Stream::Compute, std::int32_t(i));
+  });
+  const double schedstat = best_ns_per_op(rec, comm_n, repeats, [&](std::int64_t) {
+    volatile std::int64_t d = thread_run_delay_ns();
+    (void)d;
+  });
   const double clock = best_ns_per_op(rec, n, repeats, [&](std::int64_t) {
     volatile std::int64_t t = now_ns();
     (void)t;
@@ -82,10 +92,13 @@ int main(int argc, char** argv) {
   std::printf("  %-44s %8.1f ns\n", "record() of a prepared event", record);
   std::printf("  %-44s %8.1f ns\n", "steady_clock read (now_ns)", clock);
   std::printf("  %-44s %8.1f ns\n", "compute Span (2 clock reads + record)", compute_span);
+  std::printf("  %-44s %8.1f ns\n", "chained compute span (1 clock read + record)", chained_span);
   std::printf("  %-44s %8.1f ns\n", "communication Span (+ 2 schedstat reads)", comm_span);
+  std::printf("  %-44s %8.1f ns\n", "schedstat read (thread_run_delay_ns)", schedstat);
   std::printf("  %-44s %8.1f ns\n", "drain (copy out, per event)", drain);
   nlohmann::json j = {{"record_ns", record},          {"clock_ns", clock}, {"compute_span_ns", compute_span},
-                      {"comm_span_ns", comm_span}, {"drain_ns", drain}, {"events", n}, {"repeats", repeats}};
+                      {"comm_span_ns", comm_span}, {"chained_span_ns", chained_span},
+                      {"schedstat_ns", schedstat},  {"drain_ns", drain}, {"events", n}, {"repeats", repeats}};
   std::printf("%s\n", j.dump().c_str());
   return 0;
 }

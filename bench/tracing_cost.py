@@ -8,9 +8,9 @@ events; setup is still recorded), interleaved on / off / on / off ..., --repeats
                      end of the warm-up step, computed without the recorder) off / on - 1,
                      per pair; the median over pairs with its min-max. Positive = tracing
                      slows the step.
-  implied dilation   what bench_recorder's cost per event implies: per rank and steady step,
-                     (compute spans x compute-span ns + communication and waiting spans x
-                     communication-span ns) / step time. Target <= 1%.
+  implied dilation   what bench_recorder's costs imply: per rank and steady step, (events x
+                     record ns + clock reads x clock ns + schedstat reads x schedstat ns) /
+                     step time, the reads counted from the trace. Target <= 1%.
   steady vs whole    from the traced runs: samples/s over steady steps (docs/figures.md)
                      against the whole job's (launch, setup and evaluation included), and
                      the setup time.
@@ -31,6 +31,7 @@ import bench_util
 from bench_util import ROOT
 
 COMM_KINDS = (5, 6, 7, 8, 9, 10, 11, 15, 16)  # event.h measures_descheduling
+SEND_KIND = 6
 STEP_KIND = 13
 SETUP_KIND = 17
 
@@ -64,10 +65,12 @@ def metric_rate(db, run_id):
     return row[0] if row else float("nan")
 
 
-def events_per_step(db, run_id, summary):
-    """(compute-like spans, communication/waiting spans) per rank and steady step, counted
-    inside each rank's steady window."""
-    counts = [0, 0]
+def reads_per_step(db, run_id, summary):
+    """What tracing did per rank and steady step, counted from the trace itself inside each
+    rank's steady window: events recorded, clock reads (distinct span boundaries: chained
+    layer spans share one, a receive and its idle twin share theirs) and schedstat reads
+    (two per distinct communication or waiting span that measures descheduling)."""
+    totals = {"events": 0.0, "clock_reads": 0.0, "schedstat_reads": 0.0}
     ranks = 0
     for r in summary["ranks"]:
         steps = db.execute("SELECT step, start_ns, end_ns FROM events WHERE run_id=? AND rank=? AND kind=? "
@@ -76,12 +79,17 @@ def events_per_step(db, run_id, summary):
         if not steady:
             continue
         lo, hi = min(s[1] for s in steady), max(s[2] for s in steady)
-        kinds = db.execute("SELECT kind, COUNT(*) FROM events WHERE run_id=? AND rank=? AND start_ns>=? AND "
-                           "start_ns<? AND kind!=? GROUP BY kind", (run_id, r["rank"], lo, hi, SETUP_KIND))
-        for kind, n in kinds:
-            counts[1 if kind in COMM_KINDS else 0] += n / len(steady)
+        spans = db.execute("SELECT kind, start_ns, end_ns, microbatch FROM events WHERE run_id=? AND rank=? AND "
+                           "start_ns>=? AND start_ns<? AND kind!=?", (run_id, r["rank"], lo, hi, SETUP_KIND)).fetchall()
+        boundaries = {t for _, start, end, _ in spans for t in (start, end)}
+        # A pipeline send (a Send of a micro-batch) only posts an isend and reads no schedstat.
+        comm = {(start, end) for kind, start, end, mb in spans
+                if kind in COMM_KINDS and not (kind == SEND_KIND and mb >= 0)}
+        totals["events"] += len(spans) / len(steady)
+        totals["clock_reads"] += len(boundaries) / len(steady)
+        totals["schedstat_reads"] += 2 * len(comm) / len(steady)
         ranks += 1
-    return [c / max(ranks, 1) for c in counts]
+    return {k: v / max(ranks, 1) for k, v in totals.items()}
 
 
 def recorder_cost(args):
@@ -104,10 +112,12 @@ def measure_plan(args, plan):
 
 def implied(cost, db, m):
     s = m["summaries"][len(m["summaries"]) // 2]
-    compute, comm = events_per_step(db, s["id"], s)
+    reads = reads_per_step(db, s["id"], s)
     steps = max(s["steady_steps"], 1)
     step_ns = s["train_s"] * 1e9 / steps
-    return (compute * cost["compute_span_ns"] + comm * cost["comm_span_ns"]) / step_ns, compute, comm
+    ns = (reads["events"] * cost["record_ns"] + reads["clock_reads"] * cost["clock_ns"] +
+          reads["schedstat_reads"] * cost["schedstat_ns"])
+    return ns / step_ns, reads
 
 
 def pct(x):
@@ -117,19 +127,23 @@ def pct(x):
 def report(args, cost, cost_text, results):
     lines = [f"# Tracing cost and steady-step figures", "", f"Command: `{args.command}`", "",
              "Recorder cost (`build/bench/bench_recorder`):", "", "```", cost_text.strip(), "```", "",
-             "| plan | ranks | spans/step/rank (compute, comm+wait) | implied dilation | measured dilation, median (min..max) "
+             "| plan | ranks | per step and rank: events, clock reads, schedstat reads | implied dilation | measured dilation, median (min..max) "
              "| steady samples/s (on) | whole-job samples/s | setup s | wall s |",
              "|---|---|---|---|---|---|---|---|---|"]
     for name, m in results:
         s = m["summaries"][len(m["summaries"]) // 2]
         d = m["dilation"]
-        imp, compute, comm = m["implied"]
-        lines.append(f"| {name} | {s['world_size']} | {compute:.0f}, {comm:.0f} | {pct(imp)} | "
+        imp, reads = m["implied"]
+        lines.append(f"| {name} | {s['world_size']} | {reads['events']:.0f}, {reads['clock_reads']:.0f}, "
+                     f"{reads['schedstat_reads']:.0f} | {pct(imp)} | "
                      f"{pct(statistics.median(d))} ({pct(d[0])}..{pct(d[-1])}) | {s['samples_per_s']:.0f} | "
                      f"{s['wall_samples_per_s']:.0f} | {s['setup_s']:.2f} | {s['wall_s']:.2f} |")
     lines += ["", "- measured dilation: trace-off / trace-on steady samples/s - 1, per interleaved pair; a spread "
               "that crosses zero by more than the median means this machine's noise hides the cost.",
-              "- implied dilation: spans per step x bench_recorder's cost per span / step time."]
+              "- implied dilation: (events x record + clock reads x clock read + schedstat reads x schedstat read) "
+              "per step / step time, with bench_recorder's costs; reads counted from the trace (distinct span "
+              "boundaries; two schedstat reads per distinct communication or waiting span). The drain runs on the "
+              "streaming thread, not the training thread, and is not counted."]
     bench_util.write_report("\n".join(lines) + "\n", args.out)
 
 

@@ -112,7 +112,9 @@ class CliMpiTest : public QObject {
       std::sort(slices.begin(), slices.end(), [](auto a, auto b) { return a.first < b.first || (a.first == b.first && a.second > b.second); });
       std::vector<double> open;
       for (const auto& [start, end] : slices) {
-        while (!open.empty() && open.back() <= start) open.pop_back();
+        // Chained layer spans abut (one clock read ends one and starts the next); the
+        // microsecond doubles of the export put that boundary a rounding error apart.
+        while (!open.empty() && open.back() <= start + 1e-3) open.pop_back();
         QVERIFY2(open.empty() || end <= open.back() + 1e-3, "a slice crosses its parent");
         open.push_back(end);
       }

@@ -2,7 +2,8 @@
 // nothing; several recorders in one process keep their events apart; Span records what
 // it was given. Each event encodes its thread and sequence number so a lost, duplicated
 // or torn event is detected. Communication spans carry the time their thread waited for a
-// core, as the kernel counts it.
+// core, as the kernel counts it; a twin shares its span's interval; chained layer spans
+// share their boundaries.
 #include <QtTest>
 
 #include <sched.h>
@@ -168,23 +169,74 @@ class TestRecorder : public QObject {
     Recorder rec;
     { Span sleeping(&rec, EventKind::Wait, Stream::Compute, 0); std::this_thread::sleep_for(std::chrono::milliseconds(50)); }
     std::thread a(spin), b(spin);
-    {
-      Span busy(&rec, EventKind::AllReduce, Stream::Comm, 1);
-      const std::int64_t until = loom::trace::now_ns() + 300'000'000;
+    auto spin_for_ms = [](int ms) {
+      const std::int64_t until = loom::trace::now_ns() + std::int64_t(ms) * 1'000'000;
       while (loom::trace::now_ns() < until) {
       }
+    };
+    {
+      Span busy(&rec, EventKind::AllReduce, Stream::Comm, 1);
+      busy.event().message = 7;
+      busy.also_record_as(EventKind::Idle, Stream::Compute);
+      spin_for_ms(300);
     }
     { Span compute(&rec, EventKind::Forward, Stream::Compute, 2); std::this_thread::sleep_for(std::chrono::milliseconds(20)); }
+    {
+      Span post(&rec, EventKind::Send, Stream::Host, 3, -1, 0, 64, loom::trace::Descheduling::NotMeasured);
+      spin_for_ms(100);
+    }
     stop = true;
     a.join();
     b.join();
     sched_setaffinity(0, sizeof old, &old);
     std::vector<Event> out;
-    QCOMPARE(rec.drain(out), std::size_t(3));
+    QCOMPARE(rec.drain(out), std::size_t(5));
     QVERIFY2(out[0].descheduled_us < 10'000, qPrintable(QString::number(out[0].descheduled_us)));
     // Three threads on one core: this one waits about two thirds of the time.
     QVERIFY2(out[1].descheduled_us > 100'000, qPrintable(QString::number(out[1].descheduled_us)));
-    QCOMPARE(out[2].descheduled_us, 0);  // compute spans do not measure it
+    // The twin covers exactly the same interval, with the same descheduled time.
+    QCOMPARE(out[2].kind, EventKind::Idle);
+    QCOMPARE(out[2].stream, Stream::Compute);
+    QCOMPARE(out[2].start_ns, out[1].start_ns);
+    QCOMPARE(out[2].end_ns, out[1].end_ns);
+    QCOMPARE(out[2].descheduled_us, out[1].descheduled_us);
+    QCOMPARE(out[2].message, -1);  // arrows pair the receive, not its idle twin
+    QCOMPARE(out[3].descheduled_us, 0);  // compute spans do not measure it
+    QCOMPARE(out[4].kind, EventKind::Send);
+    QCOMPARE(out[4].descheduled_us, 0);  // asked not to measure, though it waited for a core
+  }
+
+  // A chain of layer spans: each span ends where the next begins (one clock read per
+  // boundary), close() ends the open one, and nothing is recorded for a null recorder.
+  void chainedSpansShareBoundaries() {
+    Recorder rec;
+    const std::int64_t before = loom::trace::now_ns();
+    {
+      loom::trace::SpanChain chain(&rec);
+      for (int layer = 0; layer < 3; ++layer) {
+        chain.next(EventKind::Forward, Stream::Compute, 5, layer, 2);
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      }
+      chain.close();
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));  // outside every span
+      chain.next(EventKind::Backward, Stream::Compute, 5, 2, 2);
+    }  // the destructor ends the last span
+    std::vector<Event> out;
+    QCOMPARE(rec.drain(out), std::size_t(4));
+    for (int i = 0; i < 3; ++i) {
+      QCOMPARE(out[std::size_t(i)].kind, EventKind::Forward);
+      QCOMPARE(out[std::size_t(i)].layer, i);
+      QCOMPARE(out[std::size_t(i)].microbatch, std::int16_t(2));
+      QVERIFY(out[std::size_t(i)].end_ns - out[std::size_t(i)].start_ns >= 2'000'000);
+    }
+    QVERIFY(before <= out[0].start_ns);
+    QCOMPARE(out[1].start_ns, out[0].end_ns);
+    QCOMPARE(out[2].start_ns, out[1].end_ns);
+    QVERIFY(out[3].start_ns - out[2].end_ns >= 5'000'000);  // close() left the gap untraced
+    QCOMPARE(out[3].kind, EventKind::Backward);
+    QVERIFY(out[3].end_ns >= out[3].start_ns);
+    loom::trace::SpanChain none(nullptr);
+    none.next(EventKind::Forward, Stream::Compute, 0);
   }
 };
 

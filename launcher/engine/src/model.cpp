@@ -13,7 +13,6 @@ namespace loom::engine {
 namespace {
 
 using trace::EventKind;
-using trace::Span;
 using trace::Stream;
 
 // Seeds differ per layer and per tensor so weights are independent, yet identical in
@@ -330,11 +329,13 @@ void Sequential::forward(const Tensor& x, Tensor& y, const Pass& pass) {
   auto& outputs = slot_state(outputs_, pass.slot);
   outputs.resize(modules_.size());
   const Tensor* input = &x;
+  trace::SpanChain spans(pass.recorder);
   for (std::size_t i = 0; i < modules_.size(); ++i) {
-    Span span(pass.recorder, EventKind::Forward, Stream::Compute, pass.step, modules_[i]->id.value, pass.microbatch);
+    spans.next(EventKind::Forward, Stream::Compute, pass.step, modules_[i]->id.value, pass.microbatch);
     modules_[i]->forward(*input, outputs[i], pass);
     input = &outputs[i];
   }
+  spans.close();
   y.resize(input->batch, input->sample);
   std::copy_n(input->ptr(), input->size(), y.ptr());
 }
@@ -342,17 +343,20 @@ void Sequential::forward(const Tensor& x, Tensor& y, const Pass& pass) {
 void Sequential::backward(const Tensor& x, const Tensor&, const Tensor& dy, Tensor* dx, const Pass& pass) {
   auto& outputs = slot_state(outputs_, pass.slot);
   const Tensor* upstream = &dy;
+  trace::SpanChain spans(pass.recorder);
   for (std::size_t i = modules_.size(); i-- > 0;) {
     const Tensor& input = i == 0 ? x : outputs[i - 1];
     Tensor* target = i == 0 ? dx : &gradients_[i - 1];
-    {
-      Span span(pass.recorder, EventKind::Backward, Stream::Compute, pass.step, modules_[i]->id.value, pass.microbatch);
-      modules_[i]->backward(input, outputs[i], *upstream, target, pass);
+    spans.next(EventKind::Backward, Stream::Compute, pass.step, modules_[i]->id.value, pass.microbatch);
+    modules_[i]->backward(input, outputs[i], *upstream, target, pass);
+    if (pass.observer) {
+      // Outside the span: starting a bucket's all-reduce is communication, not backward.
+      spans.close();
+      pass.observer->layer_done(modules_[i]->id.value);
     }
-    // Outside the span: starting a bucket's all-reduce is communication, not backward.
-    if (pass.observer) pass.observer->layer_done(modules_[i]->id.value);
     upstream = target;
   }
+  spans.close();
 }
 
 void Sequential::collect_params(std::vector<Param*>& out) {

@@ -483,7 +483,8 @@ void PipelineTrainer::send(const Tensor& tensor, int stage, int tag, int channel
                            const Pass& pass) {
   const int peer = rank_of_stage(stage);
   const std::int64_t bytes = tensor.size() * std::int64_t(sizeof(float));
-  Span span(pass.recorder, EventKind::Send, Stream::Host, pass.step, -1, pass.microbatch, bytes);
+  Span span(pass.recorder, EventKind::Send, Stream::Host, pass.step, -1, pass.microbatch, bytes,
+            trace::Descheduling::NotMeasured);  // only posts the isend: microseconds
   span.event().peer = peer;
   span.event().message = message_id(pass, channel);
   auto& sends = slots_[std::size_t(mb.slot)]->sends;
@@ -496,12 +497,11 @@ Status PipelineTrainer::receive(Tensor& tensor, std::int64_t batch, const Shape&
   tensor.resize(batch, shape);
   const int peer = rank_of_stage(stage);
   const std::int64_t bytes = tensor.size() * std::int64_t(sizeof(float));
-  // Waiting for a neighbour is the pipeline bubble: marked on the compute stream.
-  Span idle(pass.recorder, EventKind::Idle, Stream::Compute, pass.step, -1, pass.microbatch);
-  idle.event().peer = peer;
   Span span(pass.recorder, EventKind::Recv, Stream::Host, pass.step, -1, pass.microbatch, bytes);
   span.event().peer = peer;
   span.event().message = message_id(pass, channel);
+  // Waiting for a neighbour is the pipeline bubble: marked on the compute stream too.
+  span.also_record_as(EventKind::Idle, Stream::Compute);
   return comm_->recv(tensor.ptr(), bytes, peer, tag);
 }
 

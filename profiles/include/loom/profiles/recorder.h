@@ -92,13 +92,19 @@ inline void record_setup(Recorder& recorder, SetupPhase phase, std::int64_t star
   recorder.record(e);
 }
 
+// Whether a communication or waiting span reads the thread's run delay (two schedstat
+// reads, a microsecond or more each). Posting a non-blocking send returns in microseconds:
+// the chance that a preemption falls inside it is its duration over a time slice, so its
+// expected descheduled time is negligible next to the reads' cost. Spans that wait measure.
+enum class Descheduling : std::uint8_t { Measured, NotMeasured };
+
 // RAII span: starts at construction, records at destruction. A null recorder makes it a
 // no-op, so call sites need no `if (recorder)`.
 class Span {
  public:
 #if LOOM_TRACING
   Span(Recorder* r, EventKind kind, Stream stream, std::int32_t step, std::int32_t layer = -1,
-       std::int16_t microbatch = -1, std::int64_t bytes = 0)
+       std::int16_t microbatch = -1, std::int64_t bytes = 0, Descheduling descheduling = Descheduling::Measured)
       : recorder_(r) {
     if (!recorder_) return;
     event_.kind = kind;
@@ -107,19 +113,29 @@ class Span {
     event_.layer = layer;
     event_.microbatch = microbatch;
     event_.bytes = bytes;
-    if (measures_descheduling(kind)) run_delay_ns_ = thread_run_delay_ns();
+    measure_ = measures_descheduling(kind) && descheduling == Descheduling::Measured;
+    if (measure_) run_delay_ns_ = thread_run_delay_ns();
     event_.start_ns = now_ns();
   }
   ~Span() {
     if (!recorder_) return;
     event_.end_ns = now_ns();
-    if (measures_descheduling(event_.kind)) event_.descheduled_us = descheduled_us(run_delay_ns_, thread_run_delay_ns());
+    if (measure_) event_.descheduled_us = descheduled_us(run_delay_ns_, thread_run_delay_ns());
     recorder_->record(event_);
+    if (twin_kind_ != EventKind::Setup) record_twin();
+  }
+  // Also records a second event of `kind` on `stream` over exactly this span (same times,
+  // step, microbatch, peer and descheduled time; no message or bytes): a receive that is
+  // also the pipeline's idle time costs one pair of clock and schedstat reads, not two.
+  void also_record_as(EventKind kind, Stream stream) {
+    twin_kind_ = kind;
+    twin_stream_ = stream;
   }
 #else
   Span(Recorder*, EventKind, Stream, std::int32_t, std::int32_t = -1, std::int16_t = -1,
-       std::int64_t = 0) {}
+       std::int64_t = 0, Descheduling = Descheduling::Measured) {}
   ~Span() {}
+  void also_record_as(EventKind, Stream) {}
 #endif
   Span(const Span&) = delete;
   Span& operator=(const Span&) = delete;
@@ -129,10 +145,70 @@ class Span {
 
  private:
 #if LOOM_TRACING
+  void record_twin() {
+    Event twin = event_;
+    twin.kind = twin_kind_;
+    twin.stream = twin_stream_;
+    twin.message = -1;
+    twin.bytes = 0;
+    recorder_->record(twin);
+  }
+
   Recorder* recorder_ = nullptr;
   std::int64_t run_delay_ns_ = -1;
+  bool measure_ = false;
+  EventKind twin_kind_ = EventKind::Setup;  // Setup: no twin (a Span is never a setup span)
+  Stream twin_stream_ = Stream::Compute;
 #endif
   Event event_;
+};
+
+// Back-to-back compute spans, one clock read per boundary: next() ends the open span and
+// starts the following one at the same instant, so a loop over layers pays one clock read
+// per layer instead of two. The few instructions between two layers count to the later
+// one. For compute kinds only (no descheduling measured); close() ends the open span
+// before work that belongs to neither.
+class SpanChain {
+ public:
+#if LOOM_TRACING
+  explicit SpanChain(Recorder* r) : recorder_(r) {}
+  ~SpanChain() { close(); }
+  void next(EventKind kind, Stream stream, std::int32_t step, std::int32_t layer = -1,
+            std::int16_t microbatch = -1) {
+    if (!recorder_) return;
+    const std::int64_t now = now_ns();
+    end_open(now);
+    event_ = Event{};
+    event_.kind = kind;
+    event_.stream = stream;
+    event_.step = step;
+    event_.layer = layer;
+    event_.microbatch = microbatch;
+    event_.start_ns = now;
+    open_ = true;
+  }
+  void close() {
+    if (recorder_ && open_) end_open(now_ns());
+  }
+
+ private:
+  void end_open(std::int64_t now) {
+    if (!open_) return;
+    event_.end_ns = now;
+    recorder_->record(event_);
+    open_ = false;
+  }
+
+  Recorder* recorder_ = nullptr;
+  bool open_ = false;
+  Event event_;
+#else
+  explicit SpanChain(Recorder*) {}
+  void next(EventKind, Stream, std::int32_t, std::int32_t = -1, std::int16_t = -1) {}
+  void close() {}
+#endif
+  SpanChain(const SpanChain&) = delete;
+  SpanChain& operator=(const SpanChain&) = delete;
 };
 
 }  // namespace loom::trace
