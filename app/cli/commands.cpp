@@ -18,6 +18,7 @@
 #include "loom/host/oversubscription.h"
 #include "loom/host/resume.h"
 #include "loom/profiles/analysis.h"
+#include "loom/profiles/compare.h"
 #include "loom/profiles/export_chrome.h"
 #include "loom/profiles/machine.h"
 #include "loom/profiles/run_store.h"
@@ -278,6 +279,80 @@ int cmd_show(const Args& args) {
     return kFailed;
   }
   return print_summary(*store, *run_id, args.json);
+}
+
+namespace {
+
+// Run ids from the positional arguments; nullopt (after saying which) when one is not an id.
+std::optional<std::vector<std::int64_t>> parse_run_ids(const Args& args) {
+  std::vector<std::int64_t> ids;
+  for (const std::string& text : args.positional) {
+    Args one;
+    one.positional = {text};
+    const auto id = parse_run_id(one);
+    if (!id) {
+      std::fprintf(stderr, "loom-cli: compare: '%s' is not a run id (a positive number; see `loom-cli runs`)\n",
+                   text.c_str());
+      return std::nullopt;
+    }
+    ids.push_back(*id);
+  }
+  return ids;
+}
+
+// --target-accuracy as a fraction: 0.85 and 85 (a percentage) both mean 85%.
+std::optional<double> parse_accuracy(const std::string& text) {
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || !(v > 0) || v > 100) return std::nullopt;
+  return v > 1 ? v / 100.0 : v;
+}
+
+std::optional<analysis::CompareOptions> compare_options(const Args& args) {
+  analysis::CompareOptions options;
+  if (args.steps) {
+    auto range = analysis::parse_step_range(*args.steps);
+    if (!range.ok()) {
+      print_error(range.error());
+      return std::nullopt;
+    }
+    options.steps = *range;
+  }
+  if (args.target_accuracy) {
+    const auto target = parse_accuracy(*args.target_accuracy);
+    if (!target) {
+      std::fprintf(stderr, "loom-cli: --target-accuracy: '%s' is not an accuracy (0.85 or 85 mean 85%%)\n",
+                   args.target_accuracy->c_str());
+      return std::nullopt;
+    }
+    options.target_accuracy = *target;
+  }
+  return options;
+}
+
+}  // namespace
+
+int cmd_compare(const Args& args) {
+  const auto ids = parse_run_ids(args);
+  const auto options = ids ? compare_options(args) : std::nullopt;
+  if (!ids || !options) return kInvalidInput;
+  auto store = open_store(args);
+  if (!store.ok()) {
+    print_error(store.error());
+    return kFailed;
+  }
+  auto comparison = analysis::compare_runs(*store, *ids, *options);
+  if (!comparison.ok()) {
+    const ErrorCode code = comparison.error().code;
+    print_error(comparison.error());
+    return code == ErrorCode::NotFound || code == ErrorCode::InvalidArgument ? kInvalidInput : kFailed;
+  }
+  if (args.json) {
+    std::printf("%s\n", analysis::comparison_to_json(*comparison).dump().c_str());
+  } else {
+    std::fputs(analysis::format_comparison(*comparison).c_str(), stdout);
+  }
+  return kOk;
 }
 
 int cmd_export(const Args& args) {

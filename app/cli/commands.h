@@ -17,6 +17,8 @@ struct Args {
   std::optional<std::string> chrome;  // export: --chrome FILE
   bool json = false;
   int replicas = 0;  // resume: --replicas N (0: the run's own)
+  std::optional<std::string> steps;  // compare: --steps FROM:TO
+  std::optional<std::string> target_accuracy;  // compare: --target-accuracy X (0..1 or a percentage)
 };
 
 int cmd_validate(const Args& args);
@@ -25,5 +27,6 @@ int cmd_runs(const Args& args);
 int cmd_show(const Args& args);
 int cmd_export(const Args& args);
 int cmd_resume(const Args& args);
+int cmd_compare(const Args& args);
 
 }  // namespace loom::cli

@@ -16,6 +16,7 @@ constexpr const char* kUsage =
     "  run [PLAN] [--db PATH] [--json]  train the plan (default: the embedded MLP plan) and record the run\n"
     "  runs [--db PATH] [--json]        list stored runs\n"
     "  show RUN_ID [--db PATH] [--json] summarise a stored run\n"
+    "  compare RUN_ID RUN_ID [...]      two to six stored runs side by side: figures, ratios, phase diff\n"
     "  export RUN_ID --chrome FILE      write a stored run as a Chrome trace (open it in Perfetto)\n"
     "  resume RUN_ID [--replicas N]     continue a failed, stopped, hung or interrupted run from its checkpoint\n"
     "\n"
@@ -61,6 +62,24 @@ constexpr CommandHelp kCommandHelp[] = {
      "breakdown, all-reduce and clock figures for several ranks, pipeline bubbles per stage.\n"
      "  --db PATH   the run store (else $LOOM_DB, else $XDG_DATA_HOME/loom/runs.db)\n"
      "  --json      the summary as one JSON line\n"},
+    {"compare",
+     "usage: loom-cli compare RUN_ID RUN_ID [...] [--steps FROM:TO] [--target-accuracy X]\n"
+     "                        [--db PATH] [--json]\n"
+     "\n"
+     "Compares 2 to 6 stored runs; the first is the baseline (A). Prints each figure for every\n"
+     "run with its ratio to A and the better run starred: step time (median, p95), throughput,\n"
+     "time per step in compute, communication, exposed communication, optimizer, data, idle and\n"
+     "descheduled, pipeline bubble, all-reduce busbw, staleness, final loss and accuracy, POP\n"
+     "efficiencies, scaling efficiency. Then the phase diff: for each rank role (stage S,\n"
+     "worker, server) and phase (forward and backward per layer, each all-reduce bucket,\n"
+     "send, receive, push, pull, optimizer, wait, ...) the median ms per step in every run.\n"
+     "Figures are defined in docs/figures.md.\n"
+     "  --steps FROM:TO         step times and phases over steps FROM..TO-1 only (FROM: or :TO\n"
+     "                          leave one end open); warm-up steps never count\n"
+     "  --target-accuracy X     add the time and steps to reach test accuracy X (0.85 or 85)\n"
+     "  --db PATH               the run store (else $LOOM_DB, else $XDG_DATA_HOME/loom/runs.db)\n"
+     "  --json                  one JSON object (its shape: docs/figures.md, \"Comparing runs\")\n"
+     "Exit codes: 0 ok, 2 fewer than 2 or more than 6 runs, an unknown run or a bad option.\n"},
     {"export",
      "usage: loom-cli export RUN_ID --chrome FILE [--db PATH]\n"
      "\n"
@@ -125,6 +144,12 @@ bool parse_args(int argc, char** argv, loom::cli::Args& args, const char* usage)
         return false;
       }
       args.replicas = int(n);
+    } else if (arg == "--steps" || arg == "--target-accuracy") {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "loom-cli: %s needs a value\n", arg.c_str());
+        return false;
+      }
+      (arg == "--steps" ? args.steps : args.target_accuracy) = argv[++i];
     } else if (arg.size() > 1 && arg[0] == '-') {
       std::fprintf(stderr, "loom-cli: unknown option '%s'\n%s", arg.c_str(), usage);
       return false;
@@ -160,5 +185,6 @@ int main(int argc, char** argv) {
   if (command == "runs") return cmd_runs(args);
   if (command == "show") return cmd_show(args);
   if (command == "resume") return cmd_resume(args);
+  if (command == "compare") return cmd_compare(args);
   return cmd_export(args);
 }

@@ -285,7 +285,7 @@ class CliTest : public QObject {
   }
 
   void helpOnEveryCommand() {
-    for (const char* command : {"validate", "run", "runs", "show", "export"}) {
+    for (const char* command : {"validate", "run", "runs", "show", "compare", "export", "resume"}) {
       for (const char* flag : {"--help", "-h"}) {
         const Result r = run_cli({command, flag});
         QVERIFY2(r.exit_code == 0, qPrintable(QString("%1 %2: %3").arg(command, flag, r.err)));
@@ -388,6 +388,66 @@ class CliTest : public QObject {
     const Result plain = run_cli({"show", QString::number(fine), "--db", db()});
     QVERIFY(!plain.out.contains("oversubscribed"));
     QVERIFY(last_json_line(run_cli({"show", QString::number(fine), "--db", db(), "--json"}).out)["oversubscription"].isNull());
+  }
+
+  // Two real runs of the spirals plan, the second with twice the batch: compare --json
+  // names both, every metric row has one value per run with ratios against the first, the
+  // step-time row marks the faster run, and the phase diff lines up the same layers.
+  void compareTwoRealRuns() {
+    QByteArray bigger = kSpiralsPlan;
+    bigger.replace("\"batch\": 32", "\"batch\": 64");
+    bigger.replace("cli-spirals", "cli-spirals-64");
+    const Result a = run_cli({"run", write("a.json", kSpiralsPlan), "--db", db(), "--json"});
+    const Result b = run_cli({"run", write("b.json", bigger), "--db", db(), "--json"});
+    QVERIFY2(a.exit_code == 0 && b.exit_code == 0, qPrintable(a.err + b.err));
+    const QString id_a = QString::number(last_json_line(a.out)["id"].toInteger());
+    const QString id_b = QString::number(last_json_line(b.out)["id"].toInteger());
+    const Result r = run_cli({"compare", id_a, id_b, "--db", db(), "--json", "--target-accuracy", "0.3"});
+    QVERIFY2(r.exit_code == 0, qPrintable(r.err));
+    const QJsonObject c = last_json_line(r.out);
+    const QJsonArray runs = c["runs"].toArray();
+    QCOMPARE(runs.size(), 2);
+    QCOMPARE(QString::number(runs[0].toObject()["id"].toInteger()), id_a);
+    QCOMPARE(runs[1].toObject()["name"].toString(), QString("cli-spirals-64"));
+    QCOMPARE(runs[0].toObject()["mode"].toString(), QString("one process"));
+    std::map<QString, QJsonObject> metrics;
+    for (const auto& v : c["metrics"].toArray()) metrics[v.toObject()["key"].toString()] = v.toObject();
+    for (const char* key : {"step_time_median_ms", "step_time_p95_ms", "samples_per_s", "compute_ms", "idle_ms",
+                            "final_loss", "test_accuracy_pct", "load_balance_pct", "time_to_target_s"}) {
+      QVERIFY2(metrics.count(key), key);
+      QCOMPARE(metrics[key]["values"].toArray().size(), 2);
+    }
+    const QJsonObject step = metrics["step_time_median_ms"];
+    const double step_a = step["values"][0].toDouble(), step_b = step["values"][1].toDouble();
+    QVERIFY(step_a > 0 && step_b > 0);
+    QCOMPARE(step["ratio"][0].toDouble(), 1.0);
+    QVERIFY(std::abs(step["ratio"][1].toDouble() - step_b / step_a) < 1e-9);
+    QCOMPARE(step["best"].toInt(), step_a < step_b ? 0 : 1);
+    QCOMPARE(step["better"].toString(), QString("lower"));
+    QVERIFY(!metrics.count("staleness_p50"));  // applies to neither run: left out
+    bool forward_rows = false;
+    for (const auto& v : c["phases"].toArray()) {
+      const QJsonObject row = v.toObject();
+      if (row["role"] != "worker" || !row["phase"].toString().startsWith("forward ")) continue;
+      forward_rows = true;
+      QVERIFY(row["median_ms"][0].toDouble() > 0 && row["median_ms"][1].toDouble() > 0);
+      QCOMPARE(row["samples"][0].toInt(), 39);  // 40 steps less the warm-up step
+    }
+    QVERIFY(forward_rows);
+    const Result ranged = run_cli({"compare", id_a, id_b, "--db", db(), "--json", "--steps", "10:20"});
+    for (const auto& v : last_json_line(ranged.out)["phases"].toArray())
+      QCOMPARE(v.toObject()["samples"][0].toInt(), 10);
+    const Result text = run_cli({"compare", id_a, id_b, "--db", db()});
+    QVERIFY2(text.out.contains("B/A") && text.out.contains("step time, median") && text.out.contains("phase diff"),
+             qPrintable(text.out));
+    for (const QStringList& bad : {QStringList{"compare", id_a}, QStringList{"compare", id_a, id_a},
+                                   QStringList{"compare", id_a, "9999"}, QStringList{"compare", id_a, "x"},
+                                   QStringList{"compare", id_a, id_b, "--steps", "20:10"},
+                                   QStringList{"compare", id_a, id_b, "--target-accuracy", "-1"}}) {
+      const Result e = run_cli(bad + QStringList{"--db", db()});
+      QVERIFY2(e.exit_code == 2, qPrintable(bad.join(' ') + ": " + e.err));
+      QVERIFY2(e.err.startsWith("loom-cli: "), qPrintable(e.err));
+    }
   }
 
   void badArgumentsAndUnknownRuns() {
