@@ -19,6 +19,7 @@
 #include "loom/host/resume.h"
 #include "loom/profiles/analysis.h"
 #include "loom/profiles/compare.h"
+#include "loom/profiles/critical_path.h"
 #include "loom/profiles/export_chrome.h"
 #include "loom/profiles/machine.h"
 #include "loom/profiles/run_store.h"
@@ -103,10 +104,19 @@ int print_summary(store::RunStore& store, std::int64_t run_id, bool json) {
     print_error(over.error());
     return kFailed;
   }
+  auto paths = analysis::analyze_run_paths(store, run_id);
+  if (!paths.ok()) {
+    print_error(paths.error());
+    return kFailed;
+  }
+  const auto layers = analysis::layer_names_by_id(summary->run.plan_json);
+  const analysis::Efficiency efficiency = analysis::pop_efficiency(summary->ranks);
   if (json) {
     nlohmann::json out = analysis::summary_to_json(*summary);
     out["oversubscription"] = *over ? nlohmann::json{{"ranks", (*over)->ranks}, {"cores", (*over)->cores}}
                                     : nlohmann::json();
+    out.update(analysis::path_analysis_to_json(*paths, layers));
+    out["efficiency"] = analysis::efficiency_to_json(efficiency);
     std::printf("%s\n", out.dump().c_str());
     return kOk;
   }
@@ -116,6 +126,8 @@ int print_summary(store::RunStore& store, std::int64_t run_id, bool json) {
                 "times and communication waits include time a rank waited for a core\n",
                 (*over)->ranks, (*over)->cores, (*over)->cores == 1 ? "" : "s");
   }
+  std::printf("%s%s", analysis::format_efficiency(efficiency).c_str(),
+              analysis::format_path_analysis(*paths, layers).c_str());
   return kOk;
 }
 

@@ -796,6 +796,19 @@ Expected<RunSummary> summarize_run(store::RunStore& store, std::int64_t run_id) 
   return s;
 }
 
+std::vector<std::string> layer_names_by_id(const std::string& plan_json) {
+  PlanResult plan = parse_plan(plan_json);
+  if (!plan.ok()) return {};
+  std::vector<PlanError> ignored;
+  std::vector<std::string> names;
+  for (const LayerInfo& l : infer_model(*plan.plan, &ignored).layers) {
+    if (!l.id.valid()) continue;
+    if (names.size() <= std::size_t(l.id.value)) names.resize(std::size_t(l.id.value) + 1);
+    names[std::size_t(l.id.value)] = l.name;
+  }
+  return names;
+}
+
 Status store_training_figures(store::RunStore& store, std::int64_t run_id) {
   auto run = store.load_run(run_id);
   if (!run.ok()) return run.error();

@@ -7,7 +7,6 @@
 #include <map>
 #include <set>
 
-#include "loom/core/model_info.h"
 #include "loom/core/plan.h"
 
 namespace loom::analysis {
@@ -94,18 +93,6 @@ std::string role_of(const std::optional<Plan>& plan, int rank) {
   if (role.kind == RankKind::Server) return "server";
   if (role.kind == RankKind::Worker) return plan->parallel.stages > 1 ? "stage " + std::to_string(role.stage) : "worker";
   return "rank " + std::to_string(rank);
-}
-
-std::vector<std::string> layer_names(const std::optional<Plan>& plan) {
-  std::vector<std::string> names;
-  if (!plan) return names;
-  std::vector<PlanError> ignored;
-  for (const LayerInfo& l : infer_model(*plan, &ignored).layers) {
-    if (!l.id.valid()) continue;
-    if (names.size() <= std::size_t(l.id.value)) names.resize(std::size_t(l.id.value) + 1);
-    names[std::size_t(l.id.value)] = l.name;
-  }
-  return names;
 }
 
 // A phase and where it sorts within its role: the order a step runs in (data, forward
@@ -203,7 +190,7 @@ Expected<RunFigures> figures_of_run(store::RunStore& store, std::int64_t run_id,
   RunFigures f;
   f.summary = std::move(summary).value();
   f.plan = plan_of(f.summary.run);
-  const std::vector<std::string> layers = layer_names(f.plan);
+  const std::vector<std::string> layers = layer_names_by_id(f.summary.run.plan_json);
   auto ranks = store.event_ranks(run_id);
   if (!ranks.ok()) return ranks.error();
   std::vector<std::vector<Event>> step_spans;
@@ -442,6 +429,22 @@ Efficiency pop_efficiency(const std::vector<RankBreakdown>& ranks) {
   e.communication_efficiency = max_useful / runtime;
   e.parallel_efficiency = sum / n / runtime;
   return e;
+}
+
+nlohmann::json efficiency_to_json(const Efficiency& e) {
+  return {{"load_balance", number_or_null(e.load_balance)},
+          {"communication_efficiency", number_or_null(e.communication_efficiency)},
+          {"parallel_efficiency", number_or_null(e.parallel_efficiency)}};
+}
+
+std::string format_efficiency(const Efficiency& e) {
+  if (!std::isfinite(e.parallel_efficiency)) return "";
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "efficiency (POP, worker ranks): load balance %.1f%% x communication efficiency %.1f%% = parallel "
+                "efficiency %.1f%%\n",
+                e.load_balance * 100, e.communication_efficiency * 100, e.parallel_efficiency * 100);
+  return line;
 }
 
 TimeToAccuracy time_to_accuracy(const std::vector<store::MetricRecord>& accuracy, std::int64_t first_step_start_ns,

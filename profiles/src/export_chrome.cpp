@@ -12,8 +12,8 @@
 #include <set>
 #include <tuple>
 
-#include "loom/core/model_info.h"
 #include "loom/core/plan.h"
+#include "loom/profiles/analysis.h"
 #include "loom/profiles/clock_align.h"
 
 namespace loom::chrome {
@@ -53,21 +53,6 @@ int stream_of(const Event& e) { return static_cast<int>(e.stream); }
 std::string thread_name(int tid) {
   const std::string stream(trace::stream_name(static_cast<trace::Stream>(tid % kLaneStride)));
   return tid < kLaneStride ? stream : stream + " #" + std::to_string(tid / kLaneStride + 1);
-}
-
-// Names by LayerId, from the same inference that numbered the layers when tracing.
-std::vector<std::string> layer_names(const std::string& plan_json) {
-  PlanResult plan = parse_plan(plan_json);
-  if (!plan.ok()) return {};
-  std::vector<PlanError> ignored;
-  const ModelInfo info = infer_model(*plan.plan, &ignored);
-  std::vector<std::string> names;
-  for (const LayerInfo& l : info.layers) {
-    if (!l.id.valid()) continue;
-    if (names.size() <= std::size_t(l.id.value)) names.resize(std::size_t(l.id.value) + 1);
-    names[std::size_t(l.id.value)] = l.name;
-  }
-  return names;
 }
 
 std::string backend_of(const std::string& plan_json) {
@@ -214,7 +199,7 @@ Prepared prepare(const store::RunRecord& run, std::vector<RankEvents> ranks) {
   Prepared p;
   std::sort(ranks.begin(), ranks.end(),
             [](const RankEvents& a, const RankEvents& b) { return a.record.rank < b.record.rank; });
-  p.layer_names = layer_names(run.plan_json);
+  p.layer_names = analysis::layer_names_by_id(run.plan_json);
   json rank_infos = json::array();
   for (RankEvents& r : ranks) add_rank(p, r, rank_infos);
   if (!p.slices.empty()) {

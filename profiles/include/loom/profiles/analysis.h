@@ -271,6 +271,10 @@ bool same_plan_but_parallelism(const std::string& plan_json_a, const std::string
 
 Expected<RunSummary> summarize_run(store::RunStore& store, std::int64_t run_id);
 
+// Layer names by LayerId (the number trace events carry), from the same inference that
+// numbered the layers when tracing; empty when the plan does not parse.
+std::vector<std::string> layer_names_by_id(const std::string& plan_json);
+
 // Keys: id, name, status, started_unix_ms, ended_unix_ms, error, plan (parsed plan JSON,
 // null if absent or unparsable), world_size, steps, wall_s, samples, samples_per_s,
 // final_loss, test_accuracy (null when unknown), ranks: [{rank, compute_s, comm_s,

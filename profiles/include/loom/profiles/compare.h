@@ -105,6 +105,10 @@ struct Efficiency {
   double load_balance = kNaN, communication_efficiency = kNaN, parallel_efficiency = kNaN;
 };
 Efficiency pop_efficiency(const std::vector<RankBreakdown>& ranks);
+// {load_balance, communication_efficiency, parallel_efficiency} (fractions, null unknown).
+nlohmann::json efficiency_to_json(const Efficiency& e);
+// One line for `show`, empty when unknown.
+std::string format_efficiency(const Efficiency& e);
 
 // Seconds from the start of rank 0's first step to the first "test_accuracy" metric of rank
 // 0 at or above target, and that metric's step; NaN / -1 when never reached.
