@@ -93,7 +93,13 @@ std::string format_time(std::int64_t unix_ms) {
 }
 
 int print_summary(store::RunStore& store, std::int64_t run_id, bool json) {
-  auto summary = analysis::summarize_run(store, run_id);
+  std::vector<std::vector<trace::Event>> events;  // kept for the critical path: one read of the store
+  auto keep = [&](int rank, const std::vector<trace::Event>& e) {
+    if (rank < 0) return;
+    if (events.size() <= std::size_t(rank)) events.resize(std::size_t(rank) + 1);
+    events[std::size_t(rank)] = e;
+  };
+  auto summary = analysis::summarize_run(store, run_id, keep);
   if (!summary.ok()) {
     print_error(summary.error());
     return summary.error().code == ErrorCode::NotFound ? kInvalidInput : kFailed;
@@ -104,18 +110,19 @@ int print_summary(store::RunStore& store, std::int64_t run_id, bool json) {
     print_error(over.error());
     return kFailed;
   }
-  auto paths = analysis::analyze_run_paths(store, run_id);
-  if (!paths.ok()) {
-    print_error(paths.error());
+  auto records = store.load_ranks(run_id);
+  if (!records.ok()) {
+    print_error(records.error());
     return kFailed;
   }
+  const analysis::PathAnalysis paths = analysis::analyze_run_paths(summary->run, *records, std::move(events));
   const auto layers = analysis::layer_names_by_id(summary->run.plan_json);
   const analysis::Efficiency efficiency = analysis::pop_efficiency(summary->ranks);
   if (json) {
     nlohmann::json out = analysis::summary_to_json(*summary);
     out["oversubscription"] = *over ? nlohmann::json{{"ranks", (*over)->ranks}, {"cores", (*over)->cores}}
                                     : nlohmann::json();
-    out.update(analysis::path_analysis_to_json(*paths, layers));
+    out.update(analysis::path_analysis_to_json(paths, layers));
     out["efficiency"] = analysis::efficiency_to_json(efficiency);
     std::printf("%s\n", out.dump().c_str());
     return kOk;
@@ -127,7 +134,7 @@ int print_summary(store::RunStore& store, std::int64_t run_id, bool json) {
                 (*over)->ranks, (*over)->cores, (*over)->cores == 1 ? "" : "s");
   }
   std::printf("%s%s", analysis::format_efficiency(efficiency).c_str(),
-              analysis::format_path_analysis(*paths, layers).c_str());
+              analysis::format_path_analysis(paths, layers).c_str());
   return kOk;
 }
 

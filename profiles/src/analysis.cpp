@@ -196,7 +196,15 @@ void take_out_descheduled(RankBreakdown& b, const Descheduled& d) {
 // amount cannot be placed within it, so a span counts when it starts in the window; only
 // the outermost span per stream counts (a nested span's time is its parent's), and a
 // communication span inside a pipeline bubble is the bubble's (the Idle span has it).
+// Whether [start, end) meets any of `sorted` (merged: sorted and disjoint), by binary search.
+bool meets_any(const Intervals& sorted, std::int64_t start, std::int64_t end) {
+  auto it = std::upper_bound(sorted.begin(), sorted.end(), start,
+                             [](std::int64_t t, const std::pair<std::int64_t, std::int64_t>& i) { return t < i.second; });
+  return it != sorted.end() && it->first < end && start < end;
+}
+
 Descheduled descheduled_time(const std::vector<Event>& events, const TrainingWindow& w, Intervals& bubbles) {
+  const Intervals merged_bubbles = merged(bubbles);  // once: a run has hundreds of thousands of spans
   std::vector<const Event*> spans;
   for (const Event& e : events)
     if (e.descheduled_us > 0 && e.start_ns >= w.start_ns && e.start_ns < w.end_ns) spans.push_back(&e);
@@ -214,8 +222,7 @@ Descheduled descheduled_time(const std::vector<Event>& events, const TrainingWin
       d.wait_ns += ns;  // Wait, Idle
       continue;
     }
-    Intervals one = {{e->start_ns, e->end_ns}};
-    if (overlap_length_ns(one, bubbles) == 0) d.comm_ns += ns;
+    if (!meets_any(merged_bubbles, e->start_ns, e->end_ns)) d.comm_ns += ns;
   }
   return d;
 }
@@ -575,7 +582,7 @@ struct RankScan {
 // is news too), accumulating all-reduce totals and step work. Ranks are loaded one at a
 // time since Event has no rank field, which also bounds memory to the largest rank.
 Status add_rank_breakdowns(store::RunStore& store, std::int64_t run_id, const std::vector<store::RankRecord>& records,
-                           RunSummary& s, RankScan& scan) {
+                           RunSummary& s, RankScan& scan, const RankEventsVisitor& visit) {
   auto event_ranks = store.event_ranks(run_id);
   if (!event_ranks.ok()) return event_ranks.error();
   std::set<int> rank_ids(event_ranks->begin(), event_ranks->end());
@@ -593,6 +600,7 @@ Status add_rank_breakdowns(store::RunStore& store, std::int64_t run_id, const st
     if (!events->empty()) scan.step_work[r] = step_work(*events);
     if (!events->empty()) scan.wait_ns[r] = wait_ns(*events);
     if (!events->empty()) scan.windows[r] = training_window(*events);
+    if (visit) visit(r, *events);
   }
   return {};
 }
@@ -751,7 +759,8 @@ bool same_plan_but_parallelism(const std::string& plan_json_a, const std::string
   return !a.is_null() && a == plan_without_parallelism(plan_json_b);
 }
 
-Expected<RunSummary> summarize_run(store::RunStore& store, std::int64_t run_id) {
+Expected<RunSummary> summarize_run(store::RunStore& store, std::int64_t run_id,
+                                   const RankEventsVisitor& visit_rank_events) {
   auto run = store.load_run(run_id);
   if (!run.ok()) return run.error();
   auto ranks = store.load_ranks(run_id);
@@ -762,7 +771,7 @@ Expected<RunSummary> summarize_run(store::RunStore& store, std::int64_t run_id) 
   s.wall_s = s.run.wall_s;
 
   RankScan scan;
-  LOOM_TRY(add_rank_breakdowns(store, run_id, *ranks, s, scan));
+  LOOM_TRY(add_rank_breakdowns(store, run_id, *ranks, s, scan, visit_rank_events));
   set_throughput(s, scan.windows, *ranks);
 
   auto loss = store.load_metrics(run_id, "loss");

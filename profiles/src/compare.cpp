@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <future>
+#include <tuple>
 #include <map>
 #include <set>
 
@@ -161,15 +163,23 @@ void add_bucket_phases(const std::vector<Event>& events, const std::set<std::int
   }
 }
 
-// Every steady step of one rank adds one sample per phase it spent time in.
+// Every steady step of one rank adds one sample per phase it spent time in. Events are
+// summed under integer keys first: naming a phase allocates, and a run has millions.
 void add_rank_phases(const std::vector<Event>& events, const std::string& role, const std::vector<std::string>& layers,
                      const StepRange& range, PhaseSamples& out) {
   const std::set<std::int32_t> steps = steady_steps(events, range);
-  std::map<std::pair<Phase, std::int32_t>, double> per_step;  // (phase, step) -> ns
+  std::map<std::tuple<int, int, std::int32_t>, double> by_kind;  // (kind, layer, step) -> ns
   for (const Event& e : events) {
-    if (!steps.count(e.step)) continue;
+    if (e.kind == EventKind::AllReduce || !steps.count(e.step)) continue;
+    by_kind[{int(e.kind), e.layer, e.step}] += double(e.end_ns - e.start_ns);
+  }
+  std::map<std::pair<Phase, std::int32_t>, double> per_step;  // (phase, step) -> ns
+  for (const auto& [key, ns] : by_kind) {
+    Event e;
+    e.kind = EventKind(std::get<0>(key));
+    e.layer = std::get<1>(key);
     const Phase phase = phase_of(e, layers);
-    if (!phase.name.empty()) per_step[{phase, e.step}] += double(e.end_ns - e.start_ns);
+    if (!phase.name.empty()) per_step[{phase, std::get<2>(key)}] += ns;
   }
   add_bucket_phases(events, steps, per_step);
   for (const auto& [key, ns] : per_step) out[{role, key.first}].push_back(ns / kNsPerMs);
@@ -184,23 +194,19 @@ struct RunFigures {
   TimeToAccuracy to_target;
 };
 
-Expected<RunFigures> figures_of_run(store::RunStore& store, std::int64_t run_id, const CompareOptions& options) {
-  auto summary = summarize_run(store, run_id);
-  if (!summary.ok()) return summary.error();
-  RunFigures f;
-  f.summary = std::move(summary).value();
-  f.plan = plan_of(f.summary.run);
-  const std::vector<std::string> layers = layer_names_by_id(f.summary.run.plan_json);
-  auto ranks = store.event_ranks(run_id);
-  if (!ranks.ok()) return ranks.error();
+// What compare needs from one rank's events, taken while summarize_run has them.
+struct RankCollector {
+  const std::optional<Plan>& plan;
+  const std::vector<std::string>& layers;
+  const StepRange& range;
+  PhaseSamples& phases;
   std::vector<std::vector<Event>> step_spans;
   std::int64_t first_step_ns = 0;
-  for (int rank : *ranks) {
-    auto events = store.load_events(run_id, rank);
-    if (!events.ok()) return events.error();
-    add_rank_phases(*events, role_of(f.plan, rank), layers, options.steps, f.phases);
+
+  void operator()(int rank, const std::vector<Event>& events) {
+    add_rank_phases(events, role_of(plan, rank), layers, range, phases);
     std::vector<Event> steps;
-    std::copy_if(events->begin(), events->end(), std::back_inserter(steps),
+    std::copy_if(events.begin(), events.end(), std::back_inserter(steps),
                  [](const Event& e) { return e.kind == EventKind::Step; });
     if (rank == 0 && !steps.empty()) {
       first_step_ns = std::min_element(steps.begin(), steps.end(), [](const Event& a, const Event& b) {
@@ -209,11 +215,23 @@ Expected<RunFigures> figures_of_run(store::RunStore& store, std::int64_t run_id,
     }
     step_spans.push_back(std::move(steps));
   }
-  f.steps = step_times(step_spans, options.steps);
+};
+
+Expected<RunFigures> figures_of_run(store::RunStore& store, std::int64_t run_id, const CompareOptions& options) {
+  auto run = store.load_run(run_id);
+  if (!run.ok()) return run.error();
+  RunFigures f;
+  f.plan = plan_of(*run);
+  const std::vector<std::string> layers = layer_names_by_id(run->plan_json);
+  RankCollector collect{f.plan, layers, options.steps, f.phases, {}, 0};
+  auto summary = summarize_run(store, run_id, std::ref(collect));
+  if (!summary.ok()) return summary.error();
+  f.summary = std::move(summary).value();
+  f.steps = step_times(collect.step_spans, options.steps);
   if (std::isfinite(options.target_accuracy)) {
     auto accuracy = store.load_metrics(run_id, "test_accuracy");
     if (!accuracy.ok()) return accuracy.error();
-    f.to_target = time_to_accuracy(*accuracy, first_step_ns, options.target_accuracy);
+    f.to_target = time_to_accuracy(*accuracy, collect.first_step_ns, options.target_accuracy);
   }
   return f;
 }
@@ -464,9 +482,19 @@ TimeToAccuracy time_to_accuracy(const std::vector<store::MetricRecord>& accuracy
 Expected<Comparison> compare_runs(store::RunStore& store, const std::vector<std::int64_t>& run_ids,
                                   const CompareOptions& options) {
   LOOM_TRY(check_run_ids(run_ids));
-  std::vector<RunFigures> runs;
+  // Runs are read in parallel, each on its own connection (SQLite readers do not block one
+  // another): reading a million events is most of the time.
+  std::vector<std::future<Expected<RunFigures>>> pending;
   for (std::int64_t id : run_ids) {
-    auto f = figures_of_run(store, id, options);
+    pending.push_back(std::async(std::launch::async, [path = store.path(), id, options]() -> Expected<RunFigures> {
+      auto own = store::RunStore::open(path);
+      if (!own.ok()) return own.error();
+      return figures_of_run(*own, id, options);
+    }));
+  }
+  std::vector<RunFigures> runs;
+  for (auto& p : pending) {
+    auto f = p.get();
     if (!f.ok()) return f.error();
     runs.push_back(std::move(f).value());
   }

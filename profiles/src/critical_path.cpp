@@ -353,23 +353,35 @@ std::set<std::int32_t> steady_steps_of(const std::vector<Event>& events) {
 
 }  // namespace
 
+PathAnalysis analyze_run_paths(const store::RunRecord& run, const std::vector<store::RankRecord>& ranks,
+                               std::vector<std::vector<Event>> events) {
+  events.resize(std::max<std::size_t>(events.size(), std::size_t(std::max(run.world_size, 1))));
+  for (const store::RankRecord& record : ranks) {
+    if (record.rank >= 0 && std::size_t(record.rank) < events.size())
+      clock::align_events(record, events[std::size_t(record.rank)]);
+  }
+  PlanResult plan = parse_plan(run.plan_json);
+  const std::vector<int> groups =
+      plan.ok() ? sync_groups(*plan.plan, int(events.size())) : std::vector<int>(events.size(), -1);
+  return analyze_paths(events, groups, steady_steps_of(events[0]));
+}
+
 Expected<PathAnalysis> analyze_run_paths(store::RunStore& store, std::int64_t run_id) {
   auto run = store.load_run(run_id);
   if (!run.ok()) return run.error();
   auto records = store.load_ranks(run_id);
   if (!records.ok()) return records.error();
-  std::vector<std::vector<Event>> events(std::size_t(std::max(run->world_size, 1)));
-  for (const store::RankRecord& record : *records) {
-    if (record.rank < 0 || std::size_t(record.rank) >= events.size()) continue;
-    auto loaded = store.load_events(run_id, record.rank);
+  auto ranks = store.event_ranks(run_id);
+  if (!ranks.ok()) return ranks.error();
+  std::vector<std::vector<Event>> events;
+  for (int rank : *ranks) {
+    if (rank < 0) continue;
+    auto loaded = store.load_events(run_id, rank);
     if (!loaded.ok()) return loaded.error();
-    events[std::size_t(record.rank)] = std::move(loaded).value();
-    clock::align_events(record, events[std::size_t(record.rank)]);
+    if (events.size() <= std::size_t(rank)) events.resize(std::size_t(rank) + 1);
+    events[std::size_t(rank)] = std::move(loaded).value();
   }
-  PlanResult plan = parse_plan(run->plan_json);
-  const std::vector<int> groups =
-      plan.ok() ? sync_groups(*plan.plan, run->world_size) : std::vector<int>(events.size(), -1);
-  return analyze_paths(events, groups, steady_steps_of(events[0]));
+  return analyze_run_paths(*run, *records, std::move(events));
 }
 
 namespace {

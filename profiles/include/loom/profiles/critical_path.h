@@ -89,6 +89,9 @@ PathAnalysis analyze_paths(const std::vector<std::vector<trace::Event>>& events_
 // A stored run: its events aligned to rank 0's clock, the path over rank 0's steady steps
 // (each rank's first kWarmupSteps steps are warm-up), the waits over the same steps.
 Expected<PathAnalysis> analyze_run_paths(store::RunStore& store, std::int64_t run_id);
+// The same from events already read (events_by_rank[r]: rank r's, its own clock; aligned here).
+PathAnalysis analyze_run_paths(const store::RunRecord& run, const std::vector<store::RankRecord>& ranks,
+                               std::vector<std::vector<trace::Event>> events_by_rank);
 
 // JSON: critical_path {steps, length_s, work_s, communication_s, waiting_s, descheduled_s, untraced_s,
 // jumps, profile: [{rank, kind, layer, part, s, count}]} (per-step means in seconds:
