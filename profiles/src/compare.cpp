@@ -9,6 +9,7 @@
 
 #include "loom/core/model_info.h"
 #include "loom/core/plan.h"
+#include "loom/profiles/import_kineto.h"
 
 namespace loom::analysis {
 
@@ -65,7 +66,9 @@ std::optional<Plan> plan_of(const store::RunRecord& run) {
 
 std::string count_of(int n, const char* one, const char* many) { return std::to_string(n) + " " + (n == 1 ? one : many); }
 
-std::string mode_of(const std::optional<Plan>& plan) {
+std::string mode_of(const std::optional<Plan>& plan, const store::RunRecord& run) {
+  if (!plan && kineto::is_imported_plan(run.plan_json))
+    return "imported PyTorch trace, " + count_of(run.world_size, "rank", "ranks");
   if (!plan) return "plan unreadable";
   const ParallelSpec& p = plan->parallel;
   if (p.stages > 1) {
@@ -211,7 +214,9 @@ Expected<RunFigures> figures_of_run(store::RunStore& store, std::int64_t run_id,
   for (int rank : *ranks) {
     auto events = store.load_events(run_id, rank);
     if (!events.ok()) return events.error();
-    add_rank_phases(*events, role_of(f.plan, rank), layers, options.steps, f.phases);
+    // An imported trace's ranks are data-parallel workers: pooled with a Loom run's workers.
+    const bool imported = !f.plan && kineto::is_imported_plan(f.summary.run.plan_json);
+    add_rank_phases(*events, imported ? "worker" : role_of(f.plan, rank), layers, options.steps, f.phases);
     std::vector<Event> steps;
     std::copy_if(events->begin(), events->end(), std::back_inserter(steps),
                  [](const Event& e) { return e.kind == EventKind::Step; });
@@ -366,7 +371,7 @@ std::vector<PhaseRow> phase_rows(const std::vector<RunFigures>& runs) {
 }
 
 ComparedRun compared_run(const RunFigures& f) {
-  return {f.summary.run.id, f.summary.run.name, f.summary.run.status, mode_of(f.plan), f.summary.world_size,
+  return {f.summary.run.id, f.summary.run.name, f.summary.run.status, mode_of(f.plan, f.summary.run), f.summary.world_size,
           f.summary.steps};
 }
 
