@@ -11,6 +11,7 @@
 #include <map>
 
 #include "loom/profiles/import_kineto.h"
+#include "loom/profiles/sqlite_db.h"
 
 using loom::ErrorCode;
 using loom::kineto::ImportedRun;
@@ -248,6 +249,17 @@ class ImportKinetoTest : public QObject {
     QCOMPARE(must(store.event_ranks(id)), (std::vector<int>{0, 1}));
     QCOMPARE(must(store.count_events(id)), std::int64_t(run.events[0].second.size() + run.events[1].second.size()));
     QCOMPARE(must(store.load_ranks(id)).size(), std::size_t(2));
+
+    // A write that fails after the run row (a trigger refuses metrics) takes the whole
+    // run back with it: one transaction.
+    {
+      auto db = must(loom::store::Database::open(store.path()));
+      QVERIFY(db.exec("CREATE TRIGGER no_metrics BEFORE INSERT ON metrics BEGIN SELECT RAISE(ABORT, 'refused'); END").ok());
+    }
+    const std::vector<loom::store::MetricRecord> one_metric{{0, 1, 0, "loss", 1.0}};
+    QVERIFY(!store.import_run(run.run, run.ranks, run.events, one_metric).ok());
+    QCOMPARE(must(store.list_runs()).size(), std::size_t(1));
+    QCOMPARE(must(store.count_events(id + 1)), std::int64_t(0));
 
     // import_run refuses a running run before writing anything.
     loom::store::RunRecord running = run.run;
