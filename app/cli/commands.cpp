@@ -1,4 +1,4 @@
-// loom-cli subcommands: validate, run, runs, show, export. Libraries return errors as values;
+// loom-cli subcommands: validate, run, runs, show, compare, export, resume, import. Libraries return errors as values;
 // this file turns them into messages with hints and exit codes.
 #include "commands.h"
 
@@ -21,6 +21,7 @@
 #include "loom/profiles/compare.h"
 #include "loom/profiles/critical_path.h"
 #include "loom/profiles/export_chrome.h"
+#include "loom/profiles/import_kineto.h"
 #include "loom/profiles/machine.h"
 #include "loom/profiles/run_store.h"
 #include "multi_rank_run.h"
@@ -429,6 +430,55 @@ int cmd_resume(const Args& args) {
   if (result.run_id == 0) return result.exit_code;
   const int shown = print_summary(*store, result.run_id, args.json);
   return shown != kOk ? kFailed : result.exit_code;
+}
+
+int cmd_import(const Args& args) {
+  if (!args.kineto || args.positional.empty()) {
+    std::fprintf(stderr,
+                 "loom-cli: import needs --kineto and at least one trace file\n"
+                 "usage: loom-cli import --kineto FILE... [--name NAME] [--rank N] [--db PATH] [--json]\n");
+    return kInvalidInput;
+  }
+  if (args.rank && args.positional.size() > 1) {
+    std::fprintf(stderr, "loom-cli: --rank names the rank of one file; with several, name them rank0.json, rank1.json, ...\n");
+    return kInvalidInput;
+  }
+  kineto::ImportOptions options;
+  options.name = args.name.value_or("");
+  options.rank = args.rank;
+  // Every file is parsed and checked before the store is even opened: nothing half-imported.
+  auto imported = kineto::import_kineto_files(args.positional, options);
+  if (!imported.ok()) {
+    print_error(imported.error());
+    const ErrorCode code = imported.error().code;
+    return code == ErrorCode::Io || code == ErrorCode::Internal ? kFailed : kInvalidInput;
+  }
+  auto store = open_store(args);
+  if (!store.ok()) {
+    print_error(store.error());
+    return kFailed;
+  }
+  auto id = kineto::store_imported_run(*store, *imported);
+  if (!id.ok()) {
+    print_error(id.error());
+    return kFailed;
+  }
+  std::int64_t steps = 0, collectives = 0, events = 0;
+  for (const auto& t : imported->traces) steps += t.steps, collectives += t.collectives;
+  for (const auto& [rank, list] : imported->events) events += std::int64_t(list.size());
+  if (args.json) {
+    std::printf("%s\n", nlohmann::json{{"id", *id}, {"name", imported->run.name}, {"ranks", imported->ranks.size()},
+                                       {"world_size", imported->run.world_size}, {"steps", steps},
+                                       {"collectives", collectives}, {"events", events}}
+                            .dump()
+                            .c_str());
+  } else {
+    std::printf("%s", imported->run.log.c_str());
+    std::printf("stored as run %lld '%s': %zu rank%s, %lld events (`loom-cli show %lld`)\n", static_cast<long long>(*id),
+                imported->run.name.c_str(), imported->ranks.size(), imported->ranks.size() == 1 ? "" : "s",
+                static_cast<long long>(events), static_cast<long long>(*id));
+  }
+  return kOk;
 }
 
 }  // namespace loom::cli

@@ -19,6 +19,9 @@ struct Args {
   int replicas = 0;  // resume: --replicas N (0: the run's own)
   std::optional<std::string> steps;  // compare: --steps FROM:TO
   std::optional<std::string> target_accuracy;  // compare: --target-accuracy X (0..1 or a percentage)
+  bool kineto = false;               // import: --kineto (PyTorch profiler traces)
+  std::optional<std::string> name;   // import: --name NAME
+  std::optional<int> rank;           // import: --rank N (one file without distributedInfo)
 };
 
 int cmd_validate(const Args& args);
@@ -28,5 +31,6 @@ int cmd_show(const Args& args);
 int cmd_export(const Args& args);
 int cmd_resume(const Args& args);
 int cmd_compare(const Args& args);
+int cmd_import(const Args& args);
 
 }  // namespace loom::cli

@@ -19,6 +19,7 @@ constexpr const char* kUsage =
     "  compare RUN_ID RUN_ID [...]      two to six stored runs side by side: figures, ratios, phase diff\n"
     "  export RUN_ID --chrome FILE      write a stored run as a Chrome trace (open it in Perfetto)\n"
     "  resume RUN_ID [--replicas N]     continue a failed, stopped, hung or interrupted run from its checkpoint\n"
+    "  import --kineto FILE...          store PyTorch profiler traces (one per rank) as a run to show and compare\n"
     "\n"
     "`loom-cli <command> --help` describes one command.\n"
     "The run store is --db PATH, else $LOOM_DB, else $XDG_DATA_HOME/loom/runs.db.\n"
@@ -98,6 +99,23 @@ constexpr CommandHelp kCommandHelp[] = {
      "  --db PATH     the run store (else $LOOM_DB, else $XDG_DATA_HOME/loom/runs.db)\n"
      "  --json        print the new run's summary as one JSON line\n"
      "Exit codes as `run`; 2 when the run cannot be resumed (it says why).\n"},
+    {"import",
+     "usage: loom-cli import --kineto FILE... [--name NAME] [--rank N] [--db PATH] [--json]\n"
+     "\n"
+     "Stores PyTorch profiler traces (Chrome-trace JSON from torch.profiler, plain or gzip, one\n"
+     "file per rank) as a completed run, so `show` and `compare` can put a PyTorch DDP run beside\n"
+     "a Loom run. ProfilerStep#N spans become steps; operators become forward, backward, loss,\n"
+     "optimizer and data spans, collectives communication spans with their bytes where the\n"
+     "trace has them (the table: docs/manual.md, \"Importing PyTorch traces\"). A file's rank\n"
+     "comes from its distributedInfo, else from its name (rank1.json, trace_1.json).\n"
+     "Every file is read and checked before anything is stored; a file that is not a complete\n"
+     "trace is refused, naming it, and nothing is stored.\n"
+     "  --kineto     the files are PyTorch (Kineto) profiler traces (the only format so far)\n"
+     "  --name NAME  the run's name (default: \"pytorch \" and the first file's name)\n"
+     "  --rank N     the rank of a single file that does not say it\n"
+     "  --db PATH    the run store (else $LOOM_DB, else $XDG_DATA_HOME/loom/runs.db)\n"
+     "  --json       print the new run's id and counts as one JSON line\n"
+     "Exit codes: 0 stored, 1 the store failed, 2 a file is missing, malformed or not a trace.\n"},
 };
 
 const char* command_help(const std::string& command) {
@@ -144,6 +162,23 @@ bool parse_args(int argc, char** argv, loom::cli::Args& args, const char* usage)
         return false;
       }
       args.replicas = int(n);
+    } else if (arg == "--kineto") {
+      args.kineto = true;
+    } else if (arg == "--name") {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "loom-cli: --name needs a value\n");
+        return false;
+      }
+      args.name = argv[++i];
+    } else if (arg == "--rank") {
+      const std::string value = i + 1 < argc ? argv[++i] : "";
+      char* end = nullptr;
+      const long n = std::strtol(value.c_str(), &end, 10);
+      if (value.empty() || *end != '\0' || n < 0 || n > 4095) {
+        std::fprintf(stderr, "loom-cli: --rank needs a rank from 0 to 4095 (got '%s')\n", value.c_str());
+        return false;
+      }
+      args.rank = int(n);
     } else if (arg == "--steps" || arg == "--target-accuracy") {
       if (i + 1 >= argc) {
         std::fprintf(stderr, "loom-cli: %s needs a value\n", arg.c_str());
@@ -186,5 +221,6 @@ int main(int argc, char** argv) {
   if (command == "show") return cmd_show(args);
   if (command == "resume") return cmd_resume(args);
   if (command == "compare") return cmd_compare(args);
+  if (command == "import") return cmd_import(args);
   return cmd_export(args);
 }

@@ -4,6 +4,7 @@
 
 #include "loom/core/model_info.h"
 #include "loom/profiles/clock_align.h"
+#include "loom/profiles/import_kineto.h"
 #include "loom/profiles/pipeline_replay.h"
 
 #include <algorithm>
@@ -614,7 +615,9 @@ AllReduceStats allreduce_stats(const std::vector<AllReduceTotals>& per_rank, con
     a.bytes += t.bytes;
     a.count += t.count;
     a.seconds += static_cast<double>(t.ns) / kNsPerS;
-    if (t.ns <= 0) continue;  // a rank without (timed) all-reduces has no bandwidth to average
+    // A rank without (timed) all-reduces, or without their sizes (an imported trace that
+    // does not record them), has no bandwidth to average.
+    if (t.ns <= 0 || t.bytes <= 0) continue;
     algbw_sum += static_cast<double>(t.bytes) / (static_cast<double>(t.ns) / kNsPerS) / 1e9;
     ++algbw_ranks;
   }
@@ -714,7 +717,13 @@ void set_throughput(RunSummary& s, const std::map<int, TrainingWindow>& windows,
   s.throughput_basis = "whole run";
   for (const auto& [rank, w] : windows) s.setup_s = std::max(s.setup_s, static_cast<double>(w.setup_ns) / kNsPerS);
   const PlanResult plan = parse_plan(s.run.plan_json);
-  if (!plan.ok()) return;
+  if (!plan.ok()) {
+    if (kineto::is_imported_plan(s.run.plan_json)) {
+      s.throughput_basis = "imported trace";
+      s.samples_per_s = std::numeric_limits<double>::quiet_NaN();  // samples per step unknown, not zero
+    }
+    return;
+  }
   std::vector<std::int64_t> offsets(static_cast<std::size_t>(std::max(0, s.world_size)), 0);
   for (const auto& r : records)
     if (r.rank >= 0 && r.rank < s.world_size) offsets[std::size_t(r.rank)] = r.offset_ns;
@@ -1097,6 +1106,9 @@ std::string format_throughput(const RunSummary& s) {
     out += format("  training:      %.3f s over the steady steps\n", s.train_s);
     out += format("  throughput:    %.1f samples/s over steady steps (%lld samples)\n", s.samples_per_s,
                   static_cast<long long>(s.train_samples));
+  } else if (s.throughput_basis == "imported trace") {
+    out += "\n  imported:      a PyTorch profiler trace; no Loom plan, so samples per step are unknown\n"
+           "  throughput:    n/a (compare step times instead: `loom-cli compare`)\n";
   } else {
     out += "\n  throughput:    " + format("%.1f samples/s over the whole run (no step spans recorded)\n",
                                         s.samples_per_s);

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "loom/core/plan.h"
+#include "loom/profiles/import_kineto.h"
 
 namespace loom::analysis {
 
@@ -66,7 +67,9 @@ std::optional<Plan> plan_of(const store::RunRecord& run) {
 
 std::string count_of(int n, const char* one, const char* many) { return std::to_string(n) + " " + (n == 1 ? one : many); }
 
-std::string mode_of(const std::optional<Plan>& plan) {
+std::string mode_of(const std::optional<Plan>& plan, const store::RunRecord& run) {
+  if (!plan && kineto::is_imported_plan(run.plan_json))
+    return "imported PyTorch trace, " + count_of(run.world_size, "rank", "ranks");
   if (!plan) return "plan unreadable";
   const ParallelSpec& p = plan->parallel;
   if (p.stages > 1) {
@@ -202,9 +205,10 @@ struct RankCollector {
   PhaseSamples& phases;
   std::vector<std::vector<Event>> step_spans;
   std::int64_t first_step_ns = 0;
+  bool imported = false;  // an imported trace's ranks are data-parallel workers: pooled with a Loom run's
 
   void operator()(int rank, const std::vector<Event>& events) {
-    add_rank_phases(events, role_of(plan, rank), layers, range, phases);
+    add_rank_phases(events, imported ? "worker" : role_of(plan, rank), layers, range, phases);
     std::vector<Event> steps;
     std::copy_if(events.begin(), events.end(), std::back_inserter(steps),
                  [](const Event& e) { return e.kind == EventKind::Step; });
@@ -223,7 +227,8 @@ Expected<RunFigures> figures_of_run(store::RunStore& store, std::int64_t run_id,
   RunFigures f;
   f.plan = plan_of(*run);
   const std::vector<std::string> layers = layer_names_by_id(run->plan_json);
-  RankCollector collect{f.plan, layers, options.steps, f.phases, {}, 0};
+  RankCollector collect{f.plan, layers, options.steps, f.phases, {}, 0,
+                        !f.plan && kineto::is_imported_plan(run->plan_json)};
   auto summary = summarize_run(store, run_id, std::ref(collect));
   if (!summary.ok()) return summary.error();
   f.summary = std::move(summary).value();
@@ -371,7 +376,7 @@ std::vector<PhaseRow> phase_rows(const std::vector<RunFigures>& runs) {
 }
 
 ComparedRun compared_run(const RunFigures& f) {
-  return {f.summary.run.id, f.summary.run.name, f.summary.run.status, mode_of(f.plan), f.summary.world_size,
+  return {f.summary.run.id, f.summary.run.name, f.summary.run.status, mode_of(f.plan, f.summary.run), f.summary.world_size,
           f.summary.steps};
 }
 

@@ -776,4 +776,30 @@ void RunStore::interrupt_if_orphaned(RunRecord& run) {
   run.wall_s = wall_s;
 }
 
+Expected<std::int64_t> RunStore::import_run(const RunRecord& run, const std::vector<RankRecord>& ranks,
+                                            const std::vector<std::pair<int, std::vector<trace::Event>>>& events,
+                                            const std::vector<MetricRecord>& metrics) {
+  if (run.status == "running")
+    return make_error(ErrorCode::InvalidArgument, "an imported run must be finished, not running");
+  auto tx = Transaction::begin(db_);
+  if (!tx.ok()) return tx.error();
+  RunRecord record = run;
+  if (!record.started_unix_ms) record.started_unix_ms = unix_ms_now();
+  if (!record.ended_unix_ms) record.ended_unix_ms = record.started_unix_ms + std::int64_t(record.wall_s * 1000.0);
+  auto id = create_run(record);  // the writes below join this transaction: no nested BEGIN
+  if (!id.ok()) return id.error();
+  for (const RankRecord& r : ranks) LOOM_TRY(upsert_rank(*id, r));
+  for (const auto& [rank, list] : events) LOOM_TRY(insert_event_rows(*id, rank, list.data(), list.size()));
+  if (!metrics.empty()) {
+    auto q = db_.prepare("INSERT INTO metrics (run_id, rank, step, t_ns, name, value) VALUES (?,?,?,?,?,?)");
+    if (!q.ok()) return q.error();
+    for (const auto& m : metrics) {
+      q->bind(1, *id).bind(2, m.rank).bind(3, m.step).bind(4, m.t_ns).bind(5, m.name).bind(6, m.value);
+      LOOM_TRY(run_once(*q));
+    }
+  }
+  LOOM_TRY(tx->commit());
+  return *id;
+}
+
 }  // namespace loom::store

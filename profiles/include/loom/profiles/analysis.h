@@ -234,7 +234,7 @@ struct RunSummary {
   double wall_s = 0, samples_per_s = 0;
   double wall_samples_per_s = 0, train_s = 0, setup_s = 0;  // setup_s: slowest rank's
   std::int64_t train_samples = 0, steady_steps = 0;
-  std::string throughput_basis;  // "steady steps" / "whole run"
+  std::string throughput_basis;  // "steady steps" / "whole run" / "imported trace" (samples unknown)
   std::vector<std::string> warnings;  // unusual setup figures, unbalanced stages, ...
   double final_loss = std::numeric_limits<double>::quiet_NaN();     // last "loss" metric
   double test_accuracy = std::numeric_limits<double>::quiet_NaN();  // last "test_accuracy"

@@ -186,6 +186,13 @@ class RunStore {
   // Every applied update of a run, in the order the servers applied them.
   Expected<std::vector<UpdateRecord>> load_updates(std::int64_t run_id);
 
+  // A whole finished run written at once, in ONE transaction (imports, e.g. PyTorch
+  // traces): the run, its ranks, events per rank and metrics, or nothing when any write
+  // fails. run.status must be a finished one; ended_unix_ms 0 means when it is stored.
+  Expected<std::int64_t> import_run(const RunRecord& run, const std::vector<RankRecord>& ranks,
+                                    const std::vector<std::pair<int, std::vector<trace::Event>>>& events,
+                                    const std::vector<MetricRecord>& metrics);
+
  private:
   explicit RunStore(Database db) : db_(std::move(db)) {}
   Status configure();

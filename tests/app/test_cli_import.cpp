@@ -1,0 +1,108 @@
+// `loom-cli import --kineto` end to end: the real DDP fixture (tests/data/kineto) becomes
+// a stored run that `show` and `compare` (against a real Loom run of the spirals plan)
+// read; a truncated file is refused with exit code 2, naming it, and stores nothing.
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include "cli_runner.h"
+
+namespace {
+
+using loom::test::Result;
+using loom::test::last_json_line;
+using loom::test::run_cli;
+
+const QString kData = QString(LOOM_SOURCE_DIR) + "/tests/data/kineto/";
+
+const char* kSpiralsPlan = R"({
+  "format": "loom-plan/1", "name": "cli-spirals",
+  "model": {"input": [2], "layers": [{"type": "linear", "out": 16}, {"type": "tanh"}, {"type": "linear", "out": 3}]},
+  "data": {"source": "synthetic", "kind": "spirals", "classes": 3, "train_samples": 640, "test_samples": 128},
+  "training": {"batch": 32, "steps": 20, "optimizer": {"type": "adam", "lr": 0.01}, "threads": 1}
+})";
+
+}  // namespace
+
+class CliImportTest : public QObject {
+  Q_OBJECT
+  QTemporaryDir dir_;
+  QString db() const { return dir_.filePath("runs.db"); }
+  QString write(const QString& name, const QByteArray& bytes) {
+    QFile f(dir_.filePath(name));
+    f.open(QIODevice::WriteOnly);
+    f.write(bytes);
+    return f.fileName();
+  }
+  int stored_runs() { return QJsonDocument::fromJson(run_cli({"runs", "--db", db(), "--json"}).out.toUtf8()).array().size(); }
+
+ private slots:
+  void importShowAndCompareWithALoomRun() {
+    const Result imported = run_cli({"import", "--kineto", kData + "rank0.json", kData + "rank1.json.gz", "--name",
+                                     "torch-ddp", "--db", db(), "--json"});
+    QVERIFY2(imported.exit_code == 0, qPrintable(imported.err));
+    const QJsonObject counts = last_json_line(imported.out);
+    QCOMPARE(counts["ranks"].toInt(), 2);
+    QCOMPARE(counts["steps"].toInt(), 8);        // ProfilerStep#1..#4 on each rank
+    QCOMPARE(counts["collectives"].toInt(), 8);  // one gradient bucket per step and rank
+    const QString id = QString::number(counts["id"].toInteger());
+
+    const Result shown = run_cli({"show", id, "--db", db(), "--json"});
+    QVERIFY2(shown.exit_code == 0, qPrintable(shown.err));
+    const QJsonObject summary = last_json_line(shown.out);
+    QCOMPARE(summary["name"].toString(), QString("torch-ddp"));
+    QCOMPARE(summary["plan"].toObject()["imported"].toString(), QString("kineto"));
+    QCOMPARE(summary["ranks"].toArray().size(), 2);
+    QVERIFY(summary["ranks"].toArray()[0].toObject()["compute_s"].toDouble() > 0);
+    QVERIFY(summary["ranks"].toArray()[0].toObject()["comm_s"].toDouble() > 0);
+    QVERIFY(summary["samples_per_s"].isNull());  // unknown, not zero
+    const Result text = run_cli({"show", id, "--db", db()});
+    QVERIFY2(text.exit_code == 0 && text.out.contains("imported:"), qPrintable(text.out + text.err));
+
+    const Result loom = run_cli({"run", write("spirals.json", kSpiralsPlan), "--db", db(), "--json"});
+    QVERIFY2(loom.exit_code == 0, qPrintable(loom.err));
+    const QString loom_id = QString::number(last_json_line(loom.out)["id"].toInteger());
+    const Result compared = run_cli({"compare", loom_id, id, "--db", db(), "--json"});
+    QVERIFY2(compared.exit_code == 0, qPrintable(compared.err));
+    const QJsonObject c = last_json_line(compared.out);
+    QVERIFY(c["runs"].toArray()[1].toObject()["mode"].toString().startsWith("imported PyTorch trace"));
+    bool step_time = false, whole_step = false;
+    for (const auto& v : c["metrics"].toArray()) {
+      const QJsonObject m = v.toObject();
+      if (m["key"] != "step_time_median_ms") continue;
+      step_time = m["values"][0].toDouble() > 0 && m["values"][1].toDouble() > 0;
+    }
+    for (const auto& v : c["phases"].toArray()) {
+      const QJsonObject row = v.toObject();
+      if (row["role"] != "worker" || row["phase"] != "whole step") continue;
+      whole_step = row["median_ms"][1].toDouble() > 0;
+      QCOMPARE(row["samples"][1].toInt(), 6);  // 2 ranks x 3 steady steps (ProfilerStep#1 is warm-up)
+    }
+    QVERIFY(step_time);
+    QVERIFY(whole_step);
+    const Result table = run_cli({"compare", loom_id, id, "--db", db()});
+    QVERIFY2(table.exit_code == 0 && table.out.contains("imported PyTorch trace"), qPrintable(table.out));
+  }
+
+  void refusedImportStoresNothing() {
+    const int before = stored_runs();
+    QFile good(kData + "rank0.json");
+    QVERIFY(good.open(QIODevice::ReadOnly));
+    const QByteArray text = good.readAll();
+    const QString cut = write("rank1.json", text.left(text.size() * 2 / 3));
+    const Result r = run_cli({"import", "--kineto", kData + "rank0.json", cut, "--db", db()});
+    QCOMPARE(r.exit_code, 2);
+    QVERIFY2(r.err.startsWith("loom-cli: ") && r.err.contains(cut) && r.err.contains("not valid JSON"), qPrintable(r.err));
+    QCOMPARE(stored_runs(), before);
+    const Result missing = run_cli({"import", "--kineto", dir_.filePath("nope.json"), "--db", db()});
+    QCOMPARE(missing.exit_code, 2);
+    QVERIFY(missing.err.contains("nope.json"));
+    QCOMPARE(run_cli({"import", kData + "rank0.json", "--db", db()}).exit_code, 2);  // no format named
+    QCOMPARE(stored_runs(), before);
+  }
+};
+
+QTEST_GUILESS_MAIN(CliImportTest)
+#include "test_cli_import.moc"
