@@ -6,6 +6,7 @@
 #include <cmath>
 #include <csignal>
 #include <limits>
+#include <map>
 #include <cstdio>
 #include <ctime>
 
@@ -28,6 +29,24 @@
 #include "progress.h"
 
 namespace loom::cli {
+
+void print_error(const Error& error) { std::fprintf(stderr, "loom-cli: %s\n", error.describe().c_str()); }
+
+Expected<store::RunStore> open_store(const Args& args) {
+  return store::RunStore::open(args.db ? *args.db : store::RunStore::default_path());
+}
+
+std::optional<std::int64_t> parse_run_id(const Args& args) {
+  if (args.positional.empty()) return std::nullopt;
+  try {
+    std::size_t used = 0;
+    const long long id = std::stoll(args.positional[0], &used);
+    if (used == args.positional[0].size() && id > 0) return id;
+  } catch (const std::exception&) {
+  }
+  return std::nullopt;
+}
+
 namespace {
 
 std::atomic<bool> g_stop_requested{false};
@@ -37,7 +56,6 @@ extern "C" void on_interrupt(int) {
   std::signal(SIGINT, SIG_DFL);  // a second Ctrl-C ends the process at once
 }
 
-void print_error(const Error& error) { std::fprintf(stderr, "loom-cli: %s\n", error.describe().c_str()); }
 
 void print_plan_errors(const std::string& source, const std::vector<PlanError>& errors) {
   for (const PlanError& e : errors) {
@@ -69,20 +87,7 @@ std::optional<Plan> load_plan_or_report(const Args& args, bool allow_default) {
   return std::move(result.plan);
 }
 
-Expected<store::RunStore> open_store(const Args& args) {
-  return store::RunStore::open(args.db ? *args.db : store::RunStore::default_path());
-}
 
-std::optional<std::int64_t> parse_run_id(const Args& args) {
-  if (args.positional.empty()) return std::nullopt;
-  try {
-    std::size_t used = 0;
-    const long long id = std::stoll(args.positional[0], &used);
-    if (used == args.positional[0].size() && id > 0) return id;
-  } catch (const std::exception&) {
-  }
-  return std::nullopt;
-}
 
 std::string format_time(std::int64_t unix_ms) {
   const std::time_t t = static_cast<std::time_t>(unix_ms / 1000);
@@ -147,14 +152,23 @@ Expected<double> last_test_accuracy(store::RunStore& store, std::int64_t run_id)
   return metrics->empty() ? std::numeric_limits<double>::quiet_NaN() : metrics->back().value;
 }
 
-void print_runs_json(const std::vector<store::RunRecord>& runs, const std::vector<double>& accuracy) {
+using TagsByRun = std::map<std::int64_t, std::vector<std::string>>;
+
+std::vector<std::string> tags_of(const TagsByRun& tags, std::int64_t id) {
+  auto it = tags.find(id);
+  return it == tags.end() ? std::vector<std::string>{} : it->second;
+}
+
+void print_runs_json(const std::vector<store::RunRecord>& runs, const std::vector<double>& accuracy,
+                     const TagsByRun& tags) {
   nlohmann::json list = nlohmann::json::array();
   for (std::size_t i = 0; i < runs.size(); ++i) {
     const auto& r = runs[i];
     list.push_back({{"id", r.id}, {"name", r.name}, {"status", r.status}, {"error", r.error},
                     {"started_unix_ms", r.started_unix_ms},
                     {"wall_s", r.wall_s}, {"samples", r.samples}, {"world_size", r.world_size},
-                    {"test_accuracy", std::isfinite(accuracy[i]) ? nlohmann::json(accuracy[i]) : nlohmann::json()}});
+                    {"test_accuracy", std::isfinite(accuracy[i]) ? nlohmann::json(accuracy[i]) : nlohmann::json()},
+                    {"tags", tags_of(tags, r.id)}});
   }
   std::printf("%s\n", list.dump().c_str());
 }
@@ -170,18 +184,21 @@ std::string pad_right(const std::string& text, std::size_t width) {
 }
 
 // Names are printed whole: the column is as wide as the longest one.
-void print_runs_table(const std::vector<store::RunRecord>& runs, const std::vector<double>& accuracy) {
+void print_runs_table(const std::vector<store::RunRecord>& runs, const std::vector<double>& accuracy,
+                      const TagsByRun& tags) {
   std::size_t name_width = 4;
   for (const auto& r : runs) name_width = std::max(name_width, display_width(r.name));
-  std::printf("%6s  %s  %-11s  %-19s  %5s  %9s  %9s\n", "id", pad_right("name", name_width).c_str(), "status",
-              "started", "ranks", "wall", "test acc");
+  std::printf("%6s  %s  %-11s  %-19s  %5s  %9s  %9s  %s\n", "id", pad_right("name", name_width).c_str(), "status",
+              "started", "ranks", "wall", "test acc", "tags");
   for (std::size_t i = 0; i < runs.size(); ++i) {
     const auto& r = runs[i];
     char acc[32] = "-";
     if (std::isfinite(accuracy[i])) std::snprintf(acc, sizeof acc, "%.2f%%", accuracy[i] * 100.0);
-    std::printf("%6lld  %s  %-11s  %-19s  %5d  %8.1fs  %9s\n", static_cast<long long>(r.id),
+    std::string joined;
+    for (const std::string& t : tags_of(tags, r.id)) joined += (joined.empty() ? "" : ", ") + t;
+    std::printf("%6lld  %s  %-11s  %-19s  %5d  %8.1fs  %9s  %s\n", static_cast<long long>(r.id),
                 pad_right(r.name, name_width).c_str(), r.status.c_str(), format_time(r.started_unix_ms).c_str(),
-                r.world_size, r.wall_s, acc);
+                r.world_size, r.wall_s, acc, joined.c_str());
   }
   if (runs.empty()) std::printf("(no runs yet: try `loom-cli run`)\n");
 }
@@ -279,10 +296,15 @@ int cmd_runs(const Args& args) {
     }
     accuracy.push_back(*a);
   }
+  auto tags = store->load_all_tags();
+  if (!tags.ok()) {
+    print_error(tags.error());
+    return kFailed;
+  }
   if (args.json) {
-    print_runs_json(*runs, accuracy);
+    print_runs_json(*runs, accuracy, *tags);
   } else {
-    print_runs_table(*runs, accuracy);
+    print_runs_table(*runs, accuracy, *tags);
   }
   return kOk;
 }

@@ -3,9 +3,13 @@
 // 130 the run was stopped by the user (Ctrl-C) and stored as stopped.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "loom/core/status.h"
+#include "loom/profiles/run_store.h"
 
 namespace loom::cli {
 
@@ -19,6 +23,8 @@ struct Args {
   int replicas = 0;  // resume: --replicas N (0: the run's own)
   std::optional<std::string> steps;  // compare: --steps FROM:TO
   std::optional<std::string> target_accuracy;  // compare: --target-accuracy X (0..1 or a percentage)
+  bool yes = false;    // delete: --yes (no question)
+  bool clear = false;  // tag: --clear (remove every tag)
   bool kineto = false;               // import: --kineto (PyTorch profiler traces)
   std::optional<std::string> name;   // import: --name NAME
   std::optional<int> rank;           // import: --rank N (one file without distributedInfo)
@@ -31,6 +37,14 @@ int cmd_show(const Args& args);
 int cmd_export(const Args& args);
 int cmd_resume(const Args& args);
 int cmd_compare(const Args& args);
+int cmd_rename(const Args& args);
+int cmd_tag(const Args& args);
+int cmd_delete(const Args& args);
+
+// Shared by the commands.
+void print_error(const Error& error);  // "loom-cli: message (hint: ...)" on stderr
+Expected<store::RunStore> open_store(const Args& args);  // --db, else $LOOM_DB, else the default
+std::optional<std::int64_t> parse_run_id(const Args& args);  // the first positional, a positive id
 int cmd_import(const Args& args);
 
 }  // namespace loom::cli

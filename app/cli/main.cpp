@@ -17,6 +17,9 @@ constexpr const char* kUsage =
     "  runs [--db PATH] [--json]        list stored runs\n"
     "  show RUN_ID [--db PATH] [--json] summarise a stored run\n"
     "  compare RUN_ID RUN_ID [...]      two to six stored runs side by side: figures, ratios, phase diff\n"
+    "  rename RUN_ID NAME               give a stored run another name\n"
+    "  tag RUN_ID TAG... [--clear]      add tags to a stored run (shown by `runs`)\n"
+    "  delete RUN_ID [--yes]            delete a finished run with its events, metrics and updates\n"
     "  export RUN_ID --chrome FILE      write a stored run as a Chrome trace (open it in Perfetto)\n"
     "  resume RUN_ID [--replicas N]     continue a failed, stopped, hung or interrupted run from its checkpoint\n"
     "  import --kineto FILE...          store PyTorch profiler traces (one per rank) as a run to show and compare\n"
@@ -81,6 +84,24 @@ constexpr CommandHelp kCommandHelp[] = {
      "  --db PATH               the run store (else $LOOM_DB, else $XDG_DATA_HOME/loom/runs.db)\n"
      "  --json                  one JSON object (its shape: docs/figures.md, \"Comparing runs\")\n"
      "Exit codes: 0 ok, 2 fewer than 2 or more than 6 runs, an unknown run or a bad option.\n"},
+    {"rename",
+     "usage: loom-cli rename RUN_ID NAME [--db PATH]\n"
+     "\n"
+     "Gives a stored run (ids: `loom-cli runs`) another name; a running run too.\n"
+     "Exit codes: 0 renamed, 2 an unknown run or no name.\n"},
+    {"tag",
+     "usage: loom-cli tag RUN_ID TAG... [--clear] [--db PATH]\n"
+     "\n"
+     "Adds tags to a stored run; `runs` lists them. A tag is 1 to 64 characters without\n"
+     "commas. --clear removes the run's tags first (alone: removes them all).\n"
+     "Exit codes: 0 tagged, 2 an unknown run or a bad tag (nothing changes).\n"},
+    {"delete",
+     "usage: loom-cli delete RUN_ID [--yes] [--db PATH]\n"
+     "\n"
+     "Deletes a finished run with its ranks, events, metrics, updates and tags, in one\n"
+     "transaction. Asks first on a terminal; elsewhere it needs --yes. A running run is\n"
+     "refused. Its checkpoints (next to the store, in STORE.checkpoints/run-ID) stay.\n"
+     "Exit codes: 0 deleted, 2 an unknown or running run, or no --yes without a terminal.\n"},
     {"export",
      "usage: loom-cli export RUN_ID --chrome FILE [--db PATH]\n"
      "\n"
@@ -179,6 +200,10 @@ bool parse_args(int argc, char** argv, loom::cli::Args& args, const char* usage)
         return false;
       }
       args.rank = int(n);
+    } else if (arg == "--yes") {
+      args.yes = true;
+    } else if (arg == "--clear") {
+      args.clear = true;
     } else if (arg == "--steps" || arg == "--target-accuracy") {
       if (i + 1 >= argc) {
         std::fprintf(stderr, "loom-cli: %s needs a value\n", arg.c_str());
@@ -221,6 +246,9 @@ int main(int argc, char** argv) {
   if (command == "show") return cmd_show(args);
   if (command == "resume") return cmd_resume(args);
   if (command == "compare") return cmd_compare(args);
+  if (command == "rename") return cmd_rename(args);
+  if (command == "tag") return cmd_tag(args);
+  if (command == "delete") return cmd_delete(args);
   if (command == "import") return cmd_import(args);
   return cmd_export(args);
 }

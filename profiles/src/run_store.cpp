@@ -8,6 +8,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -132,6 +133,14 @@ INSERT INTO runs_v4 (id, name, plan_json, status, started_unix_ms, ended_unix_ms
          host, version, error, log, train_s, train_samples FROM runs;
 DROP TABLE runs;
 ALTER TABLE runs_v4 RENAME TO runs;
+)sql",
+    // 5: tags a user gives runs in the run browser.
+    R"sql(
+CREATE TABLE run_tags (
+  run_id INTEGER NOT NULL,
+  tag TEXT NOT NULL,
+  PRIMARY KEY (run_id, tag)
+);
 )sql",
 };
 static_assert(std::size(kMigrations) == kSchemaVersion, "one migration per schema version");
@@ -800,6 +809,85 @@ Expected<std::int64_t> RunStore::import_run(const RunRecord& run, const std::vec
   }
   LOOM_TRY(tx->commit());
   return *id;
+}
+
+namespace {
+
+Status check_tag(const std::string& tag) {
+  const bool bad_char = std::any_of(tag.begin(), tag.end(), [](char c) { return c == ',' || (c >= 0 && c < 32); });
+  if (tag.empty() || tag.size() > 64 || bad_char) {
+    return make_error(ErrorCode::InvalidArgument, "tag '" + tag + "' is not allowed",
+                      "a tag is 1 to 64 characters, without commas or control characters");
+  }
+  return {};
+}
+
+}  // namespace
+
+Status RunStore::rename_run(std::int64_t run_id, const std::string& name) {
+  LOOM_TRY(require_run(run_id));
+  auto q = db_.prepare("UPDATE runs SET name = ? WHERE id = ?");
+  if (!q.ok()) return q.error();
+  q->bind(1, name).bind(2, run_id);
+  return run_once(*q);
+}
+
+Status RunStore::set_tags(std::int64_t run_id, const std::vector<std::string>& tags) {
+  for (const std::string& t : tags) LOOM_TRY(check_tag(t));
+  LOOM_TRY(require_run(run_id));
+  auto tx = Transaction::begin(db_);
+  if (!tx.ok()) return tx.error();
+  auto clear = db_.prepare("DELETE FROM run_tags WHERE run_id = ?");
+  if (!clear.ok()) return clear.error();
+  clear->bind(1, run_id);
+  LOOM_TRY(run_once(*clear));
+  auto add = db_.prepare("INSERT OR IGNORE INTO run_tags (run_id, tag) VALUES (?, ?)");
+  if (!add.ok()) return add.error();
+  for (const std::string& t : tags) {
+    add->bind(1, run_id).bind(2, t);
+    LOOM_TRY(run_once(*add));
+  }
+  return tx->commit();
+}
+
+Expected<std::vector<std::string>> RunStore::load_tags(std::int64_t run_id) {
+  auto q = db_.prepare("SELECT tag FROM run_tags WHERE run_id = ? ORDER BY tag");
+  if (!q.ok()) return q.error();
+  q->bind(1, run_id);
+  return collect_rows<std::string>(*q, [](const Statement& row) { return row.column_text(0); });
+}
+
+Expected<std::map<std::int64_t, std::vector<std::string>>> RunStore::load_all_tags() {
+  auto q = db_.prepare("SELECT run_id, tag FROM run_tags ORDER BY run_id, tag");
+  if (!q.ok()) return q.error();
+  auto rows = collect_rows<std::pair<std::int64_t, std::string>>(
+      *q, [](const Statement& row) { return std::pair{row.column_int64(0), row.column_text(1)}; });
+  if (!rows.ok()) return rows.error();
+  std::map<std::int64_t, std::vector<std::string>> tags;
+  for (auto& [id, tag] : *rows) tags[id].push_back(std::move(tag));
+  return tags;
+}
+
+Status RunStore::delete_run(std::int64_t run_id) {
+  auto run = load_run(run_id);
+  if (!run.ok()) return run.error();
+  if (run->status == "running") {
+    return make_error(ErrorCode::InvalidArgument, "run " + std::to_string(run_id) + " is still running",
+                      "stop it first; a run is deleted only once it has ended");
+  }
+  auto tx = Transaction::begin(db_);
+  if (!tx.ok()) return tx.error();
+  for (const char* table : {"events", "metrics", "updates", "ranks", "run_tags"}) {
+    auto q = db_.prepare(std::string("DELETE FROM ") + table + " WHERE run_id = ?");
+    if (!q.ok()) return q.error();
+    q->bind(1, run_id);
+    LOOM_TRY(run_once(*q));
+  }
+  auto q = db_.prepare("DELETE FROM runs WHERE id = ?");
+  if (!q.ok()) return q.error();
+  q->bind(1, run_id);
+  LOOM_TRY(run_once(*q));
+  return tx->commit();
 }
 
 }  // namespace loom::store

@@ -285,7 +285,8 @@ class CliTest : public QObject {
   }
 
   void helpOnEveryCommand() {
-    for (const char* command : {"validate", "run", "runs", "show", "compare", "export", "resume"}) {
+    for (const char* command : {"validate", "run", "runs", "show", "compare", "rename", "tag", "delete", "export",
+                                "resume"}) {
       for (const char* flag : {"--help", "-h"}) {
         const Result r = run_cli({command, flag});
         QVERIFY2(r.exit_code == 0, qPrintable(QString("%1 %2: %3").arg(command, flag, r.err)));
@@ -448,6 +449,42 @@ class CliTest : public QObject {
       QVERIFY2(e.exit_code == 2, qPrintable(bad.join(' ') + ": " + e.err));
       QVERIFY2(e.err.startsWith("loom-cli: "), qPrintable(e.err));
     }
+  }
+
+  // The run browser's edits from the terminal on a real run: tags and a new name show in
+  // `runs --json`; delete without --yes (no terminal) refuses and keeps the run; with
+  // --yes the run is gone and `show` says so.
+  void renameTagAndDeleteARun() {
+    const Result r = run_cli({"run", write("edit.json", kSpiralsPlan), "--db", db(), "--json"});
+    QVERIFY2(r.exit_code == 0, qPrintable(r.err));
+    const QString id = QString::number(last_json_line(r.out)["id"].toInteger());
+    QCOMPARE(run_cli({"tag", id, "baseline", "adam", "--db", db()}).exit_code, 0);
+    QCOMPARE(run_cli({"rename", id, "spirals baseline", "--db", db()}).exit_code, 0);
+    const Result bad = run_cli({"tag", id, "a,b", "--db", db()});
+    QCOMPARE(bad.exit_code, 2);
+    QVERIFY2(bad.err.contains("tag 'a,b'"), qPrintable(bad.err));
+    auto find = [&]() {
+      const QJsonArray runs = QJsonDocument::fromJson(run_cli({"runs", "--db", db(), "--json"}).out.toUtf8()).array();
+      for (const auto& v : runs)
+        if (QString::number(v.toObject()["id"].toInteger()) == id) return v.toObject();
+      return QJsonObject();
+    };
+    QJsonObject listed = find();
+    QCOMPARE(listed["name"].toString(), QString("spirals baseline"));
+    QCOMPARE(listed["tags"].toArray(), (QJsonArray{"adam", "baseline"}));
+    QCOMPARE(run_cli({"tag", id, "--clear", "--db", db()}).exit_code, 0);
+    QVERIFY(find()["tags"].toArray().isEmpty());
+
+    const Result refused = run_cli({"delete", id, "--db", db()});  // stdin is not a terminal here
+    QCOMPARE(refused.exit_code, 2);
+    QVERIFY2(refused.err.contains("--yes"), qPrintable(refused.err));
+    QVERIFY(!find().isEmpty());
+    const Result deleted = run_cli({"delete", id, "--yes", "--db", db()});
+    QVERIFY2(deleted.exit_code == 0, qPrintable(deleted.err));
+    QVERIFY(find().isEmpty());
+    QCOMPARE(run_cli({"show", id, "--db", db()}).exit_code, 2);
+    QCOMPARE(run_cli({"delete", id, "--yes", "--db", db()}).exit_code, 2);
+    QCOMPARE(run_cli({"rename", id, "--db", db()}).exit_code, 2);  // no name
   }
 
   void badArgumentsAndUnknownRuns() {

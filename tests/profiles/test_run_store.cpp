@@ -86,6 +86,7 @@ class TestRunStore : public QObject {
   void incrementalReadsFollowAppends();
   void orphanReasons();
   void runOfADeadOwnerIsInterrupted();
+  void renameTagAndDelete();
 };
 
 // Which running runs a reader takes as orphaned (run_store.h orphan_reason).
@@ -539,6 +540,52 @@ void TestRunStore::incrementalReadsFollowAppends() {
   QCOMPARE(tail.log_tail, std::string("rank 1 done\n"));
   QVERIFY(must(store.load_run_state(id, whole.log_tail.size())).log_tail.empty());
   QCOMPARE(store.load_run_state(4242, 0).error().code, ErrorCode::NotFound);
+}
+
+// The run browser's edits: a rename and tags survive reopening; a bad tag changes nothing;
+// deleting a run removes its rows from every table and leaves the other run whole; a
+// running run is not deleted.
+void TestRunStore::renameTagAndDelete() {
+  QTemporaryDir dir;
+  const std::string path = dir.filePath("runs.db").toStdString();
+  std::int64_t keep = 0, gone = 0;
+  {
+    RunStore store = must(RunStore::open(path));
+    for (std::int64_t* id : {&keep, &gone}) {
+      RunRecord run;
+      run.name = "r";
+      *id = must(store.create_run(run));
+      const auto events = make_events(0, 100);
+      must_ok(store.append_events(*id, 0, events.data(), events.size()));
+      must_ok(store.append_metrics(*id, {{0, 1, 2, "loss", 0.5}}));
+      must_ok(store.append_updates(*id, make_updates(3)));
+      must_ok(store.upsert_rank(*id, {0, "h", "cpu"}));
+      must_ok(store.set_tags(*id, {"b", "a", "b"}));
+    }
+    QCOMPARE(store.delete_run(gone).error().code, ErrorCode::InvalidArgument);  // still running
+    must_ok(store.finish_run(gone, "completed", 1.0, 10, ""));
+    must_ok(store.rename_run(keep, "baseline, 4 ranks"));
+    QCOMPARE(store.set_tags(keep, {"ok", "no,comma"}).error().code, ErrorCode::InvalidArgument);
+    QCOMPARE(store.set_tags(keep, {""}).error().code, ErrorCode::InvalidArgument);
+    QCOMPARE(store.rename_run(999, "x").error().code, ErrorCode::NotFound);
+    QCOMPARE(store.delete_run(999).error().code, ErrorCode::NotFound);
+    must_ok(store.delete_run(gone));
+  }
+  RunStore store = must(RunStore::open(path));
+  QCOMPARE(must(store.load_run(keep)).name, std::string("baseline, 4 ranks"));
+  QCOMPARE(must(store.load_tags(keep)), (std::vector<std::string>{"a", "b"}));  // the bad call changed nothing
+  QCOMPARE(store.load_run(gone).error().code, ErrorCode::NotFound);
+  QCOMPARE(must(store.count_events(gone)), std::int64_t(0));
+  QCOMPARE(must(store.count_events(keep)), std::int64_t(100));
+  auto db = must(loom::store::Database::open(path));
+  for (const char* table : {"metrics", "updates", "ranks", "run_tags"}) {
+    auto q = must(db.prepare(std::string("SELECT COUNT(*) FROM ") + table + " WHERE run_id = ?"));
+    q.bind(1, gone);
+    QVERIFY(must(q.step()));
+    QVERIFY2(q.column_int64(0) == 0, table);
+  }
+  QCOMPARE(must(store.load_all_tags()).size(), std::size_t(1));
+  QCOMPARE(must(store.load_updates(keep)).size(), std::size_t(3));
 }
 
 QTEST_GUILESS_MAIN(TestRunStore)

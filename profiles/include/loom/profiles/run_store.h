@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -126,7 +127,7 @@ inline constexpr std::int64_t kOwnerSilentMs = 30000;
 std::string orphan_reason(const RunRecord& run, bool owner_on_this_host, bool owner_alive, std::int64_t now_ms);
 
 // The schema version this build writes and the newest it can read.
-inline constexpr int kSchemaVersion = 4;
+inline constexpr int kSchemaVersion = 5;
 
 // One connection to a run database. Movable, not copyable; use one RunStore per thread
 // (open another on the same file for a second thread or process).
@@ -185,6 +186,18 @@ class RunStore {
   Expected<std::vector<MetricRecord>> load_metrics(std::int64_t run_id, const std::string& name = "");
   // Every applied update of a run, in the order the servers applied them.
   Expected<std::vector<UpdateRecord>> load_updates(std::int64_t run_id);
+
+  // The run browser's edits. Renaming and tagging any run, also a running one. A tag is
+  // 1-64 characters without commas or control characters (InvalidArgument names it);
+  // set_tags replaces the run's tags, kept sorted and without duplicates.
+  Status rename_run(std::int64_t run_id, const std::string& name);
+  Status set_tags(std::int64_t run_id, const std::vector<std::string>& tags);
+  Expected<std::vector<std::string>> load_tags(std::int64_t run_id);
+  // Every run's tags, by run id (runs without tags absent), for lists.
+  Expected<std::map<std::int64_t, std::vector<std::string>>> load_all_tags();
+  // Removes the run, its ranks, events, metrics, updates and tags in one transaction.
+  // Refused (InvalidArgument) for a run still running; NotFound for an unknown id.
+  Status delete_run(std::int64_t run_id);
 
   // A whole finished run written at once, in ONE transaction (imports, e.g. PyTorch
   // traces): the run, its ranks, events per rank and metrics, or nothing when any write
