@@ -1,5 +1,6 @@
-// loom-cli subcommands: validate, run, runs, show, compare, export, resume, import. Libraries return errors as values;
-// this file turns them into messages with hints and exit codes.
+// loom-cli subcommands: validate, run, runs, show, compare, export, resume, import (rename, tag
+// and delete are in edit_commands.cpp). Libraries return errors as values; this file turns
+// them into messages with hints and exit codes.
 #include "commands.h"
 
 #include <algorithm>
@@ -56,7 +57,6 @@ extern "C" void on_interrupt(int) {
   std::signal(SIGINT, SIG_DFL);  // a second Ctrl-C ends the process at once
 }
 
-
 void print_plan_errors(const std::string& source, const std::vector<PlanError>& errors) {
   for (const PlanError& e : errors) {
     std::fprintf(stderr, "%s: %s: %s\n", source.c_str(), e.path.empty() ? "(document)" : e.path.c_str(),
@@ -86,8 +86,6 @@ std::optional<Plan> load_plan_or_report(const Args& args, bool allow_default) {
   }
   return std::move(result.plan);
 }
-
-
 
 std::string format_time(std::int64_t unix_ms) {
   const std::time_t t = static_cast<std::time_t>(unix_ms / 1000);

@@ -10,6 +10,8 @@
 #include <set>
 
 #include "loom/core/plan.h"
+#include "loom/profiles/clock_align.h"
+#include "loom/profiles/critical_path.h"
 #include "loom/profiles/import_kineto.h"
 
 namespace loom::analysis {
@@ -195,7 +197,18 @@ struct RunFigures {
   PhaseSamples phases;
   StepTimes steps;
   TimeToAccuracy to_target;
+  PathAnalysis paths;  // over the same steady steps of rank 0, in the range
 };
+
+// The critical path and waits over rank 0's steady steps in the range, on rank 0's clock.
+PathAnalysis paths_in_range(const RunFigures& f, const std::vector<store::RankRecord>& records,
+                            std::vector<std::vector<Event>> events, const StepRange& range) {
+  if (events.empty()) return {};
+  for (const store::RankRecord& r : records)
+    if (r.rank >= 0 && std::size_t(r.rank) < events.size()) clock::align_events(r, events[std::size_t(r.rank)]);
+  const std::vector<int> groups = f.plan ? sync_groups(*f.plan, int(events.size())) : std::vector<int>(events.size(), -1);
+  return analyze_paths(events, groups, steady_steps(events[0], range));
+}
 
 // What compare needs from one rank's events, taken while summarize_run has them.
 struct RankCollector {
@@ -206,8 +219,13 @@ struct RankCollector {
   std::vector<std::vector<Event>> step_spans;
   std::int64_t first_step_ns = 0;
   bool imported = false;  // an imported trace's ranks are data-parallel workers: pooled with a Loom run's
+  std::vector<std::vector<Event>> events_by_rank;  // for the critical path, which crosses ranks
 
   void operator()(int rank, const std::vector<Event>& events) {
+    if (rank >= 0) {
+      if (events_by_rank.size() <= std::size_t(rank)) events_by_rank.resize(std::size_t(rank) + 1);
+      events_by_rank[std::size_t(rank)] = events;
+    }
     add_rank_phases(events, imported ? "worker" : role_of(plan, rank), layers, range, phases);
     std::vector<Event> steps;
     std::copy_if(events.begin(), events.end(), std::back_inserter(steps),
@@ -228,11 +246,14 @@ Expected<RunFigures> figures_of_run(store::RunStore& store, std::int64_t run_id,
   f.plan = plan_of(*run);
   const std::vector<std::string> layers = layer_names_by_id(run->plan_json);
   RankCollector collect{f.plan, layers, options.steps, f.phases, {}, 0,
-                        !f.plan && kineto::is_imported_plan(run->plan_json)};
+                        !f.plan && kineto::is_imported_plan(run->plan_json), {}};
   auto summary = summarize_run(store, run_id, std::ref(collect));
   if (!summary.ok()) return summary.error();
   f.summary = std::move(summary).value();
   f.steps = step_times(collect.step_spans, options.steps);
+  auto records = store.load_ranks(run_id);
+  if (!records.ok()) return records.error();
+  f.paths = paths_in_range(f, *records, std::move(collect.events_by_rank), options.steps);
   if (std::isfinite(options.target_accuracy)) {
     auto accuracy = store.load_metrics(run_id, "test_accuracy");
     if (!accuracy.ok()) return accuracy.error();
@@ -267,6 +288,21 @@ double mean_over_stages(const RunSummary& s, double StageStats::*field) {
 
 double staleness_or_nan(const RunSummary& s, double v) { return s.staleness.present ? v : kNaN; }
 
+// Per step on the critical path: its whole length (part -1) or one part, in ms.
+double path_ms(const PathAnalysis& a, int part) {
+  if (a.path.steps == 0) return kNaN;
+  const std::int64_t ns = part < 0 ? a.path.length_ns : a.path.part_ns[part];
+  return double(ns) / kNsPerMs / a.path.steps;
+}
+
+// Time every rank lost waiting for a late sender or a late arrival, summed, per step.
+double late_wait_ms(const PathAnalysis& a) {
+  if (a.path.steps == 0) return kNaN;
+  std::int64_t ns = 0;
+  for (const WaitCause& w : a.waits) ns += w.ns;
+  return double(ns) / kNsPerMs / a.path.steps;
+}
+
 struct MetricSpec {
   const char* key;
   const char* label;
@@ -295,6 +331,20 @@ std::vector<MetricSpec> metric_specs(const CompareOptions& options) {
        [](F f) { return per_step_ms(f.summary, &RankBreakdown::idle_s); }},
       {"descheduled_ms", "descheduled per step", "ms", Better::Lower,
        [](F f) { return per_step_ms(f.summary, &RankBreakdown::descheduled_s); }},
+      {"path_ms", "critical path per step", "ms", Better::Lower,
+       [](F f) { return path_ms(f.paths, -1); }},
+      {"path_work_ms", "  of it work", "ms", Better::Lower,
+       [](F f) { return path_ms(f.paths, int(PathPart::Work)); }},
+      {"path_comm_ms", "  of it communication", "ms", Better::Lower,
+       [](F f) { return path_ms(f.paths, int(PathPart::Communication)); }},
+      {"path_waiting_ms", "  of it waiting", "ms", Better::Lower,
+       [](F f) { return path_ms(f.paths, int(PathPart::Waiting)); }},
+      {"path_descheduled_ms", "  of it descheduled", "ms", Better::Lower,
+       [](F f) { return path_ms(f.paths, int(PathPart::Descheduled)); }},
+      {"path_untraced_ms", "  of it untraced", "ms", Better::Lower,
+       [](F f) { return path_ms(f.paths, int(PathPart::Untraced)); }},
+      {"late_wait_ms", "waiting for late ranks per step", "ms", Better::Lower,
+       [](F f) { return late_wait_ms(f.paths); }},
       {"bubble_pct", "pipeline bubble, mean of stages", "%", Better::Lower,
        [](F f) { return mean_over_stages(f.summary, &StageStats::bubble_fraction); }},
       {"bubble_theory_pct", "bubble theory for these stages", "%", Better::Neither,

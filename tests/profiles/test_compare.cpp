@@ -129,6 +129,11 @@ class TestCompare : public QObject {
     QCOMPARE(median.best, 0);
     QCOMPARE(row(c, "step_time_p95_ms").values, (std::vector<double>{16.0, 26.0}));
     QCOMPARE(row(c, "compute_ms").best, 0);
+    // The critical path of each step: the rank that ends it last (rank 1 in step 4), its
+    // forward, backward and optimizer as work, the rest of its step untraced.
+    QCOMPARE(row(c, "path_ms").values, (std::vector<double>{11.5, 21.5}));  // (3 x 10 + 16) / 4, (3 x 20 + 26) / 4
+    QCOMPARE(row(c, "path_work_ms").values, (std::vector<double>{6.0, 8.0}));
+    QCOMPARE(row(c, "path_untraced_ms").values, (std::vector<double>{5.5, 13.5}));
     const CompareRow& loss = row(c, "final_loss");
     QCOMPARE(loss.values, (std::vector<double>{0.5, 0.5}));
     QCOMPARE(loss.best, -1);  // a tie marks no run
