@@ -229,6 +229,22 @@ Descheduled descheduled_time(const std::vector<Event>& events, const TrainingWin
 }
 }  // namespace
 
+std::set<std::int32_t> steady_step_numbers(const std::vector<Event>& events, std::int64_t from, std::int64_t to) {
+  std::set<std::int32_t> all, from_steps;
+  for (const Event& e : events) {
+    if (e.step < 0 || e.kind == EventKind::Setup) continue;
+    all.insert(e.step);
+    if (e.kind == EventKind::Step) from_steps.insert(e.step);
+  }
+  std::set<std::int32_t> steady;
+  int skipped = 0;
+  for (std::int32_t s : from_steps.empty() ? all : from_steps) {
+    if (skipped++ < kWarmupSteps) continue;
+    if (s >= from && s < to) steady.insert(s);
+  }
+  return steady;
+}
+
 RankBreakdown breakdown_rank(int rank, const std::vector<Event>& events) {
   RankBreakdown b;
   b.rank = rank;

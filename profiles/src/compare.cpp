@@ -42,23 +42,8 @@ double percentile_of(std::vector<double> v, int percent) {
   return v[std::max<std::size_t>(rank, 1) - 1];
 }
 
-// A rank's steady step numbers: the steps it ran (Step spans, or for a rank without them
-// the steps its events name) less its first kWarmupSteps, inside the range.
 std::set<std::int32_t> steady_steps(const std::vector<Event>& events, const StepRange& range) {
-  std::set<std::int32_t> all, from_steps;
-  for (const Event& e : events) {
-    if (e.step < 0 || e.kind == EventKind::Setup) continue;
-    all.insert(e.step);
-    if (e.kind == EventKind::Step) from_steps.insert(e.step);
-  }
-  std::set<std::int32_t>& ran = from_steps.empty() ? all : from_steps;
-  std::set<std::int32_t> steady;
-  int skipped = 0;
-  for (std::int32_t s : ran) {
-    if (skipped++ < kWarmupSteps) continue;
-    if (s >= range.from && s < range.to) steady.insert(s);
-  }
-  return steady;
+  return steady_step_numbers(events, range.from, range.to);
 }
 
 std::optional<Plan> plan_of(const store::RunRecord& run) {

@@ -341,18 +341,6 @@ PathAnalysis analyze_paths(const std::vector<std::vector<Event>>& events_by_rank
   return a;
 }
 
-namespace {
-
-std::set<std::int32_t> steady_steps_of(const std::vector<Event>& events) {
-  std::set<std::int32_t> steps;
-  for (const Event& e : events)
-    if (e.kind == EventKind::Step && e.step >= 0) steps.insert(e.step);
-  for (int i = 0; i < kWarmupSteps && !steps.empty(); ++i) steps.erase(steps.begin());
-  return steps;
-}
-
-}  // namespace
-
 PathAnalysis analyze_run_paths(const store::RunRecord& run, const std::vector<store::RankRecord>& ranks,
                                std::vector<std::vector<Event>> events) {
   events.resize(std::max<std::size_t>(events.size(), std::size_t(std::max(run.world_size, 1))));
@@ -363,7 +351,7 @@ PathAnalysis analyze_run_paths(const store::RunRecord& run, const std::vector<st
   PlanResult plan = parse_plan(run.plan_json);
   const std::vector<int> groups =
       plan.ok() ? sync_groups(*plan.plan, int(events.size())) : std::vector<int>(events.size(), -1);
-  return analyze_paths(events, groups, steady_steps_of(events[0]));
+  return analyze_paths(events, groups, steady_step_numbers(events[0]));
 }
 
 Expected<PathAnalysis> analyze_run_paths(store::RunStore& store, std::int64_t run_id) {

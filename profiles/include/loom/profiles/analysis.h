@@ -10,6 +10,7 @@
 #include <functional>
 #include <limits>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -47,6 +48,12 @@ struct TrainingWindow {
 // exist (a live view early in a run), the window covers the steps there are and
 // steady_steps counts them.
 TrainingWindow training_window(const std::vector<trace::Event>& events);
+
+// A rank's steady step numbers in [from, to): the steps it ran (its Step spans, or for a
+// rank without them, such as a parameter server, the steps its events name) less its
+// first kWarmupSteps.
+std::set<std::int32_t> steady_step_numbers(const std::vector<trace::Event>& events, std::int64_t from = 0,
+                                           std::int64_t to = std::numeric_limits<std::int64_t>::max());
 
 // Per-rank time breakdown over the rank's training window, in seconds of its clock:
 //   compute   = Forward, Backward, Loss, Evaluate on the compute stream

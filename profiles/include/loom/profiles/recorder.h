@@ -80,6 +80,19 @@ class Recorder {
   std::mutex drain_mutex_;  // one consumer at a time
 };
 
+// The fields every span starts with; times and descheduled time are set as it runs.
+inline Event span_event(EventKind kind, Stream stream, std::int32_t step, std::int32_t layer, std::int16_t microbatch,
+                        std::int64_t bytes = 0) {
+  Event e;
+  e.kind = kind;
+  e.stream = stream;
+  e.step = step;
+  e.layer = layer;
+  e.microbatch = microbatch;
+  e.bytes = bytes;
+  return e;
+}
+
 // Records [start_ns, end_ns) as a Setup span of `phase` on the host stream: time spent
 // getting ready to train (or tidying up after it), kept out of every training figure.
 inline void record_setup(Recorder& recorder, SetupPhase phase, std::int64_t start_ns, std::int64_t end_ns = now_ns()) {
@@ -107,12 +120,7 @@ class Span {
        std::int16_t microbatch = -1, std::int64_t bytes = 0, Descheduling descheduling = Descheduling::Measured)
       : recorder_(r) {
     if (!recorder_) return;
-    event_.kind = kind;
-    event_.stream = stream;
-    event_.step = step;
-    event_.layer = layer;
-    event_.microbatch = microbatch;
-    event_.bytes = bytes;
+    event_ = span_event(kind, stream, step, layer, microbatch, bytes);
     measure_ = measures_descheduling(kind) && descheduling == Descheduling::Measured;
     if (measure_) run_delay_ns_ = thread_run_delay_ns();
     event_.start_ns = now_ns();
@@ -178,12 +186,7 @@ class SpanChain {
     if (!recorder_) return;
     const std::int64_t now = now_ns();
     end_open(now);
-    event_ = Event{};
-    event_.kind = kind;
-    event_.stream = stream;
-    event_.step = step;
-    event_.layer = layer;
-    event_.microbatch = microbatch;
+    event_ = span_event(kind, stream, step, layer, microbatch);
     event_.start_ns = now;
     open_ = true;
   }
