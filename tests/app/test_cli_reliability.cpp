@@ -146,7 +146,10 @@ class CliReliabilityTest : public QObject {
       const std::set<qint64> job = descendants(cli.processId());
       if (rank_pids(job).size() == 2 && !only_run().isEmpty() && every_rank_stored(only_run()["id"].toInteger()))
         return job;
+      if (cli.state() == QProcess::NotRunning) break;
     }
+    qWarning("the run never had both ranks training; loom-cli said:\n%s\nthe store says: %s",
+             cli.readAllStandardError().constData(), QJsonDocument(only_run()).toJson().constData());
     return {};
   }
 

@@ -30,8 +30,10 @@ class TestHangWatch : public QObject {
     QCOMPARE(hang_limit_s(limits, true, 2.5), 50.0);          // 20 median steps
     QCOMPARE(hang_limit_s(limits, true, std::nan("")), 30.0); // no step seen yet
     limits.fixed_s = 3;
-    QCOMPARE(hang_limit_s(limits, false, 2.5), 3.0);          // the plan's own limit wins
-    QCOMPARE(hang_limit_s(limits, true, 2.5), 3.0);
+    QCOMPARE(hang_limit_s(limits, false, 2.5), 120.0);        // setup keeps its own limit
+    QCOMPARE(hang_limit_s(limits, true, 2.5), 3.0);           // the plan's own limit wins
+    limits.fixed_s = 300;
+    QCOMPARE(hang_limit_s(limits, false, 2.5), 300.0);        // unless the plan's is longer
   }
 
   void everyRankProgressingIsNoStall() {  // 10 s and 5 s silent, limit 30 s

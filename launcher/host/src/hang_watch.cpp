@@ -8,8 +8,10 @@
 namespace loom::host {
 
 double hang_limit_s(const HangLimits& limits, bool training, double median_step_s) {
+  // The plan's own limit is for training steps; setup (MPI start-up, data loading, the
+  // bandwidth probe) on a loaded machine can outlast a tight one without being stuck.
+  if (!training) return std::max(limits.setup_s, limits.fixed_s);
   if (limits.fixed_s > 0) return limits.fixed_s;
-  if (!training) return limits.setup_s;
   const double scaled = std::isfinite(median_step_s) ? limits.step_multiple * median_step_s : 0.0;
   return std::max(limits.floor_s, scaled);
 }
