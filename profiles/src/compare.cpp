@@ -79,6 +79,12 @@ std::string mode_of(const std::optional<Plan>& plan, const store::RunRecord& run
   return "";
 }
 
+}  // namespace
+
+std::string run_mode(const store::RunRecord& run) { return mode_of(plan_of(run), run); }
+
+namespace {
+
 std::string role_of(const std::optional<Plan>& plan, int rank) {
   if (!plan) return "rank " + std::to_string(rank);
   const RankRole role = rank_role(*plan, rank);

@@ -868,6 +868,28 @@ Expected<std::map<std::int64_t, std::vector<std::string>>> RunStore::load_all_ta
   return tags;
 }
 
+// Two scans of the metrics index, whatever the number of runs.
+Expected<std::map<std::int64_t, RunStore::ListedProgress>> RunStore::load_listed_progress() {
+  std::map<std::int64_t, ListedProgress> progress;
+  auto steps = db_.prepare("SELECT run_id, MAX(step) FROM metrics WHERE name = 'loss' GROUP BY run_id");
+  if (!steps.ok()) return steps.error();
+  auto step_rows = collect_rows<std::pair<std::int64_t, std::int64_t>>(
+      *steps, [](const Statement& row) { return std::pair{row.column_int64(0), row.column_int64(1)}; });
+  if (!step_rows.ok()) return step_rows.error();
+  for (const auto& [id, step] : *step_rows) progress[id].steps = step + 1;
+  // The row load_metrics would list last (by step, then time); evaluations are few.
+  auto accuracy = db_.prepare(
+      "SELECT m.run_id, m.value FROM metrics m WHERE m.name = 'test_accuracy' AND m.rowid = "
+      "(SELECT rowid FROM metrics WHERE run_id = m.run_id AND name = 'test_accuracy' "
+      "ORDER BY step DESC, t_ns DESC, rowid DESC LIMIT 1)");
+  if (!accuracy.ok()) return accuracy.error();
+  auto accuracy_rows = collect_rows<std::pair<std::int64_t, double>>(
+      *accuracy, [](const Statement& row) { return std::pair{row.column_int64(0), row.column_double(1)}; });
+  if (!accuracy_rows.ok()) return accuracy_rows.error();
+  for (const auto& [id, value] : *accuracy_rows) progress[id].test_accuracy = value;
+  return progress;
+}
+
 Status RunStore::delete_run(std::int64_t run_id) {
   auto run = load_run(run_id);
   if (!run.ok()) return run.error();

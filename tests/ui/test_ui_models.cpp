@@ -195,6 +195,10 @@ void TestUiModels::runListNewestFirstWithStatus() {
     const auto id2 = must(store.create_run(second));
     must_ok(store.finish_run(id1, "completed", 10.0, 6400, ""));
     must_ok(store.finish_run(id2, "failed", 2.5, 1000, "rank 3 exited with code 1"));
+    // Steps from the highest "loss" step; accuracy from the latest evaluation by step.
+    must_ok(store.append_metrics(id1, {{0, 99, 1, "loss", 0.5}, {0, 9, 2, "test_accuracy", 0.7},
+                                       {0, 19, 3, "test_accuracy", 0.8150}, {0, 4, 4, "test_accuracy", 0.1}}));
+    must_ok(store.set_tags(id1, {"baseline", "fast"}));
   }
   RunListModel model;
   QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
@@ -211,7 +215,16 @@ void TestUiModels::runListNewestFirstWithStatus() {
   QCOMPARE(cell(model, 1, RunListModel::WallTime).toString(), QString("10.0 s"));
   QCOMPARE(cell(model, 1, RunListModel::Throughput).toString(), QString("640"));
   QCOMPARE(cell(model, 1, RunListModel::Throughput, loom::ui::SortRole).toDouble(), 640.0);
-  const QString started = QDateTime::fromMSecsSinceEpoch(1'700'000'000'000).toLocalTime().toString("yyyy-MM-dd hh:mm:ss");
+  QCOMPARE(cell(model, 1, RunListModel::Steps).toLongLong(), 100LL);
+  QCOMPARE(cell(model, 0, RunListModel::Steps).toString(), QString());  // none recorded
+  QCOMPARE(cell(model, 1, RunListModel::TestAccuracy).toString(), QString("81.5%"));
+  QCOMPARE(cell(model, 0, RunListModel::TestAccuracy).toString(), QString());
+  QCOMPARE(cell(model, 0, RunListModel::TestAccuracy, loom::ui::SortRole).toDouble(), -1.0);  // unknown sorts last
+  QCOMPARE(cell(model, 1, RunListModel::Tags).toString(), QString("baseline, fast"));
+  QCOMPARE(cell(model, 1, RunListModel::Mode).toString(), QString("plan unreadable"));  // no plan stored
+  QVERIFY(cell(model, 1, 0, loom::ui::FilterRole).toString().contains("baseline"));
+  QVERIFY(cell(model, 1, 0, loom::ui::FilterRole).toString().contains("Completed"));
+  const QString started = QDateTime::fromMSecsSinceEpoch(1'700'000'000'000).toLocalTime().toString("yyyy-MM-dd hh:mm");
   QCOMPARE(cell(model, 1, RunListModel::Started).toString(), started);
   QVERIFY(model.runId(0) != model.runId(1));
   QCOMPARE(cell(model, 0, 0, loom::ui::RunIdRole).toLongLong(), qlonglong(model.runId(0)));

@@ -4,6 +4,9 @@
 
 #include <QColor>
 #include <QDateTime>
+#include <QStringList>
+
+#include <cmath>
 
 #include "loom/ui/item_roles.h"
 
@@ -59,12 +62,14 @@ QVariant RunListModel::data(const QModelIndex& index, int role) const {
     case SortRole: return sortData(r, index.column());
     case RunIdRole: return static_cast<qlonglong>(r.id);
     case HasErrorRole: return ended_badly(r.status);
+    case FilterRole: return filterText(r);
     case Qt::ToolTipRole:
       if (!r.error.empty()) return qs(r.error);
       return QStringLiteral("%1 on %2, Loom %3").arg(qs(r.name), qs(r.host), qs(r.version));
     case Qt::ForegroundRole: return ended_badly(r.status) ? QVariant(QColor(Qt::red)) : QVariant();
     case Qt::TextAlignmentRole:
-      if (index.column() == Id || index.column() >= Ranks) return QVariant(Qt::AlignRight | Qt::AlignVCenter);
+      if (index.column() == Id || index.column() == Ranks || (index.column() >= Steps && index.column() <= TestAccuracy))
+        return QVariant(Qt::AlignRight | Qt::AlignVCenter);
       return {};
     default: return {};
   }
@@ -74,43 +79,79 @@ QVariant RunListModel::displayData(const RunRow& r, int column) const {
   switch (column) {
     case Id: return static_cast<qlonglong>(r.id);
     case Name: return qs(r.name);
-    case Status: return qs(run_status_label(r.status));
     case Started:
       return QDateTime::fromMSecsSinceEpoch(r.started_unix_ms).toLocalTime().toString(
-          QStringLiteral("yyyy-MM-dd hh:mm:ss"));
+          QStringLiteral("yyyy-MM-dd hh:mm"));
+    case Mode: return qs(r.mode);
     case Ranks: return r.world_size;
+    case Status: return qs(run_status_label(r.status));
+    case Steps: return r.steps > 0 ? QVariant(static_cast<qlonglong>(r.steps)) : QVariant(QString());
     case WallTime: return qs(format_duration(r.wall_s));
-    case Throughput: {
-      const double rate = r.samples_per_s;
-      return rate > 0 ? QString::number(rate, 'f', 0) : QString();
-    }
+    case Throughput: return r.samples_per_s > 0 ? QString::number(r.samples_per_s, 'f', 0) : QString();
+    case TestAccuracy:
+      return std::isfinite(r.test_accuracy) ? QStringLiteral("%1%").arg(r.test_accuracy * 100.0, 0, 'f', 1) : QString();
+    case Tags: return tagsText(r);
     default: return {};
   }
 }
 
+// Unknown figures sort below every known one, whichever way the column is sorted.
 QVariant RunListModel::sortData(const RunRow& r, int column) const {
   switch (column) {
     case Id: return static_cast<qlonglong>(r.id);
-    case Name: return qs(r.name);
-    case Status: return qs(r.status);
+    case Name: return qs(r.name).toLower();
     case Started: return static_cast<qlonglong>(r.started_unix_ms);
+    case Mode: return qs(r.mode);
     case Ranks: return r.world_size;
+    case Status: return qs(r.status);
+    case Steps: return static_cast<qlonglong>(r.steps);
     case WallTime: return r.wall_s;
     case Throughput: return r.samples_per_s;
+    case TestAccuracy: return std::isfinite(r.test_accuracy) ? r.test_accuracy : -1.0;
+    case Tags: return tagsText(r);
     default: return {};
   }
 }
 
+QString RunListModel::tagsText(const RunRow& r) {
+  QStringList tags;
+  for (const std::string& t : r.tags) tags << qs(t);
+  return tags.join(QStringLiteral(", "));
+}
+
+QString RunListModel::filterText(const RunRow& r) {
+  return QStringLiteral("#%1 %2 %3 %4 %5").arg(r.id).arg(qs(r.name), qs(r.mode), qs(run_status_label(r.status)),
+                                                    tagsText(r));
+}
+
 QVariant RunListModel::headerData(int section, Qt::Orientation orientation, int role) const {
-  if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
+  if (orientation != Qt::Horizontal) return {};
+  if (role == Qt::ToolTipRole) return headerToolTip(section);
+  if (role != Qt::DisplayRole) return {};
   switch (section) {
     case Id: return tr("Id");
     case Name: return tr("Name");
-    case Status: return tr("Status");
     case Started: return tr("Started");
+    case Mode: return tr("Mode");
     case Ranks: return tr("Ranks");
+    case Status: return tr("Status");
+    case Steps: return tr("Steps");
     case WallTime: return tr("Wall time");
     case Throughput: return tr("Samples/s");
+    case TestAccuracy: return tr("Test acc.");
+    case Tags: return tr("Tags");
+    default: return {};
+  }
+}
+
+QString RunListModel::headerToolTip(int section) {
+  switch (section) {
+    case Mode: return tr("How the run trains: data-parallel synchronisation, or pipeline schedule and micro-batches");
+    case Steps: return tr("Training steps with a recorded loss");
+    case WallTime: return tr("From launch to end, setup included");
+    case Throughput: return tr("Samples per second over the steady steps (warm-up and setup excluded)");
+    case TestAccuracy: return tr("The latest test-set accuracy the run recorded");
+    case Tags: return tr("Your labels for the run (Runs > Tag)");
     default: return {};
   }
 }

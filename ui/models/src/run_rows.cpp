@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <system_error>
 
+#include "loom/profiles/compare.h"
 #include "loom/profiles/run_store.h"
 
 namespace loom::ui {
@@ -20,13 +21,33 @@ loom::Expected<std::vector<RunRow>> load_run_rows(const std::string& path) {
   if (!store.ok()) return store.error();
   auto runs = store->list_runs();
   if (!runs.ok()) return runs.error();
+  auto tags = store->load_all_tags();
+  if (!tags.ok()) return tags.error();
+  auto progress = store->load_listed_progress();
+  if (!progress.ok()) return progress.error();
   std::vector<RunRow> rows;
   rows.reserve(runs->size());
   for (loom::store::RunRecord& r : *runs) {
-    const double rate = r.samples_per_s();
-    rows.push_back(RunRow{r.id, std::move(r.name), std::move(r.status), r.started_unix_ms, r.ended_unix_ms,
-                          r.wall_s, r.samples, r.world_size, std::move(r.host), std::move(r.version),
-                          std::move(r.error), rate});
+    RunRow row;
+    row.id = r.id;
+    row.name = r.name;
+    row.status = r.status;
+    row.started_unix_ms = r.started_unix_ms;
+    row.ended_unix_ms = r.ended_unix_ms;
+    row.wall_s = r.wall_s;
+    row.samples = r.samples;
+    row.world_size = r.world_size;
+    row.host = r.host;
+    row.version = r.version;
+    row.error = r.error;
+    row.samples_per_s = r.samples_per_s();
+    row.mode = loom::analysis::run_mode(r);
+    if (auto it = progress->find(r.id); it != progress->end()) {
+      row.steps = it->second.steps;
+      row.test_accuracy = it->second.test_accuracy;
+    }
+    if (auto it = tags->find(r.id); it != tags->end()) row.tags = std::move(it->second);
+    rows.push_back(std::move(row));
   }
   return rows;
 }

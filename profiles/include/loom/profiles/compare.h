@@ -81,6 +81,10 @@ struct Comparison {
   std::vector<PhaseRow> phases;
 };
 
+// How a run trains, in words: "all-reduce, 4 replicas", "1f1b pipeline, 2 stages x 8
+// micro-batches", "parameter server, 3 workers, 1 server", "imported PyTorch trace, 2 ranks".
+std::string run_mode(const store::RunRecord& run);
+
 // InvalidArgument for fewer than 2 or more than 6 runs or one run named twice; NotFound
 // for an unknown run.
 Expected<Comparison> compare_runs(store::RunStore& store, const std::vector<std::int64_t>& run_ids,

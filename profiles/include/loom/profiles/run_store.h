@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <map>
 #include <string>
@@ -195,6 +196,12 @@ class RunStore {
   Expected<std::vector<std::string>> load_tags(std::int64_t run_id);
   // Every run's tags, by run id (runs without tags absent), for lists.
   Expected<std::map<std::int64_t, std::vector<std::string>>> load_all_tags();
+  // Per run with metrics, what a list shows of its progress (runs without any absent).
+  struct ListedProgress {
+    std::int64_t steps = 0;   // highest step with a "loss" metric, plus one (0: none)
+    double test_accuracy = std::numeric_limits<double>::quiet_NaN();  // the latest one
+  };
+  Expected<std::map<std::int64_t, ListedProgress>> load_listed_progress();
   // Removes the run, its ranks, events, metrics, updates and tags in one transaction.
   // Refused (InvalidArgument) for a run still running; NotFound for an unknown id.
   Status delete_run(std::int64_t run_id);

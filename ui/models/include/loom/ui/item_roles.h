@@ -15,6 +15,7 @@ enum ItemRole {
   JsonPathRole,   // QString: the plan JSON pointer a row edits ("/model/layers/2")
   RunIdRole,      // qint64: run id in the run store
   PointsRole,     // QVector<QPointF>: a metric series, x = step
+  FilterRole,     // QString: the text a filter box matches against the row
 };
 
 }  // namespace loom::ui

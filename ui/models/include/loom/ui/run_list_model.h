@@ -1,4 +1,5 @@
-// The run browser's list: one row per stored run, newest first. The model only holds
+// The run browser's list: one row per stored run, newest first; FilterRole holds the text
+// a filter box matches (name, mode, status, tags, id). The model only holds
 // rows; where they come from is load_run_rows (run_rows.h), called synchronously by
 // reload() today and from a worker thread through setRows() once the GUI needs that.
 #pragma once
@@ -18,7 +19,7 @@ class RunListModel : public QAbstractTableModel {
   Q_OBJECT
 
  public:
-  enum Column { Id, Name, Status, Started, Ranks, WallTime, Throughput, ColumnCount };
+  enum Column { Id, Name, Started, Mode, Ranks, Status, Steps, WallTime, Throughput, TestAccuracy, Tags, ColumnCount };
 
   explicit RunListModel(QObject* parent = nullptr);
 
@@ -37,6 +38,7 @@ class RunListModel : public QAbstractTableModel {
   std::int64_t runId(int row) const;      // -1 for a row out of range
   int rowForRunId(std::int64_t id) const; // -1 when not listed
   const RunRow& run(int row) const { return rows_.at(static_cast<std::size_t>(row)); }
+  const std::vector<RunRow>& rows() const { return rows_; }
   const QString& errorMessage() const { return error_; }
   const QString& databasePath() const { return path_; }
 
@@ -46,6 +48,9 @@ class RunListModel : public QAbstractTableModel {
  private:
   QVariant displayData(const RunRow& run, int column) const;
   QVariant sortData(const RunRow& run, int column) const;
+  static QString tagsText(const RunRow& run);
+  static QString filterText(const RunRow& run);
+  static QString headerToolTip(int section);
   void setError(const QString& message);
 
   std::vector<RunRow> rows_;

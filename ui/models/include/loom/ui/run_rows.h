@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,9 +28,13 @@ struct RunRow {
   // RunRecord::samples_per_s(): over steady steps when known (as `loom-cli show` and the
   // status bar report it), else over the run's wall time; 0 when unknown (still running).
   double samples_per_s = 0;
+  std::string mode;            // analysis::run_mode: "all-reduce, 4 replicas", ...
+  std::int64_t steps = 0;      // steps with a recorded loss (0: none yet)
+  double test_accuracy = std::numeric_limits<double>::quiet_NaN();  // the latest evaluation
+  std::vector<std::string> tags;
 };
 
-// Newest first, as RunStore::list_runs orders them. A missing file is NotFound rather
+// Newest first, as RunStore::list_runs orders them, with tags and progress. A missing file is NotFound rather
 // than created: browsing must not leave empty databases behind.
 loom::Expected<std::vector<RunRow>> load_run_rows(const std::string& path);
 
