@@ -45,6 +45,7 @@ class TestChartSeries : public QObject {
   void batchesAndOrderGiveSameSeries();
   void timeAxisUsesEachRanksOrigin();
   void lateEarlierRecordMovesOrigin();
+  void samplesAxisCountsGlobalBatches();
   void duplicatesAndRunLevelRecords();
   void revisionAndClear();
   void histogramCounts();
@@ -109,6 +110,16 @@ void TestChartSeries::timeAxisUsesEachRanksOrigin() {
   const QVector<QPointF> shifted = acc.series("loss", XAxis::Time);
   QCOMPARE(shifted[0].x(), 0.5);  // (0 + 1) / 2
   QCOMPARE(shifted[1].x(), 1.1);  // (0.5 + 1.7) / 2
+}
+
+// Two replicas of batch 64 consume 128 samples a step: step 0 ends at 128, step 9 at 1280.
+void TestChartSeries::samplesAxisCountsGlobalBatches() {
+  MetricAccumulator acc;
+  acc.append({rec(0, 0, 1, "loss", 2.0), rec(1, 0, 1, "loss", 4.0), rec(0, 9, 2, "loss", 1.0)});
+  const std::uint64_t before = acc.revision();
+  acc.setSamplesPerStep(128);
+  QVERIFY(acc.revision() != before);  // a view must redraw against the new axis
+  QCOMPARE(acc.series("loss", XAxis::Samples), (QVector<QPointF>{QPointF(128, 3.0), QPointF(1280, 1.0)}));
 }
 
 void TestChartSeries::lateEarlierRecordMovesOrigin() {

@@ -29,6 +29,7 @@ class TestTimelineGeometry : public QObject {
   void zoomKeepsAnchorTime();
   void zoomStopsAtMinimumSpan();
   void panMovesWindow();
+  void coupledViewKeepsWindowRelativeToAnchor();
   void wideSpansStaySeparate();
   void narrowSpansFoldIntoColumns();
   void foldedColumnReportsMix();
@@ -63,6 +64,19 @@ void TestTimelineGeometry::zoomStopsAtMinimumSpan() {
   const Viewport z = zoom_at(v, 50, 1000.0, 1000);
   QCOMPARE(z.t1_ns - z.t0_ns, 1000.0);
   QCOMPARE(px_to_time(z, 50), 5000.0);
+}
+
+// Run A's step 5 starts at 2 ms, run B's at 7 ms: A showing 1.5-2.5 ms puts B on 6.5-7.5 ms,
+// at B's own width; coupling back returns A's window.
+void TestTimelineGeometry::coupledViewKeepsWindowRelativeToAnchor() {
+  const Viewport a{1.5e6, 2.5e6, 800};
+  const Viewport b = coupled_viewport(a, 2e6, 7e6, 600);
+  QCOMPARE(b.t0_ns, 6.5e6);
+  QCOMPARE(b.t1_ns, 7.5e6);
+  QCOMPARE(b.width_px, 600.0);
+  const Viewport back = coupled_viewport(b, 7e6, 2e6, 800);
+  QCOMPARE(back.t0_ns, a.t0_ns);
+  QCOMPARE(back.t1_ns, a.t1_ns);
 }
 
 void TestTimelineGeometry::panMovesWindow() {

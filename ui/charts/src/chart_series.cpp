@@ -77,12 +77,21 @@ QVector<QPointF> MetricAccumulator::series(const std::string& name, XAxis x) con
       if (x == XAxis::Time) sum_s += seconds(e);
     }
     const double n = static_cast<double>(entries.size());
-    points.append(QPointF(x == XAxis::Step ? static_cast<double>(step) : sum_s / n, sum / n));
+    const double key = x == XAxis::Time      ? sum_s / n
+                       : x == XAxis::Samples ? static_cast<double>(step + 1) * samples_per_step_
+                                             : static_cast<double>(step);
+    points.append(QPointF(key, sum / n));
   }
   // Steps are ascending already; mean times of successive steps can swap only when the
   // set of reporting ranks changes, and a line chart needs ascending keys.
   if (x == XAxis::Time) std::stable_sort(points.begin(), points.end(), by_x);
   return points;
+}
+
+void MetricAccumulator::setSamplesPerStep(double samples) {
+  if (samples == samples_per_step_) return;
+  samples_per_step_ = samples;
+  ++revision_;
 }
 
 std::vector<std::string> MetricAccumulator::names() const {

@@ -2,6 +2,7 @@
 // the common colour-vision deficiencies; kind and category colours live in span_kinds.cpp.
 #include "loom/ui/colors.h"
 
+#include <algorithm>
 #include <array>
 
 namespace loom::ui {
@@ -13,6 +14,14 @@ QColor device_color(int rank) {
       QColor(0x6a, 0x3d, 0x9a), QColor(0xb1, 0x59, 0x28), QColor(0x1b, 0x9e, 0x77), QColor(0xe7, 0x29, 0x8a)};
   if (rank < 0) return QColor(0x80, 0x80, 0x80);
   return kColors[static_cast<std::size_t>(rank) % kColors.size()];
+}
+
+// Tableau's first six: saturated enough for thin lines on white and on near-black.
+QColor run_color(int index) {
+  static const std::array<QColor, 6> kColors = {QColor(0x1f, 0x77, 0xb4), QColor(0xd6, 0x27, 0x28),
+                                                QColor(0x2c, 0xa0, 0x2c), QColor(0x94, 0x67, 0xbd),
+                                                QColor(0xff, 0x7f, 0x0e), QColor(0x8c, 0x56, 0x4b)};
+  return kColors[static_cast<std::size_t>(std::max(index, 0)) % kColors.size()];
 }
 
 }  // namespace loom::ui

@@ -25,6 +25,12 @@ double px_to_time(const Viewport& v, double px) {
   return v.t0_ns + px / v.width_px * (v.t1_ns - v.t0_ns);
 }
 
+Viewport coupled_viewport(const Viewport& source, double source_anchor_ns, double target_anchor_ns,
+                          double target_width_px) {
+  const double shift = target_anchor_ns - source_anchor_ns;
+  return {source.t0_ns + shift, source.t1_ns + shift, target_width_px};
+}
+
 Viewport zoom_at(const Viewport& v, double anchor_px, double factor, double min_span_ns) {
   if (!(factor > 0)) return v;
   const double anchor_t = px_to_time(v, anchor_px);

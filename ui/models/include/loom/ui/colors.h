@@ -12,4 +12,8 @@ namespace loom::ui {
 // A distinct colour per rank, cycling after 12.
 QColor device_color(int rank);
 
+// The colour of the index-th run of a comparison, the same in every view of it (legend,
+// curves, timeline band); 6 hues, one per comparable run, cycling after.
+QColor run_color(int index);
+
 }  // namespace loom::ui

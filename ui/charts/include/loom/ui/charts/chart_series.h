@@ -17,7 +17,10 @@
 
 namespace loom::ui::charts {
 
-enum class XAxis { Step, Time };
+// Samples: samples processed over every replica by the end of the step, (step + 1) x the
+// samples one step takes (MetricAccumulator::setSamplesPerStep), so runs of different
+// batch sizes or replica counts compare on the data they saw.
+enum class XAxis { Step, Time, Samples };
 
 // Accumulates metric records and answers one curve per metric: y = mean over the ranks
 // that reported the step (every data-parallel replica reports its own loss), x = step or
@@ -39,6 +42,8 @@ class MetricAccumulator {
   void clear();
   // Overrides rank's time origin (steady-clock nanoseconds of that rank).
   void setOrigin(int rank, std::int64_t t_ns);
+  // Global batch: samples every replica together consumes per step (XAxis::Samples).
+  void setSamplesPerStep(double samples);
 
   QVector<QPointF> series(const std::string& name, XAxis x) const;  // ascending x
   std::vector<std::string> names() const;                           // sorted
@@ -58,6 +63,7 @@ class MetricAccumulator {
   double seconds(const Entry& e) const;
 
   std::map<std::string, Steps> metrics_;
+  double samples_per_step_ = 1;
   std::map<int, std::int64_t> first_t_ns_;  // per rank, earliest t_ns seen
   std::map<int, std::int64_t> origin_;      // per rank, set by setOrigin
   std::uint64_t revision_ = 0;

@@ -22,6 +22,11 @@ struct Viewport {
 
 double time_to_px(const Viewport& v, double t_ns);
 double px_to_time(const Viewport& v, double px);
+// Coupled views of several runs: the same window relative to each view's anchor (the
+// start of a chosen step, or its origin), so a zoom or pan in one moves the others to the
+// matching stretch of their own run; target_width_px is the other view's plot width.
+Viewport coupled_viewport(const Viewport& source, double source_anchor_ns, double target_anchor_ns,
+                          double target_width_px);
 // factor > 1 zooms in. The time under anchor_px stays under it; the span never gets
 // narrower than min_span_ns (deep zoom stops at a microsecond by default).
 Viewport zoom_at(const Viewport& v, double anchor_px, double factor, double min_span_ns = 1000);
