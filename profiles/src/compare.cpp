@@ -611,12 +611,18 @@ std::string printf_string(const char* fmt, auto... args) {
 
 char letter(std::size_t i) { return char('A' + i); }
 
-std::string value_text(double v) {
+}  // namespace
+
+std::string format_compare_value(double v) {
   if (!std::isfinite(v)) return "-";
   const double a = std::fabs(v);
   if (a >= 1 && v == std::floor(v)) return printf_string("%.0f", v);
   return printf_string(a >= 1000 ? "%.0f" : a >= 100 ? "%.1f" : a >= 1 ? "%.2f" : "%.3f", v);
 }
+
+namespace {
+
+std::string value_text(double v) { return format_compare_value(v); }
 
 std::string format_runs(const Comparison& c) {
   std::string out = printf_string("Comparing %zu runs; A is the baseline", c.runs.size());

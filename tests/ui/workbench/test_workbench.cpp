@@ -3,9 +3,13 @@
 // it runs and which completes; Stop ends a long run and the store records it as stopped;
 // a stored run reopened shows every stored event; a stored parameter-server run reopened
 // fills the staleness chart from its updates; unsaved changes are not lost silently; a
-// stopped run resumes from the window with another replica count.
+// stopped run resumes from the window with another replica count; two real runs compared
+// from the Runs dock (curves, coupled timelines, metrics, phases).
 #include <QAction>
+#include <QPointer>
 #include <QStandardPaths>
+#include <QTableWidget>
+#include <QTabWidget>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -18,8 +22,13 @@
 #include "loom/ui/charts/training_charts.h"
 #include "loom/ui/designer/plan_document.h"
 #include "loom/ui/timeline/timeline_view.h"
+#include "loom/ui/charts/overlay_charts.h"
+#include "loom/ui/colors.h"
+#include "loom/ui/workbench/comparison_window.h"
 #include "loom/ui/workbench/main_window.h"
+#include "loom/ui/workbench/run_browser.h"
 
+using loom::ui::ComparisonWindow;
 using loom::ui::MainWindow;
 
 namespace {
@@ -37,6 +46,13 @@ loom::Plan two_rank_plan(std::int64_t steps) {
   plan.parallel.data_parallel = 2;
   plan.parallel.devices.assign(2, loom::DeviceSpec{});
   return plan;
+}
+
+// The row of the comparison's metrics table for this figure key; -1 when absent.
+int metric_row(const QTableWidget* table, const QString& key) {
+  for (int r = 0; r < table->rowCount(); ++r)
+    if (table->item(r, 0)->data(Qt::UserRole).toString() == key) return r;
+  return -1;
 }
 
 loom::store::RunRecord stored_run(const QString& db, qint64 id) {
@@ -217,6 +233,82 @@ class TestWorkbench : public QObject {
     QCOMPARE(chart->stalenessGraph(1)->data()->size(), 5);
   }
 
+  // Two real runs (one process, two replicas) compared from the Runs dock: both named in
+  // the legend, both loss curves in their run's colour, the bands aligned on step 1 and
+  // zoomed together, the metrics side by side with the better run starred, the phase
+  // diff, and a target accuracy adding its rows.
+  void twoRealRunsCompareSideBySide() {
+    loom::Plan single = two_rank_plan(30);
+    single.parallel.data_parallel = 1;
+    single.parallel.devices.assign(1, loom::DeviceSpec{});
+    single.training.eval_every = 10;
+    loom::Plan pair = two_rank_plan(30);
+    pair.training.eval_every = 10;
+    const qint64 one = runToEnd(single), two = runToEnd(pair);
+
+    auto* browser = window_->runBrowser();
+    QTRY_VERIFY_WITH_TIMEOUT(browser->model()->rowCount() == 2, 10000);
+    browser->selectRuns({one, two});
+    QSignalSpy opened(window_.get(), &MainWindow::comparisonOpened);
+    browser->compareAction()->trigger();
+    QCOMPARE(opened.count(), 1);
+    QPointer<ComparisonWindow> cmp = opened.at(0).at(0).value<ComparisonWindow*>();
+    QCOMPARE(cmp->runIds(), (QList<qint64>{two, one}));  // listed newest first
+    QTRY_VERIFY_WITH_TIMEOUT(cmp->runsLoaded(), 30000);
+    QTRY_VERIFY_WITH_TIMEOUT(cmp->comparisonShown(), 60000);
+    QVERIFY2(cmp->comparisonError().isEmpty(), qPrintable(cmp->comparisonError()));
+    const QStringList legend = cmp->legendText().split('\n');
+    QCOMPARE(legend.size(), 2);
+    QVERIFY2(legend[0].contains(QString("#%1").arg(two)) && legend[0].contains("all-reduce, 2 replicas"), qPrintable(legend[0]));
+    QVERIFY2(legend[1].contains(QString("#%1").arg(one)) && legend[1].contains("one process"), qPrintable(legend[1]));
+
+    // Curves: one per run, in the run's colour; on the samples axis both end at 30 x 64.
+    for (int i = 0; i < 2; ++i) {
+      QCPGraph* loss = cmp->charts()->graph(i, "loss");
+      QVERIFY(loss != nullptr);
+      QCOMPARE(loss->data()->size(), 30);
+      QCOMPARE(loss->pen().color(), loom::ui::run_color(i));
+      QVERIFY(cmp->charts()->graph(i, "test_accuracy")->data()->size() >= 2);
+    }
+    cmp->charts()->setXAxis(loom::ui::charts::XAxis::Samples);
+    for (int i = 0; i < 2; ++i) QCOMPARE((cmp->charts()->graph(i, "loss")->data()->constEnd() - 1)->key, 30.0 * 64);
+
+    // Timelines: step 1 starts at the same place in both bands, and stays there under a
+    // zoom of either band.
+    cmp->tabs()->setCurrentIndex(1);
+    QTest::qWait(50);
+    auto relative_t0 = [&](int i) { return cmp->band(i)->viewport().t0_ns - cmp->anchorNs(i); };
+    auto span = [&](int i) { return cmp->band(i)->viewport().t1_ns - cmp->band(i)->viewport().t0_ns; };
+    QVERIFY(std::isfinite(cmp->anchorNs(0)) && std::isfinite(cmp->anchorNs(1)));
+    QVERIFY2(std::abs(relative_t0(0) - relative_t0(1)) < 1, qPrintable(QString::number(relative_t0(0) - relative_t0(1))));
+    const double before = span(1);
+    cmp->band(0)->zoomAt(QPoint(cmp->band(0)->width() / 2, cmp->band(0)->height() / 2), 4.0);
+    QVERIFY2(span(1) < before / 3, qPrintable(QString("%1 -> %2").arg(before).arg(span(1))));
+    QVERIFY(std::abs(relative_t0(0) - relative_t0(1)) < 1);
+    cmp->band(1)->zoomAt(QPoint(cmp->band(1)->width() / 3, cmp->band(1)->height() / 2), 0.5);
+    QVERIFY(std::abs(span(0) - span(1)) < 1);
+    QVERIFY(std::abs(relative_t0(0) - relative_t0(1)) < 1);
+    cmp->setAlignment(ComparisonWindow::Align::TimeZero, 0);
+    QVERIFY(std::abs(cmp->band(0)->viewport().t0_ns - cmp->band(1)->viewport().t0_ns) < 1);
+
+    // Metrics: throughput of both, one of them better; the phase diff holds forward phases.
+    const int throughput = metric_row(cmp->metricsTable(), "samples_per_s");
+    QVERIFY(throughput >= 0);
+    const int starred = int(cmp->metricsTable()->item(throughput, 1)->text().contains("★")) +
+                        int(cmp->metricsTable()->item(throughput, 2)->text().contains("★"));
+    QCOMPARE(starred, 1);
+    QVERIFY2(cmp->metricsTable()->item(throughput, 2)->text().contains("×"), qPrintable(cmp->metricsTable()->item(throughput, 2)->text()));
+    QVERIFY(cmp->phaseTable()->rowCount() > 0);
+    QVERIFY(!cmp->phaseTable()->findItems("forward", Qt::MatchStartsWith).isEmpty());
+    QCOMPARE(metric_row(cmp->metricsTable(), "time_to_target_s"), -1);
+    cmp->setTargetAccuracy(0.05);
+    QTRY_VERIFY_WITH_TIMEOUT(cmp->comparisonShown(), 60000);
+    QVERIFY(metric_row(cmp->metricsTable(), "time_to_target_s") >= 0);
+
+    cmp->close();  // deleted when closed
+    QTRY_VERIFY_WITH_TIMEOUT(cmp.isNull(), 5000);
+  }
+
   void unsavedChangesAreNotLostSilently() {
     window_->document()->edit("rename", [](loom::Plan& p) { p.name = "changed"; });
     QVERIFY(window_->isWindowModified());
@@ -235,6 +327,16 @@ class TestWorkbench : public QObject {
   }
 
  private:
+  // Runs the plan from the window; the id of the completed run.
+  qint64 runToEnd(const loom::Plan& plan) {
+    window_->document()->reset(plan);
+    QSignalSpy finished(window_.get(), &MainWindow::runFinished);
+    window_->runAction()->trigger();
+    if (!QTest::qWaitFor([&] { return finished.count() == 1; }, 240000)) qFatal("the run did not end");
+    if (finished.at(0).at(1).toString() != "completed") qFatal("run %s", qPrintable(finished.at(0).at(2).toString()));
+    return finished.at(0).at(0).toLongLong();
+  }
+
   QTemporaryDir dir_;
   std::unique_ptr<MainWindow> window_;
 };

@@ -123,11 +123,7 @@ void MainWindow::createMenus() {
   file->addSeparator();
   file->addActions({save_action_, save_as_action_});
   file->addSeparator();
-  file->addAction(tr("Run &database…"), this, [this] {
-    const QString path = QFileDialog::getSaveFileName(this, tr("Run database"), dbPath(), tr("SQLite (*.db)"), nullptr,
-                                                      QFileDialog::DontConfirmOverwrite);
-    if (!path.isEmpty()) setDbPath(path);
-  });
+  file->addAction(tr("Run &database…"), this, &MainWindow::chooseDatabase);
   file->addSeparator();
   file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
   QMenu* edit = menuBar()->addMenu(tr("&Edit"));
@@ -189,6 +185,13 @@ void MainWindow::setStateText(const QString& text) {
 void MainWindow::setDbPath(const QString& path) {
   controller_.setDbPath(path);
   refreshRunList();
+}
+
+// An existing store to browse, or a new file that the next run creates.
+void MainWindow::chooseDatabase() {
+  const QString path = QFileDialog::getSaveFileName(this, tr("Run database"), dbPath(), tr("SQLite (*.db)"), nullptr,
+                                                    QFileDialog::DontConfirmOverwrite);
+  if (!path.isEmpty()) setDbPath(path);
 }
 
 void MainWindow::setDarkPalette(bool dark) {

@@ -6,12 +6,10 @@
 #include <QAction>
 #include <QDockWidget>
 #include <QFontDatabase>
-#include <QHeaderView>
 #include <QLabel>
 #include <QMenu>
 #include <QPlainTextEdit>
 #include <QScrollArea>
-#include <QTableView>
 #include <QVBoxLayout>
 
 #include "loom/host/oversubscription.h"
@@ -20,8 +18,7 @@
 #include "loom/ui/designer/devices_panel.h"
 #include "loom/ui/designer/placement_panel.h"
 #include "loom/ui/designer/strategy_panel.h"
-#include "loom/ui/item_roles.h"
-#include "loom/ui/run_list_model.h"
+#include "loom/ui/workbench/run_browser.h"
 #include "loom/ui/charts/training_charts.h"
 #include "loom/ui/timeline/timeline_view.h"
 #include "loom/ui/workbench/main_window.h"
@@ -107,22 +104,18 @@ void MainWindow::createDocks() {
   log_->setReadOnly(true);
   log_->setMaximumBlockCount(20000);
   log_->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
-  run_list_ = new RunListModel(this);
-  run_table_ = new QTableView;
-  run_table_->setModel(run_list_);
-  run_table_->setSelectionBehavior(QAbstractItemView::SelectRows);
-  run_table_->horizontalHeader()->setStretchLastSection(true);
-  run_table_->verticalHeader()->hide();
-  run_table_->setToolTip(tr("Double-click a run to show it"));
-  connect(run_table_, &QTableView::doubleClicked, this,
-          [this](const QModelIndex& index) { openRun(index.data(RunIdRole).toLongLong()); });
+  run_browser_ = new RunBrowser;
+  connect(run_browser_, &RunBrowser::openRequested, this, &MainWindow::openRun);
+  connect(run_browser_, &RunBrowser::compareRequested, this, &MainWindow::openComparison);
+  connect(run_browser_, &RunBrowser::openStoreRequested, this, &MainWindow::chooseDatabase);
+  connect(run_browser_, &RunBrowser::errorOccurred, this, &MainWindow::showError);
   view_menu_->addSeparator();
   result_docks_ = {
       addDock(tr("Training"), "TrainingDock", scrollable(views_.training()), Qt::BottomDockWidgetArea),
       addDock(tr("Breakdown"), "BreakdownDock", scrollable(views_.breakdown()), Qt::BottomDockWidgetArea),
       addDock(tr("Staleness"), "StalenessDock", scrollable(views_.staleness()), Qt::BottomDockWidgetArea),
       addDock(tr("Launch log"), "LogDock", log_, Qt::BottomDockWidgetArea),
-      addDock(tr("Runs"), "RunsDock", run_table_, Qt::BottomDockWidgetArea),
+      addDock(tr("Runs"), "RunsDock", run_browser_, Qt::BottomDockWidgetArea),
   };
   arrangeDocks();
 }

@@ -12,13 +12,12 @@
 #include <QTextCursor>
 #include <QPointer>
 #include <QProgressBar>
-#include <QThreadPool>
 #include <QTimer>
 
 #include <cmath>
 
-#include "loom/ui/run_list_model.h"
-#include "loom/ui/run_rows.h"
+#include "loom/ui/workbench/comparison_window.h"
+#include "loom/ui/workbench/run_browser.h"
 #include "loom/ui/timeline/timeline_view.h"
 #include "loom/ui/workbench/main_window.h"
 
@@ -260,18 +259,22 @@ void MainWindow::openRun(qint64 runId) {
   updateRunState();
 }
 
-// Reads the run list on the thread pool; the result lands back on the GUI thread, and is
-// dropped if the window is gone.
+// The Runs dock reads on the thread pool; it follows the window's store.
 void MainWindow::refreshRunList() {
-  QPointer<MainWindow> self(this);
-  const std::string path = dbPath().toStdString();
-  QThreadPool::globalInstance()->start([self, path] {
-    auto rows = load_run_rows(path);
-    QMetaObject::invokeMethod(qApp, [self, rows = std::move(rows)]() mutable {
-      if (!self) return;
-      if (rows.ok()) self->run_list_->setRows(std::move(*rows));
-    });
-  });
+  if (run_browser_->database() != dbPath()) {
+    run_browser_->setDatabase(dbPath());
+  } else {
+    run_browser_->refresh();
+  }
+}
+
+ComparisonWindow* MainWindow::openComparison(const QList<qint64>& runIds) {
+  auto* window = new ComparisonWindow(dbPath(), runIds, this);
+  window->setAttribute(Qt::WA_DeleteOnClose);
+  window->resize(size());
+  window->show();
+  emit comparisonOpened(window);
+  return window;
 }
 
 }  // namespace loom::ui

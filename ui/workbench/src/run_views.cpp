@@ -15,6 +15,14 @@ namespace {
 constexpr double kFollowWindowNs = 2e9;
 }  // namespace
 
+std::vector<std::string> plan_layer_names(const QString& plan_json) {
+  std::vector<std::string> names;
+  auto parsed = loom::parse_plan(plan_json.toStdString());
+  if (!parsed.ok()) return names;
+  for (const auto& layer : loom::infer_model(*parsed.plan, nullptr).layers) names.push_back(layer.name);
+  return names;
+}
+
 RunViews::RunViews(QObject* parent)
     : QObject(parent),
       timeline_(new timeline::TimelineView),
@@ -41,12 +49,8 @@ void RunViews::clear(std::vector<std::string> layer_names) {
 void RunViews::apply(const FeedBatch& batch) {
   if (batch.first && !batch.plan_json.isEmpty()) {
     // A saved run carries its own plan: label its layers by that plan's names.
-    auto parsed = loom::parse_plan(batch.plan_json.toStdString());
-    if (parsed.ok()) {
-      std::vector<std::string> names;
-      for (const auto& layer : loom::infer_model(*parsed.plan, nullptr).layers) names.push_back(layer.name);
-      timeline_->setLayerNames(std::move(names));
-    }
+    auto names = plan_layer_names(batch.plan_json);
+    if (!names.empty()) timeline_->setLayerNames(std::move(names));
   }
   if (batch.ranks_changed) {
     timeline_->setClocks(batch.ranks);

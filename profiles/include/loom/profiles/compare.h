@@ -130,6 +130,10 @@ TimeToAccuracy time_to_accuracy(const std::vector<store::MetricRecord>& accuracy
 // unknown number null. docs/figures.md documents the shape.
 nlohmann::json comparison_to_json(const Comparison& c);
 
+// A figure as the comparison prints it everywhere: "-" when unknown, whole numbers bare,
+// otherwise 3 significant digits or so ("12.3", "0.457", "1234").
+std::string format_compare_value(double v);
+
 // The text `loom-cli compare` prints: the runs, the table with each run's value and its
 // ratio to the baseline (the better value starred), then the phase diff.
 std::string format_comparison(const Comparison& c);

@@ -31,7 +31,6 @@ class QLabel;
 class QMenu;
 class QPlainTextEdit;
 class QProgressBar;
-class QTableView;
 class QDockWidget;
 class QElapsedTimer;
 class QTimer;
@@ -39,7 +38,8 @@ class QToolBar;
 
 namespace loom::ui {
 
-class RunListModel;
+class ComparisonWindow;
+class RunBrowser;
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
@@ -61,6 +61,9 @@ class MainWindow : public QMainWindow {
   QAction* timelineOnlyAction() const { return timeline_only_action_; }
   QToolBar* mainToolBar() const { return tool_bar_; }
   QMenu* examplesMenu() const { return examples_menu_; }
+  RunBrowser* runBrowser() const { return run_browser_; }
+  // Opens a window comparing these stored runs (2 to 6), deleted when closed.
+  ComparisonWindow* openComparison(const QList<qint64>& runIds);
   QString statusText() const;
   QString launchLog() const;
   QString runCaption() const;  // the line over the timeline naming the run on screen
@@ -109,6 +112,7 @@ class MainWindow : public QMainWindow {
   void runFinished(qint64 runId, const QString& status, const QString& error);
   // The feed delivered the whole of the run being shown.
   void runLoaded(qint64 runId);
+  void comparisonOpened(loom::ui::ComparisonWindow* window);
 
  protected:
   void closeEvent(QCloseEvent* event) override;
@@ -157,6 +161,7 @@ class MainWindow : public QMainWindow {
   void appendLog(const QString& text);
   void offerRunPlan(qint64 runId, const loom::Plan& plan);
   void refreshRunList();
+  void chooseDatabase();
   void showError(const QString& title, const QString& text);
   void setStateText(const QString& text);
   std::vector<std::string> layerNames() const;
@@ -168,8 +173,7 @@ class MainWindow : public QMainWindow {
   ExampleCatalog examples_;
   LaunchLog launch_log_;
   ShownRun shown_;
-  RunListModel* run_list_ = nullptr;
-  QTableView* run_table_ = nullptr;
+  RunBrowser* run_browser_ = nullptr;
   QPlainTextEdit* log_ = nullptr;
   QLabel* caption_ = nullptr;
   QLabel* oversubscribed_ = nullptr;  // said before and during a run whose ranks outnumber cores

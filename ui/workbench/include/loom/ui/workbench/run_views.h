@@ -25,6 +25,10 @@ class BreakdownChart;
 class StalenessChart;
 }  // namespace charts
 
+// The layer names of a stored run's plan (what the timeline's tooltips call its layers);
+// empty when the plan does not parse.
+std::vector<std::string> plan_layer_names(const QString& plan_json);
+
 class RunViews : public QObject {
   Q_OBJECT
 

@@ -1,0 +1,209 @@
+// The Runs dock (RunBrowser) over a real store file with runs written straight into it:
+// rows with mode and tags, newest first, the filter box, which actions a selection allows,
+// Compare asking for the selected runs, rename / tag / delete reaching the store (delete
+// only after a yes, with every event of the run gone), and another or an unreadable store.
+#include <QAction>
+#include <QFile>
+#include <QLabel>
+#include <QLineEdit>
+#include <QSignalSpy>
+#include <QSortFilterProxyModel>
+#include <QStandardPaths>
+#include <QTableView>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <optional>
+
+#include "loom/core/plan.h"
+#include "loom/profiles/run_store.h"
+#include "loom/ui/item_roles.h"
+#include "loom/ui/run_list_model.h"
+#include "loom/ui/workbench/run_browser.h"
+
+using loom::ui::RunBrowser;
+using loom::ui::RunListModel;
+
+namespace {
+
+loom::Plan plan_with(const char* name, int replicas) {
+  loom::Plan plan = loom::default_plan();
+  plan.name = name;
+  plan.parallel.data_parallel = replicas;
+  plan.parallel.devices.assign(static_cast<std::size_t>(replicas), loom::DeviceSpec{});
+  return plan;
+}
+
+loom::store::RunStore open_store(const QString& db) {
+  auto store = loom::store::RunStore::open(db.toStdString());
+  if (!store.ok()) qFatal("%s", store.error().describe().c_str());
+  return std::move(*store);
+}
+
+// A finished run with a few Step spans on rank 0.
+qint64 store_run(const QString& db, const loom::Plan& plan) {
+  auto store = open_store(db);
+  const std::int64_t id = *store.create_run(loom::store::new_run_record(plan, "test"));
+  std::vector<loom::trace::Event> events;
+  for (int step = 0; step < 3; ++step) {
+    loom::trace::Event e;
+    e.kind = loom::trace::EventKind::Step;
+    e.start_ns = 1'000'000LL * step;
+    e.end_ns = e.start_ns + 900'000;
+    e.step = step;
+    events.push_back(e);
+  }
+  if (!store.append_events(id, 0, events.data(), events.size()).ok()) qFatal("append_events");
+  if (!store.finish_run(id, "completed", 1.0, 192, "").ok()) qFatal("finish_run");
+  return id;
+}
+
+QStringList listed_column(const RunBrowser& browser, int column) {
+  QStringList out;
+  for (int r = 0; r < browser.proxy()->rowCount(); ++r) out << browser.proxy()->index(r, column).data().toString();
+  return out;
+}
+
+}  // namespace
+
+class TestRunBrowser : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void initTestCase() { QStandardPaths::setTestModeEnabled(true); }
+
+  void init() {
+    db_ = dir_.filePath(QStringLiteral("runs-%1.db").arg(QTest::currentTestFunction()));
+    ids_ = {store_run(db_, plan_with("alpha", 1)), store_run(db_, plan_with("beta", 2)),
+            store_run(db_, plan_with("gamma", 4))};
+    browser_ = std::make_unique<RunBrowser>();
+    browser_->resize(900, 300);
+    browser_->show();
+    load(db_);
+  }
+  void cleanup() { browser_.reset(); }
+
+  void listsRunsNewestFirstWithTheirMode() {
+    QCOMPARE(browser_->proxy()->rowCount(), 3);
+    QCOMPARE(listed_column(*browser_, RunListModel::Name), (QStringList{"gamma", "beta", "alpha"}));
+    QCOMPARE(listed_column(*browser_, RunListModel::Mode),
+             (QStringList{"all-reduce, 4 replicas", "all-reduce, 2 replicas", "one process"}));
+  }
+
+  void filterFindsRunsByNameModeAndId() {
+    browser_->filterBox()->setText("BETA");
+    QCOMPARE(listed_column(*browser_, RunListModel::Name), QStringList{"beta"});
+    browser_->filterBox()->setText("all-reduce");
+    QCOMPARE(browser_->proxy()->rowCount(), 2);
+    browser_->filterBox()->setText(QStringLiteral("#%1").arg(ids_[0]));
+    QCOMPARE(listed_column(*browser_, RunListModel::Name), QStringList{"alpha"});
+    browser_->filterBox()->clear();
+    QCOMPARE(browser_->proxy()->rowCount(), 3);
+  }
+
+  void selectionDecidesTheActions() {
+    browser_->selectRuns({ids_[1]});
+    QVERIFY(browser_->openAction()->isEnabled());
+    QVERIFY(browser_->renameAction()->isEnabled());
+    QVERIFY(!browser_->compareAction()->isEnabled());
+    browser_->selectRuns({ids_[0], ids_[2]});
+    QVERIFY(browser_->compareAction()->isEnabled());
+    QVERIFY(!browser_->openAction()->isEnabled());
+    QVERIFY(!browser_->renameAction()->isEnabled());
+    QVERIFY(browser_->deleteAction()->isEnabled());
+
+    QSignalSpy compare(browser_.get(), &RunBrowser::compareRequested);
+    browser_->compareAction()->trigger();
+    QCOMPARE(compare.count(), 1);
+    // Listed newest first, so the selection comes in that order.
+    QCOMPARE(compare.at(0).at(0).value<QList<qint64>>(), (QList<qint64>{ids_[2], ids_[0]}));
+
+    // Seven runs are more than a comparison holds.
+    for (int i = 0; i < 4; ++i) store_run(db_, plan_with("more", 1));
+    load(db_);
+    QList<qint64> all;
+    for (int r = 0; r < browser_->model()->rowCount(); ++r) all << browser_->model()->run(r).id;
+    browser_->selectRuns(all);
+    QCOMPARE(browser_->selectedRunIds().size(), 7);
+    QVERIFY(!browser_->compareAction()->isEnabled());
+    QVERIFY(browser_->compareAction()->text().contains("at most 6"));
+  }
+
+  void renameAndTagReachTheStore() {
+    browser_->selectRuns({ids_[1]});
+    browser_->setTextPrompt([](const QString& title, const QString&, const QString& initial) -> std::optional<QString> {
+      if (title.startsWith("Rename")) return initial == "beta" ? QString("beta, 2 replicas") : QString("wrong");
+      return QString("fast, baseline ,fast");
+    });
+    QSignalSpy edited(browser_.get(), &RunBrowser::editFinished);
+    browser_->renameAction()->trigger();
+    QTRY_COMPARE_WITH_TIMEOUT(edited.count(), 1, 10000);
+    QCOMPARE(open_store(db_).load_run(ids_[1])->name, std::string("beta, 2 replicas"));
+    QVERIFY(listed_column(*browser_, RunListModel::Name).contains("beta, 2 replicas"));
+    QCOMPARE(browser_->selectedRunIds(), QList<qint64>{ids_[1]});  // the reload keeps the selection
+
+    browser_->tagAction()->trigger();
+    QTRY_COMPARE_WITH_TIMEOUT(edited.count(), 2, 10000);
+    QCOMPARE(*open_store(db_).load_tags(ids_[1]), (std::vector<std::string>{"baseline", "fast"}));
+    browser_->filterBox()->setText("baseline");
+    QCOMPARE(browser_->proxy()->rowCount(), 1);
+    QCOMPARE(browser_->proxy()->index(0, 0).data(loom::ui::RunIdRole).toLongLong(), ids_[1]);
+  }
+
+  void deleteAsksFirstAndRemovesEverything() {
+    browser_->selectRuns({ids_[0], ids_[2]});
+    QString asked;
+    bool answer = false;
+    browser_->setDeletePrompt([&](const QString& question) {
+      asked = question;
+      return answer;
+    });
+    QSignalSpy edited(browser_.get(), &RunBrowser::editFinished);
+    browser_->deleteAction()->trigger();
+    QVERIFY2(asked.contains("Delete 2 runs") && asked.contains("alpha") && asked.contains("gamma"), qPrintable(asked));
+    QCOMPARE(edited.count(), 0);  // "no" changes nothing
+    QCOMPARE(open_store(db_).list_runs()->size(), std::size_t(3));
+
+    answer = true;
+    browser_->deleteAction()->trigger();
+    QTRY_COMPARE_WITH_TIMEOUT(edited.count(), 1, 10000);
+    auto store = open_store(db_);
+    QCOMPARE(store.list_runs()->size(), std::size_t(1));
+    QCOMPARE(*store.count_events(ids_[0]), std::int64_t(0));
+    QCOMPARE(listed_column(*browser_, RunListModel::Name), QStringList{"beta"});
+  }
+
+  void anotherStoreReplacesTheRowsAndAnUnreadableOneSaysSo() {
+    const QString other = dir_.filePath("other.db");
+    store_run(other, plan_with("delta", 1));
+    load(other);
+    QCOMPARE(listed_column(*browser_, RunListModel::Name), QStringList{"delta"});
+
+    const QString garbage = dir_.filePath("garbage.db");
+    QFile file(garbage);
+    QVERIFY(file.open(QIODevice::WriteOnly));
+    file.write(QByteArray(4096, 'x'));
+    file.close();
+    load(garbage);
+    QCOMPARE(browser_->proxy()->rowCount(), 0);  // never another store's rows
+    QVERIFY(browser_->findChild<QLabel*>() != nullptr);
+    bool said = false;
+    for (const QLabel* label : browser_->findChildren<QLabel*>()) said = said || label->text().contains("not readable");
+    QVERIFY(said);
+  }
+
+ private:
+  void load(const QString& db) {
+    QSignalSpy reloaded(browser_.get(), &RunBrowser::listReloaded);
+    browser_->setDatabase(db);
+    QTRY_COMPARE_WITH_TIMEOUT(reloaded.count(), 1, 10000);
+  }
+
+  QTemporaryDir dir_;
+  QString db_;
+  QList<qint64> ids_;
+  std::unique_ptr<RunBrowser> browser_;
+};
+
+QTEST_MAIN(TestRunBrowser)
+#include "test_run_browser.moc"

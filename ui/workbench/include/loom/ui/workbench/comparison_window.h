@@ -1,0 +1,126 @@
+// Comparison of 2 to 6 stored runs, in a window of its own (opened from the Runs dock):
+// a legend naming each run in its colour, the same colour in every tab, and four tabs:
+//   Training   loss and test accuracy overlaid against step, training time or samples;
+//   Timelines  one band per run, stacked, with one coupled zoom and pan, aligned so the
+//              start of a chosen step coincides in every band (or each run's time zero);
+//   Metrics    analysis::compare_runs side by side: each run's value, its ratio to the
+//              first run (the baseline) and the better run marked; a target accuracy
+//              adds the time and steps to reach it;
+//   Phases     the phase diff: median ms per step for each rank role and phase, and the
+//              difference to the baseline.
+// Each run is read by its own RunFeed (its own thread) and the comparison is computed on
+// the thread pool with its own store connection, so the window stays responsive while
+// large runs load.
+#pragma once
+
+#include <QList>
+#include <QString>
+#include <QWidget>
+
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "loom/core/status.h"
+#include "loom/profiles/compare.h"
+#include "loom/ui/workbench/run_feed.h"
+
+class QComboBox;
+class QDoubleSpinBox;
+class QLabel;
+class QSpinBox;
+class QTabWidget;
+class QTableWidget;
+
+namespace loom::ui {
+
+namespace timeline {
+class TimelineView;
+}
+namespace charts {
+class OverlayCharts;
+}
+
+class ComparisonWindow : public QWidget {
+  Q_OBJECT
+
+ public:
+  enum class Align { StepStart, TimeZero };
+
+  ComparisonWindow(const QString& dbPath, const QList<qint64>& runIds, QWidget* parent = nullptr);
+  ~ComparisonWindow() override;
+
+  const QList<qint64>& runIds() const { return ids_; }
+  int bandCount() const { return static_cast<int>(bands_.size()); }
+  timeline::TimelineView* band(int index) const { return bands_.at(std::size_t(index)).view; }
+  charts::OverlayCharts* charts() const { return charts_; }
+  QTableWidget* metricsTable() const { return metrics_; }
+  QTableWidget* phaseTable() const { return phases_; }
+  QTabWidget* tabs() const { return tabs_; }
+  QString legendText() const;  // the runs as the legend names them, one per line
+
+  // Aligns the bands: the start of `step` (in every run that has it) or each run's time
+  // zero at the same place, band 0's window kept around it.
+  void setAlignment(Align align, int step);
+  Align alignment() const { return align_; }
+  int alignStep() const;
+  // Band `index`'s anchor under the current alignment, origin-relative ns; NaN while that
+  // run has no such step.
+  double anchorNs(int index) const;
+
+  // Adds "time to target accuracy" rows (fraction 0..1); NaN removes them. Recomputes.
+  void setTargetAccuracy(double fraction);
+
+  bool runsLoaded() const;  // every feed delivered its whole run
+  bool comparisonShown() const { return comparison_shown_; }
+  QString comparisonError() const { return comparison_error_; }
+
+ signals:
+  void allRunsLoaded();
+  void comparisonReady();  // the Metrics and Phases tabs were filled (or the error shown)
+
+ private:
+  struct Band {
+    qint64 id = 0;
+    RunFeed* feed = nullptr;
+    timeline::TimelineView* view = nullptr;
+    QLabel* title = nullptr;
+    bool finished = false;
+    std::map<int, bool> origin_set;  // per rank: its first Step start given to the charts
+  };
+
+  QWidget* createLegend();
+  QWidget* createTimelinesTab();
+  QWidget* createMetricsTab();
+  void startFeeds(const QString& dbPath);
+  void onBatch(int index, const FeedBatch& batch);
+  void couple(int source);
+  void computeComparison();
+  void showComparison(const loom::Expected<loom::analysis::Comparison>& result);
+  void fillMetrics(const loom::analysis::Comparison& c);
+  void fillPhases(const loom::analysis::Comparison& c);
+
+  QString db_path_;
+  QList<qint64> ids_;
+  std::vector<Band> bands_;
+  charts::OverlayCharts* charts_ = nullptr;
+  QTabWidget* tabs_ = nullptr;
+  QTableWidget* metrics_ = nullptr;
+  QTableWidget* phases_ = nullptr;
+  QLabel* metrics_note_ = nullptr;
+  QComboBox* align_choice_ = nullptr;
+  QSpinBox* align_step_ = nullptr;
+  QDoubleSpinBox* target_ = nullptr;
+  std::vector<QLabel*> legend_entries_;
+  Align align_ = Align::StepStart;
+  bool coupling_ = false;  // a coupled move in progress: the bands it moves must not echo it
+  bool aligned_once_ = false;
+  bool comparison_shown_ = false;
+  QString comparison_error_;
+  quint64 compare_generation_ = 0;
+  double target_accuracy_ = std::nan("");
+};
+
+}  // namespace loom::ui

@@ -1,0 +1,481 @@
+// ComparisonWindow (see comparison_window.h).
+#include "loom/ui/workbench/comparison_window.h"
+
+#include <QApplication>
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QPainter>
+#include <QPixmap>
+#include <QPointer>
+#include <QSpinBox>
+#include <QSplitter>
+#include <QTabWidget>
+#include <QTableWidget>
+#include <QThreadPool>
+#include <QVBoxLayout>
+
+#include <algorithm>
+#include <limits>
+
+#include "loom/core/plan.h"
+#include "loom/profiles/analysis.h"
+#include "loom/profiles/run_store.h"
+#include "loom/ui/charts/overlay_charts.h"
+#include "loom/ui/colors.h"
+#include "loom/ui/timeline/timeline_view.h"
+#include "loom/ui/workbench/run_views.h"
+
+namespace loom::ui {
+
+namespace {
+
+QString qs(const std::string& text) { return QString::fromStdString(text); }
+
+// What the legend and the band titles say of a run, read before its events.
+struct RunHeader {
+  qint64 id = 0;
+  QString name, mode, status, error;
+  double samples_per_step = 1;  // the plan's global batch
+};
+
+RunHeader read_header(loom::store::RunStore& store, qint64 id) {
+  RunHeader h;
+  h.id = id;
+  auto run = store.load_run(id);
+  if (!run.ok()) {
+    h.error = qs(run.error().describe());
+    return h;
+  }
+  h.name = qs(run->name);
+  h.mode = qs(loom::analysis::run_mode(*run));
+  h.status = qs(run->status);
+  auto plan = loom::parse_plan(run->plan_json);
+  if (plan.ok()) h.samples_per_step = static_cast<double>(plan.plan->training.batch);
+  return h;
+}
+
+QString swatch_html(const QColor& color) {
+  return QStringLiteral("<span style=\"color:%1\">&#9632;</span>").arg(color.name());
+}
+
+QIcon swatch_icon(const QColor& color) {
+  QPixmap pixmap(12, 12);
+  pixmap.fill(color);
+  return QIcon(pixmap);
+}
+
+QString run_letter(int index) { return QString(QChar('A' + index)); }
+
+QTableWidgetItem* item(const QString& text, const QString& tip = {}) {
+  auto* cell = new QTableWidgetItem(text);
+  cell->setFlags(Qt::ItemIsEnabled | Qt::ItemIsSelectable);
+  if (!tip.isEmpty()) cell->setToolTip(tip);
+  return cell;
+}
+
+QString better_text(loom::analysis::Better better) {
+  switch (better) {
+    case loom::analysis::Better::Lower: return QObject::tr("lower is better");
+    case loom::analysis::Better::Higher: return QObject::tr("higher is better");
+    case loom::analysis::Better::Neither: break;
+  }
+  return QObject::tr("neither side is better");
+}
+
+// Band 0's window once aligned: from a little before the anchor, three step lengths
+// (at least a millisecond) for a step, the longest run for time zero.
+constexpr double kStepsShown = 3;
+
+}  // namespace
+
+ComparisonWindow::ComparisonWindow(const QString& dbPath, const QList<qint64>& runIds, QWidget* parent)
+    : QWidget(parent, Qt::Window), db_path_(dbPath), ids_(runIds) {
+  setObjectName("ComparisonWindow");
+  QStringList names;
+  for (qint64 id : ids_) names << QStringLiteral("#%1").arg(id);
+  setWindowTitle(tr("Compare runs %1 — Loom").arg(names.join(QStringLiteral(", "))));
+
+  charts_ = new charts::OverlayCharts;
+  phases_ = new QTableWidget;
+  phases_->setObjectName("PhaseTable");
+  tabs_ = new QTabWidget;
+  tabs_->setObjectName("ComparisonTabs");
+  tabs_->addTab(charts_, tr("Training"));
+  tabs_->addTab(createTimelinesTab(), tr("Timelines"));
+  tabs_->addTab(createMetricsTab(), tr("Metrics"));
+  tabs_->addTab(phases_, tr("Phases"));
+  tabs_->setTabToolTip(0, tr("Training loss and test accuracy of every run, against step, training time or samples"));
+  tabs_->setTabToolTip(1, tr("One timeline per run, zoomed and panned together, aligned on a step"));
+  tabs_->setTabToolTip(2, tr("Figures side by side, each with its ratio to run A and the better run starred"));
+  tabs_->setTabToolTip(3, tr("Median time per step of each phase, per rank role, and the difference to run A"));
+
+  auto* layout = new QVBoxLayout(this);
+  layout->addWidget(createLegend());
+  layout->addWidget(tabs_, 1);
+  resize(1200, 800);
+
+  startFeeds(dbPath);
+  computeComparison();
+}
+
+ComparisonWindow::~ComparisonWindow() {
+  for (Band& b : bands_) b.feed->stop();
+}
+
+QWidget* ComparisonWindow::createLegend() {
+  auto* legend = new QWidget;
+  legend->setObjectName("ComparisonLegend");
+  auto* row = new QHBoxLayout(legend);
+  row->setContentsMargins(0, 0, 0, 0);
+  for (int i = 0; i < ids_.size(); ++i) {
+    auto* entry = new QLabel(swatch_html(run_color(i)) + QStringLiteral(" %1 #%2").arg(run_letter(i)).arg(ids_[i]));
+    entry->setTextFormat(Qt::RichText);
+    legend_entries_.push_back(entry);
+    row->addWidget(entry);
+  }
+  row->addStretch(1);
+  return legend;
+}
+
+QWidget* ComparisonWindow::createTimelinesTab() {
+  auto* tab = new QWidget;
+  align_choice_ = new QComboBox;
+  align_choice_->setObjectName("AlignChoice");
+  align_choice_->addItems({tr("start of step"), tr("time zero")});
+  align_choice_->setToolTip(tr("Where the bands line up: the start of the chosen step in every run, "
+                               "or each run's first event"));
+  align_step_ = new QSpinBox;
+  align_step_->setObjectName("AlignStep");
+  align_step_->setRange(0, std::numeric_limits<int>::max());
+  align_step_->setValue(loom::analysis::kWarmupSteps);  // the first steady step
+  align_step_->setToolTip(tr("The step whose start coincides in every band (step 0 is warm-up)"));
+  auto realign = [this] {
+    setAlignment(align_choice_->currentIndex() == 0 ? Align::StepStart : Align::TimeZero, align_step_->value());
+  };
+  connect(align_choice_, &QComboBox::currentIndexChanged, this, realign);
+  connect(align_step_, &QSpinBox::valueChanged, this, realign);
+
+  auto* controls = new QHBoxLayout;
+  controls->addWidget(new QLabel(tr("Align on")));
+  controls->addWidget(align_choice_);
+  controls->addWidget(align_step_);
+  auto* hint = new QLabel(tr("Zoom (wheel) or drag any band: the others follow, relative to the alignment."));
+  hint->setEnabled(false);
+  controls->addWidget(hint, 1);
+
+  auto* splitter = new QSplitter(Qt::Vertical);
+  splitter->setChildrenCollapsible(false);
+  for (int i = 0; i < ids_.size(); ++i) {
+    Band b;
+    b.id = ids_[i];
+    b.feed = new RunFeed(this);
+    b.view = new timeline::TimelineView;
+    b.view->setObjectName(QStringLiteral("ComparisonBand%1").arg(i));
+    b.title = new QLabel(swatch_html(run_color(i)) + QStringLiteral(" %1 #%2").arg(run_letter(i)).arg(b.id));
+    b.title->setTextFormat(Qt::RichText);
+    auto* box = new QWidget;
+    auto* column = new QVBoxLayout(box);
+    column->setContentsMargins(0, 2, 0, 0);
+    column->setSpacing(0);
+    column->addWidget(b.title);
+    column->addWidget(b.view, 1);
+    splitter->addWidget(box);
+    connect(b.view, &timeline::TimelineView::viewportChanged, this, [this, i] { couple(i); });
+    bands_.push_back(b);
+  }
+
+  auto* layout = new QVBoxLayout(tab);
+  layout->addLayout(controls);
+  layout->addWidget(splitter, 1);
+  return tab;
+}
+
+QWidget* ComparisonWindow::createMetricsTab() {
+  auto* tab = new QWidget;
+  metrics_ = new QTableWidget;
+  metrics_->setObjectName("MetricsTable");
+  target_ = new QDoubleSpinBox;
+  target_->setObjectName("TargetAccuracy");
+  target_->setRange(0, 100);
+  target_->setDecimals(1);
+  target_->setSuffix(QStringLiteral(" %"));
+  target_->setSpecialValueText(tr("off"));
+  target_->setKeyboardTracking(false);
+  target_->setToolTip(tr("A test accuracy: adds the training time and the steps each run took to reach it"));
+  connect(target_, &QDoubleSpinBox::valueChanged, this,
+          [this](double pct) { setTargetAccuracy(pct > 0 ? pct / 100.0 : std::nan("")); });
+  metrics_note_ = new QLabel(tr("Computing…"));
+  metrics_note_->setWordWrap(true);
+  auto* controls = new QHBoxLayout;
+  controls->addWidget(new QLabel(tr("Target test accuracy")));
+  controls->addWidget(target_);
+  controls->addWidget(metrics_note_, 1);
+  auto* layout = new QVBoxLayout(tab);
+  layout->addLayout(controls);
+  layout->addWidget(metrics_, 1);
+  return tab;
+}
+
+// Reads each run's record for the legend, then starts one feed per run: charts need the
+// runs' batch sizes before their first metrics arrive.
+void ComparisonWindow::startFeeds(const QString& dbPath) {
+  QPointer<ComparisonWindow> self(this);
+  const std::string path = dbPath.toStdString();
+  const QList<qint64> ids = ids_;
+  QThreadPool::globalInstance()->start([self, path, ids] {
+    std::vector<RunHeader> headers;
+    auto store = loom::store::RunStore::open(path);
+    for (qint64 id : ids) {
+      if (store.ok()) {
+        headers.push_back(read_header(*store, id));
+      } else {
+        headers.push_back(RunHeader{id, {}, {}, {}, qs(store.error().describe())});
+      }
+    }
+    QMetaObject::invokeMethod(qApp, [self, headers] {
+      if (!self) return;
+      std::vector<charts::OverlayCharts::Run> runs;
+      for (std::size_t i = 0; i < headers.size(); ++i) {
+        const RunHeader& h = headers[i];
+        const int index = static_cast<int>(i);
+        const QString label = QStringLiteral("%1 #%2 %3").arg(run_letter(index)).arg(h.id).arg(h.name);
+        const QString detail = h.error.isEmpty() ? QStringLiteral("%1 · %2").arg(h.mode, h.status) : h.error;
+        const QString text = swatch_html(run_color(index)) + QStringLiteral(" <b>%1</b> — %2")
+                                                                  .arg(label.toHtmlEscaped(), detail.toHtmlEscaped());
+        self->legend_entries_[i]->setText(text);
+        self->legend_entries_[i]->setToolTip(label + QStringLiteral("\n") + detail);
+        self->bands_[i].title->setText(text);
+        runs.push_back({label, run_color(index), h.samples_per_step});
+      }
+      self->charts_->setRuns(runs);
+      for (std::size_t i = 0; i < self->bands_.size(); ++i) {
+        Band& b = self->bands_[i];
+        connect(b.feed, &RunFeed::batchReady, self, [self, i](std::shared_ptr<const FeedBatch> batch) {
+          if (self && batch->generation == self->bands_[i].feed->generation()) self->onBatch(int(i), *batch);
+        });
+        b.feed->follow(self->db_path_, b.id);
+      }
+    });
+  });
+}
+
+void ComparisonWindow::onBatch(int index, const FeedBatch& batch) {
+  Band& b = bands_[std::size_t(index)];
+  if (batch.first && !batch.plan_json.isEmpty()) b.view->setLayerNames(plan_layer_names(batch.plan_json));
+  if (batch.ranks_changed) b.view->setClocks(batch.ranks);
+  for (const RankEvents& r : batch.events) {
+    b.view->appendEvents(r.rank, r.events);
+    // Training time starts at each rank's first step (setup is not training).
+    if (b.origin_set[r.rank]) continue;
+    for (const auto& e : r.events) {
+      if (e.kind != loom::trace::EventKind::Step) continue;
+      charts_->setOrigin(index, r.rank, e.start_ns);
+      b.origin_set[r.rank] = true;
+      break;
+    }
+  }
+  if (!batch.metrics.empty()) charts_->appendMetrics(index, batch.metrics);
+  if (batch.finished) b.finished = true;
+  // Align as soon as every band can be (a live run may never finish).
+  if (!aligned_once_) {
+    bool every_anchor = true;
+    for (int i = 0; i < bandCount(); ++i)
+      every_anchor = every_anchor && std::isfinite(anchorNs(i)) && band(i)->data().event_count() > 0;
+    if (runsLoaded() || every_anchor) setAlignment(align_, alignStep());
+  }
+  if (batch.finished && runsLoaded()) {
+    charts_->replotNow();
+    emit allRunsLoaded();
+  }
+}
+
+bool ComparisonWindow::runsLoaded() const {
+  return std::all_of(bands_.begin(), bands_.end(), [](const Band& b) { return b.finished; });
+}
+
+int ComparisonWindow::alignStep() const { return align_step_->value(); }
+
+double ComparisonWindow::anchorNs(int index) const {
+  if (align_ == Align::TimeZero) return 0;
+  const auto range = bands_.at(std::size_t(index)).view->data().step_range(alignStep());
+  return range ? static_cast<double>(range->begin_ns) : std::nan("");
+}
+
+void ComparisonWindow::setAlignment(Align align, int step) {
+  align_ = align;
+  {
+    const QSignalBlocker block_choice(align_choice_), block_step(align_step_);
+    align_choice_->setCurrentIndex(align == Align::StepStart ? 0 : 1);
+    align_step_->setValue(step);
+    align_step_->setEnabled(align == Align::StepStart);
+  }
+  // The reference: the first band that has the anchor.
+  int reference = -1;
+  for (int i = 0; i < bandCount() && reference < 0; ++i)
+    if (std::isfinite(anchorNs(i)) && band(i)->data().event_count() > 0) reference = i;
+  if (reference < 0) return;
+  const timeline::TimelineView* view = band(reference);
+  double width = 0;
+  if (align == Align::StepStart) {
+    const auto range = view->data().step_range(step);
+    width = std::max(kStepsShown * double(range->end_ns - range->begin_ns), 1e6);
+  } else {
+    for (const Band& b : bands_) width = std::max(width, double(b.view->data().end_ns()));
+    width = std::max(width, 1e6);
+  }
+  const double anchor = anchorNs(reference);
+  aligned_once_ = true;
+  // Setting band `reference` couples the others through its viewportChanged.
+  band(reference)->setViewport({anchor - 0.05 * width, anchor + width, view->viewport().width_px});
+}
+
+// A band moved: every other band shows the same window relative to its own anchor.
+void ComparisonWindow::couple(int source) {
+  if (coupling_ || !aligned_once_) return;
+  const double source_anchor = anchorNs(source);
+  if (!std::isfinite(source_anchor)) return;
+  coupling_ = true;
+  const timeline::Viewport v = band(source)->viewport();
+  for (int i = 0; i < bandCount(); ++i) {
+    const double anchor = anchorNs(i);
+    if (i == source || !std::isfinite(anchor)) continue;
+    band(i)->setViewport(timeline::coupled_viewport(v, source_anchor, anchor, band(i)->viewport().width_px));
+  }
+  coupling_ = false;
+}
+
+QString ComparisonWindow::legendText() const {
+  QStringList lines;
+  for (const QLabel* entry : legend_entries_) lines << entry->toolTip().replace(QLatin1Char('\n'), QStringLiteral(" — "));
+  return lines.join(QLatin1Char('\n'));
+}
+
+void ComparisonWindow::setTargetAccuracy(double fraction) {
+  target_accuracy_ = fraction;
+  {
+    const QSignalBlocker block(target_);
+    target_->setValue(std::isfinite(fraction) ? fraction * 100.0 : 0.0);
+  }
+  computeComparison();
+}
+
+// compare_runs on the thread pool with its own connection; a newer request wins.
+void ComparisonWindow::computeComparison() {
+  QPointer<ComparisonWindow> self(this);
+  const quint64 generation = ++compare_generation_;
+  const std::string path = db_path_.toStdString();
+  std::vector<std::int64_t> ids(ids_.begin(), ids_.end());
+  loom::analysis::CompareOptions options;
+  options.target_accuracy = target_accuracy_;
+  comparison_shown_ = false;
+  metrics_note_->setText(tr("Computing…"));
+  QThreadPool::globalInstance()->start([self, path, ids, options, generation] {
+    auto store = loom::store::RunStore::open(path);
+    loom::Expected<loom::analysis::Comparison> result =
+        store.ok() ? loom::analysis::compare_runs(*store, ids, options)
+                   : loom::Expected<loom::analysis::Comparison>(store.error());
+    QMetaObject::invokeMethod(qApp, [self, result = std::move(result), generation] {
+      if (self && generation == self->compare_generation_) self->showComparison(result);
+    });
+  });
+}
+
+void ComparisonWindow::showComparison(const loom::Expected<loom::analysis::Comparison>& result) {
+  comparison_shown_ = true;
+  if (!result.ok()) {
+    comparison_error_ = qs(result.error().describe());
+    metrics_note_->setText(tr("Cannot compare: %1").arg(comparison_error_));
+    metrics_->clear();
+    phases_->clear();
+    emit comparisonReady();
+    return;
+  }
+  comparison_error_.clear();
+  fillMetrics(*result);
+  fillPhases(*result);
+  emit comparisonReady();
+}
+
+// Rows no run has a value for (staleness of synchronous runs, bubbles without pipelines)
+// are left out and counted in the note.
+void ComparisonWindow::fillMetrics(const loom::analysis::Comparison& c) {
+  const int runs = static_cast<int>(c.runs.size());
+  metrics_->clear();
+  metrics_->setColumnCount(1 + runs);
+  QStringList header{tr("Figure")};
+  for (int i = 0; i < runs; ++i) header << QStringLiteral("%1 #%2").arg(run_letter(i)).arg(c.runs[std::size_t(i)].id);
+  metrics_->setHorizontalHeaderLabels(header);
+  for (int i = 0; i < runs; ++i) metrics_->horizontalHeaderItem(1 + i)->setIcon(swatch_icon(run_color(i)));
+  metrics_->setRowCount(0);
+  int hidden = 0;
+  for (const auto& row : c.metrics) {
+    if (std::none_of(row.values.begin(), row.values.end(), [](double v) { return std::isfinite(v); })) {
+      ++hidden;
+      continue;
+    }
+    const int r = metrics_->rowCount();
+    metrics_->insertRow(r);
+    const QString unit = qs(row.unit);
+    const QString label = qs(row.label) + (unit.isEmpty() ? QString() : QStringLiteral(" (%1)").arg(unit));
+    auto* name = item(label, QStringLiteral("%1 — %2").arg(qs(row.key), better_text(row.better)));
+    name->setData(Qt::UserRole, qs(row.key));  // the figure's stable name (docs/figures.md)
+    metrics_->setItem(r, 0, name);
+    for (int i = 0; i < runs; ++i) {
+      const double v = row.values[std::size_t(i)];
+      QString text = qs(loom::analysis::format_compare_value(v));
+      const double ratio = v / row.values[0];
+      if (i > 0 && std::isfinite(ratio)) text += QStringLiteral("  (%1×)").arg(ratio, 0, 'f', 2);
+      const bool best = i == row.best;
+      if (best) text = QStringLiteral("★ ") + text;
+      auto* cell = item(text, best ? tr("The better value (%1)").arg(better_text(row.better)) : QString());
+      cell->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+      if (best) {
+        QFont bold = cell->font();
+        bold.setBold(true);
+        cell->setFont(bold);
+      }
+      metrics_->setItem(r, 1 + i, cell);
+    }
+  }
+  metrics_->resizeColumnsToContents();
+  metrics_->horizontalHeader()->setStretchLastSection(true);
+  metrics_->verticalHeader()->hide();
+  QString note = tr("Ratios are to run A. ★ marks the better run where one is better.");
+  if (hidden > 0) note += tr(" %n figure(s) no run has are left out.", nullptr, hidden);
+  metrics_note_->setText(note);
+}
+
+void ComparisonWindow::fillPhases(const loom::analysis::Comparison& c) {
+  const int runs = static_cast<int>(c.runs.size());
+  phases_->clear();
+  phases_->setColumnCount(2 + runs);
+  QStringList header{tr("Role"), tr("Phase")};
+  for (int i = 0; i < runs; ++i)
+    header << (i == 0 ? tr("%1 #%2 ms").arg(run_letter(i)).arg(c.runs[0].id)
+                      : tr("%1 #%2 ms (− A)").arg(run_letter(i)).arg(c.runs[std::size_t(i)].id));
+  phases_->setHorizontalHeaderLabels(header);
+  for (int i = 0; i < runs; ++i) phases_->horizontalHeaderItem(2 + i)->setIcon(swatch_icon(run_color(i)));
+  phases_->setRowCount(static_cast<int>(c.phases.size()));
+  for (int r = 0; r < phases_->rowCount(); ++r) {
+    const auto& row = c.phases[std::size_t(r)];
+    phases_->setItem(r, 0, item(qs(row.role)));
+    phases_->setItem(r, 1, item(qs(row.phase)));
+    for (int i = 0; i < runs; ++i) {
+      const double v = row.median_ms[std::size_t(i)];
+      QString text = qs(loom::analysis::format_compare_value(v));
+      const double delta = v - row.median_ms[0];
+      if (i > 0 && std::isfinite(delta)) text += QStringLiteral("  (%1%2)").arg(delta >= 0 ? "+" : "").arg(delta, 0, 'f', 3);
+      auto* cell = item(text, tr("median over %n (rank, step) pair(s)", nullptr, int(row.samples[std::size_t(i)])));
+      cell->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+      phases_->setItem(r, 2 + i, cell);
+    }
+  }
+  phases_->resizeColumnsToContents();
+  phases_->horizontalHeader()->setStretchLastSection(true);
+  phases_->verticalHeader()->hide();
+}
+
+}  // namespace loom::ui
