@@ -148,8 +148,8 @@ bool save_help(MainWindow& window, const QDir& out) {
   return ok;
 }
 
-// Waits until the window reports the run it started as finished (false after 5 minutes).
-bool wait_finished(MainWindow& window, bool& finished) {
+// Waits until `finished` (set by the window's runFinished) is true; false after 5 minutes.
+bool wait_finished(bool& finished) {
   QElapsedTimer clock;
   clock.start();
   while (!finished && clock.elapsed() < 300000) wait_ms(100);
@@ -166,7 +166,7 @@ bool save_resume(MainWindow& window, const QDir& out, const Shot& shot) {
   window.runPlan();
   wait_ms(8000);
   window.stopRun();
-  if (!wait_finished(window, finished)) return false;
+  if (!wait_finished(finished)) return false;
   wait_ms(2000);
   bool ok = save_widget(&window, out, shot.prefix + "resume-stopped.png");
   QTimer::singleShot(1500, [&] {
@@ -181,7 +181,7 @@ bool save_resume(MainWindow& window, const QDir& out, const Shot& shot) {
   window.resumeAction()->trigger();
   wait_ms(4000);
   ok = save_widget(&window, out, shot.prefix + "resume-running.png") && ok;
-  return wait_finished(window, finished) && ok;
+  return wait_finished(finished) && ok;
 }
 
 int run_and_save(MainWindow& window, const QDir& out, const std::vector<Shot>& shots, bool run) {

@@ -24,6 +24,7 @@
 #include "loom/ui/timeline/timeline_view.h"
 #include "loom/ui/charts/overlay_charts.h"
 #include "loom/ui/colors.h"
+#include "loom/ui/run_list_model.h"
 #include "loom/ui/workbench/comparison_window.h"
 #include "loom/ui/workbench/main_window.h"
 #include "loom/ui/workbench/run_browser.h"

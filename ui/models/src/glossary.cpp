@@ -132,6 +132,25 @@ std::vector<Term> build() {
        tr("Time a rank had nothing to do: in a pipeline, the bubble while it waits for a neighbour stage; otherwise "
           "waiting for slower ranks."),
        {}},
+      {"critical_path", tr("Critical path"),
+       tr("The chain of work that decided how long a step took, across ranks: it starts at the rank whose step "
+          "ended last and walks back; where that rank waited in a receive it jumps to the sender, where it waited "
+          "in a collective it jumps to the last rank to arrive, otherwise it steps back along the same rank. Its "
+          "time splits into work, exposed communication, waiting for late ranks, time descheduled and untraced "
+          "gaps; a comparison splits the difference in step time the same way."),
+       {}},
+      {"pop_efficiency", tr("Load balance, communication and parallel efficiency"),
+       tr("The POP project's efficiencies over the worker ranks, with useful time = compute + optimizer + data "
+          "loading and runtime = the longest training window. 100% is perfect."),
+       tr("load balance = mean useful / max useful; communication efficiency = max useful / runtime; "
+          "parallel efficiency = load balance × communication efficiency")},
+      {"comparison", tr("Comparing runs"),
+       tr("Select 2 to 6 runs in the Runs dock and choose Compare. Run A (listed first) is the baseline: ratios "
+          "and differences are to it, and ★ marks the better run. Each run keeps one colour in every tab. "
+          "The timelines line up the start of a chosen step (or each run's first event) and zoom together; "
+          "the phase diff lines up ranks by role (stage, worker, server), so runs with different numbers of "
+          "ranks still compare."),
+       {}},
   };
 }
 

@@ -14,6 +14,7 @@
 #include <QSplitter>
 #include <QTabWidget>
 #include <QTableWidget>
+#include <QTextDocument>
 #include <QThreadPool>
 #include <QVBoxLayout>
 
@@ -213,9 +214,16 @@ QWidget* ComparisonWindow::createMetricsTab() {
   controls->addWidget(new QLabel(tr("Target test accuracy")));
   controls->addWidget(target_);
   controls->addWidget(metrics_note_, 1);
+  step_split_ = new QLabel;
+  step_split_->setObjectName("StepTimeSplit");
+  step_split_->setTextFormat(Qt::RichText);
+  step_split_->setWordWrap(true);
+  step_split_->setToolTip(tr("The critical path walks back from the rank whose step ends last, through the "
+                             "messages and collectives that held it up (Help > Glossary: critical path)"));
   auto* layout = new QVBoxLayout(tab);
   layout->addLayout(controls);
   layout->addWidget(metrics_, 1);
+  layout->addWidget(step_split_);
   return tab;
 }
 
@@ -347,6 +355,12 @@ void ComparisonWindow::couple(int source) {
   coupling_ = false;
 }
 
+QString ComparisonWindow::stepTimeSplitText() const {
+  QTextDocument doc;
+  doc.setHtml(step_split_->text());
+  return doc.toPlainText();
+}
+
 QString ComparisonWindow::legendText() const {
   QStringList lines;
   for (const QLabel* entry : legend_entries_) lines << entry->toolTip().replace(QLatin1Char('\n'), QStringLiteral(" — "));
@@ -444,8 +458,45 @@ void ComparisonWindow::fillMetrics(const loom::analysis::Comparison& c) {
   metrics_->horizontalHeader()->setStretchLastSection(true);
   metrics_->verticalHeader()->hide();
   QString note = tr("Ratios are to run A. ★ marks the better run where one is better.");
-  if (hidden > 0) note += tr(" %n figure(s) no run has are left out.", nullptr, hidden);
+  if (hidden == 1) note += tr(" One figure no run has is left out.");
+  if (hidden > 1) note += tr(" %1 figures no run has are left out.").arg(hidden);
   metrics_note_->setText(note);
+  step_split_->setText(stepTimeSplit(c));
+}
+
+// Where the step time went: each run's critical path per step against run A's, split into
+// the parts the path is made of (analysis::critical_path): work on the path, exposed
+// communication, waiting for a late rank, time descheduled, and untraced gaps.
+QString ComparisonWindow::stepTimeSplit(const loom::analysis::Comparison& c) const {
+  auto row_of = [&](const char* key) -> const loom::analysis::CompareRow* {
+    for (const auto& row : c.metrics)
+      if (row.key == key) return &row;
+    return nullptr;
+  };
+  const auto* path = row_of("path_ms");
+  if (!path || !std::isfinite(path->values[0])) return tr("Where the step time went: no critical path for run A.");
+  const std::pair<const char*, QString> parts[] = {{"path_work_ms", tr("work")},
+                                                   {"path_comm_ms", tr("communication")},
+                                                   {"path_waiting_ms", tr("waiting for late ranks")},
+                                                   {"path_descheduled_ms", tr("descheduled")},
+                                                   {"path_untraced_ms", tr("untraced")}};
+  QStringList lines{tr("<b>Where the step time went</b> (critical path per step, against run A's %1 ms):")
+                        .arg(qs(loom::analysis::format_compare_value(path->values[0])))};
+  for (std::size_t i = 1; i < c.runs.size(); ++i) {
+    const double delta = path->values[i] - path->values[0];
+    if (!std::isfinite(delta)) continue;
+    QStringList split;
+    for (const auto& [key, name] : parts) {
+      const auto* row = row_of(key);
+      const double d = row ? row->values[i] - row->values[0] : std::nan("");
+      if (std::isfinite(d)) split << QStringLiteral("%1 %2%3").arg(name, d >= 0 ? "+" : "").arg(d, 0, 'f', 2);
+    }
+    lines << QStringLiteral("%1 %2: %3%4 ms = %5")
+                 .arg(swatch_html(run_color(int(i))), run_letter(int(i)), delta >= 0 ? "+" : "")
+                 .arg(delta, 0, 'f', 2)
+                 .arg(split.join(QStringLiteral(", ")));
+  }
+  return lines.join(QStringLiteral("<br>"));
 }
 
 void ComparisonWindow::fillPhases(const loom::analysis::Comparison& c) {
@@ -468,7 +519,7 @@ void ComparisonWindow::fillPhases(const loom::analysis::Comparison& c) {
       QString text = qs(loom::analysis::format_compare_value(v));
       const double delta = v - row.median_ms[0];
       if (i > 0 && std::isfinite(delta)) text += QStringLiteral("  (%1%2)").arg(delta >= 0 ? "+" : "").arg(delta, 0, 'f', 3);
-      auto* cell = item(text, tr("median over %n (rank, step) pair(s)", nullptr, int(row.samples[std::size_t(i)])));
+      auto* cell = item(text, tr("median over %1 (rank, step) pairs").arg(row.samples[std::size_t(i)]));
       cell->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
       phases_->setItem(r, 2 + i, cell);
     }

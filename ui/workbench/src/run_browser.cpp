@@ -242,9 +242,10 @@ void RunBrowser::askDelete() {
   QStringList names;
   for (qint64 id : ids) names << QStringLiteral("#%1 %2").arg(id).arg(qs(model_->run(model_->rowForRunId(id)).name));
   const QString question =
-      tr("Delete %n run(s) from %1?\n\n%2\n\nTheir events, metrics, updates and tags are removed from the store; "
-         "this cannot be undone.", nullptr, int(ids.size()))
-          .arg(QFileInfo(path_).fileName(), names.join(QStringLiteral("\n")));
+      (ids.size() == 1 ? tr("Delete this run from %1?") : tr("Delete %1 runs from %2?").arg(ids.size()))
+          .arg(QFileInfo(path_).fileName()) +
+      QStringLiteral("\n\n%1\n\n").arg(names.join(QStringLiteral("\n"))) +
+      tr("Their events, metrics, updates and tags are removed from the store; this cannot be undone.");
   const bool yes = delete_prompt_ ? delete_prompt_(question)
                                   : QMessageBox::question(this, tr("Delete runs"), question,
                                                           QMessageBox::Yes | QMessageBox::Cancel,

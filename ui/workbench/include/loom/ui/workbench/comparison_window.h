@@ -5,7 +5,8 @@
 //              start of a chosen step coincides in every band (or each run's time zero);
 //   Metrics    analysis::compare_runs side by side: each run's value, its ratio to the
 //              first run (the baseline) and the better run marked; a target accuracy
-//              adds the time and steps to reach it;
+//              adds the time and steps to reach it; below, where the step time went:
+//              each run's critical path per step against A's, split into its parts;
 //   Phases     the phase diff: median ms per step for each rank role and phase, and the
 //              difference to the baseline.
 // Each run is read by its own RunFeed (its own thread) and the comparison is computed on
@@ -58,6 +59,7 @@ class ComparisonWindow : public QWidget {
   charts::OverlayCharts* charts() const { return charts_; }
   QTableWidget* metricsTable() const { return metrics_; }
   QTableWidget* phaseTable() const { return phases_; }
+  QString stepTimeSplitText() const;  // the "where the step time went" lines, plain text
   QTabWidget* tabs() const { return tabs_; }
   QString legendText() const;  // the runs as the legend names them, one per line
 
@@ -101,6 +103,7 @@ class ComparisonWindow : public QWidget {
   void showComparison(const loom::Expected<loom::analysis::Comparison>& result);
   void fillMetrics(const loom::analysis::Comparison& c);
   void fillPhases(const loom::analysis::Comparison& c);
+  QString stepTimeSplit(const loom::analysis::Comparison& c) const;
 
   QString db_path_;
   QList<qint64> ids_;
@@ -110,6 +113,7 @@ class ComparisonWindow : public QWidget {
   QTableWidget* metrics_ = nullptr;
   QTableWidget* phases_ = nullptr;
   QLabel* metrics_note_ = nullptr;
+  QLabel* step_split_ = nullptr;  // where the step time went, per run against run A
   QComboBox* align_choice_ = nullptr;
   QSpinBox* align_step_ = nullptr;
   QDoubleSpinBox* target_ = nullptr;

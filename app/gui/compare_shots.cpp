@@ -1,0 +1,130 @@
+// `loom-compare-shots OUT_DIR DB RUN_ID... [--size WxH]...`: the run comparison as a
+// user sees it. Opens the real workbench on the store with the Runs dock raised and the
+// runs selected (compare-WxH-runs.png), chooses Compare as the dock's button does, and
+// saves each tab of the comparison window at each size (default 1280x720 and 1920x1080):
+// compare-WxH-training.png (against step and against samples), -timelines.png (aligned on
+// a step, zoomed to it), -metrics.png, -phases.png. scripts/compare_screenshots.sh makes
+// the runs for real and runs this under Xvfb.
+#include <QAction>
+#include <QApplication>
+#include <QDir>
+#include <QDockWidget>
+#include <QElapsedTimer>
+#include <QTabWidget>
+
+#include <cstdio>
+#include <functional>
+
+#include "loom/ui/charts/overlay_charts.h"
+#include "loom/ui/run_list_model.h"
+#include "loom/ui/workbench/comparison_window.h"
+#include "loom/ui/workbench/main_window.h"
+#include "loom/ui/workbench/run_browser.h"
+
+namespace {
+
+using loom::ui::ComparisonWindow;
+using loom::ui::MainWindow;
+
+void wait_ms(int ms) {
+  QElapsedTimer clock;
+  clock.start();
+  while (clock.elapsed() < ms) QApplication::processEvents(QEventLoop::AllEvents, 20);
+}
+
+bool wait_for(const std::function<bool()>& done, int ms) {
+  QElapsedTimer clock;
+  clock.start();
+  while (!done() && clock.elapsed() < ms) wait_ms(50);
+  return done();
+}
+
+bool save(QWidget* widget, const QDir& out, const QString& name) {
+  wait_ms(500);  // let throttled views repaint
+  const QString path = out.filePath(name);
+  const bool ok = widget->grab().save(path);
+  std::fprintf(stderr, "%s %s (%dx%d)\n", ok ? "saved" : "FAILED to save", qPrintable(path), widget->width(),
+               widget->height());
+  return ok;
+}
+
+bool save_tabs(ComparisonWindow& cmp, const QDir& out, const QString& stem) {
+  bool ok = true;
+  cmp.tabs()->setCurrentIndex(0);
+  cmp.charts()->setXAxis(loom::ui::charts::XAxis::Step);
+  ok = save(&cmp, out, stem + "training.png") && ok;
+  cmp.charts()->setXAxis(loom::ui::charts::XAxis::Samples);
+  ok = save(&cmp, out, stem + "training-samples.png") && ok;
+  cmp.charts()->setXAxis(loom::ui::charts::XAxis::Step);
+  cmp.tabs()->setCurrentIndex(1);
+  wait_ms(200);
+  cmp.setAlignment(ComparisonWindow::Align::StepStart, cmp.alignStep());  // at this width
+  ok = save(&cmp, out, stem + "timelines.png") && ok;
+  cmp.tabs()->setCurrentIndex(2);
+  ok = save(&cmp, out, stem + "metrics.png") && ok;
+  cmp.tabs()->setCurrentIndex(3);
+  ok = save(&cmp, out, stem + "phases.png") && ok;
+  return ok;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  QApplication app(argc, argv);
+  QApplication::setOrganizationName("LoomScreenshots");  // keeps the user's settings out of it
+  QStringList args = QApplication::arguments().mid(1);
+  std::vector<QSize> sizes;
+  QStringList rest;
+  while (!args.isEmpty()) {
+    const QString a = args.takeFirst();
+    if (a == "--size" && !args.isEmpty()) {
+      const QString s = args.takeFirst();
+      sizes.emplace_back(s.section('x', 0, 0).toInt(), s.section('x', 1, 1).toInt());
+    } else {
+      rest << a;
+    }
+  }
+  if (rest.size() < 4) {
+    std::fprintf(stderr, "usage: loom-compare-shots OUT_DIR DB RUN_ID RUN_ID... [--size WxH]...\n");
+    return 2;
+  }
+  if (sizes.empty()) sizes = {QSize(1280, 720), QSize(1920, 1080)};
+  const QDir out(rest[0]);
+  QDir().mkpath(out.path());
+  QList<qint64> ids;
+  for (const QString& id : rest.mid(2)) ids << id.toLongLong();
+
+  MainWindow window;
+  window.setSavePrompt([] { return MainWindow::SaveChoice::Discard; });
+  window.setDbPath(rest[1]);
+  window.show();
+  loom::ui::RunBrowser* browser = window.runBrowser();
+  bool ok = true;
+  for (const QSize& size : sizes) {
+    window.resize(size);
+    window.applyDefaultLayout(size);
+    if (auto* dock = window.findChild<QDockWidget*>("RunsDock")) dock->raise();
+    browser->refresh();
+    if (!wait_for([&] { return browser->model()->rowCount() >= ids.size(); }, 20000)) {
+      std::fprintf(stderr, "the Runs dock did not list the runs\n");
+      return 1;
+    }
+    browser->selectRuns(ids);
+    const QString stem = QStringLiteral("compare-%1x%2-").arg(size.width()).arg(size.height());
+    ok = save(&window, out, stem + "runs.png") && ok;
+
+    ComparisonWindow* cmp = nullptr;
+    auto connection = QObject::connect(&window, &MainWindow::comparisonOpened, [&](ComparisonWindow* w) { cmp = w; });
+    browser->compareAction()->trigger();
+    QObject::disconnect(connection);
+    if (!cmp || !wait_for([&] { return cmp->runsLoaded() && cmp->comparisonShown(); }, 120000)) {
+      std::fprintf(stderr, "the comparison did not load within 2 minutes\n");
+      return 1;
+    }
+    cmp->resize(size);
+    ok = save_tabs(*cmp, out, stem) && ok;
+    cmp->close();
+    wait_ms(200);
+  }
+  return ok ? 0 : 1;
+}
