@@ -79,6 +79,18 @@ void OverlayCharts::buildPlots() {
   for (QCustomPlot* plot : {loss_plot_, accuracy_plot_}) plot->xAxis->setLabel(x_label(x_));
 }
 
+namespace {
+
+// Runs that train the same maths (one process and its data-parallel twin, GPipe and 1F1B)
+// give the same curve: each later run is drawn dashed over the earlier ones so that both
+// stay visible where they coincide.
+Qt::PenStyle run_pen_style(std::size_t index) {
+  constexpr Qt::PenStyle styles[] = {Qt::SolidLine, Qt::DashLine, Qt::DotLine, Qt::DashDotLine, Qt::DashDotDotLine};
+  return styles[index % std::size(styles)];
+}
+
+}  // namespace
+
 void OverlayCharts::setRuns(const std::vector<Run>& runs) {
   runs_.assign(runs.size(), MetricAccumulator{});
   loss_plot_->clearGraphs();
@@ -87,10 +99,10 @@ void OverlayCharts::setRuns(const std::vector<Run>& runs) {
     runs_[i].setSamplesPerStep(runs[i].samples_per_step);
     QCPGraph* loss = loss_plot_->addGraph();
     loss->setName(runs[i].label);
-    loss->setPen(QPen(runs[i].color, 2.0));
+    loss->setPen(QPen(runs[i].color, 2.0, run_pen_style(i)));
     QCPGraph* accuracy = accuracy_plot_->addGraph();
     accuracy->setName(runs[i].label);
-    accuracy->setPen(QPen(runs[i].color, 1.5));
+    accuracy->setPen(QPen(runs[i].color, 1.5, run_pen_style(i)));
     accuracy->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, 5));  // evaluations are sparse
   }
   replotNow();

@@ -27,6 +27,8 @@ namespace loom::ui::timeline {
 
 namespace {
 
+const QString kTimeAxisLabel = QStringLiteral("time since start (ms)");
+
 constexpr double kFoldPx = 3;           // spans narrower than this are summed into columns this wide
 constexpr std::size_t kMaxArrows = 2000;  // more visible than this: skip them, say so
 constexpr double kRowHeight = 1.0, kDepthRowHeight = 0.7, kRankGap = 0.35;  // y-axis units
@@ -297,6 +299,7 @@ TimelineView::TimelineView(QWidget* parent) : QWidget(parent) {
   layout->setSpacing(0);
   plot_ = new QCustomPlot(this);
   auto* header = new TimelineHeader(this);
+  header_ = header;
   navigator_ = new StepNavigator(this, header);
   legend_ = new KindLegend(header);
   header->set(navigator_, legend_);
@@ -306,7 +309,7 @@ TimelineView::TimelineView(QWidget* parent) : QWidget(parent) {
   plot_->setMouseTracking(true);
   plot_->addLayer(QStringLiteral("lanes"), plot_->layer(QStringLiteral("main")), QCustomPlot::limBelow);
   painter_ = new LanePainter(plot_, this);
-  plot_->xAxis->setLabel(QStringLiteral("time since start (ms)"));
+  plot_->xAxis->setLabel(kTimeAxisLabel);
   plot_->yAxis->setRangeReversed(true);
   plot_->yAxis->grid()->setVisible(false);
   plot_->yAxis->setTicker(QSharedPointer<QCPAxisTickerText>(new QCPAxisTickerText));
@@ -382,6 +385,12 @@ QString TimelineView::arrowNotice() const { return painter_->notice; }
 QRect TimelineView::arrowNoticeRect() const { return painter_->notice_rect; }
 
 Viewport TimelineView::viewport() const { return Viewport{t0_ns_, t1_ns_, plotWidth()}; }
+
+void TimelineView::setHeaderVisible(bool on) {
+  header_->setVisible(on);
+  plot_->xAxis->setLabel(on ? kTimeAxisLabel : QString());
+  plot_->replot(QCustomPlot::rpQueuedReplot);
+}
 
 void TimelineView::setViewport(const Viewport& v) {
   touched_ = true;

@@ -11,7 +11,7 @@
 #include <QPixmap>
 #include <QPointer>
 #include <QSpinBox>
-#include <QSplitter>
+#include <QScrollArea>
 #include <QTabWidget>
 #include <QTableWidget>
 #include <QTextDocument>
@@ -26,6 +26,7 @@
 #include "loom/profiles/run_store.h"
 #include "loom/ui/charts/overlay_charts.h"
 #include "loom/ui/colors.h"
+#include "loom/ui/timeline/kind_legend.h"
 #include "loom/ui/timeline/timeline_view.h"
 #include "loom/ui/workbench/run_views.h"
 
@@ -89,6 +90,10 @@ QString better_text(loom::analysis::Better better) {
 // Band 0's window once aligned: from a little before the anchor, three step lengths
 // (at least a millisecond) for a step, the longest run for time zero.
 constexpr double kStepsShown = 3;
+// A band's height: enough per lane to read its row label, plus the time axis.
+constexpr int kLanePx = 17, kAxisPx = 36, kBandMinPx = 90;
+
+const QString kLegendGap = QStringLiteral(" &nbsp;&nbsp;&nbsp; ");
 
 }  // namespace
 
@@ -126,19 +131,18 @@ ComparisonWindow::~ComparisonWindow() {
   for (Band& b : bands_) b.feed->stop();
 }
 
+// One wrapping label, so that six long run names fit a laptop screen.
 QWidget* ComparisonWindow::createLegend() {
-  auto* legend = new QWidget;
-  legend->setObjectName("ComparisonLegend");
-  auto* row = new QHBoxLayout(legend);
-  row->setContentsMargins(0, 0, 0, 0);
+  legend_ = new QLabel;
+  legend_->setObjectName("ComparisonLegend");
+  legend_->setTextFormat(Qt::RichText);
+  legend_->setWordWrap(true);
   for (int i = 0; i < ids_.size(); ++i) {
-    auto* entry = new QLabel(swatch_html(run_color(i)) + QStringLiteral(" %1 #%2").arg(run_letter(i)).arg(ids_[i]));
-    entry->setTextFormat(Qt::RichText);
-    legend_entries_.push_back(entry);
-    row->addWidget(entry);
+    legend_html_ << swatch_html(run_color(i)) + QStringLiteral(" %1 #%2").arg(run_letter(i)).arg(ids_[i]);
+    legend_lines_ << QStringLiteral("%1 #%2").arg(run_letter(i)).arg(ids_[i]);
   }
-  row->addStretch(1);
-  return legend;
+  legend_->setText(legend_html_.join(kLegendGap));
+  return legend_;
 }
 
 QWidget* ComparisonWindow::createTimelinesTab() {
@@ -167,14 +171,21 @@ QWidget* ComparisonWindow::createTimelinesTab() {
   hint->setEnabled(false);
   controls->addWidget(hint, 1);
 
-  auto* splitter = new QSplitter(Qt::Vertical);
-  splitter->setChildrenCollapsible(false);
+  kinds_ = new timeline::KindLegend;
+  kinds_->setObjectName("ComparisonKinds");
+  // The bands stack in a scroll area: each keeps enough height per lane to read its rows,
+  // and the window scrolls when six runs of many ranks need more than the screen.
+  auto* stack = new QWidget;
+  auto* stack_layout = new QVBoxLayout(stack);
+  stack_layout->setContentsMargins(0, 0, 0, 0);
   for (int i = 0; i < ids_.size(); ++i) {
     Band b;
     b.id = ids_[i];
     b.feed = new RunFeed(this);
     b.view = new timeline::TimelineView;
     b.view->setObjectName(QStringLiteral("ComparisonBand%1").arg(i));
+    b.view->setHeaderVisible(false);  // one legend and one step control for every band
+    b.view->setMinimumHeight(kBandMinPx);
     b.title = new QLabel(swatch_html(run_color(i)) + QStringLiteral(" %1 #%2").arg(run_letter(i)).arg(b.id));
     b.title->setTextFormat(Qt::RichText);
     auto* box = new QWidget;
@@ -183,14 +194,19 @@ QWidget* ComparisonWindow::createTimelinesTab() {
     column->setSpacing(0);
     column->addWidget(b.title);
     column->addWidget(b.view, 1);
-    splitter->addWidget(box);
+    stack_layout->addWidget(box, 1);
     connect(b.view, &timeline::TimelineView::viewportChanged, this, [this, i] { couple(i); });
     bands_.push_back(b);
   }
 
+  auto* scroll = new QScrollArea;
+  scroll->setWidgetResizable(true);
+  scroll->setFrameShape(QFrame::NoFrame);
+  scroll->setWidget(stack);
   auto* layout = new QVBoxLayout(tab);
   layout->addLayout(controls);
-  layout->addWidget(splitter, 1);
+  layout->addWidget(kinds_);
+  layout->addWidget(scroll, 1);
   return tab;
 }
 
@@ -253,11 +269,12 @@ void ComparisonWindow::startFeeds(const QString& dbPath) {
         const QString detail = h.error.isEmpty() ? QStringLiteral("%1 · %2").arg(h.mode, h.status) : h.error;
         const QString text = swatch_html(run_color(index)) + QStringLiteral(" <b>%1</b> — %2")
                                                                   .arg(label.toHtmlEscaped(), detail.toHtmlEscaped());
-        self->legend_entries_[i]->setText(text);
-        self->legend_entries_[i]->setToolTip(label + QStringLiteral("\n") + detail);
+        self->legend_html_[int(i)] = text;
+        self->legend_lines_[int(i)] = label + QStringLiteral(" — ") + detail;
         self->bands_[i].title->setText(text);
         runs.push_back({label, run_color(index), h.samples_per_step});
       }
+      self->legend_->setText(self->legend_html_.join(kLegendGap));
       self->charts_->setRuns(runs);
       for (std::size_t i = 0; i < self->bands_.size(); ++i) {
         Band& b = self->bands_[i];
@@ -287,6 +304,7 @@ void ComparisonWindow::onBatch(int index, const FeedBatch& batch) {
   }
   if (!batch.metrics.empty()) charts_->appendMetrics(index, batch.metrics);
   if (batch.finished) b.finished = true;
+  if (!batch.events.empty()) fitBandHeights();
   // Align as soon as every band can be (a live run may never finish).
   if (!aligned_once_) {
     bool every_anchor = true;
@@ -298,6 +316,17 @@ void ComparisonWindow::onBatch(int index, const FeedBatch& batch) {
     charts_->replotNow();
     emit allRunsLoaded();
   }
+}
+
+// Every band tall enough for its lanes; the legend names the kinds of every band.
+void ComparisonWindow::fitBandHeights() {
+  std::uint32_t kinds = 0;
+  for (const Band& b : bands_) {
+    const auto lanes = static_cast<int>(b.view->data().lanes().size());
+    b.view->setMinimumHeight(std::max(kBandMinPx, kLanePx * lanes + kAxisPx));
+    kinds |= b.view->data().kinds_present();
+  }
+  kinds_->setKinds(kinds);
 }
 
 bool ComparisonWindow::runsLoaded() const {
@@ -361,11 +390,7 @@ QString ComparisonWindow::stepTimeSplitText() const {
   return doc.toPlainText();
 }
 
-QString ComparisonWindow::legendText() const {
-  QStringList lines;
-  for (const QLabel* entry : legend_entries_) lines << entry->toolTip().replace(QLatin1Char('\n'), QStringLiteral(" — "));
-  return lines.join(QLatin1Char('\n'));
-}
+QString ComparisonWindow::legendText() const { return legend_lines_.join(QLatin1Char('\n')); }
 
 void ComparisonWindow::setTargetAccuracy(double fraction) {
   target_accuracy_ = fraction;
@@ -455,7 +480,7 @@ void ComparisonWindow::fillMetrics(const loom::analysis::Comparison& c) {
     }
   }
   metrics_->resizeColumnsToContents();
-  metrics_->horizontalHeader()->setStretchLastSection(true);
+  metrics_->horizontalHeader()->setStretchLastSection(false);
   metrics_->verticalHeader()->hide();
   QString note = tr("Ratios are to run A. ★ marks the better run where one is better.");
   if (hidden == 1) note += tr(" One figure no run has is left out.");
@@ -517,7 +542,8 @@ void ComparisonWindow::fillPhases(const loom::analysis::Comparison& c) {
     for (int i = 0; i < runs; ++i) {
       const double v = row.median_ms[std::size_t(i)];
       QString text = qs(loom::analysis::format_compare_value(v));
-      const double delta = v - row.median_ms[0];
+      double delta = v - row.median_ms[0];
+      if (std::abs(delta) < 5e-4) delta = 0;  // no "-0.000"
       if (i > 0 && std::isfinite(delta)) text += QStringLiteral("  (%1%2)").arg(delta >= 0 ? "+" : "").arg(delta, 0, 'f', 3);
       auto* cell = item(text, tr("median over %1 (rank, step) pairs").arg(row.samples[std::size_t(i)]));
       cell->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
@@ -525,7 +551,7 @@ void ComparisonWindow::fillPhases(const loom::analysis::Comparison& c) {
     }
   }
   phases_->resizeColumnsToContents();
-  phases_->horizontalHeader()->setStretchLastSection(true);
+  phases_->horizontalHeader()->setStretchLastSection(false);
   phases_->verticalHeader()->hide();
 }
 

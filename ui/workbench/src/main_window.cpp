@@ -346,7 +346,8 @@ void MainWindow::updateRunState() {
   } else if (!run_state_.isEmpty()) {
     setStateText(run_state_);
   } else {
-    QString text = tr("Ready: %1 ranks").arg(loom::world_size(document_.plan()));
+    const int ranks = loom::world_size(document_.plan());
+    QString text = ranks == 1 ? tr("Ready: 1 rank") : tr("Ready: %1 ranks").arg(ranks);
     if (!example_hint_.isEmpty()) text += tr(" · after Run, look at: %1").arg(example_hint_);
     setStateText(text);
   }

@@ -168,7 +168,10 @@ void RunBrowser::refresh() {
       const QList<qint64> selected = self->selectedRunIds();
       const QString path = QString::fromStdString(path_text);
       if (rows.ok()) {
+        // Columns fit their text when a store is first listed; after that the user's widths stay.
+        const bool fit = self->loaded_path_ != path || self->model_->rowCount() == 0;
         self->model_->setRows(std::move(*rows));
+        if (fit) self->table_->resizeColumnsToContents();
         self->loaded_path_ = path;
         self->showStore({}, {});
       } else {

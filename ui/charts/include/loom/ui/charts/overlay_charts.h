@@ -2,7 +2,9 @@
 // runs overlaid, each run in its own colour (run_color), against step, training time
 // (seconds since each rank's first step: setup is left out) or samples processed (every
 // replica's, so runs of different batch sizes line up on the data they saw). One legend
-// names the runs; both plots share it since a run has the same colour in each.
+// names the runs; both plots share it since a run has the same colour in each. The first
+// run's lines are solid, later ones dashed or dotted, so curves that coincide (runs that
+// compute the same maths) both stay visible.
 #pragma once
 
 #include <QColor>

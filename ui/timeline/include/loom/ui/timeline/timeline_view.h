@@ -73,6 +73,9 @@ class TimelineView : public QWidget {
   // The same as a wheel notch (factor > 1 zooms in) at pos, as a user action.
   void zoomAt(QPoint pos, double factor);
   QCustomPlot* plot() const { return plot_; }
+  // Without the header (step navigator, legend) and the time axis's title: for views that
+  // stack several timelines under one legend of their own (the run comparison).
+  void setHeaderVisible(bool on);
   StepNavigator* stepNavigator() const { return navigator_; }
   KindLegend* legend() const { return legend_; }
   // The notice painted when there are too many arrows to draw ("" when arrows are drawn),
@@ -109,6 +112,7 @@ class TimelineView : public QWidget {
   TimelineData data_;
   std::vector<std::string> layer_names_;
   QCustomPlot* plot_ = nullptr;
+  QWidget* header_ = nullptr;
   LanePainter* painter_ = nullptr;  // owned by plot_
   StepNavigator* navigator_ = nullptr;
   KindLegend* legend_ = nullptr;

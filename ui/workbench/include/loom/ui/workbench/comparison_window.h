@@ -16,6 +16,7 @@
 
 #include <QList>
 #include <QString>
+#include <QStringList>
 #include <QWidget>
 
 #include <cmath>
@@ -38,8 +39,9 @@ class QTableWidget;
 namespace loom::ui {
 
 namespace timeline {
+class KindLegend;
 class TimelineView;
-}
+}  // namespace timeline
 namespace charts {
 class OverlayCharts;
 }
@@ -99,6 +101,7 @@ class ComparisonWindow : public QWidget {
   void startFeeds(const QString& dbPath);
   void onBatch(int index, const FeedBatch& batch);
   void couple(int source);
+  void fitBandHeights();
   void computeComparison();
   void showComparison(const loom::Expected<loom::analysis::Comparison>& result);
   void fillMetrics(const loom::analysis::Comparison& c);
@@ -114,10 +117,12 @@ class ComparisonWindow : public QWidget {
   QTableWidget* phases_ = nullptr;
   QLabel* metrics_note_ = nullptr;
   QLabel* step_split_ = nullptr;  // where the step time went, per run against run A
+  timeline::KindLegend* kinds_ = nullptr;
   QComboBox* align_choice_ = nullptr;
   QSpinBox* align_step_ = nullptr;
   QDoubleSpinBox* target_ = nullptr;
-  std::vector<QLabel*> legend_entries_;
+  QLabel* legend_ = nullptr;
+  QStringList legend_html_, legend_lines_;  // per run: as drawn, and as legendText() says it
   Align align_ = Align::StepStart;
   bool coupling_ = false;  // a coupled move in progress: the bands it moves must not echo it
   bool aligned_once_ = false;
