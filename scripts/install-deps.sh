@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config
-  qt6-base-dev libqcustomplot-dev
+  qt6-base-dev qt6-svg-dev libqcustomplot-dev
   libopenmpi-dev openmpi-bin
   libsqlite3-dev sqlite3
   libopenblas-dev zlib1g-dev nlohmann-json3-dev

@@ -2,10 +2,12 @@
 // points, bar values per rank, histogram bars), the redraw timer coalescing appends, the
 // x-axis switch, the staleness chart's empty-state text and palette-driven colours.
 // Set LOOM_CHARTS_PNG_DIR to also write each widget as a PNG for a look by eye.
+#include <QTemporaryDir>
 #include <QtTest>
 
 #include <qcustomplot.h>
 
+#include "loom/ui/charts/chart_export.h"
 #include "loom/ui/charts/training_charts.h"
 #include "loom/ui/colors.h"
 
@@ -104,6 +106,7 @@ class TestChartsWidgets : public QObject {
   void stalenessBarsAndLines();
   void stalenessFromUpdates();
   void paletteChangeRecoloursAxes();
+  void chartsSaveAsPngSvgAndPdf();
   void renderForReview();
 };
 
@@ -370,6 +373,33 @@ void TestChartsWidgets::paletteChangeRecoloursAxes() {
   QCOMPARE(charts.throughputPlot()->yAxis->labelColor(), dark.color(QPalette::WindowText));
   QCOMPARE(breakdown.plot()->axisRect()->backgroundBrush().color(), dark.color(QPalette::Base));
   QCOMPARE(breakdown.plot()->legend->textColor(), dark.color(QPalette::Text));
+}
+
+// Each format's file starts with its magic bytes; the PNG is twice the chart's size; an
+// unknown extension is refused naming the ones that work, and nothing is written.
+void TestChartsWidgets::chartsSaveAsPngSvgAndPdf() {
+  TrainingCharts charts;
+  charts.resize(700, 400);
+  charts.appendMetrics(training_records());
+  charts.replotNow();
+  QTemporaryDir dir;
+  const QMap<QString, QByteArray> magic{{"png", "\x89PNG"}, {"svg", "<?xml"}, {"pdf", "%PDF"}};
+  QCOMPARE(loom::ui::charts::chart_formats(), (QStringList{"png", "svg", "pdf"}));
+  for (const QString& format : loom::ui::charts::chart_formats()) {
+    const QString path = dir.filePath("loss." + format);
+    QCOMPARE(loom::ui::charts::save_chart(charts.lossPlot(), path), QString());
+    QFile file(path);
+    QVERIFY(file.open(QIODevice::ReadOnly));
+    const QByteArray head = file.read(4096);
+    QVERIFY2(head.startsWith(magic[format]), qPrintable(format + ": " + head.left(16).toHex()));
+    if (format == "svg") QVERIFY(head.contains("<svg"));
+  }
+  const QImage png(dir.filePath("loss.png"));
+  QCOMPARE(png.size(), charts.lossPlot()->size() * 2);
+  const QString refused = loom::ui::charts::save_chart(charts.lossPlot(), dir.filePath("loss.gif"));
+  QVERIFY2(refused.contains("unknown picture format") && refused.contains(".png, .svg, .pdf"), qPrintable(refused));
+  QVERIFY(!QFile::exists(dir.filePath("loss.gif")));
+  QVERIFY(!loom::ui::charts::save_chart(charts.lossPlot(), "/nonexistent-dir/loss.pdf").isEmpty());
 }
 
 void TestChartsWidgets::renderForReview() {

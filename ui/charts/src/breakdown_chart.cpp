@@ -17,6 +17,7 @@
 
 #include "loom/ui/colors.h"
 #include "loom/ui/glossary.h"
+#include "loom/ui/charts/chart_export.h"
 #include "plot_style.h"
 
 namespace loom::ui::charts {
@@ -116,6 +117,7 @@ BreakdownChart::BreakdownChart(QWidget* parent) : QWidget(parent) {
 
 void BreakdownChart::buildPlot() {
   plot_ = new QCustomPlot(this);
+  add_save_menu(plot_);
   plot_->setMinimumHeight(140);
   plot_->setMouseTracking(true);
   plot_->setToolTip(tr(kHiddenExplanation));

@@ -1,5 +1,6 @@
 // OverlayCharts: one MetricAccumulator per run, graph i of each plot drawing run i.
 #include "loom/ui/charts/overlay_charts.h"
+#include "loom/ui/charts/chart_export.h"
 
 #include <QComboBox>
 #include <QEvent>
@@ -66,11 +67,13 @@ OverlayCharts::OverlayCharts(QWidget* parent) : QWidget(parent) {
 
 void OverlayCharts::buildPlots() {
   loss_plot_ = new QCustomPlot(this);
+  add_save_menu(loss_plot_);
   loss_plot_->setMinimumHeight(150);
   loss_plot_->yAxis->setLabel(tr("training loss"));
   detail::add_title(loss_plot_, tr("Training loss (mean over ranks)"));
   detail::put_legend_below(loss_plot_, 3);
   accuracy_plot_ = new QCustomPlot(this);
+  add_save_menu(accuracy_plot_);
   accuracy_plot_->setMinimumHeight(150);
   accuracy_plot_->yAxis->setLabel(tr("test accuracy"));
   accuracy_plot_->yAxis->setRange(0, 1.02);  // a fraction: one fixed scale compares runs honestly

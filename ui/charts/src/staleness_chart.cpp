@@ -10,6 +10,7 @@
 #include <qcustomplot.h>
 
 #include "loom/ui/colors.h"
+#include "loom/ui/charts/chart_export.h"
 #include "plot_style.h"
 
 namespace loom::ui::charts {
@@ -48,6 +49,7 @@ StalenessChart::StalenessChart(QWidget* parent) : QWidget(parent) {
 
 void StalenessChart::buildPlot() {
   plot_ = new QCustomPlot(this);
+  add_save_menu(plot_);
   plot_->setMinimumHeight(140);
   QCPAxisRect* left = plot_->axisRect();
   left->axis(QCPAxis::atBottom)->setLabel(tr("staleness (parameter versions)"));

@@ -2,6 +2,7 @@
 // are coalesced by a single-shot timer: the first append after a redraw starts it, later
 // appends ride along, and nothing runs while no records arrive.
 #include "loom/ui/charts/training_charts.h"
+#include "loom/ui/charts/chart_export.h"
 
 #include <QComboBox>
 #include <QEvent>
@@ -95,6 +96,7 @@ TrainingCharts::TrainingCharts(QWidget* parent) : QWidget(parent) {
 
 void TrainingCharts::buildPlots() {
   loss_plot_ = new QCustomPlot(this);
+  add_save_menu(loss_plot_);
   loss_plot_->setMinimumHeight(160);
   loss_plot_->yAxis->setLabel(tr("loss"));
   loss_plot_->yAxis2->setVisible(true);
@@ -105,6 +107,8 @@ void TrainingCharts::buildPlots() {
   detail::put_legend_below(loss_plot_, 4);
 
   throughput_plot_ = new QCustomPlot(this);
+
+  add_save_menu(throughput_plot_);
   throughput_plot_->setMinimumHeight(120);
   throughput_plot_->yAxis->setLabel(tr("samples/s"));
   QCPGraph* throughput = add_graph(throughput_plot_, {"samples_per_s", "samples/s since start", false, false});
