@@ -682,6 +682,50 @@ std::string format_phases(const Comparison& c) {
 
 }  // namespace
 
-std::string format_comparison(const Comparison& c) { return format_runs(c) + format_metrics(c) + format_phases(c); }
+std::vector<StepTimeDelta> step_time_split(const Comparison& c) {
+  auto row_of = [&](std::string_view key) -> const CompareRow* {
+    for (const CompareRow& row : c.metrics)
+      if (row.key == key) return &row;
+    return nullptr;
+  };
+  std::vector<StepTimeDelta> out;
+  const CompareRow* path = row_of("path_ms");
+  if (!path) return out;
+  static const std::pair<const char*, const char*> kParts[] = {{"path_work_ms", "work"},
+                                                                {"path_comm_ms", "communication"},
+                                                                {"path_waiting_ms", "waiting for late ranks"},
+                                                                {"path_descheduled_ms", "descheduled"},
+                                                                {"path_untraced_ms", "untraced"}};
+  for (std::size_t i = 1; i < path->values.size(); ++i) {
+    StepTimeDelta d;
+    d.run = int(i);
+    d.total_ms = path->values[i] - path->values[0];
+    if (!std::isfinite(d.total_ms)) continue;
+    for (const auto& [key, name] : kParts) {
+      const CompareRow* row = row_of(key);
+      const double v = row ? row->values[i] - row->values[0] : kNaN;
+      if (std::isfinite(v)) d.parts.emplace_back(name, v);
+    }
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+std::string format_step_time_split(const Comparison& c) {
+  std::string out;
+  for (const StepTimeDelta& d : step_time_split(c)) {
+    out += printf_string("%c: %+.2f ms =", letter(std::size_t(d.run)), d.total_ms);
+    for (std::size_t k = 0; k < d.parts.size(); ++k)
+      out += printf_string("%s %s %+.2f", k == 0 ? "" : ",", d.parts[k].first.c_str(), d.parts[k].second);
+    out += "\n";
+  }
+  return out;
+}
+
+std::string format_comparison(const Comparison& c) {
+  std::string split = format_step_time_split(c);
+  if (!split.empty()) split = "\nwhere the step time went: critical path per step against A's, by part (ms)\n" + split;
+  return format_runs(c) + format_metrics(c) + split + format_phases(c);
+}
 
 }  // namespace loom::analysis

@@ -190,6 +190,34 @@ class TestCompare : public QObject {
     QVERIFY2(text.find("1.77x") != std::string::npos, text.c_str());  // 23 / 13
   }
 
+  // The difference in critical path per step, split by part; a run without a path is
+  // left out, and so is a part that is unknown.
+  void stepTimeSplitByPart() {
+    using loom::analysis::CompareRow;
+    using loom::analysis::kNaN;
+    auto row = [](const char* key, std::vector<double> v) {
+      CompareRow r;
+      r.key = key;
+      r.values = std::move(v);
+      return r;
+    };
+    loom::analysis::Comparison c;
+    c.runs.resize(3);
+    c.metrics = {row("path_ms", {10, 14, kNaN}),         row("path_work_ms", {6, 9, 5}),
+                 row("path_comm_ms", {3, 2.5, 1}),       row("path_waiting_ms", {1, 2.5, 0}),
+                 row("path_descheduled_ms", {0, kNaN, 0}), row("path_untraced_ms", {0, 0, 0})};
+    const auto split = loom::analysis::step_time_split(c);
+    QCOMPARE(split.size(), std::size_t(1));
+    QCOMPARE(split[0].run, 1);
+    QCOMPARE(split[0].total_ms, 4.0);
+    const std::vector<std::pair<std::string, double>> parts{
+        {"work", 3.0}, {"communication", -0.5}, {"waiting for late ranks", 1.5}, {"untraced", 0.0}};
+    QCOMPARE(split[0].parts, parts);
+    const std::string text = loom::analysis::format_step_time_split(c);
+    QCOMPARE(text, std::string("B: +4.00 ms = work +3.00, communication -0.50, waiting for late ranks +1.50, "
+                               "untraced +0.00\n"));
+  }
+
   void efficiencyAndRanges() {
     loom::analysis::RankBreakdown r0, r1, server;
     r0.compute_s = 6, r0.optimizer_s = 1, r0.data_s = 1, r0.window_s = 10, r0.steady_steps = 4;

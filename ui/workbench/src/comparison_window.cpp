@@ -493,33 +493,21 @@ void ComparisonWindow::fillMetrics(const loom::analysis::Comparison& c) {
 // the parts the path is made of (analysis::critical_path): work on the path, exposed
 // communication, waiting for a late rank, time descheduled, and untraced gaps.
 QString ComparisonWindow::stepTimeSplit(const loom::analysis::Comparison& c) const {
-  auto row_of = [&](const char* key) -> const loom::analysis::CompareRow* {
-    for (const auto& row : c.metrics)
-      if (row.key == key) return &row;
-    return nullptr;
-  };
-  const auto* path = row_of("path_ms");
-  if (!path || !std::isfinite(path->values[0])) return tr("Where the step time went: no critical path for run A.");
-  const std::pair<const char*, QString> parts[] = {{"path_work_ms", tr("work")},
-                                                   {"path_comm_ms", tr("communication")},
-                                                   {"path_waiting_ms", tr("waiting for late ranks")},
-                                                   {"path_descheduled_ms", tr("descheduled")},
-                                                   {"path_untraced_ms", tr("untraced")}};
+  const auto split = loom::analysis::step_time_split(c);
+  if (split.empty()) return tr("Where the step time went: no critical path to compare.");
+  double base = std::nan("");
+  for (const auto& row : c.metrics)
+    if (row.key == "path_ms") base = row.values[0];
   QStringList lines{tr("<b>Where the step time went</b> (critical path per step, against run A's %1 ms):")
-                        .arg(qs(loom::analysis::format_compare_value(path->values[0])))};
-  for (std::size_t i = 1; i < c.runs.size(); ++i) {
-    const double delta = path->values[i] - path->values[0];
-    if (!std::isfinite(delta)) continue;
-    QStringList split;
-    for (const auto& [key, name] : parts) {
-      const auto* row = row_of(key);
-      const double d = row ? row->values[i] - row->values[0] : std::nan("");
-      if (std::isfinite(d)) split << QStringLiteral("%1 %2%3").arg(name, d >= 0 ? "+" : "").arg(d, 0, 'f', 2);
-    }
+                        .arg(qs(loom::analysis::format_compare_value(base)))};
+  for (const auto& d : split) {
+    QStringList parts;
+    for (const auto& [name, ms] : d.parts)
+      parts << QStringLiteral("%1 %2%3").arg(qs(name), ms >= 0 ? "+" : "").arg(ms, 0, 'f', 2);
     lines << QStringLiteral("%1 %2: %3%4 ms = %5")
-                 .arg(swatch_html(run_color(int(i))), run_letter(int(i)), delta >= 0 ? "+" : "")
-                 .arg(delta, 0, 'f', 2)
-                 .arg(split.join(QStringLiteral(", ")));
+                 .arg(swatch_html(run_color(d.run)), run_letter(d.run), d.total_ms >= 0 ? "+" : "")
+                 .arg(d.total_ms, 0, 'f', 2)
+                 .arg(parts.join(QStringLiteral(", ")));
   }
   return lines.join(QStringLiteral("<br>"));
 }

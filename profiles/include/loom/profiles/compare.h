@@ -130,6 +130,18 @@ TimeToAccuracy time_to_accuracy(const std::vector<store::MetricRecord>& accuracy
 // unknown number null. docs/figures.md documents the shape.
 nlohmann::json comparison_to_json(const Comparison& c);
 
+// Where the step time went: run i's critical path per step minus run A's, split into the
+// parts the path is made of (work, communication, waiting for late ranks, descheduled,
+// untraced; critical_path.h). One entry per later run whose path and A's are known.
+struct StepTimeDelta {
+  int run = 0;
+  double total_ms = kNaN;
+  std::vector<std::pair<std::string, double>> parts;  // {"work", +1.2}, ...; unknown parts left out
+};
+std::vector<StepTimeDelta> step_time_split(const Comparison& c);
+// "B: +4.07 ms = work +4.53, communication -0.11, ..." per run, against A's path.
+std::string format_step_time_split(const Comparison& c);
+
 // A figure as the comparison prints it everywhere: "-" when unknown, whole numbers bare,
 // otherwise 3 significant digits or so ("12.3", "0.457", "1234").
 std::string format_compare_value(double v);
