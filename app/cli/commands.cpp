@@ -1,9 +1,13 @@
-// loom-cli subcommands: validate, run, runs, show, compare, export, resume, import (rename, tag
-// and delete are in edit_commands.cpp). Libraries return errors as values; this file turns
+// loom-cli subcommands: validate, run, runs, show, compare, export, resume, import, report
+// (rename, tag and delete are in edit_commands.cpp). Libraries return errors as values; this file turns
 // them into messages with hints and exit codes.
 #include "commands.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <cmath>
 #include <csignal>
 #include <limits>
@@ -499,6 +503,22 @@ int cmd_import(const Args& args) {
                 static_cast<long long>(events), static_cast<long long>(*id));
   }
   return kOk;
+}
+
+int cmd_report(int argc, char** argv) {
+  char self[4096] = {};
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  std::string program = n > 0 ? std::string(self, std::size_t(n)) : std::string("loom-cli");
+  program = program.substr(0, program.rfind('/') + 1) + "loom-report";
+  std::vector<char*> args{program.data()};
+  for (int i = 2; i < argc; ++i) args.push_back(argv[i]);
+  args.push_back(nullptr);
+  execv(program.c_str(), args.data());
+  std::fprintf(stderr,
+               "loom-cli: report: cannot start %s (%s); reports need the workbench's widgets, built where Qt "
+               "Widgets and QCustomPlot are installed (scripts/install-deps.sh)\n",
+               program.c_str(), std::strerror(errno));
+  return kFailed;
 }
 
 }  // namespace loom::cli

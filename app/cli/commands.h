@@ -40,6 +40,8 @@ int cmd_compare(const Args& args);
 int cmd_rename(const Args& args);
 int cmd_tag(const Args& args);
 int cmd_delete(const Args& args);
+// Runs loom-report (beside loom-cli) with argv[2...]; its exit code is loom-cli's.
+int cmd_report(int argc, char** argv);
 
 // Shared by the commands.
 void print_error(const Error& error);  // "loom-cli: message (hint: ...)" on stderr

@@ -23,6 +23,7 @@ constexpr const char* kUsage =
     "  export RUN_ID --chrome FILE      write a stored run as a Chrome trace (open it in Perfetto)\n"
     "  resume RUN_ID [--replicas N]     continue a failed, stopped, hung or interrupted run from its checkpoint\n"
     "  import --kineto FILE...          store PyTorch profiler traces (one per rank) as a run to show and compare\n"
+    "  report RUN_ID... --html/--pdf F  a report of one run or a comparison, with charts and timelines\n"
     "\n"
     "`loom-cli <command> --help` describes one command.\n"
     "The run store is --db PATH, else $LOOM_DB, else $XDG_DATA_HOME/loom/runs.db.\n"
@@ -231,6 +232,8 @@ int main(int argc, char** argv) {
     return argc < 2 ? kInvalidInput : kOk;
   }
   const std::string command = argv[1];
+  // Reports draw with the workbench's widgets: a program of their own, with its own options.
+  if (command == "report") return cmd_report(argc, argv);
   const char* help = command_help(command);
   if (!help) {
     std::fprintf(stderr, "loom-cli: unknown command '%s'\n%s", command.c_str(), kUsage);

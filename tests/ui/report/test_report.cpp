@@ -1,0 +1,171 @@
+// Reports over a real store file with two runs written into it (two ranks, five steps of
+// forward/backward spans, loss and accuracy metrics): the comparison's document names both
+// runs and holds the figures, where the step time went, the phase diff and one picture per
+// chart and timeline; one run's report holds `show`'s text; HTML is self-contained, PDF is
+// a PDF; a wrong extension, an unknown run and too many runs are refused; `loom-cli report`
+// writes both files and exits 2 on bad input.
+#include <QFile>
+#include <QProcess>
+#include <QRegularExpression>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include "loom/core/plan.h"
+#include "loom/profiles/run_store.h"
+#include "loom/ui/report/report.h"
+
+namespace {
+
+using loom::trace::Event;
+using loom::trace::EventKind;
+
+Event span(EventKind kind, std::int64_t start_ms, double length_ms, int step) {
+  Event e;
+  e.kind = kind;
+  e.start_ns = start_ms * 1'000'000;
+  e.end_ns = e.start_ns + std::int64_t(length_ms * 1e6);
+  e.step = step;
+  return e;
+}
+
+void check(const loom::Status& s) {
+  if (!s.ok()) qFatal("%s", s.error().describe().c_str());
+}
+
+// Two data-parallel ranks; each step `step_ms` long, most of it forward and backward.
+qint64 store_run(loom::store::RunStore& store, const char* name, double step_ms) {
+  loom::Plan plan = loom::default_plan();
+  plan.name = name;
+  plan.parallel.data_parallel = 2;
+  plan.parallel.devices.assign(2, loom::DeviceSpec{});
+  const std::int64_t id = *store.create_run(loom::store::new_run_record(plan, "test"));
+  std::vector<loom::store::MetricRecord> metrics;
+  for (int rank = 0; rank < 2; ++rank) {
+    loom::store::RankRecord record;
+    record.rank = rank;
+    check(store.upsert_rank(id, record));
+    std::vector<Event> events;
+    for (int step = 0; step < 5; ++step) {
+      const std::int64_t t = std::int64_t(step * step_ms);
+      events.push_back(span(EventKind::Forward, t, step_ms * 0.3, step));
+      events.push_back(span(EventKind::Backward, t + std::int64_t(step_ms * 0.3), step_ms * 0.6, step));
+      events.push_back(span(EventKind::Step, t, step_ms, step));
+      metrics.push_back({rank, step, (t + 1) * 1'000'000, "loss", 2.0 - 0.2 * step});
+    }
+    metrics.push_back({rank, 4, 5 * std::int64_t(step_ms) * 1'000'000, "test_accuracy", 0.5});
+    check(store.append_events(id, rank, events.data(), events.size()));
+  }
+  check(store.append_metrics(id, metrics));
+  check(store.finish_run(id, "completed", 1.0, 640, ""));
+  return id;
+}
+
+}  // namespace
+
+class TestReport : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void initTestCase() {
+    db_ = dir_.filePath("runs.db");
+    auto store = loom::store::RunStore::open(db_.toStdString());
+    QVERIFY(store.ok());
+    fast_ = store_run(*store, "fast", 10);
+    slow_ = store_run(*store, "slow", 20);
+  }
+
+  void comparisonReportHoldsFiguresAndPictures() {
+    auto store = loom::store::RunStore::open(db_.toStdString());
+    loom::ui::report::ReportOptions options;
+    options.runs = {fast_, slow_};
+    auto report = loom::ui::report::build_report(*store, options);
+    QVERIFY2(report.ok(), report.ok() ? "" : report.error().describe().c_str());
+    QCOMPARE(report->title, QString("Loom comparison: runs #%1, #%2").arg(fast_).arg(slow_));
+    const QString& html = report->html;
+    for (const char* text : {"fast", "slow", "all-reduce, 2 replicas", "step time, median", "Where the step time went",
+                             "Phase diff", "forward", "Training curves", "Timelines at step 1", "Plan of B"})
+      QVERIFY2(html.contains(text), text);
+    // The slow run's median step is twice the fast one's: its ratio says so.
+    QVERIFY2(html.contains("20 (2.00&times;)"), qPrintable(html.mid(html.indexOf("step time, median"), 300)));
+    // One curves picture and one timeline per run, each referenced once.
+    QCOMPARE(report->images.size(), std::size_t(3));
+    for (std::size_t i = 0; i < report->images.size(); ++i) {
+      QVERIFY(!report->images[i].isNull() && report->images[i].width() >= 900);
+      QCOMPARE(html.count(QString("src=\"image:%1\"").arg(i)), 1);
+    }
+  }
+
+  void oneRunReportHoldsShowsText() {
+    auto store = loom::store::RunStore::open(db_.toStdString());
+    loom::ui::report::ReportOptions options;
+    options.runs = {slow_};
+    auto report = loom::ui::report::build_report(*store, options);
+    QVERIFY(report.ok());
+    QVERIFY(report->html.contains("steady"));          // format_summary's throughput basis
+    QVERIFY(report->html.contains("critical path"));   // format_path_analysis
+    QCOMPARE(report->images.size(), std::size_t(3));   // breakdown, curves, timeline
+  }
+
+  void writesSelfContainedHtmlAndPdf() {
+    auto store = loom::store::RunStore::open(db_.toStdString());
+    loom::ui::report::ReportOptions options;
+    options.runs = {fast_, slow_};
+    auto report = loom::ui::report::build_report(*store, options);
+    QVERIFY(report.ok());
+    const QString html_path = dir_.filePath("r.html"), pdf_path = dir_.filePath("r.pdf");
+    QVERIFY(loom::ui::report::write_report(*report, html_path).ok());
+    QVERIFY(loom::ui::report::write_report(*report, pdf_path).ok());
+    QFile html(html_path), pdf(pdf_path);
+    QVERIFY(html.open(QIODevice::ReadOnly) && pdf.open(QIODevice::ReadOnly));
+    const QByteArray text = html.readAll();
+    QVERIFY(!text.contains("image:"));
+    QCOMPARE(text.count("src=\"data:image/png;base64,"), 3);
+    QVERIFY(pdf.read(5) == "%PDF-");
+    QVERIFY(pdf.size() > 20000);  // the pictures are in it
+    const loom::Status refused = loom::ui::report::write_report(*report, dir_.filePath("r.txt"));
+    QVERIFY(!refused.ok() && refused.error().message.find(".html or .pdf") != std::string::npos);
+  }
+
+  void badRequestsAreRefused() {
+    auto store = loom::store::RunStore::open(db_.toStdString());
+    loom::ui::report::ReportOptions options;
+    options.runs = {fast_, 999};
+    auto unknown = loom::ui::report::build_report(*store, options);
+    QVERIFY(!unknown.ok() && unknown.error().code == loom::ErrorCode::NotFound);
+    options.runs = {fast_, slow_, fast_, slow_, fast_, slow_, fast_};
+    QVERIFY(!loom::ui::report::build_report(*store, options).ok());
+  }
+
+  void cliWritesTheFilesAndRefusesBadInput() {
+    const QString html = dir_.filePath("cli.html"), pdf = dir_.filePath("cli.pdf");
+    QCOMPARE(cli({"report", QString::number(fast_), QString::number(slow_), "--html", html, "--pdf", pdf, "--db", db_}), 0);
+    QVERIFY(QFile::exists(html) && QFile::exists(pdf));
+    QVERIFY2(out_.contains("wrote " + html), qPrintable(out_));
+    QCOMPARE(cli({"report", "999", "--html", html, "--db", db_}), 2);
+    QVERIFY2(err_.contains("999"), qPrintable(err_));
+    QCOMPARE(cli({"report", QString::number(fast_), "--db", db_}), 2);
+    QVERIFY2(err_.contains("--html FILE or --pdf FILE"), qPrintable(err_));
+    QCOMPARE(cli({"report", QString::number(fast_), "--html", dir_.filePath("x.pdf"), "--db", db_}), 2);
+    QCOMPARE(cli({"report", QString::number(fast_), "--html", html, "--db", dir_.filePath("none.db")}), 2);
+    QVERIFY2(err_.contains("no run store"), qPrintable(err_));
+    QCOMPARE(cli({"report", "--help"}), 0);
+    QVERIFY(out_.contains("usage: loom-cli report"));
+  }
+
+ private:
+  int cli(const QStringList& args) {
+    QProcess p;
+    p.start(LOOM_CLI, args);
+    if (!p.waitForFinished(60000)) return -1;
+    out_ = QString::fromUtf8(p.readAllStandardOutput());
+    err_ = QString::fromUtf8(p.readAllStandardError());
+    return p.exitCode();
+  }
+
+  QTemporaryDir dir_;
+  QString db_, out_, err_;
+  qint64 fast_ = 0, slow_ = 0;
+};
+
+QTEST_MAIN(TestReport)
+#include "test_report.moc"

@@ -1,0 +1,284 @@
+// build_report, self_contained_html and write_report (report.h).
+#include "loom/ui/report/report.h"
+
+#include <QBuffer>
+#include <QDateTime>
+#include <QFile>
+#include <QFileInfo>
+#include <QPageSize>
+#include <QPdfWriter>
+#include <QTextDocument>
+#include <QUrl>
+
+#include <cmath>
+#include <optional>
+
+#include "loom/core/model_info.h"
+#include "loom/core/plan.h"
+#include "loom/profiles/analysis.h"
+#include "loom/profiles/compare.h"
+#include "loom/profiles/critical_path.h"
+#include "loom/ui/colors.h"
+#include "report_pictures.h"
+
+namespace loom::ui::report {
+
+namespace {
+
+QString qs(const std::string& text) { return QString::fromStdString(text); }
+QString esc(const std::string& text) { return qs(text).toHtmlEscaped(); }
+QString letter(std::size_t i) { return QString(QChar('A' + int(i))); }
+QString pre(const std::string& text) { return QStringLiteral("<pre>%1</pre>").arg(esc(text)); }
+
+QString number(double v, int decimals) {
+  return std::isfinite(v) ? QString::number(v, 'f', decimals) : QStringLiteral("-");
+}
+
+// What report pictures and tables need of one run, read once.
+struct RunData {
+  store::RunRecord run;
+  std::optional<Plan> plan;
+  std::vector<store::MetricRecord> metrics;
+  detail::RunTimeline timeline;
+  std::vector<std::pair<int, std::int64_t>> first_steps;  // rank, its first Step start
+};
+
+Expected<RunData> read_run(store::RunStore& store, std::int64_t id) {
+  RunData d;
+  auto run = store.load_run(id);
+  if (!run.ok()) return run.error();
+  d.run = std::move(*run);
+  auto parsed = parse_plan(d.run.plan_json);
+  if (parsed.ok()) d.plan = std::move(*parsed.plan);
+  auto metrics = store.load_metrics(id);
+  if (!metrics.ok()) return metrics.error();
+  d.metrics = std::move(*metrics);
+  auto clocks = store.load_ranks(id);
+  if (!clocks.ok()) return clocks.error();
+  d.timeline.clocks = std::move(*clocks);
+  auto ranks = store.event_ranks(id);
+  if (!ranks.ok()) return ranks.error();
+  for (int rank : *ranks) {
+    auto events = store.load_events(id, rank);
+    if (!events.ok()) return events.error();
+    for (const trace::Event& e : *events) {
+      if (e.kind != trace::EventKind::Step) continue;
+      d.first_steps.emplace_back(rank, e.start_ns);
+      break;
+    }
+    d.timeline.events.emplace_back(rank, std::move(*events));
+  }
+  d.timeline.layer_names = analysis::layer_names_by_id(d.run.plan_json);
+  return d;
+}
+
+QString image_tag(Report& report, QImage image, const QString& alt) {
+  report.images.push_back(std::move(image));
+  return QStringLiteral("<p><img src=\"image:%1\" width=\"%2\" alt=\"%3\"></p>")
+      .arg(report.images.size() - 1)
+      .arg(std::min(report.images.back().width(), 680))
+      .arg(alt.toHtmlEscaped());
+}
+
+double last_metric(const std::vector<store::MetricRecord>& metrics, const std::string& name) {
+  double v = std::nan("");
+  for (const auto& m : metrics)
+    if (m.name == name && m.step >= 0) v = m.value;  // ordered by step, then time
+  return v;
+}
+
+QString runs_table(const std::vector<RunData>& runs) {
+  QString html = QStringLiteral(
+      "<table width=\"100%\" border=\"1\" cellspacing=\"0\" cellpadding=\"3\"><tr><th></th><th>run</th><th>name</th><th>mode</th>"
+      "<th>status</th><th>ranks</th><th>wall s</th><th>samples/s</th><th>final test accuracy</th></tr>");
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const store::RunRecord& r = runs[i].run;
+    html += QStringLiteral("<tr><td><font color=\"%1\">&#9632;</font> %2</td><td>#%3</td><td>%4</td><td>%5</td>"
+                           "<td>%6</td><td align=\"right\">%7</td><td align=\"right\">%8</td>"
+                           "<td align=\"right\">%9</td><td align=\"right\">%10</td></tr>")
+                .arg(run_color(int(i)).name(), letter(i))
+                .arg(r.id)
+                .arg(esc(r.name), esc(analysis::run_mode(r)), esc(r.status))
+                .arg(r.world_size)
+                .arg(number(r.wall_s, 1), number(r.samples_per_s(), 0),
+                     number(100 * last_metric(runs[i].metrics, "test_accuracy"), 2) + QStringLiteral(" %"));
+  }
+  return html + QStringLiteral("</table>");
+}
+
+// The model table `loom-cli validate` prints, and the training settings.
+QString plan_section(const RunData& d, std::size_t index) {
+  QString html = QStringLiteral("<h3>Plan of %1 (#%2 %3)</h3>").arg(letter(index)).arg(d.run.id).arg(esc(d.run.name));
+  if (!d.plan) return html + QStringLiteral("<p>The stored plan does not parse (an imported trace has none).</p>");
+  const Plan& p = *d.plan;
+  const QString length = p.training.steps > 0 ? QStringLiteral("%1 steps").arg(p.training.steps)
+                                              : QStringLiteral("%1 epochs").arg(p.training.epochs);
+  html += QStringLiteral("<p>Global batch %1, %2, %3 with learning rate %4, data %5, seed %6.</p>")
+              .arg(p.training.batch)
+              .arg(length, qs(std::string(optimizer_name(p.training.optimizer.kind))))
+              .arg(p.training.optimizer.lr)
+              .arg(qs(std::string(data_source_name(p.data.source))))
+              .arg(p.training.seed);
+  return html + pre(format_model_table(infer_model(p, nullptr)));
+}
+
+QString comparison_tables(const analysis::Comparison& c) {
+  QString html = QStringLiteral("<h2>Figures</h2><p>Each value with its ratio to run A; &#9733; marks the better "
+                                "run where one is better (docs/figures.md defines every figure).</p>"
+                                "<table width=\"100%\" border=\"1\" cellspacing=\"0\" cellpadding=\"3\"><tr><th>figure</th>");
+  for (std::size_t i = 0; i < c.runs.size(); ++i) html += QStringLiteral("<th>%1 #%2</th>").arg(letter(i)).arg(c.runs[i].id);
+  html += QStringLiteral("</tr>");
+  for (const auto& row : c.metrics) {
+    if (std::none_of(row.values.begin(), row.values.end(), [](double v) { return std::isfinite(v); })) continue;
+    html += QStringLiteral("<tr><td>%1%2</td>").arg(esc(row.label), row.unit.empty() ? QString() : " (" + esc(row.unit) + ")");
+    for (std::size_t i = 0; i < row.values.size(); ++i) {
+      QString cell = qs(analysis::format_compare_value(row.values[i]));
+      const double ratio = row.values[i] / row.values[0];
+      if (i > 0 && std::isfinite(ratio)) cell += QStringLiteral(" (%1&times;)").arg(ratio, 0, 'f', 2);
+      if (int(i) == row.best) cell = QStringLiteral("<b>&#9733; %1</b>").arg(cell);
+      html += QStringLiteral("<td align=\"right\">%1</td>").arg(cell);
+    }
+    html += QStringLiteral("</tr>");
+  }
+  html += QStringLiteral("</table>");
+  const std::string split = analysis::format_step_time_split(c);
+  if (!split.empty())
+    html += QStringLiteral("<h3>Where the step time went</h3><p>Critical path per step against run A's, by part "
+                           "(ms):</p>") + pre(split);
+  if (!c.phases.empty()) {
+    html += QStringLiteral("<h3>Phase diff</h3><table width=\"100%\" border=\"1\" cellspacing=\"0\" cellpadding=\"3\"><tr><th>role</th>"
+                           "<th>phase</th>");
+    for (std::size_t i = 0; i < c.runs.size(); ++i) html += QStringLiteral("<th>%1 ms</th>").arg(letter(i));
+    html += QStringLiteral("</tr>");
+    for (const auto& row : c.phases) {
+      html += QStringLiteral("<tr><td>%1</td><td>%2</td>").arg(esc(row.role), esc(row.phase));
+      for (double v : row.median_ms) html += QStringLiteral("<td align=\"right\">%1</td>").arg(qs(analysis::format_compare_value(v)));
+      html += QStringLiteral("</tr>");
+    }
+    html += QStringLiteral("</table>");
+  }
+  return html;
+}
+
+// `loom-cli show`'s text for one run: summary, efficiencies, critical path.
+Expected<QString> one_run_figures(store::RunStore& store, const RunData& d, Report& report, int width_px) {
+  auto summary = analysis::summarize_run(store, d.run.id);
+  if (!summary.ok()) return summary.error();
+  std::vector<std::vector<trace::Event>> events;
+  for (const auto& [rank, e] : d.timeline.events) {
+    if (events.size() <= std::size_t(rank)) events.resize(std::size_t(rank) + 1);
+    events[std::size_t(rank)] = e;
+  }
+  const auto paths = analysis::analyze_run_paths(d.run, d.timeline.clocks, std::move(events));
+  const std::string text = analysis::format_summary(*summary) +
+                           analysis::format_efficiency(analysis::pop_efficiency(summary->ranks)) +
+                           analysis::format_path_analysis(paths, d.timeline.layer_names);
+  return QStringLiteral("<h2>Figures</h2>") + pre(text) + QStringLiteral("<h3>Where each rank's time went</h3>") +
+         image_tag(report, detail::breakdown_picture(*summary, width_px), QStringLiteral("breakdown"));
+}
+
+QString document(const QString& title, const QString& body) {
+  return QStringLiteral("<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>%1</title>"
+                        "<style>body{font-family:sans-serif;max-width:60em;margin:1em auto}"
+                        "pre{font-size:8pt}table{border-collapse:collapse;font-size:9pt}"
+                        "img{max-width:100%}</style></head><body><h1>%1</h1>%2</body></html>")
+      .arg(title.toHtmlEscaped(), body);
+}
+
+}  // namespace
+
+Expected<Report> build_report(store::RunStore& store, const ReportOptions& options) {
+  if (options.runs.empty() || int(options.runs.size()) > analysis::kMaxCompared)
+    return make_error(ErrorCode::InvalidArgument, "a report is of one run or of 2 to 6 runs",
+                      "name the runs by id (loom-cli runs lists them)");
+  std::vector<RunData> runs;
+  for (std::int64_t id : options.runs) {
+    auto d = read_run(store, id);
+    if (!d.ok()) return d.error();
+    runs.push_back(std::move(*d));
+  }
+  Report report;
+  QStringList ids;
+  for (const RunData& d : runs) ids << QStringLiteral("#%1").arg(d.run.id);
+  report.title = runs.size() == 1 ? QStringLiteral("Loom report: run #%1 %2").arg(runs[0].run.id).arg(qs(runs[0].run.name))
+                                  : QStringLiteral("Loom comparison: runs %1").arg(ids.join(QStringLiteral(", ")));
+  QString body = QStringLiteral("<p>Made %1 from %2.</p>")
+                     .arg(QDateTime::currentDateTime().toString(Qt::ISODate), esc(store.path())) +
+                 runs_table(runs);
+  if (runs.size() == 1) {
+    auto figures = one_run_figures(store, runs[0], report, options.width_px);
+    if (!figures.ok()) return figures.error();
+    body += *figures;
+  } else {
+    analysis::CompareOptions compare;
+    compare.target_accuracy = options.target_accuracy;
+    auto c = analysis::compare_runs(store, options.runs, compare);
+    if (!c.ok()) return c.error();
+    body += comparison_tables(*c);
+  }
+  std::vector<detail::RunCurves> curves;
+  std::vector<detail::RunTimeline> timelines;
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const double batch = runs[i].plan ? double(runs[i].plan->training.batch) : 1.0;
+    curves.push_back({QStringLiteral("%1 #%2 %3").arg(letter(i)).arg(runs[i].run.id).arg(qs(runs[i].run.name)), batch,
+                      runs[i].metrics, runs[i].first_steps});
+    timelines.push_back(runs[i].timeline);
+  }
+  body += QStringLiteral("<h2>Training curves</h2>") +
+          image_tag(report, detail::curves_picture(curves, options.width_px), QStringLiteral("training curves"));
+  body += QStringLiteral("<h2>Timelines at step %1</h2><p>From the start of step %1, the same time span for every "
+                         "run.</p>").arg(options.step);
+  std::vector<QImage> pictures = detail::timeline_pictures(timelines, options.step, options.width_px);
+  for (std::size_t i = 0; i < pictures.size(); ++i) {
+    body += QStringLiteral("<h3><font color=\"%1\">&#9632;</font> %2 #%3 %4</h3>")
+                .arg(run_color(int(i)).name(), letter(i)).arg(runs[i].run.id).arg(esc(runs[i].run.name));
+    body += image_tag(report, std::move(pictures[i]), QStringLiteral("timeline"));
+  }
+  for (std::size_t i = 0; i < runs.size(); ++i) body += plan_section(runs[i], i);
+  report.html = document(report.title, body);
+  return report;
+}
+
+QString self_contained_html(const Report& report) {
+  QString html = report.html;
+  for (std::size_t i = 0; i < report.images.size(); ++i) {
+    QByteArray png;
+    QBuffer buffer(&png);
+    buffer.open(QIODevice::WriteOnly);
+    report.images[i].save(&buffer, "PNG");
+    html.replace(QStringLiteral("src=\"image:%1\"").arg(i),
+                 QStringLiteral("src=\"data:image/png;base64,%1\"").arg(QString::fromLatin1(png.toBase64())));
+  }
+  return html;
+}
+
+Status write_report(const Report& report, const QString& path) {
+  const QString format = QFileInfo(path).suffix().toLower();
+  if (format == "html" || format == "htm") {
+    QFile file(path);
+    if (!file.open(QIODevice::WriteOnly | QIODevice::Truncate))
+      return make_error(ErrorCode::Io, path.toStdString() + ": " + file.errorString().toStdString());
+    const QByteArray bytes = self_contained_html(report).toUtf8();
+    if (file.write(bytes) != bytes.size() || !file.flush())
+      return make_error(ErrorCode::Io, path.toStdString() + ": " + file.errorString().toStdString());
+    return {};
+  }
+  if (format == "pdf") {
+    QTextDocument doc;
+    for (std::size_t i = 0; i < report.images.size(); ++i)
+      doc.addResource(QTextDocument::ImageResource, QUrl(QStringLiteral("image:%1").arg(i)), report.images[i]);
+    doc.setHtml(report.html);
+    QPdfWriter writer(path);
+    writer.setPageSize(QPageSize(QPageSize::A4));
+    writer.setTitle(report.title);
+    writer.setCreator(QStringLiteral("Loom"));
+    doc.print(&writer);
+    if (!QFileInfo(path).exists() || QFileInfo(path).size() == 0)
+      return make_error(ErrorCode::Io, path.toStdString() + " could not be written");
+    return {};
+  }
+  return make_error(ErrorCode::InvalidArgument, path.toStdString() + ": a report is written as .html or .pdf",
+                    "name the file report.html or report.pdf");
+}
+
+}  // namespace loom::ui::report
