@@ -6,6 +6,7 @@
 // stopped run resumes from the window with another replica count; two real runs compared
 // from the Runs dock (curves, coupled timelines, metrics, phases).
 #include <QAction>
+#include <QFile>
 #include <QPointer>
 #include <QStandardPaths>
 #include <QTableWidget>
@@ -203,8 +204,16 @@ class TestWorkbench : public QObject {
     other.setRunPlanPrompt([](qint64, const QString&) { return false; });
     other.setDbPath(window_->dbPath());
     QSignalSpy loaded(&other, &MainWindow::runLoaded);
+    QVERIFY(!other.reportAction()->isEnabled());  // no run on screen yet
     other.openRun(id);
     QTRY_COMPARE_WITH_TIMEOUT(loaded.count(), 1, 20000);
+    // File > Save run report writes that run's report.
+    QVERIFY(other.reportAction()->isEnabled());
+    const QString report = dir_.filePath("run.html");
+    QCOMPARE(other.saveRunReport(report), QString());
+    QFile html(report);
+    QVERIFY(html.open(QIODevice::ReadOnly));
+    QVERIFY(html.readAll().contains(QString("Loom report: run #%1 workbench-test").arg(id).toUtf8()));
     auto store = loom::store::RunStore::open(window_->dbPath().toStdString());
     QCOMPARE(static_cast<std::int64_t>(other.views()->timeline()->data().event_count()), *store->count_events(id));
     QVERIFY2(other.launchLog().contains("mpirun -n 2"),
@@ -305,6 +314,12 @@ class TestWorkbench : public QObject {
     cmp->setTargetAccuracy(0.05);
     QTRY_VERIFY_WITH_TIMEOUT(cmp->comparisonShown(), 60000);
     QVERIFY(metric_row(cmp->metricsTable(), "time_to_target_s") >= 0);
+
+    // The comparison's report, as the Save report button writes it.
+    const QString report = dir_.filePath("comparison.pdf");
+    QCOMPARE(cmp->saveReport(report), QString());
+    QFile pdf(report);
+    QVERIFY(pdf.open(QIODevice::ReadOnly) && pdf.read(5) == "%PDF-");
 
     cmp->close();  // deleted when closed
     QTRY_VERIFY_WITH_TIMEOUT(cmp.isNull(), 5000);

@@ -6,7 +6,10 @@
 #include <QDoubleSpinBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
+#include <QFileDialog>
 #include <QLabel>
+#include <QMessageBox>
+#include <QPushButton>
 #include <QPainter>
 #include <QPixmap>
 #include <QPointer>
@@ -28,6 +31,7 @@
 #include "loom/ui/colors.h"
 #include "loom/ui/timeline/kind_legend.h"
 #include "loom/ui/timeline/timeline_view.h"
+#include "loom/ui/workbench/report_file.h"
 #include "loom/ui/workbench/run_views.h"
 
 namespace loom::ui {
@@ -118,8 +122,21 @@ ComparisonWindow::ComparisonWindow(const QString& dbPath, const QList<qint64>& r
   tabs_->setTabToolTip(2, tr("Figures side by side, each with its ratio to run A and the better run starred"));
   tabs_->setTabToolTip(3, tr("Median time per step of each phase, per rank role, and the difference to run A"));
 
+  auto* save = new QPushButton(tr("Save report…"));
+  save->setObjectName("SaveReport");
+  save->setToolTip(tr("The comparison as one HTML or PDF file: runs, figures, curves, timelines, plans"));
+  connect(save, &QPushButton::clicked, this, [this] {
+    const QString path = QFileDialog::getSaveFileName(this, tr("Save report"), QStringLiteral("comparison.html"),
+                                                      tr("HTML (*.html);;PDF (*.pdf)"));
+    if (path.isEmpty()) return;
+    const QString error = saveReport(path);
+    if (!error.isEmpty()) QMessageBox::warning(this, tr("Report not saved"), error);
+  });
+  auto* top = new QHBoxLayout;
+  top->addWidget(createLegend(), 1);
+  top->addWidget(save, 0, Qt::AlignTop);
   auto* layout = new QVBoxLayout(this);
-  layout->addWidget(createLegend());
+  layout->addLayout(top);
   layout->addWidget(tabs_, 1);
   resize(1200, 800);
 
@@ -391,6 +408,14 @@ QString ComparisonWindow::stepTimeSplitText() const {
 }
 
 QString ComparisonWindow::legendText() const { return legend_lines_.join(QLatin1Char('\n')); }
+
+QString ComparisonWindow::saveReport(const QString& path) {
+  QApplication::setOverrideCursor(Qt::WaitCursor);
+  const QString error = write_report_file(db_path_, std::vector<std::int64_t>(ids_.begin(), ids_.end()),
+                                          target_accuracy_, alignStep(), path);
+  QApplication::restoreOverrideCursor();
+  return error;
+}
 
 void ComparisonWindow::setTargetAccuracy(double fraction) {
   target_accuracy_ = fraction;

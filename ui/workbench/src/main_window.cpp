@@ -23,9 +23,13 @@
 #include <QToolBar>
 #include <QUndoStack>
 
+#include <cmath>
+
+#include "loom/profiles/analysis.h"
 #include "loom/profiles/run_store.h"
 #include "loom/ui/timeline/timeline_view.h"
 #include "loom/ui/workbench/appearance.h"
+#include "loom/ui/workbench/report_file.h"
 
 namespace loom::ui {
 
@@ -122,6 +126,15 @@ void MainWindow::createMenus() {
   examples_menu_->setToolTipsVisible(true);  // each example says what it shows
   file->addSeparator();
   file->addActions({save_action_, save_as_action_});
+  report_action_ = file->addAction(tr("Save run &report…"), this, [this] {
+    const QString path = QFileDialog::getSaveFileName(this, tr("Save report"), QStringLiteral("run-%1.html").arg(shown_.id),
+                                                      tr("HTML (*.html);;PDF (*.pdf)"));
+    if (path.isEmpty()) return;
+    const QString error = saveRunReport(path);
+    if (!error.isEmpty()) showError(tr("Report not saved"), error);
+  });
+  report_action_->setToolTip(tr("The run on screen as one HTML or PDF file: figures, curves, breakdown, timeline, plan"));
+  report_action_->setEnabled(false);
   file->addSeparator();
   file->addAction(tr("Run &database…"), this, &MainWindow::chooseDatabase);
   file->addSeparator();
@@ -185,6 +198,14 @@ void MainWindow::setStateText(const QString& text) {
 void MainWindow::setDbPath(const QString& path) {
   controller_.setDbPath(path);
   refreshRunList();
+}
+
+QString MainWindow::saveRunReport(const QString& path) {
+  if (shown_.id == 0) return tr("No run on screen");
+  QApplication::setOverrideCursor(Qt::WaitCursor);
+  const QString error = write_report_file(dbPath(), {shown_.id}, std::nan(""), loom::analysis::kWarmupSteps, path);
+  QApplication::restoreOverrideCursor();
+  return error;
 }
 
 // An existing store to browse, or a new file that the next run creates.

@@ -198,6 +198,7 @@ void MainWindow::setShownRun(const ShownRun& run) {
   updateSubject();
   updateTitle();
   updateResumeAction();
+  report_action_->setEnabled(shown_.id != 0);
 }
 
 void MainWindow::clearShownRun() { setShownRun({}); }

@@ -74,6 +74,10 @@ class ComparisonWindow : public QWidget {
   // run has no such step.
   double anchorNs(int index) const;
 
+  // Writes the comparison's report (.html or .pdf: report.h) with the current target
+  // accuracy and alignment step; "" on success, else why not.
+  QString saveReport(const QString& path);
+
   // Adds "time to target accuracy" rows (fraction 0..1); NaN removes them. Recomputes.
   void setTargetAccuracy(double fraction);
 

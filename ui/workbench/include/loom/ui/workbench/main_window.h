@@ -92,6 +92,9 @@ class MainWindow : public QMainWindow {
   bool openExample(const QString& resource);
   bool savePlanTo(const QString& path);
   void openRun(qint64 runId);
+  // Writes the report of the run on screen (.html or .pdf); "" on success, else why not.
+  QString saveRunReport(const QString& path);
+  QAction* reportAction() const { return report_action_; }
   void setDarkPalette(bool dark);
   bool darkPalette() const { return dark_; }
   // Docks where a screen of this size wants them: designer panels tabbed on the left,
@@ -186,6 +189,7 @@ class MainWindow : public QMainWindow {
   QToolBar* tool_bar_ = nullptr;
   QAction *new_action_ = nullptr, *open_action_ = nullptr, *save_action_ = nullptr, *save_as_action_ = nullptr;
   QAction *run_action_ = nullptr, *stop_action_ = nullptr, *resume_action_ = nullptr;
+  QAction* report_action_ = nullptr;  // File > Save run report…, while a run is on screen
   QAction *undo_action_ = nullptr, *redo_action_ = nullptr;
   QAction *undo_tool_ = nullptr, *redo_tool_ = nullptr;  // fixed-text twins for the toolbar
   QAction *follow_action_ = nullptr, *dark_action_ = nullptr, *fit_action_ = nullptr;
