@@ -28,6 +28,7 @@
 #include "loom/ui/run_list_model.h"
 #include "loom/ui/workbench/comparison_window.h"
 #include "loom/ui/workbench/main_window.h"
+#include "loom/ui/workbench/path_overlay.h"
 #include "loom/ui/workbench/run_browser.h"
 
 using loom::ui::ComparisonWindow;
@@ -207,6 +208,32 @@ class TestWorkbench : public QObject {
     QVERIFY(!other.reportAction()->isEnabled());  // no run on screen yet
     other.openRun(id);
     QTRY_COMPARE_WITH_TIMEOUT(loaded.count(), 1, 20000);
+    // View > Critical path draws the path of the step in view: pieces in time order that
+    // tile the step from its start to its end, and a line saying what it is made of.
+    other.criticalPathAction()->trigger();
+    const auto range = other.views()->timeline()->data().step_range(3);
+    QVERIFY(range.has_value());
+    other.views()->timeline()->showRange(double(range->begin_ns), double(range->end_ns));
+    QTRY_COMPARE_WITH_TIMEOUT(other.pathOverlay()->step(), 3, 2000);
+    const auto& marks = other.views()->timeline()->pathOverlay();
+    QVERIFY(!marks.empty());
+    const std::int64_t origin = other.views()->timeline()->data().origin_ns();
+    std::int64_t covered = 0;
+    for (std::size_t i = 0; i < marks.size(); ++i) {
+      QVERIFY(marks[i].end_ns >= marks[i].start_ns);
+      if (i > 0) QVERIFY(marks[i].start_ns >= marks[i - 1].end_ns - 1000);
+      covered += marks[i].end_ns - marks[i].start_ns;
+    }
+    QVERIFY2(marks.front().start_ns - origin >= range->begin_ns - 1000 && marks.back().end_ns - origin <= range->end_ns + 1000,
+             "the path stays within its step");
+    QVERIFY2(other.pathOverlay()->summary().startsWith("Critical path of step 3 (gold): ") &&
+                 other.pathOverlay()->summary().contains("work"),
+             qPrintable(other.pathOverlay()->summary()));
+    const QString length = QString::number(double(covered) / 1e6, 'f', 2);
+    QVERIFY2(other.pathOverlay()->summary().contains(length + " ms"), qPrintable(length + " | " + other.pathOverlay()->summary()));
+    other.criticalPathAction()->trigger();
+    QVERIFY(other.views()->timeline()->pathOverlay().empty());
+
     // File > Save run report writes that run's report.
     QVERIFY(other.reportAction()->isEnabled());
     const QString report = dir_.filePath("run.html");

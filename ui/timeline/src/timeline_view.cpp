@@ -118,6 +118,9 @@ class LanePainter : public QCPLayerable {
   void drawLabel(QCPPainter* p, const DrawItem& d, const QRect& r, const QColor& color);
   void drawStrips(QCPPainter* p, const QRect& area);
   void drawArrows(QCPPainter* p, const Viewport& v, const QRect& area);
+  void drawPath(QCPPainter* p, const Viewport& v, const QRect& area);
+  // Pixel rows [top, bottom) of a rank's lanes; empty when the rank has none.
+  std::pair<int, int> rankRows(int rank) const;
   void drawNotice(QCPPainter* p, const QRect& area, const QString& text);
   int rowY(double coord) const { return static_cast<int>(std::lround(mParentPlot->yAxis->coordToPixel(coord))); }
 
@@ -156,6 +159,7 @@ void LanePainter::draw(QCPPainter* p) {
   }
   drawStrips(p, area);
   drawArrows(p, v, area);
+  drawPath(p, v, area);
   last_ms = static_cast<double>(timer.nsecsElapsed()) / 1e6;
 }
 
@@ -231,6 +235,44 @@ void LanePainter::drawStrips(QCPPainter* p, const QRect& area) {
     p->fillRect(QRect(area.left(), y0, kStripPx, std::max(1, y1 - y0 - 1)), device_color(lanes[i].key.rank));
     i = j + 1;
   }
+}
+
+std::pair<int, int> LanePainter::rankRows(int rank) const {
+  const auto& lanes = view_->data_.lanes();
+  int top = -1, bottom = -1;
+  for (std::size_t i = 0; i < lanes.size() && i < view_->row_top_.size(); ++i) {
+    if (lanes[i].key.rank != rank) continue;
+    if (top < 0) top = rowY(view_->row_top_[i]);
+    bottom = rowY(view_->row_bottom_[i]);
+  }
+  return {top, bottom};
+}
+
+// Gold: not a span kind's colour, so the path reads as an overlay in both palettes.
+void LanePainter::drawPath(QCPPainter* p, const Viewport& v, const QRect& area) {
+  if (view_->path_.empty()) return;
+  const double origin = static_cast<double>(view_->data_.origin_ns());
+  const QColor gold(232, 170, 20);
+  QColor wash = gold;
+  wash.setAlpha(70);
+  QPoint last_end(-1, -1);
+  int last_rank = -1;
+  p->setAntialiasing(true);
+  for (const PathMark& m : view_->path_) {
+    const auto [top, bottom] = rankRows(m.rank);
+    if (top < 0) continue;
+    const int x0 = int(std::floor(time_to_px(v, double(m.start_ns) - origin))) + area.left();
+    const int x1 = std::max(x0 + 1, int(std::ceil(time_to_px(v, double(m.end_ns) - origin))) + area.left());
+    p->fillRect(QRect(x0, top, x1 - x0, bottom - top), wash);
+    p->fillRect(QRect(x0, top, x1 - x0, 3), gold);
+    if (last_rank >= 0 && last_rank != m.rank) {
+      p->setPen(QPen(gold, 2));
+      p->drawLine(last_end, QPoint(x0, top + 1));
+    }
+    last_end = QPoint(x1, top + 1);
+    last_rank = m.rank;
+  }
+  p->setAntialiasing(false);
 }
 
 void LanePainter::drawArrows(QCPPainter* p, const Viewport& v, const QRect& area) {
@@ -339,6 +381,7 @@ void TimelineView::appendEvents(int rank, std::span<const loom::trace::Event> ev
 void TimelineView::clear() {
   data_.clear();
   setHighlight(-1, -1);
+  path_.clear();
   touched_ = false;
   legend_->setKinds(0);
   navigator_->refresh();
@@ -385,6 +428,11 @@ QString TimelineView::arrowNotice() const { return painter_->notice; }
 QRect TimelineView::arrowNoticeRect() const { return painter_->notice_rect; }
 
 Viewport TimelineView::viewport() const { return Viewport{t0_ns_, t1_ns_, plotWidth()}; }
+
+void TimelineView::setPathOverlay(std::vector<PathMark> marks) {
+  path_ = std::move(marks);
+  plot_->replot(QCustomPlot::rpQueuedReplot);
+}
 
 void TimelineView::setHeaderVisible(bool on) {
   header_->setVisible(on);

@@ -29,6 +29,7 @@
 #include "loom/profiles/run_store.h"
 #include "loom/ui/timeline/timeline_view.h"
 #include "loom/ui/workbench/appearance.h"
+#include "loom/ui/workbench/path_overlay.h"
 #include "loom/ui/workbench/report_file.h"
 
 namespace loom::ui {
@@ -106,6 +107,10 @@ void MainWindow::createActions() {
   follow_action_->setCheckable(true);
   follow_action_->setChecked(true);
   fit_action_ = make(tr("Fit &all"), QKeySequence(Qt::Key_0), [this] { views_.timeline()->fitAll(); });
+  path_action_ = make(tr("Critical &path"), QKeySequence(Qt::Key_P), [this](bool on) { path_overlay_->setEnabled(on); });
+  path_action_->setCheckable(true);
+  path_action_->setToolTip(tr("Highlight, for the step in the middle of the timeline, the chain of work across "
+                              "ranks that decided how long it took (Help > Glossary: critical path)"));
   dark_action_ = make(tr("&Dark palette"), {}, [this](bool on) { setDarkPalette(on); });
   dark_action_->setCheckable(true);
   timeline_only_action_ = make(tr("&Timeline only"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_T),
@@ -144,7 +149,7 @@ void MainWindow::createMenus() {
   QMenu* run = menuBar()->addMenu(tr("&Run"));
   run->addActions({run_action_, stop_action_, resume_action_});
   view_menu_ = menuBar()->addMenu(tr("&View"));
-  view_menu_->addActions({follow_action_, fit_action_, dark_action_});
+  view_menu_->addActions({follow_action_, fit_action_, path_action_, dark_action_});
   view_menu_->addSeparator();
   view_menu_->addActions({timeline_only_action_, reset_layout_action_});
   view_menu_->addSeparator();

@@ -18,6 +18,7 @@
 #include "loom/ui/designer/devices_panel.h"
 #include "loom/ui/designer/placement_panel.h"
 #include "loom/ui/designer/strategy_panel.h"
+#include "loom/ui/workbench/path_overlay.h"
 #include "loom/ui/workbench/run_browser.h"
 #include "loom/ui/charts/training_charts.h"
 #include "loom/ui/timeline/timeline_view.h"
@@ -70,11 +71,24 @@ QWidget* MainWindow::createTimelineArea() {
   oversubscribed_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Minimum);
   oversubscribed_->setAutoFillBackground(true);
   oversubscribed_->hide();
+  path_label_ = new QLabel;
+  path_label_->setObjectName("CriticalPathSummary");
+  path_label_->setContentsMargins(8, 2, 8, 2);
+  path_label_->setTextFormat(Qt::PlainText);
+  path_label_->setWordWrap(true);
+  path_label_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Minimum);
+  path_label_->hide();
+  path_overlay_ = new PathOverlay(views_.timeline(), this);
+  connect(path_overlay_, &PathOverlay::summaryChanged, this, [this](const QString& text) {
+    path_label_->setText(text);
+    path_label_->setVisible(!text.isEmpty());
+  });
   auto* layout = new QVBoxLayout(area);
   layout->setContentsMargins(0, 0, 0, 0);
   layout->setSpacing(0);
   layout->addWidget(caption_);
   layout->addWidget(oversubscribed_);
+  layout->addWidget(path_label_);
   layout->addWidget(views_.timeline(), 1);
   return area;
 }
@@ -199,6 +213,7 @@ void MainWindow::setShownRun(const ShownRun& run) {
   updateTitle();
   updateResumeAction();
   report_action_->setEnabled(shown_.id != 0);
+  path_overlay_->setPlan(shown_.plan);
 }
 
 void MainWindow::clearShownRun() { setShownRun({}); }

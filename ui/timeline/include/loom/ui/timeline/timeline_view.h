@@ -37,6 +37,13 @@ class KindLegend;
 class LanePainter;
 class StepNavigator;
 
+// One piece of a critical path drawn over the lanes: on `rank`, over [start, end) in
+// aligned ns (rank 0's clock, like TimelineData's events).
+struct PathMark {
+  int rank = 0;
+  std::int64_t start_ns = 0, end_ns = 0;
+};
+
 class TimelineView : public QWidget {
   Q_OBJECT
  public:
@@ -73,6 +80,10 @@ class TimelineView : public QWidget {
   // The same as a wheel notch (factor > 1 zooms in) at pos, as a user action.
   void zoomAt(QPoint pos, double factor);
   QCustomPlot* plot() const { return plot_; }
+  // A critical path over the lanes: each mark a gold band over its rank's rows, a line
+  // where the path jumps from one rank to another. Empty: none.
+  void setPathOverlay(std::vector<PathMark> marks);
+  const std::vector<PathMark>& pathOverlay() const { return path_; }
   // Without the header (step navigator, legend) and the time axis's title: for views that
   // stack several timelines under one legend of their own (the run comparison).
   void setHeaderVisible(bool on);
@@ -113,6 +124,7 @@ class TimelineView : public QWidget {
   std::vector<std::string> layer_names_;
   QCustomPlot* plot_ = nullptr;
   QWidget* header_ = nullptr;
+  std::vector<PathMark> path_;
   LanePainter* painter_ = nullptr;  // owned by plot_
   StepNavigator* navigator_ = nullptr;
   KindLegend* legend_ = nullptr;

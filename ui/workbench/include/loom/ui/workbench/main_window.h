@@ -39,6 +39,7 @@ class QToolBar;
 namespace loom::ui {
 
 class ComparisonWindow;
+class PathOverlay;
 class RunBrowser;
 
 class MainWindow : public QMainWindow {
@@ -95,6 +96,8 @@ class MainWindow : public QMainWindow {
   // Writes the report of the run on screen (.html or .pdf); "" on success, else why not.
   QString saveRunReport(const QString& path);
   QAction* reportAction() const { return report_action_; }
+  QAction* criticalPathAction() const { return path_action_; }
+  PathOverlay* pathOverlay() const { return path_overlay_; }
   void setDarkPalette(bool dark);
   bool darkPalette() const { return dark_; }
   // Docks where a screen of this size wants them: designer panels tabbed on the left,
@@ -190,6 +193,9 @@ class MainWindow : public QMainWindow {
   QAction *new_action_ = nullptr, *open_action_ = nullptr, *save_action_ = nullptr, *save_as_action_ = nullptr;
   QAction *run_action_ = nullptr, *stop_action_ = nullptr, *resume_action_ = nullptr;
   QAction* report_action_ = nullptr;  // File > Save run report…, while a run is on screen
+  QAction* path_action_ = nullptr;    // View > Critical path
+  PathOverlay* path_overlay_ = nullptr;
+  QLabel* path_label_ = nullptr;      // the path's summary, under the caption while shown
   QAction *undo_action_ = nullptr, *redo_action_ = nullptr;
   QAction *undo_tool_ = nullptr, *redo_tool_ = nullptr;  // fixed-text twins for the toolbar
   QAction *follow_action_ = nullptr, *dark_action_ = nullptr, *fit_action_ = nullptr;
