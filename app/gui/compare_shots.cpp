@@ -96,6 +96,7 @@ int main(int argc, char** argv) {
 
   MainWindow window;
   window.setSavePrompt([] { return MainWindow::SaveChoice::Discard; });
+  window.setRunPlanPrompt([](qint64, const QString&) { return false; });  // no modal question
   window.setDbPath(rest[1]);
   window.show();
   loom::ui::RunBrowser* browser = window.runBrowser();

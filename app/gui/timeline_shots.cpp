@@ -1,10 +1,11 @@
 // `loom-timeline-shots OUT_DIR DB RUN_ID [WxH...]`: opens a stored run in the real
 // workbench window, as the Runs list does, and saves PNGs of the window and of the
 // timeline alone, zoomed out (fit all), zoomed to the middle step and to one of its
-// micro-batches, and the breakdown chart, in the light and the dark palette, at each
+// micro-batches, the middle step with View > Critical path on, and the breakdown chart, in the light and the dark palette, at each
 // window size (default 1280x720 and 1920x1080), with the side panels open and closed
 // ("-wide"). For looking at the timeline as a user sees it; run it under xvfb-run with a
 // screen at least as large as the largest size.
+#include <QAction>
 #include <QApplication>
 #include <QDir>
 #include <QDockWidget>
@@ -66,6 +67,9 @@ bool shoot_size(MainWindow& window, const QDir& out, QSize size, bool side_panel
     nav->zoomToStep(nav->stepCount() / 2);
     ok = save_both(window, out, stem + "-step") && ok;
     std::fprintf(stderr, "  navigator: %s\n", qPrintable(nav->text()));
+    window.criticalPathAction()->trigger();  // View > Critical path, on the same step
+    ok = save_both(window, out, stem + "-path") && ok;
+    window.criticalPathAction()->trigger();
     if (nav->zoomToMicrobatch(nav->currentStep(), 1)) ok = save_both(window, out, stem + "-microbatch") && ok;
   }
   window.setDarkPalette(false);
@@ -91,6 +95,7 @@ int main(int argc, char** argv) {
   if (sizes.empty()) sizes = {QSize(1280, 720), QSize(1920, 1080)};
   MainWindow window;
   window.setSavePrompt([] { return MainWindow::SaveChoice::Discard; });
+  window.setRunPlanPrompt([](qint64, const QString&) { return false; });  // no modal question
   window.setDbPath(QString::fromLocal8Bit(argv[2]));
   window.resize(sizes.front());
   window.show();
