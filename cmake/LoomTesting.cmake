@@ -12,6 +12,14 @@ function(loom_add_test)
   if(NOT T_TIMEOUT)
     set(T_TIMEOUT 300)
   endif()
+  # Open MPI keeps a session directory under /tmp/ompi.HOST.UID shared by every job; two
+  # tests launching and ending jobs at once (ctest -j2) raced on creating and removing it
+  # ("A call to mkdir was unable to create the desired directory"). Each test gets its
+  # own base, short enough for the PMIx sockets inside it.
+  set(mpi_env "")
+  if("mpi" IN_LIST T_LABELS OR "cluster" IN_LIST T_LABELS)
+    set(mpi_env "OMPI_MCA_orte_tmpdir_base=/tmp/loom-ompi-${T_NAME}")
+  endif()
   set_tests_properties(${T_NAME} PROPERTIES LABELS "${T_LABELS}" TIMEOUT ${T_TIMEOUT}
-                       ENVIRONMENT "QT_QPA_PLATFORM=offscreen;${T_ENVIRONMENT}")
+                       ENVIRONMENT "QT_QPA_PLATFORM=offscreen;${mpi_env};${T_ENVIRONMENT}")
 endfunction()

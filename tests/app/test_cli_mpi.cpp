@@ -120,13 +120,22 @@ class CliMpiTest : public QObject {
       }
     }
     // Clock probe and bandwidth probe messages: after alignment no receive ends before
-    // its send starts.
+    // its send starts, beyond the alignment's own error. On one machine the ranks share one
+    // steady clock, so that error is the estimated offset itself (start or end estimate,
+    // interpolated between them); on a loaded machine it reached a few hundred us.
+    const QJsonObject rank1 = shown_["clock"].toArray()[1].toObject();
+    const double alignment_error_ns =
+        std::max(std::abs(rank1["offset_ns"].toDouble()), std::abs(rank1["offset_end_ns"].toDouble())) + 1000;
     int pairs = 0;
     for (const auto& [message, recv] : recvs) {
       auto send = sends.find(message);
       if (send == sends.end()) continue;
       ++pairs;
-      QVERIFY2(recv.second >= send->second.first, qPrintable(QString("message %1 received before sent").arg(message)));
+      QVERIFY2(recv.second >= send->second.first - alignment_error_ns,
+               qPrintable(QString("message %1 received %2 ns before sent; the alignment's error is %3 ns")
+                              .arg(message)
+                              .arg(send->second.first - recv.second)
+                              .arg(alignment_error_ns)));
     }
     QVERIFY(pairs >= 16);
   }
