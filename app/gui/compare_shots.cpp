@@ -1,10 +1,10 @@
-// `loom-compare-shots OUT_DIR DB RUN_ID... [--size WxH]...`: the run comparison as a
+// `loom-compare-shots OUT_DIR DB RUN_ID... [--size WxH]... [--prefix NAME]`: the run comparison as a
 // user sees it. Opens the real workbench on the store with the Runs dock raised and the
 // runs selected (compare-WxH-runs.png), chooses Compare as the dock's button does, and
 // saves each tab of the comparison window at each size (default 1280x720 and 1920x1080):
 // compare-WxH-training.png (against step and against samples), -timelines.png (aligned on
-// a step, zoomed to it), -metrics.png, -phases.png. scripts/compare_screenshots.sh makes
-// the runs for real and runs this under Xvfb.
+// a step, zoomed to it), -metrics.png, -phases.png ("compare" is --prefix's default).
+// scripts/compare_screenshots.sh makes the runs for real and runs this under Xvfb.
 #include <QAction>
 #include <QApplication>
 #include <QDir>
@@ -74,10 +74,13 @@ int main(int argc, char** argv) {
   QApplication::setOrganizationName("LoomScreenshots");  // keeps the user's settings out of it
   QStringList args = QApplication::arguments().mid(1);
   std::vector<QSize> sizes;
+  QString prefix = QStringLiteral("compare");
   QStringList rest;
   while (!args.isEmpty()) {
     const QString a = args.takeFirst();
-    if (a == "--size" && !args.isEmpty()) {
+    if (a == "--prefix" && !args.isEmpty()) {
+      prefix = args.takeFirst();
+    } else if (a == "--size" && !args.isEmpty()) {
       const QString s = args.takeFirst();
       sizes.emplace_back(s.section('x', 0, 0).toInt(), s.section('x', 1, 1).toInt());
     } else {
@@ -85,7 +88,7 @@ int main(int argc, char** argv) {
     }
   }
   if (rest.size() < 4) {
-    std::fprintf(stderr, "usage: loom-compare-shots OUT_DIR DB RUN_ID RUN_ID... [--size WxH]...\n");
+    std::fprintf(stderr, "usage: loom-compare-shots OUT_DIR DB RUN_ID RUN_ID... [--size WxH]... [--prefix NAME]\n");
     return 2;
   }
   if (sizes.empty()) sizes = {QSize(1280, 720), QSize(1920, 1080)};
@@ -111,7 +114,7 @@ int main(int argc, char** argv) {
       return 1;
     }
     browser->selectRuns(ids);
-    const QString stem = QStringLiteral("compare-%1x%2-").arg(size.width()).arg(size.height());
+    const QString stem = QStringLiteral("%1-%2x%3-").arg(prefix).arg(size.width()).arg(size.height());
     ok = save(&window, out, stem + "runs.png") && ok;
 
     ComparisonWindow* cmp = nullptr;

@@ -712,11 +712,13 @@ std::vector<StepTimeDelta> step_time_split(const Comparison& c) {
 }
 
 std::string format_step_time_split(const Comparison& c) {
+  // Two decimals: a difference below 0.005 ms prints as +0.00, never -0.00.
+  auto shown = [](double ms) { return std::fabs(ms) < 0.005 ? 0.0 : ms; };
   std::string out;
   for (const StepTimeDelta& d : step_time_split(c)) {
-    out += printf_string("%c: %+.2f ms =", letter(std::size_t(d.run)), d.total_ms);
+    out += printf_string("%c: %+.2f ms =", letter(std::size_t(d.run)), shown(d.total_ms));
     for (std::size_t k = 0; k < d.parts.size(); ++k)
-      out += printf_string("%s %s %+.2f", k == 0 ? "" : ",", d.parts[k].first.c_str(), d.parts[k].second);
+      out += printf_string("%s %s %+.2f", k == 0 ? "" : ",", d.parts[k].first.c_str(), shown(d.parts[k].second));
     out += "\n";
   }
   return out;

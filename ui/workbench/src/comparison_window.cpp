@@ -75,6 +75,12 @@ QIcon swatch_icon(const QColor& color) {
 
 QString run_letter(int index) { return QString(QChar('A' + index)); }
 
+// "+1.23" / "-0.50"; below 0.005 ms "+0.00", never "-0.00".
+QString signed_ms(double ms) {
+  if (std::abs(ms) < 0.005) ms = 0;
+  return (ms >= 0 ? QStringLiteral("+") : QString()) + QString::number(ms, 'f', 2);
+}
+
 QTableWidgetItem* item(const QString& text, const QString& tip = {}) {
   auto* cell = new QTableWidgetItem(text);
   cell->setFlags(Qt::ItemIsEnabled | Qt::ItemIsSelectable);
@@ -527,12 +533,9 @@ QString ComparisonWindow::stepTimeSplit(const loom::analysis::Comparison& c) con
                         .arg(qs(loom::analysis::format_compare_value(base)))};
   for (const auto& d : split) {
     QStringList parts;
-    for (const auto& [name, ms] : d.parts)
-      parts << QStringLiteral("%1 %2%3").arg(qs(name), ms >= 0 ? "+" : "").arg(ms, 0, 'f', 2);
-    lines << QStringLiteral("%1 %2: %3%4 ms = %5")
-                 .arg(swatch_html(run_color(d.run)), run_letter(d.run), d.total_ms >= 0 ? "+" : "")
-                 .arg(d.total_ms, 0, 'f', 2)
-                 .arg(parts.join(QStringLiteral(", ")));
+    for (const auto& [name, ms] : d.parts) parts << qs(name) + QLatin1Char(' ') + signed_ms(ms);
+    lines << QStringLiteral("%1 %2: %3 ms = %4")
+                 .arg(swatch_html(run_color(d.run)), run_letter(d.run), signed_ms(d.total_ms), parts.join(QStringLiteral(", ")));
   }
   return lines.join(QStringLiteral("<br>"));
 }
