@@ -121,17 +121,19 @@ class CliReliabilityTest : public QObject {
     return total;
   }
 
-  // Whether every rank of the run has stored events (`show --json`).
-  bool every_rank_stored(qint64 run_id) {
+  // Whether every rank of the run has stored training compute (`show --json`): setup's
+  // events (clock and bandwidth probes) are not enough, since a plan's hang limit applies
+  // from the first step and setup has 120 s.
+  bool every_rank_trains(qint64 run_id) {
     const Result shown = run_cli({"show", QString::number(run_id), "--db", db(), "--json"});
     const QJsonArray ranks = loom::test::last_json_line(shown.out)["ranks"].toArray();
     for (const auto& v : ranks)
-      if (v.toObject()["events_stored"].toInteger() == 0) return false;
+      if (!(v.toObject()["compute_s"].toDouble() > 0)) return false;
     return !ranks.isEmpty();
   }
 
   // Starts `loom-cli run` on a long plan and waits until both ranks train (each has
-  // stored events); returns the job's processes below loom-cli (mpirun and the ranks).
+  // stored compute spans); returns the job's processes below loom-cli (mpirun and the ranks).
   std::set<qint64> start_training(QProcess& cli, const QByteArray& plan_json) {
     QFile plan(dir_.filePath("long.json"));
     if (!plan.open(QIODevice::WriteOnly)) return {};
@@ -144,7 +146,7 @@ class CliReliabilityTest : public QObject {
     while (waited.elapsed() < 60000) {
       QTest::qWait(500);
       const std::set<qint64> job = descendants(cli.processId());
-      if (rank_pids(job).size() == 2 && !only_run().isEmpty() && every_rank_stored(only_run()["id"].toInteger()))
+      if (rank_pids(job).size() == 2 && !only_run().isEmpty() && every_rank_trains(only_run()["id"].toInteger()))
         return job;
       if (cli.state() == QProcess::NotRunning) break;
     }
