@@ -3,7 +3,8 @@
 // runs selected (compare-WxH-runs.png), chooses Compare as the dock's button does, and
 // saves each tab of the comparison window at each size (default 1280x720 and 1920x1080):
 // compare-WxH-training.png (against step and against samples), -timelines.png (aligned on
-// a step, zoomed to it), -metrics.png, -phases.png ("compare" is --prefix's default).
+// a step, zoomed to it), -metrics.png, -phases.png, and -dark-timelines.png and
+// -dark-metrics.png in the dark palette ("compare" is --prefix's default).
 // scripts/compare_screenshots.sh makes the runs for real and runs this under Xvfb.
 #include <QAction>
 #include <QApplication>
@@ -127,6 +128,13 @@ int main(int argc, char** argv) {
     }
     cmp->resize(size);
     ok = save_tabs(*cmp, out, stem) && ok;
+    // The dark palette (View > Dark palette applies to every window of the application).
+    window.setDarkPalette(true);
+    cmp->tabs()->setCurrentIndex(1);
+    ok = save(cmp, out, stem + "dark-timelines.png") && ok;
+    cmp->tabs()->setCurrentIndex(2);
+    ok = save(cmp, out, stem + "dark-metrics.png") && ok;
+    window.setDarkPalette(false);
     cmp->close();
     wait_ms(200);
   }
