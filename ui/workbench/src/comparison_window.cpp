@@ -17,7 +17,6 @@
 #include <QScrollArea>
 #include <QTabWidget>
 #include <QTableWidget>
-#include <QTextDocument>
 #include <QThreadPool>
 #include <QVBoxLayout>
 
@@ -405,12 +404,6 @@ void ComparisonWindow::couple(int source) {
     band(i)->setViewport(timeline::coupled_viewport(v, source_anchor, anchor, band(i)->viewport().width_px));
   }
   coupling_ = false;
-}
-
-QString ComparisonWindow::stepTimeSplitText() const {
-  QTextDocument doc;
-  doc.setHtml(step_split_->text());
-  return doc.toPlainText();
 }
 
 QString ComparisonWindow::legendText() const { return legend_lines_.join(QLatin1Char('\n')); }

@@ -61,7 +61,6 @@ class ComparisonWindow : public QWidget {
   charts::OverlayCharts* charts() const { return charts_; }
   QTableWidget* metricsTable() const { return metrics_; }
   QTableWidget* phaseTable() const { return phases_; }
-  QString stepTimeSplitText() const;  // the "where the step time went" lines, plain text
   QTabWidget* tabs() const { return tabs_; }
   QString legendText() const;  // the runs as the legend names them, one per line
 
