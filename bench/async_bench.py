@@ -65,7 +65,7 @@ with each of --periods (4 16); each without and with the straggler (plan field
 parallel.stragglers: [{"rank": 1, "slowdown": S}]).
 
 STEADY: the headline rate is loom-cli's (above). The figures loom-cli does not give are
-read from the SQLite run store's `events` table (schema in profiles/src/run_store.cpp) over
+read from the SQLite run store's `events` table (schema in profiles/store/src/run_store.cpp) over
 the same steady steps (step >= the run's warmup_steps, 1): the Step spans (kind 13) of the
 worker ranks 0..W-1. Server ranks have no Step spans. All ranks run on this host and share
 its monotonic clock, so spans of different ranks compare directly. Every worker runs its

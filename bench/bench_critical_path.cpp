@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "loom/profiles/critical_path.h"
+#include "loom/analysis/critical_path.h"
 
 namespace {
 

@@ -15,7 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "loom/profiles/recorder.h"
+#include "loom/trace/recorder.h"
 
 using namespace loom::trace;
 

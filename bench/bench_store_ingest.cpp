@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "loom/profiles/analysis.h"
-#include "loom/profiles/run_store.h"
+#include "loom/analysis/analysis.h"
+#include "loom/store/run_store.h"
 
 namespace {
 using Clock = std::chrono::steady_clock;
@@ -51,7 +51,7 @@ int main() {
   {
     auto store = loom::store::RunStore::open(path.string());
     if (!store.ok()) return fail(store.error());
-    loom::store::RunRecord run;
+    loom::trace::RunRecord run;
     run.name = "bench";
     run.world_size = kRanks;
     auto id = store->create_run(run);
@@ -66,7 +66,7 @@ int main() {
         if (!st.ok()) return fail(st.error());
       }
     }
-    if (auto st = store->finish_run(*id, "completed", ingest_s, 0, ""); !st.ok()) return fail(st.error());
+    if (auto st = store->finish_run(*id, loom::trace::RunStatus::Completed, ingest_s, 0, ""); !st.ok()) return fail(st.error());
 
     auto t0 = Clock::now();
     auto events = store->load_events(*id);

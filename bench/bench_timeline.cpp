@@ -126,7 +126,7 @@ void run(std::size_t total, const QString& png_dir) {
   view.resize(1600, 900);
   view.show();
   QApplication::processEvents();
-  std::vector<loom::store::RankRecord> clocks(kRanks);
+  std::vector<loom::trace::RankRecord> clocks(kRanks);
   for (int r = 0; r < kRanks; ++r) clocks[r].rank = r, clocks[r].offset_ns = r * kClockSkewNs;
   view.setClocks(clocks);
   QElapsedTimer timer;

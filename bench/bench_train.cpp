@@ -13,7 +13,7 @@
 #include "loom/data/dataset.h"
 #include "loom/engine/local_run.h"
 #include "loom/engine/trainer.h"
-#include "loom/profiles/recorder.h"
+#include "loom/trace/recorder.h"
 
 using namespace loom;
 

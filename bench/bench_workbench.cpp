@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "loom/core/plan.h"
-#include "loom/profiles/run_store.h"
+#include "loom/store/run_store.h"
 #include "loom/ui/timeline/timeline_view.h"
 #include "loom/ui/workbench/comparison_window.h"
 #include "loom/ui/workbench/main_window.h"
@@ -75,7 +75,7 @@ std::int64_t store_synthetic_run(const QString& db, std::size_t total_events) {
     static_cast<void>(store->upsert_rank(id, {r, "localhost", "cpu"}));
     static_cast<void>(store->append_events(id, r, events.data(), events.size()));
   }
-  static_cast<void>(store->finish_run(id, "completed", 1, 0, ""));
+  static_cast<void>(store->finish_run(id, loom::trace::RunStatus::Completed, 1, 0, ""));
   return id;
 }
 

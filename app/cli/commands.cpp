@@ -23,13 +23,14 @@
 #include "loom/engine/local_run.h"
 #include "loom/host/oversubscription.h"
 #include "loom/host/resume.h"
-#include "loom/profiles/analysis.h"
-#include "loom/profiles/compare.h"
-#include "loom/profiles/critical_path.h"
-#include "loom/profiles/export_chrome.h"
-#include "loom/profiles/import_kineto.h"
-#include "loom/profiles/machine.h"
-#include "loom/profiles/run_store.h"
+#include "loom/analysis/analysis.h"
+#include "loom/text/run_text.h"
+#include "loom/analysis/compare.h"
+#include "loom/analysis/critical_path.h"
+#include "loom/analysis/export_chrome.h"
+#include "loom/analysis/import_kineto.h"
+#include "loom/trace/machine.h"
+#include "loom/store/run_store.h"
 #include "multi_rank_run.h"
 #include "progress.h"
 
@@ -135,14 +136,14 @@ int print_summary(store::RunStore& store, std::int64_t run_id, bool json) {
     std::printf("%s\n", out.dump().c_str());
     return kOk;
   }
-  std::printf("%s", analysis::format_summary(*summary).c_str());
+  std::printf("%s", text::format_summary(*summary).c_str());
   if (*over) {
     std::printf("  oversubscribed: %d ranks shared %d core%s on one host: ranks took turns on the cores, so step "
                 "times and communication waits include time a rank waited for a core\n",
                 (*over)->ranks, (*over)->cores, (*over)->cores == 1 ? "" : "s");
   }
-  std::printf("%s%s", analysis::format_efficiency(efficiency).c_str(),
-              analysis::format_path_analysis(paths, layers).c_str());
+  std::printf("%s%s", text::format_efficiency(efficiency).c_str(),
+              text::format_path_analysis(paths, layers).c_str());
   return kOk;
 }
 
@@ -161,12 +162,12 @@ std::vector<std::string> tags_of(const TagsByRun& tags, std::int64_t id) {
   return it == tags.end() ? std::vector<std::string>{} : it->second;
 }
 
-void print_runs_json(const std::vector<store::RunRecord>& runs, const std::vector<double>& accuracy,
+void print_runs_json(const std::vector<trace::RunRecord>& runs, const std::vector<double>& accuracy,
                      const TagsByRun& tags) {
   nlohmann::json list = nlohmann::json::array();
   for (std::size_t i = 0; i < runs.size(); ++i) {
     const auto& r = runs[i];
-    list.push_back({{"id", r.id}, {"name", r.name}, {"status", r.status}, {"error", r.error},
+    list.push_back({{"id", r.id}, {"name", r.name}, {"status", trace::to_text(r.status)}, {"error", r.error},
                     {"started_unix_ms", r.started_unix_ms},
                     {"wall_s", r.wall_s}, {"samples", r.samples}, {"world_size", r.world_size},
                     {"test_accuracy", std::isfinite(accuracy[i]) ? nlohmann::json(accuracy[i]) : nlohmann::json()},
@@ -186,7 +187,7 @@ std::string pad_right(const std::string& text, std::size_t width) {
 }
 
 // Names are printed whole: the column is as wide as the longest one.
-void print_runs_table(const std::vector<store::RunRecord>& runs, const std::vector<double>& accuracy,
+void print_runs_table(const std::vector<trace::RunRecord>& runs, const std::vector<double>& accuracy,
                       const TagsByRun& tags) {
   std::size_t name_width = 4;
   for (const auto& r : runs) name_width = std::max(name_width, display_width(r.name));
@@ -199,7 +200,7 @@ void print_runs_table(const std::vector<store::RunRecord>& runs, const std::vect
     std::string joined;
     for (const std::string& t : tags_of(tags, r.id)) joined += (joined.empty() ? "" : ", ") + t;
     std::printf("%6lld  %s  %-11s  %-19s  %5d  %8.1fs  %9s  %s\n", static_cast<long long>(r.id),
-                pad_right(r.name, name_width).c_str(), r.status.c_str(), format_time(r.started_unix_ms).c_str(),
+                pad_right(r.name, name_width).c_str(), status_text(r.status).c_str(), format_time(r.started_unix_ms).c_str(),
                 r.world_size, r.wall_s, acc, joined.c_str());
   }
   if (runs.empty()) std::printf("(no runs yet: try `loom-cli run`)\n");
@@ -229,7 +230,8 @@ RunResult run_in_process(const Plan& plan, store::RunStore& store, const host::R
   if (!outcome->error.empty())
     std::fprintf(stderr, "loom-cli: run %lld failed: %s\n", static_cast<long long>(outcome->run_id),
                  outcome->error.c_str());
-  const int code = outcome->status == "failed" ? kFailed : outcome->status == "stopped" ? kStopped : kOk;
+  using trace::RunStatus;
+  const int code = outcome->status == RunStatus::Failed ? kFailed : outcome->status == RunStatus::Stopped ? kStopped : kOk;
   return {code, outcome->run_id};
 }
 
@@ -394,7 +396,7 @@ int cmd_compare(const Args& args) {
   if (args.json) {
     std::printf("%s\n", analysis::comparison_to_json(*comparison).dump().c_str());
   } else {
-    std::fputs(analysis::format_comparison(*comparison).c_str(), stdout);
+    std::fputs(text::format_comparison(*comparison).c_str(), stdout);
   }
   return kOk;
 }

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "loom/core/status.h"
-#include "loom/profiles/run_store.h"
+#include "loom/store/run_store.h"
 
 namespace loom::cli {
 
@@ -45,6 +45,8 @@ int cmd_report(int argc, char** argv);
 
 // Shared by the commands.
 void print_error(const Error& error);  // "loom-cli: message (hint: ...)" on stderr
+// "completed", "hung", ...: the store's word, which scripts reading the output match.
+inline std::string status_text(trace::RunStatus status) { return std::string(trace::to_text(status)); }
 Expected<store::RunStore> open_store(const Args& args);  // --db, else $LOOM_DB, else the default
 std::optional<std::int64_t> parse_run_id(const Args& args);  // the first positional, a positive id
 int cmd_import(const Args& args);

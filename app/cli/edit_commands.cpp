@@ -40,14 +40,14 @@ int report(const Status& s) {
 }
 
 // Deleting cannot be undone: without --yes, ask on a terminal and refuse elsewhere.
-bool confirmed(const Args& args, const store::RunRecord& run) {
+bool confirmed(const Args& args, const trace::RunRecord& run) {
   if (args.yes) return true;
   if (!isatty(STDIN_FILENO)) {
     std::fprintf(stderr, "loom-cli: delete needs --yes when not run from a terminal (nothing was deleted)\n");
     return false;
   }
   std::printf("Delete run %lld \"%s\" (%s) with its events, metrics and updates? This cannot be undone. [y/N] ",
-              static_cast<long long>(run.id), run.name.c_str(), run.status.c_str());
+              static_cast<long long>(run.id), run.name.c_str(), status_text(run.status).c_str());
   std::fflush(stdout);
   std::string answer;
   std::getline(std::cin, answer);

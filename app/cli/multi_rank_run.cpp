@@ -59,13 +59,13 @@ MultiRankResult run_multi_rank(const Plan& plan, const std::string& db_path, con
     std::fprintf(stderr, "loom-cli: %s\n", outcome.error().describe().c_str());
     return {kFailed, 0};
   }
-  if (outcome->status == "failed" || outcome->status == "hung") {
+  if (outcome->status == trace::RunStatus::Failed || outcome->status == trace::RunStatus::Hung) {
     std::fprintf(stderr, "loom-cli: run %lld %s: %s\n", static_cast<long long>(outcome->run_id),
-                 outcome->status.c_str(), outcome->error.c_str());
+                 status_text(outcome->status).c_str(), outcome->error.c_str());
     if (!outcome->command.empty()) std::fprintf(stderr, "(the launch command was: %s)\n", outcome->command.c_str());
     return {kFailed, outcome->run_id};
   }
-  return {outcome->status == "stopped" ? kStopped : kOk, outcome->run_id};
+  return {outcome->status == trace::RunStatus::Stopped ? kStopped : kOk, outcome->run_id};
 }
 
 }  // namespace loom::cli

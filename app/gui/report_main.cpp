@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "loom/profiles/run_store.h"
+#include "loom/store/run_store.h"
 #include "loom/ui/report/report.h"
 
 namespace {

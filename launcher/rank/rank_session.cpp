@@ -56,13 +56,13 @@ class Reporter {
     return {};
   }
 
-  store::RunSink* sink() { return sink_.get(); }
+  trace::RunSink* sink() { return sink_.get(); }
 
   int fail(const std::string& message, int code) {
     std::fprintf(stderr, "loom-rank %d: %s\n", rank_, message.c_str());
     if (sink_) {
       (void)sink_->write_log("error: " + message);
-      (void)sink_->write_done({0, "failed", message});
+      (void)sink_->write_done({0, trace::RunStatus::Failed, message});
     }
     return code;
   }
@@ -194,7 +194,7 @@ int serve(Session& s, const RankOptions& options, const ModelInfo& info, engine:
   }
   trace::record_setup(s.recorder, trace::SetupPhase::BuildModel, build_start);
   engine::UpdateHook on_updates;
-  if (writer) on_updates = [writer](std::vector<store::UpdateRecord>&& u) { writer->add_updates(std::move(u)); };
+  if (writer) on_updates = [writer](std::vector<trace::UpdateRecord>&& u) { writer->add_updates(std::move(u)); };
   Status served = server->serve(on_updates);
   if (!served.ok()) return s.reporter.fail(served.error().describe(), 1);
   Status measured = measure_after_training(s);
@@ -207,7 +207,7 @@ int serve(Session& s, const RankOptions& options, const ModelInfo& info, engine:
     Status sent = server->send_final_params();
     if (!sent.ok()) return s.reporter.fail(sent.error().describe(), 1);
   }
-  s.reporter.done({std::int64_t(s.recorder.recorded()), "completed", ""});
+  s.reporter.done({std::int64_t(s.recorder.recorded()), trace::RunStatus::Completed, ""});
   return 0;
 }
 
@@ -239,7 +239,7 @@ int train(Session& s, const RankOptions& options) {
   hooks.stop = &stop_requested();
   hooks.checkpoint_dir = env_or_empty(kCheckpointDirEnv);
   hooks.on_step = [](const engine::StepProgress& p) { note_step(p.step); };
-  if (writer) hooks.on_metrics = [&writer](std::vector<store::MetricRecord>&& m) { writer->add_metrics(std::move(m)); };
+  if (writer) hooks.on_metrics = [&writer](std::vector<trace::MetricRecord>&& m) { writer->add_metrics(std::move(m)); };
   const engine::TrainResult result = trainer->run(hooks);
   if (!result.error.empty()) return s.reporter.fail(result.error, 1);
   measured = measure_after_training(s);
@@ -255,7 +255,7 @@ int train(Session& s, const RankOptions& options) {
     Status saved = s.comm.rank() == 0 ? engine::save_params(options.dump_params, *params) : Status{};
     if (!saved.ok()) return s.reporter.fail(saved.error().describe(), 1);
   }
-  s.reporter.done({std::int64_t(s.recorder.recorded()), result.stopped ? "stopped" : "completed", ""});
+  s.reporter.done({std::int64_t(s.recorder.recorded()), result.stopped ? trace::RunStatus::Stopped : trace::RunStatus::Completed, ""});
   if (s.comm.rank() == 0) print_summary(result, s.comm.size());
   return 0;
 }

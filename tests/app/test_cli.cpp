@@ -11,7 +11,7 @@
 
 #include "cli_runner.h"
 #include "loom/core/plan.h"
-#include "loom/profiles/run_store.h"
+#include "loom/store/run_store.h"
 
 #include <algorithm>
 #include <map>
@@ -194,15 +194,15 @@ class CliTest : public QObject {
     plan.parallel.devices.assign(std::size_t(loom::world_size(plan)), loom::DeviceSpec{});
     auto store = loom::store::RunStore::open(db().toStdString());
     QVERIFY(store.ok());
-    loom::store::RunRecord run = loom::store::new_run_record(plan, "test");
+    loom::trace::RunRecord run = loom::store::new_run_record(plan, "test");
     const std::int64_t id = *store->create_run(run);
     // Worker 0: staleness 0, 1, 2, 3; worker 1: 4.
-    std::vector<loom::store::UpdateRecord> updates;
+    std::vector<loom::trace::UpdateRecord> updates;
     for (int i = 0; i < 4; ++i) updates.push_back({0, 0, i, 10, 10 + i, i, i});
     updates.push_back({1, 0, 0, 6, 10, 4, 9});
     QVERIFY(store->append_updates(id, updates).ok());
     QVERIFY(store->append_metrics(id, {{0, 0, 1, "param_divergence", 1.0}, {0, 1, 2, "param_divergence", 3.0}}).ok());
-    QVERIFY(store->finish_run(id, "completed", 1.0, 64, "").ok());
+    QVERIFY(store->finish_run(id, loom::trace::RunStatus::Completed, 1.0, 64, "").ok());
 
     const Result json = run_cli({"show", QString::number(id), "--db", db(), "--json"});
     QCOMPARE(json.exit_code, 0);
@@ -338,10 +338,10 @@ class CliTest : public QObject {
     plan.name = "a-rather-long-plan-name-that-used-to-be-cut-at-twenty";
     const std::int64_t long_id = *store->create_run(loom::store::new_run_record(plan, "test"));
     QVERIFY(store->append_metrics(long_id, {{0, 9, 1, "test_accuracy", 0.5}, {0, 19, 2, "test_accuracy", 0.875}}).ok());
-    QVERIFY(store->finish_run(long_id, "completed", 2.0, 640, "").ok());
+    QVERIFY(store->finish_run(long_id, loom::trace::RunStatus::Completed, 2.0, 640, "").ok());
     plan.name = "caf\u00e9";
     const std::int64_t short_id = *store->create_run(loom::store::new_run_record(plan, "test"));
-    QVERIFY(store->finish_run(short_id, "failed", 1.0, 0, "boom").ok());
+    QVERIFY(store->finish_run(short_id, loom::trace::RunStatus::Failed, 1.0, 0, "boom").ok());
 
     const Result text = run_cli({"runs", "--db", file});
     QCOMPARE(text.exit_code, 0);
@@ -375,9 +375,9 @@ class CliTest : public QObject {
     QVERIFY(store.ok());
     const std::int64_t over = *store->create_run(loom::store::new_run_record(plan, "test"));
     QVERIFY(store->append_metrics(over, {{0, -1, 0, "oversubscribed_ranks", 4}, {0, -1, 0, "oversubscribed_cores", 2}}).ok());
-    QVERIFY(store->finish_run(over, "completed", 1.0, 64, "").ok());
+    QVERIFY(store->finish_run(over, loom::trace::RunStatus::Completed, 1.0, 64, "").ok());
     const std::int64_t fine = *store->create_run(loom::store::new_run_record(plan, "test"));
-    QVERIFY(store->finish_run(fine, "completed", 1.0, 64, "").ok());
+    QVERIFY(store->finish_run(fine, loom::trace::RunStatus::Completed, 1.0, 64, "").ok());
 
     const Result text = run_cli({"show", QString::number(over), "--db", db()});
     QCOMPARE(text.exit_code, 0);

@@ -16,7 +16,7 @@
 
 #include <cmath>
 
-#include "loom/profiles/run_store.h"
+#include "loom/store/run_store.h"
 
 namespace {
 
@@ -156,7 +156,7 @@ class TestClusterNetns : public QObject {
     QVERIFY(store.ok());
     const auto run = store->load_run(run_id);
     QVERIFY(run.ok());
-    QCOMPARE(run->status, std::string("hung"));
+    QCOMPARE(run->status, loom::trace::RunStatus::Hung);
     QVERIFY2(run->error.find("rank 1 recorded nothing") != std::string::npos, run->error.c_str());
     const auto ranks = store->load_ranks(run_id);
     QVERIFY(ranks.ok() && ranks->size() == 2);

@@ -17,7 +17,7 @@
 
 #include <csignal>
 
-#include "loom/profiles/run_store.h"
+#include "loom/store/run_store.h"
 
 namespace {
 
@@ -154,12 +154,12 @@ class TestClusterSlurm : public QObject {
     auto store = loom::store::RunStore::open(db.toStdString());
     QVERIFY(store.ok());
     auto run = store->load_run(id);
-    while (since.elapsed() < 5000 && (!run.ok() || run->status != "failed")) {
+    while (since.elapsed() < 5000 && (!run.ok() || run->status != loom::trace::RunStatus::Failed)) {
       QTest::qWait(100);
       run = store->load_run(id);
     }
     QVERIFY(run.ok());
-    QCOMPARE(run->status, std::string("failed"));
+    QCOMPARE(run->status, loom::trace::RunStatus::Failed);
     QVERIFY2(run->error.find("rank 1 died") != std::string::npos, run->error.c_str());
     qInfo("stored as failed %.1f s after the kill", since.elapsed() / 1000.0);
     QVERIFY(salloc.waitForFinished(90000));
@@ -188,7 +188,7 @@ class TestClusterSlurm : public QObject {
     QVERIFY(store.ok());
     const auto run = store->load_run(id);
     QVERIFY(run.ok());
-    QVERIFY2(run->status == "stopped", qPrintable(QString::fromStdString(run->status + ": " + run->log)));
+    QVERIFY2(run->status == loom::trace::RunStatus::Stopped, qPrintable(QString::fromStdString(std::string(loom::trace::to_text(run->status)) + ": " + run->log)));
     QTest::qWait(1000);
     QVERIFY(!rank_alive(pids[0]) && !rank_alive(pids[1]));
     QVERIFY(job_gone("loom-test-scancel"));

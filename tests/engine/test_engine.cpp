@@ -13,9 +13,10 @@
 #include "loom/engine/local_run.h"
 #include "loom/engine/run_writer.h"
 #include "loom/engine/trainer.h"
-#include "loom/profiles/recorder.h"
-#include "loom/profiles/run_sink.h"
-#include "loom/profiles/run_store.h"
+#include "loom/trace/recorder.h"
+#include "loom/trace/run_sink.h"
+#include "loom/store/run_store.h"
+#include "loom/store/store_sink.h"
 
 using namespace loom;
 
@@ -183,7 +184,7 @@ class EngineTest : public QObject {
     const Plan plan = spirals_plan(30, OptimizerKind::Adam, 0.01);
     auto outcome = engine::run_and_record(plan, *store, {});
     QVERIFY(outcome.ok());
-    QCOMPARE(QString::fromStdString(outcome->status), QString("completed"));
+    QCOMPARE(outcome->status, loom::trace::RunStatus::Completed);
     auto ranks = store->load_ranks(outcome->run_id);
     QVERIFY(ranks.ok());
     QCOMPARE(int(ranks->size()), 1);
@@ -209,7 +210,7 @@ class EngineTest : public QObject {
     trace::Recorder recorder;
     engine::RunWriter writer(sink, 2, recorder, std::chrono::milliseconds(10));
     auto update = [](int i) {
-      return store::UpdateRecord{i % 2, 1, 100 + i, 40 + i, 43 + 2 * i, 3 + i, 1'000'000'000LL * i + 7};
+      return trace::UpdateRecord{i % 2, 1, 100 + i, 40 + i, 43 + 2 * i, 3 + i, 1'000'000'000LL * i + 7};
     };
     writer.add_updates({update(0), update(1)});
     writer.add_updates({update(2)});
@@ -230,11 +231,11 @@ class EngineTest : public QObject {
     plan.data.path = dir.filePath("no-such-dir").toStdString();
     auto outcome = engine::run_and_record(plan, *store, {});
     QVERIFY(outcome.ok());
-    QCOMPARE(QString::fromStdString(outcome->status), QString("failed"));
+    QCOMPARE(outcome->status, loom::trace::RunStatus::Failed);
     QVERIFY2(outcome->error.find("no-such-dir") != std::string::npos, outcome->error.c_str());
     auto run = store->load_run(outcome->run_id);
     QVERIFY(run.ok());
-    QCOMPARE(QString::fromStdString(run->status), QString("failed"));
+    QCOMPARE(run->status, loom::trace::RunStatus::Failed);
     QCOMPARE(run->error, outcome->error);
   }
 };

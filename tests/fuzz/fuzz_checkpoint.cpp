@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <cstdio>
 
-#include "loom/profiles/checkpoint_files.h"
+#include "loom/store/checkpoint_files.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   char path[] = "/tmp/loom-fuzz-checkpoint-XXXXXX";

@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <string>
 
-#include "loom/profiles/run_store.h"
+#include "loom/store/run_store.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   char path[] = "/tmp/loom-fuzz-store-XXXXXX";

@@ -12,7 +12,7 @@
 
 #include "loom/host/job.h"
 #include "loom/host/oversubscription.h"
-#include "loom/profiles/run_store.h"
+#include "loom/store/run_store.h"
 
 using namespace loom;
 using Clock = std::chrono::steady_clock;
@@ -59,7 +59,7 @@ std::int64_t newest_run_id(store::RunStore& store) {
 
 std::string run_status(store::RunStore& store, std::int64_t id) {
   auto run = store.load_run(id);
-  return run.ok() ? run->status : "?";
+  return run.ok() ? std::string(trace::to_text(run->status)) : "?";
 }
 
 // Polls until `done` holds or the timeout passes; true if it held.
@@ -98,7 +98,7 @@ class TestJob : public QObject {
     }
     job.join();
     QVERIFY2(job.outcome.ok(), job.outcome.ok() ? "" : job.outcome.error().describe().c_str());
-    QCOMPARE(job.outcome->status, std::string("completed"));
+    QCOMPARE(job.outcome->status, loom::trace::RunStatus::Completed);
     QVERIFY2(live_counts.size() >= 3, "events did not arrive in the store while the job ran");
     auto ranks = store->load_ranks(id);
     QVERIFY(ranks.ok());
@@ -127,7 +127,7 @@ class TestJob : public QObject {
     plan.training.batch = 16 * (cores + 1);
     auto outcome = host::run_job(plan, db_, job_options());
     QVERIFY2(outcome.ok(), outcome.ok() ? "" : outcome.error().describe().c_str());
-    QVERIFY2(outcome->status == "completed", outcome->error.c_str());
+    QVERIFY2(outcome->status == loom::trace::RunStatus::Completed, outcome->error.c_str());
     QVERIFY(outcome->command.find("OMPI_MCA_mpi_yield_when_idle=1") != std::string::npos);
     auto store = store::RunStore::open(db_);
     QVERIFY(store.ok());
@@ -155,7 +155,7 @@ class TestJob : public QObject {
         [&] {
           auto ranks = store->load_ranks(id);
           auto events = store->count_events(id, 1);
-          for (const auto& r : ranks.ok() ? *ranks : std::vector<store::RankRecord>{})
+          for (const auto& r : ranks.ok() ? *ranks : std::vector<trace::RankRecord>{})
             if (r.rank == 1) victim = r.pid;
           return victim > 0 && events.ok() && *events > 100;
         },
@@ -169,7 +169,7 @@ class TestJob : public QObject {
     qInfo("marked failed %.2f s after the kill", seconds);
     job.join();
     QVERIFY(job.outcome.ok());
-    QCOMPARE(job.outcome->status, std::string("failed"));
+    QCOMPARE(job.outcome->status, loom::trace::RunStatus::Failed);
     QVERIFY(*store->count_events(id, 1) >= events_before);  // what it recorded stays
     auto run = store->load_run(id);
     QVERIFY(run.ok());
@@ -191,7 +191,7 @@ class TestJob : public QObject {
     job.join();
     qInfo("stopped %.2f s after the request", std::chrono::duration<double>(Clock::now() - asked).count());
     QVERIFY(job.outcome.ok());
-    QCOMPARE(job.outcome->status, std::string("stopped"));
+    QCOMPARE(job.outcome->status, loom::trace::RunStatus::Stopped);
     QCOMPARE(run_status(*store, id), std::string("stopped"));
     // The ranks agreed on a last step and flushed: still nothing lost.
     auto ranks = store->load_ranks(id);  // kept: a range-for over *temporary would dangle
@@ -219,14 +219,14 @@ class TestJob : public QObject {
           auto ranks = store->load_ranks(id);
           auto events = store->count_events(id);
           pids.clear();
-          for (const auto& r : ranks.ok() ? *ranks : std::vector<store::RankRecord>{}) pids.push_back(r.pid);
+          for (const auto& r : ranks.ok() ? *ranks : std::vector<trace::RankRecord>{}) pids.push_back(r.pid);
           return pids.size() == 2 && pids[0] > 0 && pids[1] > 0 && events.ok() && *events > 500;
         },
         std::chrono::seconds(30)));
     for (int pid : pids) QCOMPARE(::kill(pid, SIGTERM), 0);
     job.join();
     QVERIFY(job.outcome.ok());
-    QCOMPARE(job.outcome->status, std::string("stopped"));
+    QCOMPARE(job.outcome->status, loom::trace::RunStatus::Stopped);
     QCOMPARE(run_status(*store, id), std::string("stopped"));
   }
 
@@ -240,7 +240,7 @@ class TestJob : public QObject {
     QVERIFY(outcome.ok());
     QVERIFY(announced > 0);
     QCOMPARE(outcome->run_id, announced);
-    QCOMPARE(outcome->status, std::string("failed"));
+    QCOMPARE(outcome->status, loom::trace::RunStatus::Failed);
     QVERIFY2(outcome->error.find("the rank executable /nonexistent/loom-rank does not exist") != std::string::npos,
              outcome->error.c_str());
   }

@@ -9,7 +9,7 @@
 using namespace loom;
 
 namespace {
-store::UpdateRecord update(int i) {
+trace::UpdateRecord update(int i) {
   return {i % 3, 1, 1000 + i, -(1LL << 40) + i, (1LL << 41) + i, 5 + i, 1'700'000'000'000'000'000LL + i};
 }
 }  // namespace

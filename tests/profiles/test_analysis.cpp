@@ -8,7 +8,8 @@
 
 #include <cmath>
 
-#include "loom/profiles/analysis.h"
+#include "loom/analysis/analysis.h"
+#include "loom/text/run_text.h"
 
 using loom::analysis::RankBreakdown;
 using loom::store::RunStore;
@@ -105,7 +106,7 @@ loom::Plan pipeline_plan(int stages, int data_parallel, int microbatches, loom::
   return plan;
 }
 
-const std::vector<loom::store::MetricRecord> kPipelineMetrics = {
+const std::vector<loom::trace::MetricRecord> kPipelineMetrics = {
     {0, 9, 1, "max_in_flight", 2.0},         {1, 9, 1, "max_in_flight", 1.0},
     {0, 9, 1, "peak_activation_bytes", 1048576.0}, {1, 9, 1, "peak_activation_bytes", 4096.0},
     {1, 9, 1, "loss", 3.0},  // another metric: ignored
@@ -128,8 +129,8 @@ loom::Plan async_plan(loom::SyncMode mode, int workers, int bound) {
 // ceil(p*n/100)-th smallest: worker 0 p50 = 10th = 10, p95 = 19th = 19 (0.95*20 is
 // exactly 19: no rounding up to 20); worker 1 p50 = 1st = 0, p95 = 2nd = 100; all 22
 // values [0, 1..20, 100]: p50 = 11th = 10, p95 = 21st = 20, mean 310/22.
-std::vector<loom::store::UpdateRecord> known_updates() {
-  std::vector<loom::store::UpdateRecord> u;
+std::vector<loom::trace::UpdateRecord> known_updates() {
+  std::vector<loom::trace::UpdateRecord> u;
   for (int i = 1; i <= 20; ++i) u.push_back({0, 0, i, 50, 50 + i, i, i * kMs});
   u.push_back({1, 0, 0, 0, 100, 100, 21 * kMs});
   u.push_back({1, 0, 1, 100, 100, 0, 22 * kMs});
@@ -252,9 +253,9 @@ class TestAnalysis : public QObject {
     const std::string dp4 = R"({"name": "mlp-dp4", "model": "mlp", "training": {"batch": 32},
                                 "parallel": {"data_parallel": 4}})";
     const std::string other = R"({"name": "mlp", "model": "mlp", "training": {"batch": 64}})";
-    auto add_run = [&](const std::string& plan, int world, const char* status, std::int64_t started,
+    auto add_run = [&](const std::string& plan, int world, loom::trace::RunStatus status, std::int64_t started,
                        std::int64_t samples) {
-      loom::store::RunRecord r;
+      loom::trace::RunRecord r;
       r.plan_json = plan;
       r.world_size = world;
       r.started_unix_ms = started;
@@ -262,18 +263,18 @@ class TestAnalysis : public QObject {
       if (!store.finish_run(id, status, 2.0, samples, "").ok()) qFatal("finish_run failed");
       return id;
     };
-    add_run(single, 1, "completed", 1000, 100);                   // older reference: not used
-    const std::int64_t reference = add_run(single, 1, "completed", 2000, 400);  // 200 samples/s
-    add_run(single, 1, "failed", 3000, 50);                       // newer but failed
-    add_run(other, 1, "completed", 4000, 1000);                   // newer, different training
-    const std::int64_t id = add_run(dp4, 4, "completed", 5000, 1000);  // 500 samples/s
+    add_run(single, 1, loom::trace::RunStatus::Completed, 1000, 100);                   // older reference: not used
+    const std::int64_t reference = add_run(single, 1, loom::trace::RunStatus::Completed, 2000, 400);  // 200 samples/s
+    add_run(single, 1, loom::trace::RunStatus::Failed, 3000, 50);                       // newer but failed
+    add_run(other, 1, loom::trace::RunStatus::Completed, 4000, 1000);                   // newer, different training
+    const std::int64_t id = add_run(dp4, 4, loom::trace::RunStatus::Completed, 5000, 1000);  // 500 samples/s
 
     auto e0 = rank0_events();
     e0[7].bytes = 50'000'000;  // the [60,85) all-reduce: 2 GB/s
     auto e1 = rank1_with_allreduce();
     QVERIFY(store.append_events(id, 0, e0.data(), e0.size()).ok());
     QVERIFY(store.append_events(id, 1, e1.data(), e1.size()).ok());
-    loom::store::RankRecord r1{1, "h1", "cpu", 1'000'000, 2'000, 0, 5};
+    loom::trace::RankRecord r1{1, "h1", "cpu", 1'000'000, 2'000, 0, 5};
     r1.sync_start_ns = 0;
     r1.sync_end_ns = 10'000'000'000;
     r1.offset_end_ns = 1'000'500;  // 500 ns over 10 s: 0.05 ppm
@@ -317,7 +318,7 @@ class TestAnalysis : public QObject {
     QCOMPARE(j["scaling"]["efficiency"].get<double>(), 0.625);
     QCOMPARE(j["ranks"][1]["exposed_comm_s"].get<double>(), 0.010);
 
-    const std::string text = loom::analysis::format_summary(s);
+    const std::string text = loom::text::format_summary(s);
     for (const char* part : {"busbw 2.25 GB/s", "p2p probe 4.50 GB/s", "hidden 56 %", "clock rank 1",
                              "62.5 % efficiency", "exposed_s"})
       QVERIFY2(text.find(part) != std::string::npos, (std::string(part) + " missing in:\n" + text).c_str());
@@ -326,7 +327,7 @@ class TestAnalysis : public QObject {
   void summaryFromStore() {
     QTemporaryDir dir;
     RunStore store = must(RunStore::open(dir.filePath("runs.db").toStdString()));
-    loom::store::RunRecord run;
+    loom::trace::RunRecord run;
     run.name = "dp2";
     run.plan_json = R"({"replicas": 2, "model": "mlp"})";
     run.world_size = 2;
@@ -342,7 +343,7 @@ class TestAnalysis : public QObject {
                                       {1, 2, 3, "loss", 0.80},  // same step from rank 1
                                       {0, 2, 4, "test_accuracy", 0.875}})
                 .ok());
-    QVERIFY(store.finish_run(id, "completed", 2.0, 1000, "").ok());
+    QVERIFY(store.finish_run(id, loom::trace::RunStatus::Completed, 2.0, 1000, "").ok());
 
     auto s = must(loom::analysis::summarize_run(store, id));
     QCOMPARE(s.world_size, 2);
@@ -374,7 +375,7 @@ class TestAnalysis : public QObject {
       QVERIFY2(j["ranks"][0].contains(key), key);
     QCOMPARE(j["ranks"][0]["comm_s"].get<double>(), 0.025);
 
-    std::string text = loom::analysis::format_summary(s);
+    std::string text = loom::text::format_summary(s);
     QVERIFY(text.find("dp2") != std::string::npos);
     QVERIFY(text.find("completed") != std::string::npos);
     QVERIFY(text.find("500.0 samples/s") != std::string::npos);
@@ -452,7 +453,7 @@ class TestAnalysis : public QObject {
   void pipelineInSummary() {
     QTemporaryDir dir;
     RunStore store = must(RunStore::open(dir.filePath("runs.db").toStdString()));
-    loom::store::RunRecord run;
+    loom::trace::RunRecord run;
     run.plan_json = loom::plan_to_json(pipeline_plan(2, 1, 4, loom::Schedule::GPipe));
     run.world_size = 2;
     const std::int64_t id = must(store.create_run(run));
@@ -477,7 +478,7 @@ class TestAnalysis : public QObject {
     QCOMPARE(j["stages"][0]["bubble_fraction"].get<double>(), 0.25);
     QCOMPARE(j["stages"][0]["max_in_flight"].get<std::int64_t>(), std::int64_t(2));
 
-    const std::string text = loom::analysis::format_summary(s);
+    const std::string text = loom::text::format_summary(s);
     for (const char* part : {"gpipe, 2 stages, 4 micro-batch(es); bubble = idle of stage step time", "55.0", "20.0",
                              "stages are unbalanced",
                              "1.0 MiB"})
@@ -491,7 +492,7 @@ class TestAnalysis : public QObject {
     QTemporaryDir dir;
     RunStore store = must(RunStore::open(dir.filePath("runs.db").toStdString()));
     auto probed_run = [&](const std::string& host, int world, double gbs) {
-      loom::store::RunRecord run;
+      loom::trace::RunRecord run;
       run.host = host;
       run.world_size = world;
       const std::int64_t id = must(store.create_run(run));
@@ -539,7 +540,7 @@ class TestAnalysis : public QObject {
   void stalenessAndDivergenceInSummary() {
     QTemporaryDir dir;
     RunStore store = must(RunStore::open(dir.filePath("runs.db").toStdString()));
-    loom::store::RunRecord run;
+    loom::trace::RunRecord run;
     run.plan_json = loom::plan_to_json(async_plan(loom::SyncMode::Ssp, 2, 3));
     run.world_size = 3;
     const std::int64_t id = must(store.create_run(run));
@@ -576,7 +577,7 @@ class TestAnalysis : public QObject {
     QCOMPARE(j["divergence"]["mean"].get<double>(), 0.5);
     QCOMPARE(j["divergence"]["last"].get<double>(), 0.75);  // step 2, latest time
 
-    const std::string text = loom::analysis::format_summary(s);
+    const std::string text = loom::text::format_summary(s);
     for (const char* part : {"Staleness (ssp): mean 14.09, p50 10, p95 20, max 100 (bound 3)", "wait_s", "0.0150",
                              "divergence:    3 samples, last 0.75, mean 0.5"})
       QVERIFY2(text.find(part) != std::string::npos, (std::string(part) + " missing in:\n" + text).c_str());

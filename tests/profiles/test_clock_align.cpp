@@ -5,9 +5,9 @@
 
 #include <cmath>
 
-#include "loom/profiles/clock_align.h"
+#include "loom/trace/clock_align.h"
 
-using loom::store::RankRecord;
+using loom::trace::RankRecord;
 using loom::trace::Event;
 
 namespace {

@@ -8,7 +8,8 @@
 
 #include <cmath>
 
-#include "loom/profiles/compare.h"
+#include "loom/analysis/compare.h"
+#include "loom/text/run_text.h"
 
 using loom::analysis::Comparison;
 using loom::analysis::CompareOptions;
@@ -69,7 +70,7 @@ std::vector<Event> rank_events(int rank, std::int64_t step_ms, std::int64_t forw
 // Accuracy (step, value, ms after the first step starts) on rank 0; the last loss 0.5.
 std::int64_t add_run(RunStore& store, const char* name, std::int64_t step_ms, std::int64_t forward_ms,
                      std::vector<std::tuple<int, double, int>> accuracy) {
-  loom::store::RunRecord run;
+  loom::trace::RunRecord run;
   run.name = name;
   run.plan_json = kPlan;
   run.world_size = 2;
@@ -79,10 +80,10 @@ std::int64_t add_run(RunStore& store, const char* name, std::int64_t step_ms, st
     if (!store.append_events(id, r, events.data(), events.size()).ok()) qFatal("append_events");
     if (!store.upsert_rank(id, {r, "h", "cpu", 0, 0, 0, std::int64_t(events.size())}).ok()) qFatal("upsert_rank");
   }
-  std::vector<loom::store::MetricRecord> metrics = {{0, kSteps - 1, kT0 + 300 * kMs, "loss", 0.5}};
+  std::vector<loom::trace::MetricRecord> metrics = {{0, kSteps - 1, kT0 + 300 * kMs, "loss", 0.5}};
   for (auto [step, value, ms] : accuracy) metrics.push_back({0, step, kT0 + ms * kMs, "test_accuracy", value});
   if (!store.append_metrics(id, metrics).ok()) qFatal("append_metrics");
-  if (!store.finish_run(id, "completed", 1.0, 320, "").ok()) qFatal("finish_run");
+  if (!store.finish_run(id, loom::trace::RunStatus::Completed, 1.0, 320, "").ok()) qFatal("finish_run");
   return id;
 }
 
@@ -185,7 +186,7 @@ class TestCompare : public QObject {
     QCOMPARE(row(c, "time_to_target_s").best, 0);
     QCOMPARE(row(c, "steps_to_target").values, (std::vector<double>{4.0, 3.0}));
     QCOMPARE(row(c, "steps_to_target").best, 1);
-    const std::string text = loom::analysis::format_comparison(c);
+    const std::string text = loom::text::format_comparison(c);
     QVERIFY2(text.find("steps 3 to 4") != std::string::npos, text.c_str());
     QVERIFY2(text.find("1.77x") != std::string::npos, text.c_str());  // 23 / 13
   }
@@ -213,7 +214,7 @@ class TestCompare : public QObject {
     const std::vector<std::pair<std::string, double>> parts{
         {"work", 3.0}, {"communication", -0.5}, {"waiting for late ranks", 1.5}, {"untraced", 0.001 - 0.003}};
     QCOMPARE(split[0].parts, parts);  // a tiny difference is kept; only its text rounds to +0.00
-    const std::string text = loom::analysis::format_step_time_split(c);
+    const std::string text = loom::text::format_step_time_split(c);
     QCOMPARE(text, std::string("B: +4.00 ms = work +3.00, communication -0.50, waiting for late ranks +1.50, "
                                "untraced +0.00\n"));
   }

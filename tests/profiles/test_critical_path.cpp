@@ -5,7 +5,7 @@
 // and the groups the plan makes.
 #include <QtTest>
 
-#include "loom/profiles/critical_path.h"
+#include "loom/analysis/critical_path.h"
 
 using loom::analysis::CriticalPath;
 using loom::analysis::PathPart;

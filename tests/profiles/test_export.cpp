@@ -8,7 +8,7 @@
 #include <fstream>
 #include <map>
 
-#include "loom/profiles/export_chrome.h"
+#include "loom/analysis/export_chrome.h"
 
 using loom::chrome::RankEvents;
 using loom::trace::Event;
@@ -67,11 +67,11 @@ std::vector<RankEvents> two_ranks() {
   return {r1, r0};  // any order
 }
 
-loom::store::RunRecord run_record() {
-  loom::store::RunRecord run;
+loom::trace::RunRecord run_record() {
+  loom::trace::RunRecord run;
   run.id = 7;
   run.name = "dp2";
-  run.status = "completed";
+  run.status = loom::trace::RunStatus::Completed;
   run.world_size = 2;
   run.version = "0.1.0";
   run.plan_json = R"({"parallel": {"backend": "nccl"}})";
@@ -235,7 +235,7 @@ class TestExport : public QObject {
   }
 
   void layerNamesComeFromThePlan() {
-    loom::store::RunRecord run = run_record();
+    loom::trace::RunRecord run = run_record();
     run.plan_json = R"({"format": "loom-plan/1", "name": "n",
       "model": {"input": [2], "layers": [{"type": "linear", "out": 4, "name": "fc_in"}, {"type": "relu"}]},
       "data": {"source": "synthetic", "kind": "spirals", "classes": 4}, "training": {"steps": 1}})";
@@ -267,13 +267,13 @@ class TestExport : public QObject {
     QTemporaryDir dir;
     auto store = loom::store::RunStore::open(dir.filePath("runs.db").toStdString());
     QVERIFY(store.ok());
-    loom::store::RunRecord run = run_record();
+    loom::trace::RunRecord run = run_record();
     run.world_size = 3;  // rank 2 never reported: it still gets a process
     const std::int64_t id = *store->create_run(run);
     auto e0 = rank0_events(), e1 = rank1_events();
     QVERIFY(store->append_events(id, 0, e0.data(), e0.size()).ok());
     QVERIFY(store->append_events(id, 1, e1.data(), e1.size()).ok());
-    loom::store::RankRecord r1{1, "node1", "cpu", kS, 0, 0, 1};  // rank 0 has no ranks row
+    loom::trace::RankRecord r1{1, "node1", "cpu", kS, 0, 0, 1};  // rank 0 has no ranks row
     QVERIFY(store->upsert_rank(id, r1).ok());
 
     const std::string path = dir.filePath("trace.json").toStdString();

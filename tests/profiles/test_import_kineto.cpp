@@ -10,8 +10,8 @@
 #include <fstream>
 #include <map>
 
-#include "loom/profiles/import_kineto.h"
-#include "loom/profiles/sqlite_db.h"
+#include "loom/analysis/import_kineto.h"
+#include "loom/store/sqlite_db.h"
 
 using loom::ErrorCode;
 using loom::kineto::ImportedRun;
@@ -119,7 +119,7 @@ class ImportKinetoTest : public QObject {
     const ImportedRun run = must(loom::kineto::import_kineto_files({kData + "rank1.json.gz", kData + "rank0.json"}, {}));
     QCOMPARE(run.ranks.size(), std::size_t(2));
     QCOMPARE(run.run.world_size, 2);
-    QCOMPARE(run.run.status, std::string("completed"));
+    QCOMPARE(run.run.status, loom::trace::RunStatus::Completed);
     QVERIFY(loom::kineto::is_imported_plan(run.run.plan_json));
     for (int r = 0; r < 2; ++r) {
       QCOMPARE(run.events[std::size_t(r)].first, r);
@@ -245,7 +245,7 @@ class ImportKinetoTest : public QObject {
     const auto runs = must(store.list_runs());
     QCOMPARE(runs.size(), std::size_t(1));
     QCOMPARE(runs[0].name, std::string("ddp"));
-    QCOMPARE(runs[0].status, std::string("completed"));
+    QCOMPARE(runs[0].status, loom::trace::RunStatus::Completed);
     QCOMPARE(must(store.event_ranks(id)), (std::vector<int>{0, 1}));
     QCOMPARE(must(store.count_events(id)), std::int64_t(run.events[0].second.size() + run.events[1].second.size()));
     QCOMPARE(must(store.load_ranks(id)).size(), std::size_t(2));
@@ -256,14 +256,14 @@ class ImportKinetoTest : public QObject {
       auto db = must(loom::store::Database::open(store.path()));
       QVERIFY(db.exec("CREATE TRIGGER no_metrics BEFORE INSERT ON metrics BEGIN SELECT RAISE(ABORT, 'refused'); END").ok());
     }
-    const std::vector<loom::store::MetricRecord> one_metric{{0, 1, 0, "loss", 1.0}};
+    const std::vector<loom::trace::MetricRecord> one_metric{{0, 1, 0, "loss", 1.0}};
     QVERIFY(!store.import_run(run.run, run.ranks, run.events, one_metric).ok());
     QCOMPARE(must(store.list_runs()).size(), std::size_t(1));
     QCOMPARE(must(store.count_events(id + 1)), std::int64_t(0));
 
     // import_run refuses a running run before writing anything.
-    loom::store::RunRecord running = run.run;
-    running.status = "running";
+    loom::trace::RunRecord running = run.run;
+    running.status = loom::trace::RunStatus::Running;
     QVERIFY(!store.import_run(running, run.ranks, run.events, run.metrics).ok());
     QCOMPARE(must(store.list_runs()).size(), std::size_t(1));
   }

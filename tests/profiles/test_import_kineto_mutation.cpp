@@ -13,7 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "loom/profiles/import_kineto.h"
+#include "loom/analysis/import_kineto.h"
 
 namespace {
 

@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "loom/profiles/recorder.h"
+#include "loom/trace/recorder.h"
 
 using loom::trace::Event;
 using loom::trace::EventKind;

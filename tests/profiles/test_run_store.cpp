@@ -12,14 +12,17 @@
 #include <fstream>
 #include <thread>
 
-#include "loom/profiles/run_store.h"
+#include "loom/store/run_store.h"
 
 using loom::ErrorCode;
-using loom::store::MetricRecord;
-using loom::store::RankRecord;
-using loom::store::RunRecord;
+using loom::trace::MetricRecord;
+using loom::trace::RankRecord;
+using loom::trace::RunRecord;
 using loom::store::RunStore;
-using loom::store::UpdateRecord;
+using loom::trace::UpdateRecord;
+using loom::trace::RunStatus;
+using loom::store::Database;
+namespace trace = loom::trace;
 using loom::trace::Event;
 
 namespace {
@@ -78,7 +81,7 @@ class TestRunStore : public QObject {
   void futureSchemaIsRefused();
   void negativeSchemaIsCorrupt();
   void version1FileMigrates();
-  void invalidStatusIsRejected();
+  void unknownStatusTextReadsAsFailed();
   void defaultPathFollowsEnvironment();
   void readerWhileWriterWrites();
   void concurrentOpensOfANewFile();
@@ -105,9 +108,9 @@ void TestRunStore::orphanReasons() {
   run.heartbeat_unix_ms = now - loom::store::kOwnerSilentMs - 1'000;
   QCOMPARE(orphan_reason(run, false, false, now), std::string("its owner (process 4242 on node7) has not reported for 31 s"));
   QVERIFY(!orphan_reason(run, true, true, now).empty());  // a reused pid does not beat
-  run.status = "completed";
+  run.status = loom::trace::RunStatus::Completed;
   QCOMPARE(orphan_reason(run, true, false, now), std::string());
-  run.status = "running";
+  run.status = loom::trace::RunStatus::Running;
   run.owner_pid = 0;  // written before schema v4: nothing can still own it
   run.heartbeat_unix_ms = now;
   QVERIFY(!orphan_reason(run, true, true, now).empty());
@@ -131,15 +134,15 @@ void TestRunStore::runOfADeadOwnerIsInterrupted() {
   const std::int64_t mine_id = must(store.create_run(mine));
   const std::int64_t done_id = must(store.create_run(orphan));
   QVERIFY(store.append_log(orphan_id, "step 10\n").ok());
-  QVERIFY(store.finish_run(done_id, "completed", 2.0, 64, "").ok());
+  QVERIFY(store.finish_run(done_id, loom::trace::RunStatus::Completed, 2.0, 64, "").ok());
   const auto state = must(store.load_run_state(orphan_id, 0));
-  QCOMPARE(state.status, std::string("interrupted"));
+  QCOMPARE(state.status, loom::trace::RunStatus::Interrupted);
   QVERIFY2(state.error.find("ended without finishing it") != std::string::npos, state.error.c_str());
   QCOMPARE(state.log_tail, std::string("step 10\n"));  // what it recorded is kept
-  QCOMPARE(must(store.load_run(orphan_id)).status, std::string("interrupted"));
+  QCOMPARE(must(store.load_run(orphan_id)).status, loom::trace::RunStatus::Interrupted);
   for (const RunRecord& r : must(store.list_runs())) {
-    if (r.id == mine_id) QCOMPARE(r.status, std::string("running"));
-    if (r.id == done_id) QCOMPARE(r.status, std::string("completed"));
+    if (r.id == mine_id) QCOMPARE(r.status, loom::trace::RunStatus::Running);
+    if (r.id == done_id) QCOMPARE(r.status, loom::trace::RunStatus::Completed);
   }
   QVERIFY(store.heartbeat(mine_id).ok());
   QCOMPARE(must(store.load_run(mine_id)).owner_pid, std::int64_t(::getpid()));
@@ -178,11 +181,11 @@ void TestRunStore::roundTripThroughReopen() {
     must_ok(store.append_metrics(id, metrics));
     must_ok(store.append_updates(id, make_updates(30)));
     must_ok(store.append_updates(id, {}));
-    must_ok(store.finish_run(id, "completed", 12.5, 64'000, ""));
+    must_ok(store.finish_run(id, loom::trace::RunStatus::Completed, 12.5, 64'000, ""));
   }
   RunStore store = must(RunStore::open(path));
   RunRecord run = must(store.load_run(id));
-  QCOMPARE(run.status, std::string("completed"));
+  QCOMPARE(run.status, loom::trace::RunStatus::Completed);
   QCOMPARE(run.name, std::string("mlp-dp2"));
   QCOMPARE(run.plan_json, std::string(R"({"replicas":2})"));
   QCOMPARE(run.wall_s, 12.5);
@@ -253,7 +256,7 @@ void TestRunStore::listRunsNewestFirstAndLog() {
   QCOMPARE(runs.size(), std::size_t(2));
   QCOMPARE(runs[0].name, std::string("new"));
   QCOMPARE(runs[1].name, std::string("old"));
-  QCOMPARE(runs[1].status, std::string("running"));
+  QCOMPARE(runs[1].status, loom::trace::RunStatus::Running);
   QCOMPARE(must(store.load_run(ida)).log, std::string("line 1\nline 2\n"));
 }
 
@@ -277,7 +280,7 @@ void TestRunStore::unknownRunIsNotFound() {
   QCOMPARE(store.load_run(42).error().code, ErrorCode::NotFound);
   Event e;
   QCOMPARE(store.append_events(42, 0, &e, 1).error().code, ErrorCode::NotFound);
-  QCOMPARE(store.finish_run(42, "failed", 0, 0, "x").error().code, ErrorCode::NotFound);
+  QCOMPARE(store.finish_run(42, loom::trace::RunStatus::Failed, 0, 0, "x").error().code, ErrorCode::NotFound);
   QCOMPARE(store.append_log(42, "x").error().code, ErrorCode::NotFound);
   QCOMPARE(store.upsert_rank(42, {}).error().code, ErrorCode::NotFound);
   QCOMPARE(must(store.count_events(42)), std::int64_t(0));
@@ -390,12 +393,24 @@ void TestRunStore::version1FileMigrates() {
   QCOMPARE(must(reopened.load_run(1)).name, std::string("old-dp2"));
 }
 
-void TestRunStore::invalidStatusIsRejected() {
+// A status no Loom writes (a damaged file) lists as failed with the text in
+// its error, rather than refusing the store or passing for a running run.
+void TestRunStore::unknownStatusTextReadsAsFailed() {
   QTemporaryDir dir;
-  RunStore store = must(RunStore::open(dir.filePath("runs.db").toStdString()));
+  const std::string path = dir.filePath("runs.db").toStdString();
+  RunStore store = must(RunStore::open(path));
   std::int64_t id = must(store.create_run({}));
-  QCOMPARE(store.finish_run(id, "done", 1, 1, "").error().code, ErrorCode::InvalidArgument);
-  QCOMPARE(must(store.load_run(id)).status, std::string("running"));
+  QVERIFY(store.finish_run(id, RunStatus::Completed, 1, 1, "").ok());
+  QCOMPARE(std::string(trace::to_text(must(store.load_run(id)).status)), std::string("completed"));
+  Database raw = must(Database::open(path));
+  // The schema's CHECK keeps such text out; a damaged file is simulated past it.
+  QVERIFY(raw.exec("PRAGMA ignore_check_constraints = ON").ok());
+  QVERIFY(raw.exec("UPDATE runs SET status = 'done', error = 'x'").ok());
+  RunRecord run = must(store.load_run(id));
+  QCOMPARE(run.status, RunStatus::Failed);
+  QCOMPARE(run.error, std::string("the store holds an unknown status 'done'; x"));
+  QCOMPARE(must(store.load_run_state(id, 0)).status, RunStatus::Failed);
+  QCOMPARE(must(store.list_runs()).front().status, RunStatus::Failed);
 }
 
 void TestRunStore::defaultPathFollowsEnvironment() {
@@ -534,7 +549,7 @@ void TestRunStore::incrementalReadsFollowAppends() {
   must_ok(store.append_log(id, first_line));
   must_ok(store.append_log(id, "rank 1 done\n"));
   auto whole = must(store.load_run_state(id, 0));
-  QCOMPARE(whole.status, std::string("running"));
+  QCOMPARE(whole.status, loom::trace::RunStatus::Running);
   QCOMPARE(whole.log_tail, first_line + "rank 1 done\n");
   auto tail = must(store.load_run_state(id, first_line.size()));
   QCOMPARE(tail.log_tail, std::string("rank 1 done\n"));
@@ -563,7 +578,7 @@ void TestRunStore::renameTagAndDelete() {
       must_ok(store.set_tags(*id, {"b", "a", "b"}));
     }
     QCOMPARE(store.delete_run(gone).error().code, ErrorCode::InvalidArgument);  // still running
-    must_ok(store.finish_run(gone, "completed", 1.0, 10, ""));
+    must_ok(store.finish_run(gone, loom::trace::RunStatus::Completed, 1.0, 10, ""));
     must_ok(store.rename_run(keep, "baseline, 4 ranks"));
     QCOMPARE(store.set_tags(keep, {"ok", "no,comma"}).error().code, ErrorCode::InvalidArgument);
     QCOMPARE(store.set_tags(keep, {""}).error().code, ErrorCode::InvalidArgument);

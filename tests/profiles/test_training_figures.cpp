@@ -6,8 +6,8 @@
 
 #include <cmath>
 
-#include "loom/profiles/analysis.h"
-#include "loom/profiles/pipeline_replay.h"
+#include "loom/analysis/analysis.h"
+#include "loom/analysis/pipeline_replay.h"
 
 using loom::trace::Event;
 using loom::trace::EventKind;

@@ -24,8 +24,8 @@
 
 using loom::ErrorCode;
 using loom::Status;
-using loom::store::MetricRecord;
-using loom::store::UpdateRecord;
+using loom::trace::MetricRecord;
+using loom::trace::UpdateRecord;
 using loom::trace::Event;
 using namespace loom::stream;
 using namespace std::chrono_literals;
@@ -107,8 +107,8 @@ std::vector<Frame> sample_frames() {
   f.push_back(LogLine{"epoch 1/3 loss 0.4312\n"});
   f.push_back(LogLine{""});
   f.push_back(ClockInfo{-5'000'000'000LL, 7, 1LL << 62, 0, 1234, -1});
-  f.push_back(Done{1'000'000, "completed", ""});
-  f.push_back(Done{-1, "failed", "out of memory on cuda:0"});
+  f.push_back(Done{1'000'000, loom::trace::RunStatus::Completed, ""});
+  f.push_back(Done{-1, loom::trace::RunStatus::Failed, "out of memory on cuda:0"});
   return f;
 }
 
@@ -239,7 +239,7 @@ class RecordingHandler : public StreamHandler {
   }
   void on_log(int rank, const std::string& text) override { record([&] { sequence[rank].push_back("log:" + text); }); }
   void on_clock(int rank, const ClockInfo& c) override { record([&] { clocks[rank] = c; sequence[rank].push_back("clock"); }); }
-  void on_done(int rank, const Done& d) override { record([&] { dones[rank] = d; sequence[rank].push_back("done:" + d.status); }); }
+  void on_done(int rank, const Done& d) override { record([&] { dones[rank] = d; sequence[rank].push_back("done:" + std::string(loom::trace::to_text(d.status))); }); }
   void on_lost(int rank, const std::string& reason) override { record([&] { lost[rank] = reason; }); }
   void on_rejected(const std::string& peer, const std::string& reason) override {
     record([&] { rejected.emplace_back(peer, reason); });
@@ -429,6 +429,11 @@ void TestStream::malformedIsRejected_data() {
   add("updates without count", raw_frame(7, "a"), "Updates frame: payload ends inside a 32-bit field");
   add("hello truncated", raw_frame(1, le(2, 4) + "ab" + le(0, 4)), "Hello frame: payload ends inside a 64-bit field");
   add("done string past end", raw_frame(6, le(0, 8) + le(9, 4) + "complete"), "Done frame: string length 9");
+  // A rank ends completed, failed or stopped; any other word is not a rank's end.
+  add("done status running", raw_frame(6, le(0, 8) + le(7, 4) + "running" + le(0, 4)),
+      "Done frame: status 'running' is not completed|failed|stopped");
+  add("done status unknown", raw_frame(6, le(0, 8) + le(4, 4) + "done" + le(0, 4)),
+      "Done frame: status 'done' is not completed|failed|stopped");
   add("valid then bad magic", log + "XXXXXXXXXXXXXXXXXXXX", "bad magic");
 }
 
@@ -548,7 +553,7 @@ void TestStream::twoRanksDeliverInOrder() {
     must_ok(sink.write_log("hello from rank " + std::to_string(r)));
     must_ok(sink.write_events(r, ev.data() + 100, 50));
     must_ok(sink.write_clock(ClockInfo{r * 10, r * 20, 1, 2, 3, 4}));
-    must_ok(sink.write_done(Done{150, "completed", ""}));
+    must_ok(sink.write_done(Done{150, loom::trace::RunStatus::Completed, ""}));
   };
   std::thread t0(run_rank, 0), t1(run_rank, 1);
   t0.join();
@@ -620,7 +625,7 @@ void TestStream::garbageConnectionDoesNotStopServer() {
   QVERIFY2(QString::fromStdString(h.rejections()).contains("bad magic"), h.rejections().c_str());
   ::close(fd);
   auto client = must_connect(*server, hello_for(o, 0));
-  must_ok(StreamSink(*client).write_done(Done{0, "completed", ""}));
+  must_ok(StreamSink(*client).write_done(Done{0, loom::trace::RunStatus::Completed, ""}));
   QVERIFY(h.wait([&] { return h.dones.count(0) == 1; }));
   std::lock_guard lock(h.mutex);
   QCOMPARE(h.rejected.size(), std::size_t(1));
@@ -683,7 +688,7 @@ void TestStream::duplicateRankIsRejected() {
   QVERIFY(h.wait([&] { return !h.rejected.empty(); }));
   QVERIFY2(QString::fromStdString(h.rejections()).contains("rank 0 already connected"), h.rejections().c_str());
   // The first connection is unaffected.
-  must_ok(StreamSink(*first).write_done(Done{0, "completed", ""}));
+  must_ok(StreamSink(*first).write_done(Done{0, loom::trace::RunStatus::Completed, ""}));
   QVERIFY(h.wait([&] { return h.dones.count(0) == 1; }));
   std::lock_guard lock(h.mutex);
   QCOMPARE(h.hellos.size(), std::size_t(1));
@@ -727,7 +732,7 @@ void TestStream::concurrentSendsDoNotInterleave() {
   std::thread a(spam, 0), b(spam, 1);
   a.join();
   b.join();
-  must_ok(sink.write_done(Done{0, "completed", ""}));
+  must_ok(sink.write_done(Done{0, loom::trace::RunStatus::Completed, ""}));
   QVERIFY(h.wait([&] { return h.dones.count(0) == 1; }));
   std::lock_guard lock(h.mutex);
   QVERIFY2(h.rejected.empty(), h.rejected.empty() ? "" : h.rejected[0].second.c_str());
@@ -749,7 +754,7 @@ void TestStream::sinkSplitsLargeBatches() {
   must_ok(sink.write_metrics(metrics));
   const auto updates = make_updates(0, int(kMaxUpdatesPerFrame) + 3);
   must_ok(sink.write_updates(updates));
-  must_ok(sink.write_done(Done{std::int64_t(events.size()), "completed", ""}));
+  must_ok(sink.write_done(Done{std::int64_t(events.size()), loom::trace::RunStatus::Completed, ""}));
   QVERIFY(h.wait([&] { return h.dones.count(0) == 1; }, 20s));
   std::lock_guard lock(h.mutex);
   QVERIFY2(h.rejected.empty(), h.rejected.empty() ? "" : h.rejected[0].second.c_str());
@@ -800,7 +805,7 @@ void TestStream::stopFromHandlerDoesNotDeadlock() {
   auto server = must_start(o, h);
   h.server = server.get();
   auto client = must_connect(*server, hello_for(o, 0));
-  must_ok(StreamSink(*client).write_done(Done{0, "stopped", ""}));
+  must_ok(StreamSink(*client).write_done(Done{0, loom::trace::RunStatus::Stopped, ""}));
   QVERIFY(h.wait([&] { return h.dones.count(0) == 1; }));
   QElapsedTimer timer;
   timer.start();
@@ -845,7 +850,7 @@ void TestStream::throughput() {
   QElapsedTimer timer;
   timer.start();
   for (std::size_t sent = 0; sent < kTotal; sent += kBatch) must_ok(sink.write_events(0, events.data(), kBatch));
-  must_ok(sink.write_done(Done{std::int64_t(kTotal), "completed", ""}));
+  must_ok(sink.write_done(Done{std::int64_t(kTotal), loom::trace::RunStatus::Completed, ""}));
   const auto deadline = std::chrono::steady_clock::now() + 30s;
   while (!h.done && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
   const double seconds = double(timer.nsecsElapsed()) / 1e9;

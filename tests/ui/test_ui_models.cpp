@@ -12,7 +12,7 @@
 
 #include "loom/core/model_info.h"
 #include "loom/core/plan.h"
-#include "loom/profiles/run_store.h"
+#include "loom/store/run_store.h"
 #include "loom/ui/item_roles.h"
 #include "loom/ui/metric_series_model.h"
 #include "loom/ui/model_table_model.h"
@@ -183,18 +183,18 @@ void TestUiModels::runListNewestFirstWithStatus() {
   const std::string path = tempPath(dir, "runs.db");
   {
     auto store = must(loom::store::RunStore::open(path));
-    loom::store::RunRecord first;
+    loom::trace::RunRecord first;
     first.name = "first";
     first.started_unix_ms = 1'700'000'000'000;
     first.world_size = 1;
-    loom::store::RunRecord second = first;
+    loom::trace::RunRecord second = first;
     second.name = "second";
     second.started_unix_ms = first.started_unix_ms + 60'000;
     second.world_size = 4;
     const auto id1 = must(store.create_run(first));
     const auto id2 = must(store.create_run(second));
-    must_ok(store.finish_run(id1, "completed", 10.0, 6400, ""));
-    must_ok(store.finish_run(id2, "failed", 2.5, 1000, "rank 3 exited with code 1"));
+    must_ok(store.finish_run(id1, loom::trace::RunStatus::Completed, 10.0, 6400, ""));
+    must_ok(store.finish_run(id2, loom::trace::RunStatus::Failed, 2.5, 1000, "rank 3 exited with code 1"));
     // Steps from the highest "loss" step; accuracy from the latest evaluation by step.
     must_ok(store.append_metrics(id1, {{0, 99, 1, "loss", 0.5}, {0, 9, 2, "test_accuracy", 0.7},
                                        {0, 19, 3, "test_accuracy", 0.8150}, {0, 4, 4, "test_accuracy", 0.1}}));
@@ -242,7 +242,7 @@ void TestUiModels::runListReloadErrorKeepsRows() {
   const std::string good = tempPath(dir, "runs.db");
   {
     auto store = must(loom::store::RunStore::open(good));
-    loom::store::RunRecord run;
+    loom::trace::RunRecord run;
     run.name = "kept";
     must(store.create_run(run));
   }
@@ -292,7 +292,7 @@ void TestUiModels::metricSeriesAveragesRanks() {
   std::int64_t id = 0;
   {
     auto store = must(loom::store::RunStore::open(path));
-    id = must(store.create_run(loom::store::RunRecord{}));
+    id = must(store.create_run(loom::trace::RunRecord{}));
     must_ok(store.append_metrics(id, {{0, 0, 10, "loss", 2.0},
                                       {1, 0, 11, "loss", 3.0},
                                       {0, 1, 20, "loss", 1.0},

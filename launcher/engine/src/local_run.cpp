@@ -12,12 +12,13 @@
 #include "loom/data/dataset.h"
 #include "loom/engine/run_writer.h"
 #include "loom/kernels/cpu.h"
-#include "loom/profiles/analysis.h"
-#include "loom/profiles/checkpoint_files.h"
-#include "loom/profiles/machine.h"
-#include "loom/profiles/recorder.h"
-#include "loom/profiles/run_heartbeat.h"
-#include "loom/profiles/space_reserve.h"
+#include "loom/analysis/analysis.h"
+#include "loom/store/checkpoint_files.h"
+#include "loom/trace/machine.h"
+#include "loom/trace/recorder.h"
+#include "loom/store/run_heartbeat.h"
+#include "loom/store/space_reserve.h"
+#include "loom/store/store_sink.h"
 
 namespace loom::engine {
 namespace {
@@ -30,7 +31,7 @@ Status train_recorded(const Plan& plan, const data::TrainTest& data, store::RunS
   std::vector<PlanError> ignored;
   const ModelInfo info = infer_model(plan, &ignored);
   trace::Recorder recorder;
-  store::RankRecord rank{0, store::this_host_name(), "cpu", 0, 0, trace::now_ns(), 0};
+  trace::RankRecord rank{0, store::this_host_name(), "cpu", 0, 0, trace::now_ns(), 0};
   LOOM_TRY(store.upsert_rank(run_id, rank));
   store::StoreSink sink(store, run_id);
   RunWriter writer(sink, 0, recorder);
@@ -42,7 +43,7 @@ Status train_recorded(const Plan& plan, const data::TrainTest& data, store::RunS
   TrainerHooks hooks;
   hooks.checkpoint_dir = store::checkpoint_dir(store.path(), run_id);
   hooks.on_step = options.on_step;
-  hooks.on_metrics = [&writer](std::vector<store::MetricRecord>&& m) { writer.add_metrics(std::move(m)); };
+  hooks.on_metrics = [&writer](std::vector<trace::MetricRecord>&& m) { writer.add_metrics(std::move(m)); };
   hooks.stop = options.stop;
   outcome.result = trainer->run(hooks);
   Status written = writer.finish();
@@ -85,7 +86,7 @@ int apply_thread_count(const Plan& plan, int ranks_on_host) {
 }
 
 Expected<LocalRunOutcome> run_and_record(const Plan& plan, store::RunStore& store, const LocalRunOptions& options) {
-  store::RunRecord record = store::new_run_record(plan, loom_version());
+  trace::RunRecord record = store::new_run_record(plan, loom_version());
   record.resumed_from = options.resumed_from;
   auto run_id = store.create_run(record);
   if (!run_id.ok()) return run_id.error();
@@ -106,7 +107,9 @@ Expected<LocalRunOutcome> run_and_record(const Plan& plan, store::RunStore& stor
   } else {
     status = data.error();
   }
-  outcome.status = !status.ok() ? "failed" : outcome.result.stopped ? "stopped" : "completed";
+  outcome.status = !status.ok()            ? trace::RunStatus::Failed
+                   : outcome.result.stopped ? trace::RunStatus::Stopped
+                                            : trace::RunStatus::Completed;
   if (!status.ok()) outcome.error = status.error().describe();
   Status figures = analysis::store_training_figures(store, outcome.run_id);
   if (!figures.ok()) (void)store.append_log(outcome.run_id, "analysis: " + figures.error().describe() + "\n");
@@ -115,7 +118,7 @@ Expected<LocalRunOutcome> run_and_record(const Plan& plan, store::RunStore& stor
   if (!finished.ok() && reserve.release())  // a full disk: the room kept for closing the run
     finished = store.finish_run(outcome.run_id, outcome.status, job_wall_s, outcome.result.samples, outcome.error);
   if (!finished.ok()) return finished.error();
-  if (outcome.status == "completed") store::remove_checkpoints(store::checkpoint_dir(store.path(), outcome.run_id));
+  if (outcome.status == trace::RunStatus::Completed) store::remove_checkpoints(store::checkpoint_dir(store.path(), outcome.run_id));
   return outcome;
 }
 

@@ -133,7 +133,7 @@ struct ParameterServer::State {
   std::vector<Pending> deferred;     // ssp pulls waiting for the slowest worker
   std::vector<Pending> held;         // ssp pushes waiting until every worker has read their clock
   std::vector<char> reply;
-  std::vector<store::UpdateRecord> updates;
+  std::vector<trace::UpdateRecord> updates;
   std::string checkpoint_dir;        // empty: no checkpoints
   std::int64_t total_steps = 0;
   std::int64_t last_saved = 0;       // the clock of the newest checkpoint (or the resumed one)

@@ -413,7 +413,7 @@ void TrainingLoop::report_step(std::int64_t step, int epoch, const StepStats& st
   if (hooks.on_metrics) {
     const int rank = rank_;
     const double covered = double(stats.samples > 0 ? stats.samples : plan_.training.batch);
-    std::vector<store::MetricRecord> metrics = std::exchange(step_metrics_, {});
+    std::vector<trace::MetricRecord> metrics = std::exchange(step_metrics_, {});
     metrics.insert(metrics.end(), {{rank, step - 1, now, "loss", stats.loss},
                                    {rank, step - 1, now, "train_accuracy", double(stats.correct) / covered},
                                    {rank, step - 1, now, "samples_per_s", samples_per_s}});

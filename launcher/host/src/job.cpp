@@ -18,13 +18,13 @@
 #include "loom/host/job_output.h"
 #include "loom/host/launch_command.h"
 #include "loom/host/oversubscription.h"
-#include "loom/profiles/analysis.h"
-#include "loom/profiles/checkpoint_files.h"
-#include "loom/profiles/machine.h"
-#include "loom/profiles/recorder.h"
-#include "loom/profiles/run_heartbeat.h"
-#include "loom/profiles/run_store.h"
-#include "loom/profiles/space_reserve.h"
+#include "loom/analysis/analysis.h"
+#include "loom/store/checkpoint_files.h"
+#include "loom/trace/machine.h"
+#include "loom/trace/recorder.h"
+#include "loom/store/run_heartbeat.h"
+#include "loom/store/run_store.h"
+#include "loom/store/space_reserve.h"
 #include "loom/stream/frame.h"
 #include "loom/stream/server.h"
 
@@ -140,7 +140,7 @@ void watch_for_failure(Job& job) {
   job.marked_failed = true;
   flush_log(job);
   const JobProgress p = job.feeder.progress();
-  (void)job.store.finish_run(job.run_id, "failed", elapsed_s(job), p.step * job.plan.training.batch, failure);
+  (void)job.store.finish_run(job.run_id, trace::RunStatus::Failed, elapsed_s(job), p.step * job.plan.training.batch, failure);
   if (job.under_slurm && store_error.empty()) return end_step_at_once(job);
   request_stop(job);
 }
@@ -188,7 +188,7 @@ void watch_for_hang(Job& job) {
   flush_log(job);
   (void)job.store.append_log(job.run_id, "hung: " + job.hang + "; ending the job\n");
   const JobProgress p = job.feeder.progress();
-  (void)job.store.finish_run(job.run_id, "hung", elapsed_s(job), p.step * job.plan.training.batch, job.hang);
+  (void)job.store.finish_run(job.run_id, trace::RunStatus::Hung, elapsed_s(job), p.step * job.plan.training.batch, job.hang);
   job.stopping = job.terminated = true;
   job.stop_sent = Clock::now();
   kill_local_ranks(job);
@@ -234,28 +234,28 @@ JobOutcome decide(Job& job) {
   bool all_done = true, rank_stopped = false;
   for (const RankOutcome& r : job.feeder.outcomes()) {
     all_done = all_done && r.done;
-    rank_stopped = rank_stopped || r.status == "stopped";
+    rank_stopped = rank_stopped || r.status == trace::RunStatus::Stopped;
   }
   if (!job.hang.empty()) {
-    out.status = "hung";
+    out.status = trace::RunStatus::Hung;
     out.error = job.hang;
   } else if (!failure.empty()) {
-    out.status = "failed";
+    out.status = trace::RunStatus::Failed;
     const int rank = job.feeder.first_failure_rank();
     out.error = failure + (rank >= 0 ? explain_rank_end(rank, job.output_tail) : "");
   } else if (job.stopping || rank_stopped) {
     // Asked from here, or from outside: Slurm's scancel, time limit or revoked allocation
     // SIGTERMs the ranks, which stop at an agreed step and exit 0 like a finished run.
-    out.status = "stopped";
+    out.status = trace::RunStatus::Stopped;
   } else if (out.exit_code != 0 || !all_done) {
-    out.status = "failed";
+    out.status = trace::RunStatus::Failed;
     out.error = "mpirun exited with " + (out.exit_code < 0 ? std::string("a signal") : std::to_string(out.exit_code)) +
                 (all_done ? "" : " before every rank reported its end") + "; its last output:\n" + job.output_tail;
   } else {
-    out.status = "completed";
+    out.status = trace::RunStatus::Completed;
   }
-  if (out.status != "failed" && !job.feeder.store_error().empty()) {
-    out.status = "failed";
+  if (out.status != trace::RunStatus::Failed && !job.feeder.store_error().empty()) {
+    out.status = trace::RunStatus::Failed;
     out.error = store_failure(job.feeder.store_error());
   }
   return out;
@@ -379,7 +379,7 @@ Expected<JobOutcome> run_job(const Plan& plan, const std::string& db_path, const
   auto store = store::RunStore::open(db_path);
   if (!store.ok()) return store.error();
   const std::string host = store::this_host_name();
-  store::RunRecord record = store::new_run_record(plan, LOOM_VERSION);
+  trace::RunRecord record = store::new_run_record(plan, LOOM_VERSION);
   record.resumed_from = options.resumed_from;
   auto run_id = store->create_run(record);
   if (!run_id.ok()) return run_id.error();
@@ -398,7 +398,7 @@ Expected<JobOutcome> run_job(const Plan& plan, const std::string& db_path, const
   outcome = decide(job);
   outcome.command = command;
   if (!launched.ok()) {
-    outcome.status = "failed";
+    outcome.status = trace::RunStatus::Failed;
     outcome.error = launched.error().describe();
   }
   // Before the status changes, so a list that sees the run finished sees its figures too.
@@ -408,7 +408,7 @@ Expected<JobOutcome> run_job(const Plan& plan, const std::string& db_path, const
   if (!finished.ok() && reserve.release())  // the disk filled up since: use the room kept for this
     finished = store->finish_run(*run_id, outcome.status, outcome.wall_s, outcome.samples, outcome.error);
   if (!finished.ok()) return finished.error();
-  if (outcome.status == "completed") store::remove_checkpoints(store::checkpoint_dir(db_path, *run_id));
+  if (outcome.status == trace::RunStatus::Completed) store::remove_checkpoints(store::checkpoint_dir(db_path, *run_id));
   return outcome;
 }
 

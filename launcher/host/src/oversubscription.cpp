@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "loom/host/launch_command.h"
-#include "loom/profiles/run_store.h"
+#include "loom/store/run_store.h"
 
 namespace loom::host {
 

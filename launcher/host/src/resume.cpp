@@ -1,7 +1,7 @@
 // Preparing a resumed run (see resume.h).
 #include "loom/host/resume.h"
 
-#include "loom/profiles/checkpoint_files.h"
+#include "loom/store/checkpoint_files.h"
 
 namespace loom::host {
 namespace {
@@ -35,16 +35,12 @@ bool replicas_can_change(const Plan& plan) {
   return plan.parallel.stages == 1 && plan.parallel.sync.mode == SyncMode::AllReduce;
 }
 
-bool resumable_status(const std::string& status) {
-  return status == "failed" || status == "stopped" || status == "hung" || status == "interrupted";
-}
-
 Expected<ResumeRequest> prepare_resume(store::RunStore& store, std::int64_t run_id, int replicas) {
   auto run = store.load_run(run_id);
   if (!run.ok()) return run.error();
-  if (!resumable_status(run->status))
-    return make_error(ErrorCode::InvalidArgument, run_name(run_id) + " is " + run->status + "; only a failed, stopped, hung or interrupted run can be resumed",
-                      run->status == "running" ? "stop it first" : "start a new run instead");
+  if (!trace::resumable(run->status))
+    return make_error(ErrorCode::InvalidArgument, run_name(run_id) + " is " + std::string(trace::to_text(run->status)) + "; only a failed, stopped, hung or interrupted run can be resumed",
+                      run->status == trace::RunStatus::Running ? "stop it first" : "start a new run instead");
   PlanResult parsed = parse_plan(run->plan_json);
   if (!parsed.ok())
     return make_error(ErrorCode::Corrupt, run_name(run_id) + "'s stored plan no longer parses: " +

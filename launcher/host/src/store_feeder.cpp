@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "loom/profiles/recorder.h"
+#include "loom/trace/recorder.h"
 
 namespace loom::host {
 
@@ -48,7 +48,7 @@ void StoreFeeder::note_store_error(const Status& s) {
 void StoreFeeder::log(const std::string& text) { note_store_error(store_.append_log(run_id_, text + "\n")); }
 
 void StoreFeeder::on_hello(const stream::Hello& hello) {
-  store::RankRecord record;
+  trace::RankRecord record;
   {
     std::lock_guard lock(mutex_);
     RankOutcome& r = ranks_[std::size_t(hello.rank)];
@@ -87,7 +87,7 @@ void StoreFeeder::on_events(int rank, std::vector<trace::Event>&& events) {
   }
 }
 
-void StoreFeeder::on_metrics(int rank, std::vector<store::MetricRecord>&& metrics) {
+void StoreFeeder::on_metrics(int rank, std::vector<trace::MetricRecord>&& metrics) {
   for (auto& m : metrics) m.rank = rank;  // a connection speaks for its own rank only
   note_store_error(store_.append_metrics(run_id_, metrics));
   if (rank != 0) return;
@@ -106,17 +106,17 @@ void StoreFeeder::on_metrics(int rank, std::vector<store::MetricRecord>&& metric
 
 // Stored as sent: a server rank reports updates on behalf of the workers that pushed them,
 // so unlike metrics their ranks are not the connection's.
-void StoreFeeder::on_updates(int /*rank*/, std::vector<store::UpdateRecord>&& updates) {
+void StoreFeeder::on_updates(int /*rank*/, std::vector<trace::UpdateRecord>&& updates) {
   note_store_error(store_.append_updates(run_id_, updates));
 }
 
 void StoreFeeder::on_log(int rank, const std::string& text) { log("[rank " + std::to_string(rank) + "] " + text); }
 
 void StoreFeeder::on_clock(int rank, const stream::ClockInfo& clock) {
-  store::RankRecord record;
+  trace::RankRecord record;
   {
     std::lock_guard lock(mutex_);
-    store::RankRecord& r = records_[std::size_t(rank)];
+    trace::RankRecord& r = records_[std::size_t(rank)];
     r.offset_ns = clock.offset_start_ns;
     r.offset_end_ns = clock.offset_end_ns;
     r.sync_start_ns = clock.sync_start_ns;
@@ -129,7 +129,7 @@ void StoreFeeder::on_clock(int rank, const stream::ClockInfo& clock) {
 }
 
 void StoreFeeder::on_done(int rank, const stream::Done& done) {
-  store::RankRecord record;
+  trace::RankRecord record;
   {
     std::lock_guard lock(mutex_);
     RankOutcome& r = ranks_[std::size_t(rank)];
@@ -139,7 +139,7 @@ void StoreFeeder::on_done(int rank, const stream::Done& done) {
     r.error = done.error;
     r.events_recorded = done.events_recorded;
     ++progress_.ranks_finished;
-    if (done.status == "failed" && first_failure_.empty()) {
+    if (done.status == trace::RunStatus::Failed && first_failure_.empty()) {
       first_failure_ = "rank " + std::to_string(rank) + ": " + done.error;
       first_failure_rank_ = rank;
     }
@@ -147,7 +147,7 @@ void StoreFeeder::on_done(int rank, const stream::Done& done) {
     record = records_[std::size_t(rank)];
   }
   note_store_error(store_.upsert_rank(run_id_, record));
-  log("rank " + std::to_string(rank) + " finished: " + done.status + (done.error.empty() ? "" : ": " + done.error));
+  log("rank " + std::to_string(rank) + " finished: " + std::string(trace::to_text(done.status)) + (done.error.empty() ? "" : ": " + done.error));
 }
 
 void StoreFeeder::on_lost(int rank, const std::string& reason) {
@@ -217,7 +217,7 @@ std::string StoreFeeder::store_error() const {
 }
 
 void StoreFeeder::write_latency_metrics() {
-  std::vector<store::MetricRecord> metrics;
+  std::vector<trace::MetricRecord> metrics;
   const auto ranks = outcomes();
   for (std::size_t r = 0; r < ranks.size(); ++r) {
     if (ranks[r].batches == 0) continue;

@@ -125,13 +125,13 @@ Status StreamSink::write_events(int /*rank: fixed by the Hello*/, const trace::E
   return {};
 }
 
-Status StreamSink::write_metrics(const std::vector<store::MetricRecord>& metrics) {
+Status StreamSink::write_metrics(const std::vector<trace::MetricRecord>& metrics) {
   // Usually one frame; split (copying) only when the names would pass the payload limit.
   std::size_t total = 4;
   for (const auto& m : metrics) total += 32 + std::min<std::size_t>(m.name.size(), kMaxStringBytes);
   if (metrics.empty()) return {};
   if (total <= kMaxPayloadBytes) return client_.send(encode_metrics(metrics));
-  std::vector<store::MetricRecord> part;
+  std::vector<trace::MetricRecord> part;
   std::size_t part_bytes = 4;
   for (const auto& m : metrics) {
     const std::size_t bytes = 32 + std::min<std::size_t>(m.name.size(), kMaxStringBytes);
@@ -147,8 +147,8 @@ Status StreamSink::write_metrics(const std::vector<store::MetricRecord>& metrics
   return {};
 }
 
-Status StreamSink::write_updates(const std::vector<store::UpdateRecord>& updates) {
-  const store::UpdateRecord* next = updates.data();
+Status StreamSink::write_updates(const std::vector<trace::UpdateRecord>& updates) {
+  const trace::UpdateRecord* next = updates.data();
   std::size_t left = updates.size();
   while (left > 0) {  // fixed-size records: split by count
     const std::size_t n = std::min(left, kMaxUpdatesPerFrame);

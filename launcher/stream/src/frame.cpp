@@ -196,7 +196,7 @@ Frame read_metrics(Reader& r) {
   }
   batch.metrics.reserve(count);
   for (std::uint32_t i = 0; i < count; ++i) {
-    store::MetricRecord m;
+    trace::MetricRecord m;
     m.rank = r.i32();
     m.step = r.i64();
     m.t_ns = r.i64();
@@ -218,7 +218,7 @@ Frame read_updates(Reader& r) {
     return batch;
   }
   batch.updates.resize(count);
-  for (store::UpdateRecord& u : batch.updates) {
+  for (trace::UpdateRecord& u : batch.updates) {
     u.worker = r.i32();
     u.server = r.i32();
     u.step = r.i64();
@@ -244,8 +244,13 @@ Frame read_clock(Reader& r) {
 Frame read_done(Reader& r) {
   Done d;
   d.events_recorded = r.i64();
-  d.status = r.str();
+  const std::string status = r.str();
   d.error = r.str();
+  const auto known = trace::run_status_from(status);
+  if (known == trace::RunStatus::Completed || known == trace::RunStatus::Failed || known == trace::RunStatus::Stopped)
+    d.status = *known;
+  else
+    r.fail("status '" + status.substr(0, 64) + "' is not completed|failed|stopped");
   return d;
 }
 
@@ -297,9 +302,10 @@ std::string encode(const LogLine& line) {
 }
 
 std::string encode(const Done& done) {
-  Writer w(FrameType::Done, 16 + done.status.size() + done.error.size());
+  const std::string status(trace::to_text(done.status));
+  Writer w(FrameType::Done, 16 + status.size() + done.error.size());
   w.i64(done.events_recorded);
-  w.str(done.status);
+  w.str(status);
   w.str(done.error);
   return w.finish();
 }
@@ -311,7 +317,7 @@ std::string encode_events(const trace::Event* events, std::size_t count) {
   return w.finish();
 }
 
-std::string encode_metrics(const std::vector<store::MetricRecord>& metrics) {
+std::string encode_metrics(const std::vector<trace::MetricRecord>& metrics) {
   std::size_t hint = 4;
   for (const auto& m : metrics) hint += 32 + m.name.size();
   Writer w(FrameType::Metrics, hint);
@@ -326,11 +332,11 @@ std::string encode_metrics(const std::vector<store::MetricRecord>& metrics) {
   return w.finish();
 }
 
-std::string encode_updates(const store::UpdateRecord* updates, std::size_t count) {
+std::string encode_updates(const trace::UpdateRecord* updates, std::size_t count) {
   Writer w(FrameType::Updates, 4 + count * kUpdateWireBytes);
   w.u32(static_cast<std::uint32_t>(count));
   for (std::size_t i = 0; i < count; ++i) {
-    const store::UpdateRecord& u = updates[i];
+    const trace::UpdateRecord& u = updates[i];
     w.i32(u.worker);
     w.i32(u.server);
     for (std::int64_t v : {u.step, u.version_read, u.version_applied, u.staleness, u.t_ns}) w.i64(v);
@@ -338,7 +344,7 @@ std::string encode_updates(const store::UpdateRecord* updates, std::size_t count
   return w.finish();
 }
 
-std::string encode_updates(const std::vector<store::UpdateRecord>& updates) {
+std::string encode_updates(const std::vector<trace::UpdateRecord>& updates) {
   return encode_updates(updates.data(), updates.size());
 }
 

@@ -8,7 +8,7 @@
 
 #include "loom/ui/charts/chart_series.h"
 
-using loom::store::MetricRecord;
+using loom::trace::MetricRecord;
 using loom::ui::charts::breakdown_segments;
 using loom::ui::charts::MetricAccumulator;
 using loom::ui::charts::staleness_histogram;
@@ -196,7 +196,7 @@ void TestChartSeries::stalenessPerTimeBucket() {
 // On one server's clock the origin is its first update, whichever worker pushed it: a
 // worker whose first gradient lands 2 s later starts at x = 2.
 void TestChartSeries::stalenessTimeFromServerOrigin() {
-  const std::vector<loom::store::UpdateRecord> updates = {
+  const std::vector<loom::trace::UpdateRecord> updates = {
       {0, 0, 0, 0, 0, 0, 10'000'000'000}, {1, 0, 0, 0, 1, 1, 12'000'000'000}, {0, 0, 1, 1, 2, 1, 13'000'000'000}};
   const std::vector<StalenessSample> samples = loom::ui::charts::staleness_samples(updates);
   QCOMPARE(samples.size(), std::size_t(3));

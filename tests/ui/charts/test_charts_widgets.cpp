@@ -11,7 +11,7 @@
 #include "loom/ui/charts/training_charts.h"
 #include "loom/ui/colors.h"
 
-using loom::store::MetricRecord;
+using loom::trace::MetricRecord;
 using loom::ui::charts::BreakdownChart;
 using loom::ui::charts::StalenessChart;
 using loom::ui::charts::StalenessSample;
@@ -340,7 +340,7 @@ void TestChartsWidgets::stalenessBarsAndLines() {
 // whose clocks are 500 s apart. Worker 0 pushes 6 gradients (staleness 0,1,1,2,2,2),
 // worker 2 pushes 4 (staleness 3 each), one gradient every 0.1 s.
 void TestChartsWidgets::stalenessFromUpdates() {
-  std::vector<loom::store::UpdateRecord> updates;
+  std::vector<loom::trace::UpdateRecord> updates;
   const int w0[] = {0, 1, 1, 2, 2, 2};
   for (int i = 0; i < 6; ++i) updates.push_back({0, 0, i, 0, 0, w0[i], 1'000'000'000 + i * 100'000'000LL});
   for (int i = 0; i < 4; ++i) updates.push_back({2, 1, i, 0, 0, 3, 500'000'000'000 + i * 100'000'000LL});

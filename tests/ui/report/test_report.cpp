@@ -11,7 +11,7 @@
 #include <QtTest>
 
 #include "loom/core/plan.h"
-#include "loom/profiles/run_store.h"
+#include "loom/store/run_store.h"
 #include "loom/ui/report/report.h"
 
 namespace {
@@ -39,9 +39,9 @@ qint64 store_run(loom::store::RunStore& store, const char* name, double step_ms)
   plan.parallel.data_parallel = 2;
   plan.parallel.devices.assign(2, loom::DeviceSpec{});
   const std::int64_t id = *store.create_run(loom::store::new_run_record(plan, "test"));
-  std::vector<loom::store::MetricRecord> metrics;
+  std::vector<loom::trace::MetricRecord> metrics;
   for (int rank = 0; rank < 2; ++rank) {
-    loom::store::RankRecord record;
+    loom::trace::RankRecord record;
     record.rank = rank;
     check(store.upsert_rank(id, record));
     std::vector<Event> events;
@@ -56,7 +56,7 @@ qint64 store_run(loom::store::RunStore& store, const char* name, double step_ms)
     check(store.append_events(id, rank, events.data(), events.size()));
   }
   check(store.append_metrics(id, metrics));
-  check(store.finish_run(id, "completed", 1.0, 640, ""));
+  check(store.finish_run(id, loom::trace::RunStatus::Completed, 1.0, 640, ""));
   return id;
 }
 

@@ -181,7 +181,7 @@ void TestTimelineData::streamsGetTheirOwnLanes() {
 
 void TestTimelineData::clockAlignmentShiftsRank1() {
   TimelineData d;
-  loom::store::RankRecord r1;
+  loom::trace::RankRecord r1;
   r1.rank = 1;
   r1.offset_ns = 5000;  // rank 1's clock runs 5 us ahead of rank 0's
   d.set_clocks({r1});

@@ -32,7 +32,7 @@
 #include <functional>
 
 #include "loom/core/plan.h"
-#include "loom/profiles/run_store.h"
+#include "loom/store/run_store.h"
 #include "loom/ui/glossary.h"
 #include "loom/ui/timeline/timeline_view.h"
 #include "loom/ui/workbench/main_window.h"
@@ -116,7 +116,7 @@ loom::Plan named_plan(const char* name, int replicas) {
 }
 
 // A finished run written straight into the store: two ranks, a few spans each.
-qint64 store_run(const QString& db, const loom::Plan& plan, const std::string& status = "completed") {
+qint64 store_run(const QString& db, const loom::Plan& plan, loom::trace::RunStatus status = loom::trace::RunStatus::Completed) {
   auto store = loom::store::RunStore::open(db.toStdString());
   if (!store.ok()) qFatal("%s", store.error().describe().c_str());
   const std::int64_t id = *store->create_run(loom::store::new_run_record(plan, "test"));
@@ -132,7 +132,7 @@ qint64 store_run(const QString& db, const loom::Plan& plan, const std::string& s
     }
     if (!store->append_events(id, rank, events.data(), events.size()).ok()) qFatal("append_events");
   }
-  if (status != "running" && !store->finish_run(id, status, 1.0, 6, "").ok()) qFatal("finish_run");
+  if (status != loom::trace::RunStatus::Running && !store->finish_run(id, status, 1.0, 6, "").ok()) qFatal("finish_run");
   return id;
 }
 
@@ -292,18 +292,18 @@ class TestMainWindow : public QObject {
   // after every multi-rank run): the log must not come twice.
   void logShowsEachLineOnceAfterTheFinalClocks() {
     const QString db = window_->dbPath();
-    const qint64 id = store_run(db, window_->document()->plan(), "running");
+    const qint64 id = store_run(db, window_->document()->plan(), loom::trace::RunStatus::Running);
     auto store = loom::store::RunStore::open(db.toStdString());
-    QVERIFY(store->upsert_rank(id, loom::store::RankRecord{0, "host", "cpu", 0, 0, 0, 0}).ok());
+    QVERIFY(store->upsert_rank(id, loom::trace::RankRecord{0, "host", "cpu", 0, 0, 0, 0}).ok());
     QVERIFY(store->append_log(id, "launch: mpirun -n 2 loom-rank\nrank 0 connected\n").ok());
     QSignalSpy loaded(window_.get(), &MainWindow::runLoaded);
     window_->openRun(id);
     QTRY_VERIFY_WITH_TIMEOUT(window_->views()->eventsShown() > 0, 20000);
     // The end of the run: final clock estimate, the rank's summary line, the status.
-    QVERIFY(store->upsert_rank(id, loom::store::RankRecord{0, "host", "cpu", 1500, 10, 0, 0, 2500, 1, 2}).ok());
+    QVERIFY(store->upsert_rank(id, loom::trace::RankRecord{0, "host", "cpu", 1500, 10, 0, 0, 2500, 1, 2}).ok());
     QVERIFY(store->append_log(id, "{\"final_loss\":0.4224,\"samples_per_s\":40545.7,\"steps\":300,\"stopped\":false,"
                                   "\"test_accuracy\":0.8405,\"wall_s\":0.947,\"world_size\":4}\n").ok());
-    QVERIFY(store->finish_run(id, "completed", 1.0, 6, "").ok());
+    QVERIFY(store->finish_run(id, loom::trace::RunStatus::Completed, 1.0, 6, "").ok());
     QTRY_COMPARE_WITH_TIMEOUT(loaded.count(), 1, 20000);
     const QString log = window_->launchLog();
     QCOMPARE(log.count("launch: mpirun -n 2"), 1);

@@ -16,7 +16,7 @@
 #include <optional>
 
 #include "loom/core/plan.h"
-#include "loom/profiles/run_store.h"
+#include "loom/store/run_store.h"
 #include "loom/ui/item_roles.h"
 #include "loom/ui/run_list_model.h"
 #include "loom/ui/workbench/run_browser.h"
@@ -54,7 +54,7 @@ qint64 store_run(const QString& db, const loom::Plan& plan) {
     events.push_back(e);
   }
   if (!store.append_events(id, 0, events.data(), events.size()).ok()) qFatal("append_events");
-  if (!store.finish_run(id, "completed", 1.0, 192, "").ok()) qFatal("finish_run");
+  if (!store.finish_run(id, loom::trace::RunStatus::Completed, 1.0, 192, "").ok()) qFatal("finish_run");
   return id;
 }
 

@@ -13,7 +13,7 @@
 #include <thread>
 
 #include "loom/core/plan.h"
-#include "loom/profiles/run_store.h"
+#include "loom/store/run_store.h"
 #include "loom/ui/workbench/run_feed.h"
 
 using loom::store::RunStore;
@@ -50,7 +50,7 @@ struct Collected {
   std::vector<BatchPtr> batches;
   std::map<int, std::vector<int>> messages_by_rank;
   std::size_t metrics = 0;
-  std::vector<loom::store::UpdateRecord> updates;  // in delivery order
+  std::vector<loom::trace::UpdateRecord> updates;  // in delivery order
   bool finished = false;
 };
 
@@ -70,8 +70,8 @@ Collected collect_until_finished(RunFeed& feed, int timeout_ms) {
 }
 
 // Updates of one worker numbered through `step`, applied by server 0.
-std::vector<loom::store::UpdateRecord> numbered_updates(int worker, int first, int count) {
-  std::vector<loom::store::UpdateRecord> v;
+std::vector<loom::trace::UpdateRecord> numbered_updates(int worker, int first, int count) {
+  std::vector<loom::trace::UpdateRecord> v;
   for (int i = 0; i < count; ++i) {
     const std::int64_t step = first + i;
     v.push_back({worker, 0, step, step, step + worker, worker, 1'000'000 * step});
@@ -79,7 +79,7 @@ std::vector<loom::store::UpdateRecord> numbered_updates(int worker, int first, i
   return v;
 }
 
-std::vector<std::int64_t> steps_of(const std::vector<loom::store::UpdateRecord>& updates, int worker) {
+std::vector<std::int64_t> steps_of(const std::vector<loom::trace::UpdateRecord>& updates, int worker) {
   std::vector<std::int64_t> out;
   for (const auto& u : updates)
     if (u.worker == worker) out.push_back(u.step);
@@ -102,7 +102,7 @@ class TestRunFeed : public QObject {
 
   void storedRunIsDeliveredWholeThenEnds() {
     RunStore store = must(RunStore::open(path_.toStdString()));
-    loom::store::RunRecord record = loom::store::new_run_record(loom::default_plan(), "test");
+    loom::trace::RunRecord record = loom::store::new_run_record(loom::default_plan(), "test");
     const std::int64_t id = must(store.create_run(record));
     must_ok(store.upsert_rank(id, {0, "here", "cpu"}));
     must_ok(store.upsert_rank(id, {1, "here", "cpu"}));
@@ -113,7 +113,7 @@ class TestRunFeed : public QObject {
     must_ok(store.append_metrics(id, {{0, 0, 5, "loss", 2.0}, {1, 0, 6, "loss", 2.2}, {0, 1, 7, "loss", 1.8}}));
     must_ok(store.append_updates(id, {{1, 0, 0, 0, 0, 0, 100}, {1, 1, 1, 0, 2, 2, 200}, {0, 0, 0, 1, 4, 3, 300}}));
     must_ok(store.append_log(id, "launch: mpirun -n 2\n"));
-    must_ok(store.finish_run(id, "completed", 1.0, 64, ""));
+    must_ok(store.finish_run(id, loom::trace::RunStatus::Completed, 1.0, 64, ""));
 
     RunFeed feed;
     feed.follow(path_, id);
@@ -136,7 +136,7 @@ class TestRunFeed : public QObject {
     QCOMPARE(c.updates[2].version_read, std::int64_t(1));
     QCOMPARE(c.updates[2].staleness, std::int64_t(3));
     QCOMPARE(c.updates[2].t_ns, std::int64_t(300));
-    QCOMPARE(c.batches.back()->status, QString("completed"));
+    QCOMPARE(c.batches.back()->status, loom::trace::RunStatus::Completed);
     QCOMPARE(c.batches.back()->total_events, std::int64_t(401'000));
     int rank_updates = 0;
     std::vector<loom::analysis::RankBreakdown> breakdown;
@@ -178,7 +178,7 @@ class TestRunFeed : public QObject {
     must_ok(store.append_events(id, 0, rank0.data(), rank0.size()));
     must_ok(store.append_events(id, 1, rank1.data(), rank1.size()));
     must_ok(store.append_metrics(id, {{0, 0, 1, "max_in_flight", 4.0}, {1, 0, 1, "peak_activation_bytes", 512.0}}));
-    must_ok(store.finish_run(id, "completed", 1.0, 64, ""));
+    must_ok(store.finish_run(id, loom::trace::RunStatus::Completed, 1.0, 64, ""));
 
     RunFeed feed;
     feed.follow(path_, id);
@@ -210,7 +210,7 @@ class TestRunFeed : public QObject {
         must_ok(w.append_updates(id, numbered_updates(b % 2, b * 5, 5)));
         std::this_thread::sleep_for(std::chrono::milliseconds(40));
       }
-      must_ok(w.finish_run(id, "stopped", 0.5, 0, ""));
+      must_ok(w.finish_run(id, loom::trace::RunStatus::Stopped, 0.5, 0, ""));
     });
     Collected c = collect_until_finished(feed, 20000);
     QVERIFY(c.finished);
@@ -233,7 +233,7 @@ class TestRunFeed : public QObject {
                                                35, 36, 37, 38, 39, 45, 46, 47, 48, 49};
     QVERIFY(steps_of(c.updates, 1) == worker1);
     QCOMPARE(steps_of(c.updates, 0).size(), std::size_t(25));
-    QCOMPARE(c.batches.back()->status, QString("stopped"));
+    QCOMPARE(c.batches.back()->status, loom::trace::RunStatus::Stopped);
   }
 
   void secondFollowDropsTheFirstRun() {
@@ -243,8 +243,8 @@ class TestRunFeed : public QObject {
     auto events = numbered_events(0, 300'000);
     must_ok(store.append_events(a, 0, events.data(), events.size()));
     must_ok(store.append_events(b, 0, events.data(), 10));
-    must_ok(store.finish_run(a, "completed", 1, 0, ""));
-    must_ok(store.finish_run(b, "completed", 1, 0, ""));
+    must_ok(store.finish_run(a, loom::trace::RunStatus::Completed, 1, 0, ""));
+    must_ok(store.finish_run(b, loom::trace::RunStatus::Completed, 1, 0, ""));
     RunFeed feed;
     feed.follow(path_, a);
     feed.follow(path_, b);  // before any batch of a could be handled

@@ -19,7 +19,7 @@
 #include <set>
 
 #include "loom/core/plan.h"
-#include "loom/profiles/run_store.h"
+#include "loom/store/run_store.h"
 #include "loom/ui/charts/training_charts.h"
 #include "loom/ui/designer/plan_document.h"
 #include "loom/ui/timeline/timeline_view.h"
@@ -33,8 +33,12 @@
 
 using loom::ui::ComparisonWindow;
 using loom::ui::MainWindow;
+using loom::trace::RunStatus;
 
 namespace {
+
+// The status MainWindow::runFinished gave the i-th finished run.
+RunStatus finished_status(const QSignalSpy& finished, int i) { return finished.at(i).at(1).value<RunStatus>(); }
 
 // Two data-parallel ranks on a slice of Fashion-MNIST: a few seconds of real training.
 loom::Plan two_rank_plan(std::int64_t steps) {
@@ -58,7 +62,7 @@ int metric_row(const QTableWidget* table, const QString& key) {
   return -1;
 }
 
-loom::store::RunRecord stored_run(const QString& db, qint64 id) {
+loom::trace::RunRecord stored_run(const QString& db, qint64 id) {
   auto store = loom::store::RunStore::open(db.toStdString());
   if (!store.ok()) qFatal("%s", store.error().describe().c_str());
   auto run = store->load_run(id);
@@ -110,12 +114,12 @@ class TestWorkbench : public QObject {
     QVERIFY(!window_->runAction()->isEnabled());
     QVERIFY(window_->stopAction()->isEnabled());
     QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 240000);
-    QVERIFY2(finished.at(0).at(1).toString() == "completed",
-             qPrintable(finished.at(0).at(1).toString() + ": " + finished.at(0).at(2).toString() + "\n" +
+    QVERIFY2(finished_status(finished, 0) == RunStatus::Completed,
+             qPrintable(QString::fromUtf8(loom::trace::to_text(finished_status(finished, 0))) + ": " + finished.at(0).at(2).toString() + "\n" +
                         window_->launchLog()));
     QVERIFY2(events_while_running > 0, "events should reach the timeline while the job runs");
     const qint64 id = finished.at(0).at(0).toLongLong();
-    QCOMPARE(stored_run(window_->dbPath(), id).status, std::string("completed"));
+    QCOMPARE(stored_run(window_->dbPath(), id).status, loom::trace::RunStatus::Completed);
     QTRY_VERIFY2_WITH_TIMEOUT(window_->launchLog().contains("launch: ") && window_->launchLog().contains("mpirun -n 2"),
                               qPrintable(window_->launchLog()), 10000);
 
@@ -148,9 +152,9 @@ class TestWorkbench : public QObject {
     window_->stopAction()->trigger();
     QVERIFY2(window_->statusText().contains("Stopping"), qPrintable(window_->statusText()));
     QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 60000);
-    QCOMPARE(finished.at(0).at(1).toString(), QString("stopped"));
+    QCOMPARE(finished_status(finished, 0), RunStatus::Stopped);
     const qint64 id = finished.at(0).at(0).toLongLong();
-    QCOMPARE(stored_run(window_->dbPath(), id).status, std::string("stopped"));
+    QCOMPARE(stored_run(window_->dbPath(), id).status, loom::trace::RunStatus::Stopped);
   }
 
   // Run > Resume on the stopped run on screen: a new run linked to it, from the checkpoint
@@ -165,7 +169,7 @@ class TestWorkbench : public QObject {
     QTRY_VERIFY_WITH_TIMEOUT(window_->views()->eventsShown() > 100 || finished.count() > 0, 60000);
     window_->stopAction()->trigger();
     QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 60000);
-    QCOMPARE(finished.at(0).at(1).toString(), QString("stopped"));
+    QCOMPARE(finished_status(finished, 0), RunStatus::Stopped);
     const qint64 stopped = finished.at(0).at(0).toLongLong();
     QVERIFY2(window_->resumeAction()->isEnabled(), qPrintable(window_->resumeAction()->toolTip()));
 
@@ -182,7 +186,7 @@ class TestWorkbench : public QObject {
     QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 2, 240000);
     QCOMPARE(offered_replicas, 2);
     QVERIFY2(offered_step > 0 && offered_step < 1500, qPrintable(QString::number(offered_step)));
-    QVERIFY2(finished.at(1).at(1).toString() == "completed",
+    QVERIFY2(finished_status(finished, 1) == RunStatus::Completed,
              qPrintable(finished.at(1).at(2).toString() + "\n" + window_->launchLog()));
     const auto resumed = stored_run(window_->dbPath(), finished.at(1).at(0).toLongLong());
     QCOMPARE(resumed.resumed_from, stopped);
@@ -253,13 +257,13 @@ class TestWorkbench : public QObject {
     auto store = loom::store::RunStore::open(window_->dbPath().toStdString());
     QVERIFY(store.ok());
     const std::int64_t id = *store->create_run(loom::store::new_run_record(loom::default_plan(), "test"));
-    std::vector<loom::store::UpdateRecord> updates;
+    std::vector<loom::trace::UpdateRecord> updates;
     for (int step = 0; step < 5; ++step) {
       updates.push_back({1, 0, step, step, step, 0, 1'000'000LL * step});
       updates.push_back({2, 0, step, step, step + 1, 1, 1'000'000LL * step + 500'000});
     }
     QVERIFY(store->append_updates(id, updates).ok());
-    QVERIFY(store->finish_run(id, "completed", 1.0, 0, "").ok());
+    QVERIFY(store->finish_run(id, loom::trace::RunStatus::Completed, 1.0, 0, "").ok());
     QSignalSpy loaded(window_.get(), &MainWindow::runLoaded);
     window_->openRun(id);
     QTRY_COMPARE_WITH_TIMEOUT(loaded.count(), 1, 20000);
@@ -376,7 +380,7 @@ class TestWorkbench : public QObject {
     QSignalSpy finished(window_.get(), &MainWindow::runFinished);
     window_->runAction()->trigger();
     if (!QTest::qWaitFor([&] { return finished.count() == 1; }, 240000)) qFatal("the run did not end");
-    if (finished.at(0).at(1).toString() != "completed") qFatal("run %s", qPrintable(finished.at(0).at(2).toString()));
+    if (finished_status(finished, 0) != RunStatus::Completed) qFatal("run %s", qPrintable(finished.at(0).at(2).toString()));
     return finished.at(0).at(0).toLongLong();
   }
 

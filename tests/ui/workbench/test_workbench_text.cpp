@@ -51,7 +51,7 @@ class TestWorkbenchText : public QObject {
     QCOMPARE(dockTitle("Training", none), QString("Training"));
     QCOMPARE(windowTitleFor("gpipe_mlp.json", none), QString("gpipe_mlp.json[*] \u2014 Loom"));
 
-    ShownRun run{12, "completed", designer};
+    ShownRun run{12, loom::trace::RunStatus::Completed, designer};
     QCOMPARE(runCaption(run, designer), QString("Run 12 \u00b7 plan \u201cgpipe-mlp\u201d \u00b7 completed"));
     QCOMPARE(dockTitle("Training", run), QString("Training \u00b7 run 12"));
     QCOMPARE(windowTitleFor("gpipe_mlp.json", run), QString("gpipe_mlp.json[*] \u00b7 run 12 \u2014 Loom"));
@@ -63,7 +63,7 @@ class TestWorkbenchText : public QObject {
     other.name = "mlp-fashion";
     QVERIFY(runCaption(run, other).contains("not the plan in the designer (\u201cmlp-fashion\u201d)"));
 
-    ShownRun resumed{13, "running", designer, 12};
+    ShownRun resumed{13, loom::trace::RunStatus::Running, designer, 12};
     QCOMPARE(runCaption(resumed, designer),
              QString("Run 13 \u00b7 plan \u201cgpipe-mlp\u201d \u00b7 running \u00b7 resumed from run 12"));
   }

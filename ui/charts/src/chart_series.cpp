@@ -19,7 +19,7 @@ bool by_x(const QPointF& a, const QPointF& b) { return a.x() < b.x(); }
 
 }  // namespace
 
-void MetricAccumulator::append(const std::vector<loom::store::MetricRecord>& records) {
+void MetricAccumulator::append(const std::vector<loom::trace::MetricRecord>& records) {
   bool changed = false;
   for (const auto& r : records) {
     if (r.step < 0) continue;
@@ -31,7 +31,7 @@ void MetricAccumulator::append(const std::vector<loom::store::MetricRecord>& rec
   if (changed) ++revision_;
 }
 
-void MetricAccumulator::insert(Steps& steps, const loom::store::MetricRecord& r) {
+void MetricAccumulator::insert(Steps& steps, const loom::trace::MetricRecord& r) {
   std::vector<Entry>& entries = steps[r.step];
   for (Entry& e : entries) {
     if (e.rank != r.rank) continue;
@@ -118,7 +118,7 @@ Histogram staleness_histogram(const std::vector<StalenessSample>& samples, int w
   return h;
 }
 
-std::vector<StalenessSample> staleness_samples(const std::vector<loom::store::UpdateRecord>& updates) {
+std::vector<StalenessSample> staleness_samples(const std::vector<loom::trace::UpdateRecord>& updates) {
   std::vector<StalenessSample> out;
   out.reserve(updates.size());
   for (const auto& u : updates) {

@@ -111,7 +111,7 @@ void OverlayCharts::setRuns(const std::vector<Run>& runs) {
   replotNow();
 }
 
-void OverlayCharts::appendMetrics(int run, const std::vector<loom::store::MetricRecord>& records) {
+void OverlayCharts::appendMetrics(int run, const std::vector<loom::trace::MetricRecord>& records) {
   if (run < 0 || run >= int(runs_.size())) return;
   runs_[std::size_t(run)].append(records);
 }

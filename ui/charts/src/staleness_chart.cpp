@@ -97,11 +97,11 @@ void StalenessChart::appendSamples(const std::vector<StalenessSample>& samples) 
   if (!timer_.isActive()) timer_.start();
 }
 
-void StalenessChart::setUpdates(const std::vector<loom::store::UpdateRecord>& updates) {
+void StalenessChart::setUpdates(const std::vector<loom::trace::UpdateRecord>& updates) {
   setSamples(staleness_samples(updates));
 }
 
-void StalenessChart::appendUpdates(const std::vector<loom::store::UpdateRecord>& updates) {
+void StalenessChart::appendUpdates(const std::vector<loom::trace::UpdateRecord>& updates) {
   appendSamples(staleness_samples(updates));
 }
 

@@ -127,7 +127,7 @@ QCPGraph* TrainingCharts::graph(const QString& metric) const {
   return nullptr;
 }
 
-void TrainingCharts::appendMetrics(const std::vector<loom::store::MetricRecord>& records) {
+void TrainingCharts::appendMetrics(const std::vector<loom::trace::MetricRecord>& records) {
   accumulator_.append(records);
   if (accumulator_.revision() != drawn_revision_ && !timer_.isActive()) timer_.start();
 }

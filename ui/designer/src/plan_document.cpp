@@ -7,7 +7,7 @@
 #include <QUndoCommand>
 
 #include "loom/core/plan_limits.h"
-#include "loom/profiles/machine.h"
+#include "loom/trace/machine.h"
 #include "loom/ui/designer/plan_help.h"
 
 namespace loom::ui {

@@ -13,7 +13,7 @@ namespace loom::ui {
 
 std::vector<std::string> default_chart_metrics() { return {"loss", "test_accuracy"}; }
 
-MetricSeries make_metric_series(const std::vector<loom::store::MetricRecord>& metrics, const std::string& name) {
+MetricSeries make_metric_series(const std::vector<loom::trace::MetricRecord>& metrics, const std::string& name) {
   std::map<std::int64_t, std::pair<double, int>> byStep;  // step -> (sum, ranks)
   for (const auto& m : metrics) {
     if (m.name != name) continue;

@@ -15,11 +15,6 @@ namespace {
 
 QString qs(const std::string& text) { return QString::fromStdString(text); }
 
-// Runs that ended without finishing as asked: shown in red, with their error.
-bool ended_badly(const std::string& status) {
-  return status == "failed" || status == "hung" || status == "interrupted";
-}
-
 }  // namespace
 
 RunListModel::RunListModel(QObject* parent) : QAbstractTableModel(parent) {}
@@ -61,12 +56,12 @@ QVariant RunListModel::data(const QModelIndex& index, int role) const {
     case Qt::DisplayRole: return displayData(r, index.column());
     case SortRole: return sortData(r, index.column());
     case RunIdRole: return static_cast<qlonglong>(r.id);
-    case HasErrorRole: return ended_badly(r.status);
+    case HasErrorRole: return trace::ended_badly(r.status);  // shown in red, with its error
     case FilterRole: return filterText(r);
     case Qt::ToolTipRole:
       if (!r.error.empty()) return qs(r.error);
       return QStringLiteral("%1 on %2, Loom %3").arg(qs(r.name), qs(r.host), qs(r.version));
-    case Qt::ForegroundRole: return ended_badly(r.status) ? QVariant(QColor(Qt::red)) : QVariant();
+    case Qt::ForegroundRole: return trace::ended_badly(r.status) ? QVariant(QColor(Qt::red)) : QVariant();
     case Qt::TextAlignmentRole:
       if (index.column() == Id || index.column() == Ranks || (index.column() >= Steps && index.column() <= TestAccuracy))
         return QVariant(Qt::AlignRight | Qt::AlignVCenter);
@@ -103,7 +98,7 @@ QVariant RunListModel::sortData(const RunRow& r, int column) const {
     case Started: return static_cast<qlonglong>(r.started_unix_ms);
     case Mode: return qs(r.mode);
     case Ranks: return r.world_size;
-    case Status: return qs(r.status);
+    case Status: return qs(run_status_label(r.status));
     case Steps: return static_cast<qlonglong>(r.steps);
     case WallTime: return r.wall_s;
     case Throughput: return r.samples_per_s;

@@ -1,13 +1,14 @@
 // load_run_rows and the run browser's formatting helpers (see run_rows.h).
 #include "loom/ui/run_rows.h"
 
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <system_error>
 
-#include "loom/profiles/compare.h"
-#include "loom/profiles/run_store.h"
+#include "loom/analysis/compare.h"
+#include "loom/store/run_store.h"
 
 namespace loom::ui {
 
@@ -27,7 +28,7 @@ loom::Expected<std::vector<RunRow>> load_run_rows(const std::string& path) {
   if (!progress.ok()) return progress.error();
   std::vector<RunRow> rows;
   rows.reserve(runs->size());
-  for (loom::store::RunRecord& r : *runs) {
+  for (loom::trace::RunRecord& r : *runs) {
     RunRow row;
     row.id = r.id;
     row.name = r.name;
@@ -52,14 +53,10 @@ loom::Expected<std::vector<RunRow>> load_run_rows(const std::string& path) {
   return rows;
 }
 
-std::string run_status_label(std::string_view status) {
-  if (status == "running") return "Running";
-  if (status == "completed") return "Completed";
-  if (status == "failed") return "Failed";
-  if (status == "stopped") return "Stopped";
-  if (status == "hung") return "Hung";
-  if (status == "interrupted") return "Interrupted";
-  return std::string(status);
+std::string run_status_label(trace::RunStatus status) {
+  std::string label(trace::to_text(status));
+  label[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(label[0])));
+  return label;
 }
 
 std::string format_duration(double seconds) {

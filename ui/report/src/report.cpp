@@ -15,10 +15,12 @@
 
 #include "loom/core/model_info.h"
 #include "loom/core/plan.h"
-#include "loom/profiles/analysis.h"
-#include "loom/profiles/compare.h"
-#include "loom/profiles/critical_path.h"
+#include "loom/analysis/analysis.h"
+#include "loom/text/run_text.h"
+#include "loom/analysis/compare.h"
+#include "loom/analysis/critical_path.h"
 #include "loom/ui/colors.h"
+#include "loom/ui/run_rows.h"
 #include "report_pictures.h"
 
 namespace loom::ui::report {
@@ -36,9 +38,9 @@ QString number(double v, int decimals) {
 
 // What report pictures and tables need of one run, read once.
 struct RunData {
-  store::RunRecord run;
+  trace::RunRecord run;
   std::optional<Plan> plan;
-  std::vector<store::MetricRecord> metrics;
+  std::vector<trace::MetricRecord> metrics;
   detail::RunTimeline timeline;
   std::vector<std::pair<int, std::int64_t>> first_steps;  // rank, its first Step start
 };
@@ -80,7 +82,7 @@ QString image_tag(Report& report, QImage image, const QString& alt) {
       .arg(alt.toHtmlEscaped());
 }
 
-double last_metric(const std::vector<store::MetricRecord>& metrics, const std::string& name) {
+double last_metric(const std::vector<trace::MetricRecord>& metrics, const std::string& name) {
   double v = std::nan("");
   for (const auto& m : metrics)
     if (m.name == name && m.step >= 0) v = m.value;  // ordered by step, then time
@@ -92,13 +94,13 @@ QString runs_table(const std::vector<RunData>& runs) {
       "<table width=\"100%\" border=\"1\" cellspacing=\"0\" cellpadding=\"3\"><tr><th></th><th>run</th><th>name</th><th>mode</th>"
       "<th>status</th><th>ranks</th><th>wall s</th><th>samples/s</th><th>final test accuracy</th></tr>");
   for (std::size_t i = 0; i < runs.size(); ++i) {
-    const store::RunRecord& r = runs[i].run;
+    const trace::RunRecord& r = runs[i].run;
     html += QStringLiteral("<tr><td><font color=\"%1\">&#9632;</font> %2</td><td>#%3</td><td>%4</td><td>%5</td>"
                            "<td>%6</td><td align=\"right\">%7</td><td align=\"right\">%8</td>"
                            "<td align=\"right\">%9</td><td align=\"right\">%10</td></tr>")
                 .arg(run_color(int(i)).name(), letter(i))
                 .arg(r.id)
-                .arg(esc(r.name), esc(analysis::run_mode(r)), esc(r.status))
+                .arg(esc(r.name), esc(analysis::run_mode(r)), esc(ui::run_status_label(r.status)))
                 .arg(r.world_size)
                 .arg(number(r.wall_s, 1), number(r.samples_per_s(), 0),
                      number(100 * last_metric(runs[i].metrics, "test_accuracy"), 2) + QStringLiteral(" %"));
@@ -132,7 +134,7 @@ QString comparison_tables(const analysis::Comparison& c) {
     if (std::none_of(row.values.begin(), row.values.end(), [](double v) { return std::isfinite(v); })) continue;
     html += QStringLiteral("<tr><td>%1%2</td>").arg(esc(row.label), row.unit.empty() ? QString() : " (" + esc(row.unit) + ")");
     for (std::size_t i = 0; i < row.values.size(); ++i) {
-      QString cell = qs(analysis::format_compare_value(row.values[i]));
+      QString cell = qs(text::format_compare_value(row.values[i]));
       const double ratio = row.values[i] / row.values[0];
       if (i > 0 && std::isfinite(ratio)) cell += QStringLiteral(" (%1&times;)").arg(ratio, 0, 'f', 2);
       if (int(i) == row.best) cell = QStringLiteral("<b>&#9733; %1</b>").arg(cell);
@@ -141,7 +143,7 @@ QString comparison_tables(const analysis::Comparison& c) {
     html += QStringLiteral("</tr>");
   }
   html += QStringLiteral("</table>");
-  const std::string split = analysis::format_step_time_split(c);
+  const std::string split = text::format_step_time_split(c);
   if (!split.empty())
     html += QStringLiteral("<h3>Where the step time went</h3><p>Critical path per step against run A's, by part "
                            "(ms):</p>") + pre(split);
@@ -152,7 +154,7 @@ QString comparison_tables(const analysis::Comparison& c) {
     html += QStringLiteral("</tr>");
     for (const auto& row : c.phases) {
       html += QStringLiteral("<tr><td>%1</td><td>%2</td>").arg(esc(row.role), esc(row.phase));
-      for (double v : row.median_ms) html += QStringLiteral("<td align=\"right\">%1</td>").arg(qs(analysis::format_compare_value(v)));
+      for (double v : row.median_ms) html += QStringLiteral("<td align=\"right\">%1</td>").arg(qs(text::format_compare_value(v)));
       html += QStringLiteral("</tr>");
     }
     html += QStringLiteral("</table>");
@@ -170,9 +172,9 @@ Expected<QString> one_run_figures(store::RunStore& store, const RunData& d, Repo
     events[std::size_t(rank)] = e;
   }
   const auto paths = analysis::analyze_run_paths(d.run, d.timeline.clocks, std::move(events));
-  const std::string text = analysis::format_summary(*summary) +
-                           analysis::format_efficiency(analysis::pop_efficiency(summary->ranks)) +
-                           analysis::format_path_analysis(paths, d.timeline.layer_names);
+  const std::string text = text::format_summary(*summary) +
+                           text::format_efficiency(analysis::pop_efficiency(summary->ranks)) +
+                           text::format_path_analysis(paths, d.timeline.layer_names);
   return QStringLiteral("<h2>Figures</h2>") + pre(text) + QStringLiteral("<h3>Where each rank's time went</h3>") +
          image_tag(report, detail::breakdown_picture(*summary, width_px), QStringLiteral("breakdown"));
 }

@@ -9,16 +9,16 @@
 #include <cstdint>
 #include <vector>
 
-#include "loom/profiles/analysis.h"
-#include "loom/profiles/event.h"
-#include "loom/profiles/run_store.h"
+#include "loom/analysis/analysis.h"
+#include "loom/trace/event.h"
+#include "loom/store/run_store.h"
 
 namespace loom::ui::report::detail {
 
 struct RunCurves {
   QString label;
   double samples_per_step = 1;
-  std::vector<store::MetricRecord> metrics;
+  std::vector<trace::MetricRecord> metrics;
   std::vector<std::pair<int, std::int64_t>> origins;  // rank, its first step's start (own clock)
 };
 
@@ -29,7 +29,7 @@ QImage curves_picture(const std::vector<RunCurves>& runs, int width_px);
 QImage breakdown_picture(const analysis::RunSummary& summary, int width_px);
 
 struct RunTimeline {
-  std::vector<store::RankRecord> clocks;
+  std::vector<trace::RankRecord> clocks;
   std::vector<std::pair<int, std::vector<trace::Event>>> events;  // per rank
   std::vector<std::string> layer_names;
 };

@@ -12,7 +12,7 @@
 
 #include <QStringList>
 
-#include "loom/profiles/clock_align.h"
+#include "loom/trace/clock_align.h"
 #include "loom/ui/span_kinds.h"
 
 namespace loom::ui::timeline {
@@ -51,7 +51,7 @@ std::size_t TimelineData::MessageKeyHash::operator()(const MessageKey& k) const 
   return static_cast<std::size_t>(h ^ (h >> 29));
 }
 
-void TimelineData::set_clocks(std::vector<loom::store::RankRecord> ranks) {
+void TimelineData::set_clocks(std::vector<loom::trace::RankRecord> ranks) {
   clocks_.clear();
   for (auto& r : ranks) clocks_[r.rank] = std::move(r);
   ++revision_;

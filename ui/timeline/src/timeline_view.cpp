@@ -372,7 +372,7 @@ TimelineView::TimelineView(QWidget* parent) : QWidget(parent) {
 
 TimelineView::~TimelineView() = default;
 
-void TimelineView::setClocks(std::vector<loom::store::RankRecord> ranks) { data_.set_clocks(std::move(ranks)); }
+void TimelineView::setClocks(std::vector<loom::trace::RankRecord> ranks) { data_.set_clocks(std::move(ranks)); }
 
 void TimelineView::appendEvents(int rank, std::span<const loom::trace::Event> events) {
   data_.append(rank, events);  // the timer notices the new revision and replots

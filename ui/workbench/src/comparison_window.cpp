@@ -24,10 +24,12 @@
 #include <limits>
 
 #include "loom/core/plan.h"
-#include "loom/profiles/analysis.h"
-#include "loom/profiles/run_store.h"
+#include "loom/analysis/analysis.h"
+#include "loom/text/run_text.h"
+#include "loom/store/run_store.h"
 #include "loom/ui/charts/overlay_charts.h"
 #include "loom/ui/colors.h"
+#include "loom/ui/run_rows.h"
 #include "loom/ui/timeline/kind_legend.h"
 #include "loom/ui/timeline/timeline_view.h"
 #include "loom/ui/workbench/report_file.h"
@@ -56,7 +58,7 @@ RunHeader read_header(loom::store::RunStore& store, qint64 id) {
   }
   h.name = qs(run->name);
   h.mode = qs(loom::analysis::run_mode(*run));
-  h.status = qs(run->status);
+  h.status = qs(run_status_label(run->status));
   auto plan = loom::parse_plan(run->plan_json);
   if (plan.ok()) h.samples_per_step = static_cast<double>(plan.plan->training.batch);
   return h;
@@ -488,7 +490,7 @@ void ComparisonWindow::fillMetrics(const loom::analysis::Comparison& c) {
     metrics_->setItem(r, 0, name);
     for (int i = 0; i < runs; ++i) {
       const double v = row.values[std::size_t(i)];
-      QString text = qs(loom::analysis::format_compare_value(v));
+      QString text = qs(loom::text::format_compare_value(v));
       const double ratio = v / row.values[0];
       if (i > 0 && std::isfinite(ratio)) text += QStringLiteral("  (%1×)").arg(ratio, 0, 'f', 2);
       const bool best = i == row.best;
@@ -523,7 +525,7 @@ QString ComparisonWindow::stepTimeSplit(const loom::analysis::Comparison& c) con
   for (const auto& row : c.metrics)
     if (row.key == "path_ms") base = row.values[0];
   QStringList lines{tr("<b>Where the step time went</b> (critical path per step, against run A's %1 ms):")
-                        .arg(qs(loom::analysis::format_compare_value(base)))};
+                        .arg(qs(loom::text::format_compare_value(base)))};
   for (const auto& d : split) {
     QStringList parts;
     for (const auto& [name, ms] : d.parts) parts << qs(name) + QLatin1Char(' ') + signed_ms(ms);
@@ -550,7 +552,7 @@ void ComparisonWindow::fillPhases(const loom::analysis::Comparison& c) {
     phases_->setItem(r, 1, item(qs(row.phase)));
     for (int i = 0; i < runs; ++i) {
       const double v = row.median_ms[std::size_t(i)];
-      QString text = qs(loom::analysis::format_compare_value(v));
+      QString text = qs(loom::text::format_compare_value(v));
       double delta = v - row.median_ms[0];
       if (std::abs(delta) < 5e-4) delta = 0;  // no "-0.000"
       if (i > 0 && std::isfinite(delta)) text += QStringLiteral("  (%1%2)").arg(delta >= 0 ? "+" : "").arg(delta, 0, 'f', 3);

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "loom/core/plan.h"
-#include "loom/profiles/run_store.h"
+#include "loom/store/run_store.h"
 #include "loom/ui/workbench/run_feed.h"
 
 namespace loom::ui {
@@ -50,11 +50,11 @@ class FeedWorker : public QObject {
   bool first_ = true;
   std::int64_t event_seq_ = 0, metric_seq_ = 0, update_seq_ = 0, total_events_ = 0;
   std::size_t log_size_ = 0;  // bytes of the run's log already delivered
-  std::vector<loom::store::RankRecord> ranks_;
+  std::vector<loom::trace::RankRecord> ranks_;
   // For the breakdown and pipeline_stats, indexed by rank (ranks are dense from 0).
   std::vector<std::vector<loom::trace::Event>> events_by_rank_;
   std::optional<loom::Plan> plan_;  // parsed once, with the first poll
-  std::vector<loom::store::MetricRecord> pipeline_metrics_;  // max_in_flight, peak_activation_bytes
+  std::vector<loom::trace::MetricRecord> pipeline_metrics_;  // max_in_flight, peak_activation_bytes
   bool events_since_breakdown_ = false;  // or pipeline metrics
   std::chrono::steady_clock::time_point last_breakdown_{};
 };

@@ -25,8 +25,8 @@
 
 #include <cmath>
 
-#include "loom/profiles/analysis.h"
-#include "loom/profiles/run_store.h"
+#include "loom/analysis/analysis.h"
+#include "loom/store/run_store.h"
 #include "loom/ui/timeline/timeline_view.h"
 #include "loom/ui/workbench/appearance.h"
 #include "loom/ui/workbench/path_overlay.h"

@@ -23,7 +23,7 @@
 
 #include "loom/host/oversubscription.h"
 #include "loom/host/resume.h"
-#include "loom/profiles/run_store.h"
+#include "loom/store/run_store.h"
 
 namespace loom::ui {
 
@@ -68,7 +68,7 @@ void MainWindow::startJob(const loom::Plan& plan, const loom::host::ResumeReques
 // Reads one run row and one checkpoint header on this thread: milliseconds, and the
 // answer decides whether a dialog opens.
 void MainWindow::resumeRun() {
-  if (controller_.isRunning() || !loom::host::resumable_status(shown_.status.toStdString())) return;
+  if (controller_.isRunning() || !(shown_.status && loom::trace::resumable(*shown_.status))) return;
   const qint64 runId = shown_.id;
   auto store = loom::store::RunStore::open(dbPath().toStdString());
   if (!store.ok()) return showError(tr("Cannot read the run database"), QString::fromStdString(store.error().describe()));
@@ -105,7 +105,7 @@ int MainWindow::askResumeReplicas(const loom::host::ResumeRequest& request) {
 }
 
 void MainWindow::updateResumeAction() {
-  const bool can = !controller_.isRunning() && shown_.id != 0 && loom::host::resumable_status(shown_.status.toStdString());
+  const bool can = !controller_.isRunning() && shown_.id != 0 && shown_.status && loom::trace::resumable(*shown_.status);
   resume_action_->setEnabled(can);
   resume_action_->setToolTip(
       can ? tr("Continue run %1 from its newest checkpoint as a new run").arg(shown_.id)
@@ -132,7 +132,7 @@ void MainWindow::stopRun() {
 
 void MainWindow::onRunCreated(qint64 runId) {
   current_run_ = runId;
-  setShownRun({runId, QStringLiteral("running"), running_plan_});
+  setShownRun({runId, loom::trace::RunStatus::Running, running_plan_});
   feed_.follow(dbPath(), runId);
   run_state_ = tr("Run %1 starting").arg(runId);
   updateRunState();
@@ -152,11 +152,11 @@ void MainWindow::onProgress(const loom::host::JobProgress& p) {
   updateRunState();
 }
 
-void MainWindow::onRunFinished(qint64 runId, const QString& status, const QString& error, double wallSeconds) {
+void MainWindow::onRunFinished(qint64 runId, loom::trace::RunStatus status, const QString& error, double wallSeconds) {
   elapsed_timer_->stop();
   progress_bar_->setVisible(false);
   elapsed_label_->setText(tr("%1 s").arg(wallSeconds, 0, 'f', 1));
-  run_state_ = tr("Run %1 %2 after %3 s").arg(runId).arg(status).arg(wallSeconds, 0, 'f', 1);
+  run_state_ = tr("Run %1 %2 after %3 s").arg(runId).arg(QString::fromUtf8(loom::trace::to_text(status))).arg(wallSeconds, 0, 'f', 1);
   if (!error.isEmpty()) run_state_ += " — " + error;
   if (runId == 0) run_state_ = tr("Run could not start — %1").arg(error);
   if (runId != 0 && runId == shown_.id) {
@@ -192,7 +192,7 @@ void MainWindow::onBatch(std::shared_ptr<const FeedBatch> batch) {
       const loom::Plan plan = *parsed.plan;
       QMetaObject::invokeMethod(this, [this, id, plan] { offerRunPlan(id, plan); }, Qt::QueuedConnection);
     }
-  } else if (batch->run_id == shown_.id && !batch->status.isEmpty() && batch->status != shown_.status) {
+  } else if (batch->run_id == shown_.id && batch->status && batch->status != shown_.status) {
     ShownRun run = shown_;
     run.status = batch->status;
     setShownRun(run);

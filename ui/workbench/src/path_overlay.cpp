@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "loom/core/model_info.h"
-#include "loom/profiles/critical_path.h"
+#include "loom/analysis/critical_path.h"
 #include "loom/ui/span_kinds.h"
 #include "loom/ui/timeline/timeline_view.h"
 

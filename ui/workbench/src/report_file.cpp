@@ -1,7 +1,7 @@
 // write_report_file (report_file.h).
 #include "loom/ui/workbench/report_file.h"
 
-#include "loom/profiles/run_store.h"
+#include "loom/store/run_store.h"
 #include "loom/ui/report/report.h"
 
 namespace loom::ui {

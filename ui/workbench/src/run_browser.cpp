@@ -21,8 +21,8 @@
 
 #include <set>
 
-#include "loom/profiles/compare.h"
-#include "loom/profiles/run_store.h"
+#include "loom/analysis/compare.h"
+#include "loom/store/run_store.h"
 #include "loom/ui/item_roles.h"
 #include "loom/ui/run_list_model.h"
 #include "loom/ui/run_rows.h"

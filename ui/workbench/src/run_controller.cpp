@@ -43,9 +43,9 @@ bool RunController::start(const loom::Plan& plan, const host::ResumeRequest* res
     // running_ is cleared on the GUI thread, in order after every queued signal above.
     QMetaObject::invokeMethod(this, [this] { running_ = false; }, Qt::QueuedConnection);
     if (!outcome.ok()) {
-      emit finished(0, "failed", QString::fromStdString(outcome.error().describe()), 0.0);
+      emit finished(0, loom::trace::RunStatus::Failed, QString::fromStdString(outcome.error().describe()), 0.0);
     } else {
-      emit finished(outcome->run_id, QString::fromStdString(outcome->status),
+      emit finished(outcome->run_id, outcome->status,
                     QString::fromStdString(outcome->error), outcome->wall_s);
     }
   });

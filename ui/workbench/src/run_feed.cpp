@@ -18,7 +18,7 @@ constexpr std::size_t kMetricPage = 50'000;
 constexpr std::size_t kUpdatePage = 50'000;  // about one per gradient pushed, like metrics
 constexpr auto kBreakdownPeriod = std::chrono::seconds(1);
 
-bool same_ranks(const std::vector<store::RankRecord>& a, const std::vector<store::RankRecord>& b) {
+bool same_ranks(const std::vector<trace::RankRecord>& a, const std::vector<trace::RankRecord>& b) {
   return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const auto& x, const auto& y) {
     return x.rank == y.rank && x.host == y.host && x.device == y.device && x.offset_ns == y.offset_ns &&
            x.offset_end_ns == y.offset_end_ns && x.sync_start_ns == y.sync_start_ns &&
@@ -78,7 +78,7 @@ void FeedWorker::poll() {
   const bool more = events_full || metrics_full || updates_full;
   // The launcher marks the run ended only after the last frames were stored, so an ended
   // run with nothing new has been delivered whole.
-  const bool ended = batch->status != "running";
+  const bool ended = batch->status && *batch->status != loom::trace::RunStatus::Running;
   batch->finished = ended && !more;
   computeBreakdown(*batch, batch->finished);
   batch->total_events = total_events_;
@@ -110,7 +110,7 @@ bool FeedWorker::readRun(FeedBatch& batch) {
     fail(state.error().describe());
     return false;
   }
-  batch.status = QString::fromStdString(state->status);
+  batch.status = state->status;
   batch.error = QString::fromStdString(state->error);
   batch.log = QString::fromStdString(state->log_tail);
   log_size_ += state->log_tail.size();

@@ -3,6 +3,8 @@
 
 #include <QCoreApplication>
 
+#include "loom/ui/run_rows.h"
+
 namespace loom::ui {
 
 namespace {
@@ -19,7 +21,7 @@ QString runCaption(const ShownRun& run, const loom::Plan& designer) {
   }
   QString text = tr("Run %1").arg(run.id);
   if (run.plan) text += tr(" \u00b7 plan %1").arg(quoted(run.plan->name));
-  if (!run.status.isEmpty()) text += QStringLiteral(" \u00b7 ") + run.status;
+  if (run.status) text += QStringLiteral(" \u00b7 ") + QString::fromStdString(run_status_label(*run.status)).toLower();
   if (run.resumed_from > 0) text += tr(" \u00b7 resumed from run %1").arg(run.resumed_from);
   if (!run.plan) return text;
   if (run.plan->name != designer.name) {

@@ -8,7 +8,7 @@
 
 #include "loom/core/status.h"
 #include "loom/engine/tensor.h"
-#include "loom/profiles/checkpoint_files.h"
+#include "loom/store/checkpoint_files.h"
 
 namespace loom::engine {
 

@@ -23,7 +23,7 @@
 #include "loom/comm/communicator.h"
 #include "loom/core/status.h"
 #include "loom/engine/tensor.h"
-#include "loom/profiles/recorder.h"
+#include "loom/trace/recorder.h"
 
 namespace loom::engine {
 

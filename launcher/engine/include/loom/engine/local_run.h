@@ -12,8 +12,8 @@
 #include "loom/core/plan.h"
 #include "loom/core/status.h"
 #include "loom/engine/trainer.h"
-#include "loom/profiles/recorder.h"
-#include "loom/profiles/run_store.h"
+#include "loom/trace/recorder.h"
+#include "loom/store/run_store.h"
 
 namespace loom::engine {
 
@@ -28,7 +28,7 @@ struct LocalRunOptions {
 
 struct LocalRunOutcome {
   std::int64_t run_id = 0;
-  std::string status;  // "completed", "stopped" or "failed"
+  trace::RunStatus status = trace::RunStatus::Failed;  // completed, stopped or failed
   std::string error;   // set when failed
   TrainResult result;
 };

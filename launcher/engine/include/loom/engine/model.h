@@ -10,7 +10,7 @@
 #include "loom/core/model_info.h"
 #include "loom/core/plan.h"
 #include "loom/engine/tensor.h"
-#include "loom/profiles/recorder.h"
+#include "loom/trace/recorder.h"
 
 namespace loom::engine {
 

@@ -32,8 +32,8 @@
 #include "loom/engine/optimizer.h"
 #include "loom/engine/straggler.h"
 #include "loom/engine/trainer.h"
-#include "loom/profiles/recorder.h"
-#include "loom/profiles/run_store.h"
+#include "loom/trace/recorder.h"
+#include "loom/store/run_store.h"
 
 namespace loom::engine {
 
@@ -48,7 +48,7 @@ bool uses_parameter_server(const Plan& plan);
 // (ties: lower index), so shards are balanced by bytes. Every rank computes the same.
 std::vector<int> shard_params(const std::vector<std::int64_t>& sizes, int servers);
 
-using UpdateHook = std::function<void(std::vector<store::UpdateRecord>&&)>;
+using UpdateHook = std::function<void(std::vector<trace::UpdateRecord>&&)>;
 
 // One server rank: serves pulls and applies pushes until every worker is done.
 class ParameterServer {

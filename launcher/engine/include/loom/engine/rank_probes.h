@@ -15,7 +15,7 @@
 
 #include "loom/comm/communicator.h"
 #include "loom/core/status.h"
-#include "loom/profiles/recorder.h"
+#include "loom/trace/recorder.h"
 
 namespace loom::engine {
 

@@ -8,7 +8,7 @@
 #include <random>
 
 #include "loom/core/plan.h"
-#include "loom/profiles/recorder.h"
+#include "loom/trace/recorder.h"
 
 namespace loom::engine {
 

@@ -22,8 +22,8 @@
 #include "loom/engine/model.h"
 #include "loom/engine/optimizer.h"
 #include "loom/engine/straggler.h"
-#include "loom/profiles/recorder.h"
-#include "loom/profiles/run_store.h"
+#include "loom/trace/recorder.h"
+#include "loom/store/run_store.h"
 
 namespace loom::engine {
 
@@ -44,7 +44,7 @@ struct Evaluation {
 
 struct TrainerHooks {
   std::function<void(const StepProgress&)> on_step;
-  std::function<void(std::vector<store::MetricRecord>&&)> on_metrics;
+  std::function<void(std::vector<trace::MetricRecord>&&)> on_metrics;
   // Set from a signal handler or another thread. With several ranks the decision is
   // collective: the flag travels with each step's loss all-reduce and every rank stops
   // after the same step, so none is left waiting in a collective its peers have left.
@@ -108,7 +108,7 @@ class TrainingLoop {
 
   Status reduce_stats(StepStats& stats);
   // Metrics a step produced beyond loss and accuracy; reported with the step.
-  std::vector<store::MetricRecord> step_metrics_;
+  std::vector<trace::MetricRecord> step_metrics_;
   // The slice of the global batch that `chunk` of `chunks` equal chunks covers.
   data::BatchSlice chunk_of_batch(std::int64_t batch_in_epoch, int chunk, int chunks) const;
   // Global index of a slice's first sample over the whole run (keys dropout masks).

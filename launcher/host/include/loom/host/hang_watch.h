@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "loom/profiles/event.h"
+#include "loom/trace/event.h"
 
 namespace loom::host {
 

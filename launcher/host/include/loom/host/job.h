@@ -41,7 +41,7 @@ struct JobOptions {
 
 struct JobOutcome {
   std::int64_t run_id = 0;
-  std::string status;  // completed | stopped | failed
+  trace::RunStatus status = trace::RunStatus::Failed;  // completed, stopped, failed or hung
   std::string error;
   double wall_s = 0;
   std::int64_t samples = 0;

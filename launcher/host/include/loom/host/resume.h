@@ -10,7 +10,7 @@
 
 #include "loom/core/plan.h"
 #include "loom/core/status.h"
-#include "loom/profiles/run_store.h"
+#include "loom/store/run_store.h"
 
 namespace loom::host {
 
@@ -29,7 +29,5 @@ Expected<ResumeRequest> prepare_resume(store::RunStore& store, std::int64_t run_
 // all-reduce without pipeline stages (each replica's checkpoint holds the whole model).
 bool replicas_can_change(const Plan& plan);
 
-// Whether a run in this status may be resumed (failed, stopped, hung, interrupted).
-bool resumable_status(const std::string& status);
 
 }  // namespace loom::host

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "loom/host/hang_watch.h"
-#include "loom/profiles/run_store.h"
+#include "loom/store/run_store.h"
 #include "loom/stream/server.h"
 
 namespace loom::host {
@@ -31,7 +31,8 @@ struct JobProgress {
 // What the feeder saw of each rank, for the supervisor's final verdict.
 struct RankOutcome {
   bool connected = false, done = false, lost = false;
-  std::string status, error;  // from Done, or the reason it was lost
+  trace::RunStatus status = trace::RunStatus::Running;  // from Done
+  std::string error;                                     // from Done, or the reason it was lost
   std::int64_t events_recorded = 0, events_stored = 0;
   double latency_max_ms = 0, latency_sum_ms = 0;
   std::int64_t batches = 0;
@@ -45,8 +46,8 @@ class StoreFeeder final : public stream::StreamHandler {
 
   void on_hello(const stream::Hello& hello) override;
   void on_events(int rank, std::vector<trace::Event>&& events) override;
-  void on_metrics(int rank, std::vector<store::MetricRecord>&& metrics) override;
-  void on_updates(int rank, std::vector<store::UpdateRecord>&& updates) override;
+  void on_metrics(int rank, std::vector<trace::MetricRecord>&& metrics) override;
+  void on_updates(int rank, std::vector<trace::UpdateRecord>&& updates) override;
   void on_log(int rank, const std::string& text) override;
   void on_clock(int rank, const stream::ClockInfo& clock) override;
   void on_done(int rank, const stream::Done& done) override;
@@ -78,7 +79,7 @@ class StoreFeeder final : public stream::StreamHandler {
   std::string this_host_;
   mutable std::mutex mutex_;  // guards everything below
   std::vector<RankOutcome> ranks_;
-  std::vector<store::RankRecord> records_;
+  std::vector<trace::RankRecord> records_;
   std::vector<RankActivity> activity_;
   std::deque<double> recent_steps_s_;  // the last kRecentSteps Step spans, any rank
   JobProgress progress_;

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "loom/core/status.h"
-#include "loom/profiles/run_sink.h"
+#include "loom/trace/run_sink.h"
 #include "loom/stream/frame.h"
 
 namespace loom::stream {
@@ -42,12 +42,12 @@ class StreamClient {
 // The rank-side RunSink: events, metrics and updates become frames on the client. It also sends
 // the other frames so that a rank has one object to talk to. The rank of every frame is
 // the one named in the connection's Hello; write_events' `rank` argument is not sent.
-class StreamSink final : public store::RunSink {
+class StreamSink final : public trace::RunSink {
  public:
   explicit StreamSink(StreamClient& client) : client_(client) {}
   Status write_events(int rank, const trace::Event* events, std::size_t count) override;  // frames <= kMaxPayloadBytes
-  Status write_metrics(const std::vector<store::MetricRecord>& metrics) override;        // likewise
-  Status write_updates(const std::vector<store::UpdateRecord>& updates) override;        // likewise
+  Status write_metrics(const std::vector<trace::MetricRecord>& metrics) override;        // likewise
+  Status write_updates(const std::vector<trace::UpdateRecord>& updates) override;        // likewise
   Status write_log(const std::string& text);
   Status write_clock(const ClockInfo& clock);
   Status write_done(const Done& done);

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "loom/core/status.h"
-#include "loom/profiles/event.h"
-#include "loom/profiles/run_store.h"
+#include "loom/trace/event.h"
+#include "loom/trace/records.h"
 
 namespace loom::stream {
 
@@ -48,9 +48,11 @@ struct LogLine {
   std::string text;
 };
 
-struct Done {  // status: completed|failed|stopped
+// A rank's end. Its status travels as text (trace::to_text); a frame with any status but
+// completed, failed or stopped does not decode.
+struct Done {
   std::int64_t events_recorded = 0;
-  std::string status;
+  trace::RunStatus status = trace::RunStatus::Failed;
   std::string error;
 };
 
@@ -59,13 +61,13 @@ struct EventBatch {
 };
 
 struct MetricBatch {
-  std::vector<store::MetricRecord> metrics;
+  std::vector<trace::MetricRecord> metrics;
 };
 
 // Gradients a parameter-server rank applied (asynchronous modes); stored as sent, since
 // one server speaks for every worker whose gradient it applied.
 struct UpdateBatch {
-  std::vector<store::UpdateRecord> updates;
+  std::vector<trace::UpdateRecord> updates;
 };
 
 // The variant's order is FrameType's order (index = type - 1).
@@ -79,9 +81,9 @@ std::string encode(const ClockInfo& clock);
 std::string encode(const LogLine& line);
 std::string encode(const Done& done);
 std::string encode_events(const trace::Event* events, std::size_t count);
-std::string encode_metrics(const std::vector<store::MetricRecord>& metrics);
-std::string encode_updates(const std::vector<store::UpdateRecord>& updates);
-std::string encode_updates(const store::UpdateRecord* updates, std::size_t count);  // a slice, for splitting
+std::string encode_metrics(const std::vector<trace::MetricRecord>& metrics);
+std::string encode_updates(const std::vector<trace::UpdateRecord>& updates);
+std::string encode_updates(const trace::UpdateRecord* updates, std::size_t count);  // a slice, for splitting
 
 // Events that fit in one frame's payload (u32 count + 48 bytes each).
 inline constexpr std::size_t kMaxEventsPerFrame = (kMaxPayloadBytes - 4) / sizeof(trace::Event);

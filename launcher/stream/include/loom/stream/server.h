@@ -21,8 +21,8 @@ class StreamHandler {
   virtual ~StreamHandler() = default;
   virtual void on_hello(const Hello& hello) = 0;  // accepted (secret, run id, rank range checked)
   virtual void on_events(int rank, std::vector<trace::Event>&& events) = 0;
-  virtual void on_metrics(int rank, std::vector<store::MetricRecord>&& metrics) = 0;
-  virtual void on_updates(int rank, std::vector<store::UpdateRecord>&& updates) = 0;  // from a server rank
+  virtual void on_metrics(int rank, std::vector<trace::MetricRecord>&& metrics) = 0;
+  virtual void on_updates(int rank, std::vector<trace::UpdateRecord>&& updates) = 0;  // from a server rank
   virtual void on_log(int rank, const std::string& text) = 0;
   virtual void on_clock(int rank, const ClockInfo& clock) = 0;
   virtual void on_done(int rank, const Done& done) = 0;

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "loom/core/status.h"
-#include "loom/profiles/run_store.h"
+#include "loom/store/run_store.h"
 
 namespace loom::ui {
 
@@ -26,7 +26,7 @@ struct MetricSeries {
 std::vector<std::string> default_chart_metrics();  // {"loss", "test_accuracy"}
 
 // Pure: one series from a run's metric records (any order, any ranks).
-MetricSeries make_metric_series(const std::vector<loom::store::MetricRecord>& metrics, const std::string& name);
+MetricSeries make_metric_series(const std::vector<loom::trace::MetricRecord>& metrics, const std::string& name);
 // Opens the store (NotFound for a missing file, without creating it) and builds one
 // series per name, in the order given; a metric the run never reported gives an empty
 // series. Safe on a worker thread: it opens its own connection.

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "loom/core/status.h"
+#include "loom/trace/records.h"
 
 namespace loom::ui {
 
@@ -18,7 +19,7 @@ namespace loom::ui {
 struct RunRow {
   std::int64_t id = 0;
   std::string name;
-  std::string status;  // running|completed|failed|stopped
+  trace::RunStatus status = trace::RunStatus::Running;
   std::int64_t started_unix_ms = 0;
   std::int64_t ended_unix_ms = 0;
   double wall_s = 0;
@@ -38,8 +39,8 @@ struct RunRow {
 // than created: browsing must not leave empty databases behind.
 loom::Expected<std::vector<RunRow>> load_run_rows(const std::string& path);
 
-// "Completed", "Failed", ...; unknown statuses are shown as stored.
-std::string run_status_label(std::string_view status);
+// "Running", "Completed", "Failed", "Stopped", "Hung", "Interrupted".
+std::string run_status_label(trace::RunStatus status);
 // "42.0 s", "3:07", "1:02:03"; empty for a non-positive duration (not known yet).
 std::string format_duration(double seconds);
 

@@ -19,7 +19,7 @@
 #include <optional>
 #include <span>
 
-#include "loom/profiles/event.h"
+#include "loom/trace/event.h"
 
 namespace loom::ui {
 

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "loom/profiles/analysis.h"
-#include "loom/profiles/run_store.h"
+#include "loom/analysis/analysis.h"
+#include "loom/store/run_store.h"
 
 namespace loom::ui::charts {
 
@@ -38,7 +38,7 @@ enum class XAxis { Step, Time, Samples };
 // the later t_ns wins, so arrival order never changes the result.
 class MetricAccumulator {
  public:
-  void append(const std::vector<loom::store::MetricRecord>& records);
+  void append(const std::vector<loom::trace::MetricRecord>& records);
   void clear();
   // Overrides rank's time origin (steady-clock nanoseconds of that rank).
   void setOrigin(int rank, std::int64_t t_ns);
@@ -59,7 +59,7 @@ class MetricAccumulator {
   };
   using Steps = std::map<std::int64_t, std::vector<Entry>>;  // step -> one entry per rank
 
-  static void insert(Steps& steps, const loom::store::MetricRecord& r);
+  static void insert(Steps& steps, const loom::trace::MetricRecord& r);
   double seconds(const Entry& e) const;
 
   std::map<std::string, Steps> metrics_;
@@ -81,7 +81,7 @@ struct StalenessSample {
 };
 
 // The samples of the updates a run store recorded, in the same order.
-std::vector<StalenessSample> staleness_samples(const std::vector<loom::store::UpdateRecord>& updates);
+std::vector<StalenessSample> staleness_samples(const std::vector<loom::trace::UpdateRecord>& updates);
 
 struct Histogram {
   std::vector<int> bins;  // bins[s] = count of staleness s; size = max staleness + 1

@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "loom/profiles/run_store.h"
+#include "loom/store/run_store.h"
 #include "loom/ui/charts/chart_series.h"
 
 class QComboBox;
@@ -37,7 +37,7 @@ class OverlayCharts : public QWidget {
 
   // Replaces the runs (and drops every curve).
   void setRuns(const std::vector<Run>& runs);
-  void appendMetrics(int run, const std::vector<loom::store::MetricRecord>& records);
+  void appendMetrics(int run, const std::vector<loom::trace::MetricRecord>& records);
   // Where training time starts for one rank of one run (its first Step span's start).
   void setOrigin(int run, int rank, std::int64_t t_ns);
   void setXAxis(XAxis x);

@@ -12,8 +12,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "loom/profiles/analysis.h"
-#include "loom/profiles/run_store.h"
+#include "loom/analysis/analysis.h"
+#include "loom/store/run_store.h"
 #include "loom/ui/charts/chart_series.h"
 
 class QComboBox;
@@ -37,7 +37,7 @@ class TrainingCharts : public QWidget {
  public:
   explicit TrainingCharts(QWidget* parent = nullptr);
 
-  void appendMetrics(const std::vector<loom::store::MetricRecord>& records);
+  void appendMetrics(const std::vector<loom::trace::MetricRecord>& records);
   void clear();
   void setXAxis(XAxis x);
   XAxis xAxis() const { return x_; }
@@ -130,8 +130,8 @@ class StalenessChart : public QWidget {
 
   void setSamples(std::vector<StalenessSample> samples);     // redraws now
   void appendSamples(const std::vector<StalenessSample>& samples);  // redraws within 150 ms
-  void setUpdates(const std::vector<loom::store::UpdateRecord>& updates);     // redraws now
-  void appendUpdates(const std::vector<loom::store::UpdateRecord>& updates);  // within 150 ms
+  void setUpdates(const std::vector<loom::trace::UpdateRecord>& updates);     // redraws now
+  void appendUpdates(const std::vector<loom::trace::UpdateRecord>& updates);  // within 150 ms
   void clear();
   bool hasData() const { return !samples_.empty(); }
   void replotNow();

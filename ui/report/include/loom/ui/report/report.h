@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "loom/core/status.h"
-#include "loom/profiles/run_store.h"
+#include "loom/store/run_store.h"
 
 namespace loom::ui::report {
 

@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "loom/profiles/event.h"
+#include "loom/trace/event.h"
 
 namespace loom::ui::timeline {
 

@@ -19,8 +19,8 @@
 
 #include <QString>
 
-#include "loom/profiles/event.h"
-#include "loom/profiles/run_store.h"
+#include "loom/trace/event.h"
+#include "loom/store/run_store.h"
 #include "loom/ui/timeline/geometry.h"
 
 namespace loom::ui::timeline {
@@ -52,9 +52,9 @@ struct TimeRange {
 
 class TimelineData {
  public:
-  // Clock records per rank (store::RankRecord). Applies to events appended afterwards;
+  // Clock records per rank (trace::RankRecord). Applies to events appended afterwards;
   // ranks without a record keep their own clock. clear() keeps the clocks.
-  void set_clocks(std::vector<loom::store::RankRecord> ranks);
+  void set_clocks(std::vector<loom::trace::RankRecord> ranks);
   // One live batch of one rank's events (any order within the batch, and batches may
   // reach back in time). Cost is linear in the batch plus, when the batch reaches back,
   // the stretch of its (rank, stream) since the last top-level span before that point.
@@ -123,7 +123,7 @@ class TimelineData {
   void match_message(std::uint32_t index);
   std::int64_t align(int rank, std::int64_t t) const;
 
-  std::unordered_map<int, loom::store::RankRecord> clocks_;
+  std::unordered_map<int, loom::trace::RankRecord> clocks_;
   std::vector<loom::trace::Event> events_;
   std::vector<std::int32_t> event_rank_;
   std::vector<std::uint32_t> event_depth_;

@@ -21,8 +21,8 @@
 #include <string>
 #include <vector>
 
-#include "loom/profiles/event.h"
-#include "loom/profiles/run_store.h"
+#include "loom/trace/event.h"
+#include "loom/store/run_store.h"
 #include "loom/ui/timeline/geometry.h"
 #include "loom/ui/timeline/timeline_data.h"
 
@@ -50,7 +50,7 @@ class TimelineView : public QWidget {
   explicit TimelineView(QWidget* parent = nullptr);
   ~TimelineView() override;
 
-  void setClocks(std::vector<loom::store::RankRecord> ranks);
+  void setClocks(std::vector<loom::trace::RankRecord> ranks);
   void appendEvents(int rank, std::span<const loom::trace::Event> events);
   void clear();
   void setLayerNames(std::vector<std::string> names);

@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "loom/core/status.h"
-#include "loom/profiles/compare.h"
+#include "loom/analysis/compare.h"
 #include "loom/ui/workbench/run_feed.h"
 
 class QComboBox;

@@ -115,7 +115,7 @@ class MainWindow : public QMainWindow {
   void resumeRun();
 
  signals:
-  void runFinished(qint64 runId, const QString& status, const QString& error);
+  void runFinished(qint64 runId, loom::trace::RunStatus status, const QString& error);
   // The feed delivered the whole of the run being shown.
   void runLoaded(qint64 runId);
   void comparisonOpened(loom::ui::ComparisonWindow* window);
@@ -162,7 +162,7 @@ class MainWindow : public QMainWindow {
   void updateResumeAction();
   void onRunCreated(qint64 runId);
   void onProgress(const loom::host::JobProgress& progress);
-  void onRunFinished(qint64 runId, const QString& status, const QString& error, double wallSeconds);
+  void onRunFinished(qint64 runId, loom::trace::RunStatus status, const QString& error, double wallSeconds);
   void onBatch(std::shared_ptr<const FeedBatch> batch);
   void appendLog(const QString& text);
   void offerRunPlan(qint64 runId, const loom::Plan& plan);

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "loom/core/plan.h"
-#include "loom/profiles/event.h"
+#include "loom/trace/event.h"
 
 namespace loom::ui {
 

@@ -38,7 +38,7 @@ class RunController : public QObject {
  signals:
   void runCreated(qint64 runId);
   void progress(const loom::host::JobProgress& progress);
-  void finished(qint64 runId, const QString& status, const QString& error, double wallSeconds);
+  void finished(qint64 runId, loom::trace::RunStatus status, const QString& error, double wallSeconds);
 
  private:
   void join();

@@ -17,9 +17,9 @@
 #include <utility>
 #include <vector>
 
-#include "loom/profiles/analysis.h"
-#include "loom/profiles/event.h"
-#include "loom/profiles/run_store.h"
+#include "loom/analysis/analysis.h"
+#include "loom/trace/event.h"
+#include "loom/store/run_store.h"
 
 namespace loom::ui {
 
@@ -32,17 +32,17 @@ struct FeedBatch {
   std::uint64_t generation = 0;  // which follow() this belongs to; older ones are stale
   std::int64_t run_id = 0;
   std::vector<RankEvents> events;
-  std::vector<loom::store::MetricRecord> metrics;
+  std::vector<loom::trace::MetricRecord> metrics;
   // One per gradient a parameter server applied since the last batch; none for
   // synchronous runs.
-  std::vector<loom::store::UpdateRecord> updates;
+  std::vector<loom::trace::UpdateRecord> updates;
   bool ranks_changed = false;
-  std::vector<loom::store::RankRecord> ranks;  // all ranks, when ranks_changed
+  std::vector<loom::trace::RankRecord> ranks;  // all ranks, when ranks_changed
   bool breakdown_changed = false;
   std::vector<loom::analysis::RankBreakdown> breakdown;  // every rank seen so far
   // With the breakdown, when the run's plan parses (one stage without pipelining).
   std::optional<loom::analysis::PipelineStats> pipeline;
-  QString status;      // running | completed | failed | stopped
+  std::optional<loom::trace::RunStatus> status;  // once read
   QString error;       // the run's error text, when it failed
   QString log;         // what was appended to the run's log (launch line, mpirun output)
   QString plan_json;   // in the first batch

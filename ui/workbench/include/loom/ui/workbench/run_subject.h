@@ -9,12 +9,13 @@
 #include <optional>
 
 #include "loom/core/plan.h"
+#include "loom/trace/records.h"
 
 namespace loom::ui {
 
 struct ShownRun {
   qint64 id = 0;           // 0: no run on screen
-  QString status;          // running | completed | failed | stopped ("" until known)
+  std::optional<loom::trace::RunStatus> status;  // until known: none
   std::optional<loom::Plan> plan;  // the plan the run was trained with, once read
   qint64 resumed_from = 0;  // the run this one continues from a checkpoint (0: none)
 };

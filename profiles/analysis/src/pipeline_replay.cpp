@@ -1,0 +1,75 @@
+// Pipeline step replay (see pipeline_replay.h): a list scheduler over the stages' op orders.
+#include "loom/analysis/pipeline_replay.h"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+#include <utility>
+
+namespace loom::analysis {
+
+std::vector<ScheduledOp> stage_order(Schedule schedule, int stage, int stages, int microbatches) {
+  std::vector<ScheduledOp> ops;
+  const int m = std::max(0, microbatches);
+  if (schedule == Schedule::GPipe) {
+    for (int i = 0; i < m; ++i) ops.push_back({true, i});
+    for (int i = m - 1; i >= 0; --i) ops.push_back({false, i});
+    return ops;
+  }
+  const int warm = std::clamp(stages - stage, 0, m);
+  for (int i = 0; i < warm; ++i) ops.push_back({true, i});
+  for (int i = 0; i < m - warm; ++i) {
+    ops.push_back({false, i});
+    ops.push_back({true, warm + i});
+  }
+  for (int i = m - warm; i < m; ++i) ops.push_back({false, i});
+  return ops;
+}
+
+namespace {
+// Where an op's input comes from: the previous stage's forward or the next stage's backward.
+int source_stage(const ScheduledOp& op, int stage) { return op.forward ? stage - 1 : stage + 1; }
+}  // namespace
+
+std::vector<ReplayedStage> replay_step(Schedule schedule, int microbatches, const std::vector<StageOpTimes>& stages) {
+  const int p = static_cast<int>(stages.size());
+  if (p == 0 || microbatches < 1) return {};
+  std::vector<std::vector<ScheduledOp>> orders;
+  for (int s = 0; s < p; ++s) orders.push_back(stage_order(schedule, s, p, microbatches));
+  // (stage, forward?, micro-batch) -> when that op ended
+  std::map<std::tuple<int, bool, int>, double> done;
+  std::vector<double> clock(static_cast<std::size_t>(p), 0.0);
+  std::vector<std::size_t> next(static_cast<std::size_t>(p), 0);
+  for (bool progressed = true; progressed;) {
+    progressed = false;
+    for (int s = 0; s < p; ++s) {
+      const auto su = static_cast<std::size_t>(s);
+      while (next[su] < orders[su].size()) {
+        const ScheduledOp op = orders[su][next[su]];
+        const int from = source_stage(op, s);
+        // The last stage's backward follows its own forward (the loss), already done in order.
+        double ready = 0;
+        if (from >= 0 && from < p) {
+          auto it = done.find({from, op.forward, op.microbatch});
+          if (it == done.end()) break;
+          ready = it->second;
+        }
+        const double duration = op.forward ? stages[su].forward : stages[su].backward;
+        clock[su] = std::max(clock[su], ready) + duration;
+        done[{s, op.forward, op.microbatch}] = clock[su];
+        ++next[su];
+        progressed = true;
+      }
+    }
+  }
+  for (int s = 0; s < p; ++s)
+    if (next[static_cast<std::size_t>(s)] < orders[static_cast<std::size_t>(s)].size()) return {};  // deadlock
+  double end = 0;
+  for (int s = 0; s < p; ++s) end = std::max(end, clock[static_cast<std::size_t>(s)] + stages[static_cast<std::size_t>(s)].other);
+  std::vector<ReplayedStage> out;
+  for (const StageOpTimes& st : stages)
+    out.push_back({end, microbatches * (st.forward + st.backward) + st.other});
+  return out;
+}
+
+}  // namespace loom::analysis
