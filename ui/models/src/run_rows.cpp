@@ -12,6 +12,29 @@
 
 namespace loom::ui {
 
+namespace {
+
+// The fields a list shows straight from the record.
+RunRow listed(const loom::trace::RunRecord& r) {
+  RunRow row;
+  row.id = r.id;
+  row.name = r.name;
+  row.status = r.status;
+  row.started_unix_ms = r.started_unix_ms;
+  row.ended_unix_ms = r.ended_unix_ms;
+  row.wall_s = r.wall_s;
+  row.samples = r.samples;
+  row.world_size = r.world_size;
+  row.host = r.host;
+  row.version = r.version;
+  row.error = r.error;
+  row.samples_per_s = r.samples_per_s();
+  row.mode = loom::analysis::run_mode(r);
+  return row;
+}
+
+}  // namespace
+
 loom::Expected<std::vector<RunRow>> load_run_rows(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) {
@@ -29,20 +52,7 @@ loom::Expected<std::vector<RunRow>> load_run_rows(const std::string& path) {
   std::vector<RunRow> rows;
   rows.reserve(runs->size());
   for (loom::trace::RunRecord& r : *runs) {
-    RunRow row;
-    row.id = r.id;
-    row.name = r.name;
-    row.status = r.status;
-    row.started_unix_ms = r.started_unix_ms;
-    row.ended_unix_ms = r.ended_unix_ms;
-    row.wall_s = r.wall_s;
-    row.samples = r.samples;
-    row.world_size = r.world_size;
-    row.host = r.host;
-    row.version = r.version;
-    row.error = r.error;
-    row.samples_per_s = r.samples_per_s();
-    row.mode = loom::analysis::run_mode(r);
+    RunRow row = listed(r);
     if (auto it = progress->find(r.id); it != progress->end()) {
       row.steps = it->second.steps;
       row.test_accuracy = it->second.test_accuracy;
