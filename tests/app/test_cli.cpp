@@ -426,6 +426,7 @@ class CliTest : public QObject {
     QCOMPARE(step["best"].toInt(), step_a < step_b ? 0 : 1);
     QCOMPARE(step["better"].toString(), QString("lower"));
     QVERIFY(!metrics.count("staleness_p50"));  // applies to neither run: left out
+    QCOMPARE(metrics["path_bubble_ms"]["values"][0].toDouble(-1), 0.0);  // no stages: no fill and drain
     bool forward_rows = false;
     for (const auto& v : c["phases"].toArray()) {
       const QJsonObject row = v.toObject();

@@ -206,17 +206,19 @@ class TestCompare : public QObject {
     c.runs.resize(3);
     c.metrics = {row("path_ms", {10, 14, kNaN}),         row("path_work_ms", {6, 9, 5}),
                  row("path_comm_ms", {3, 2.5, 1}),       row("path_waiting_ms", {1, 2.5, 0}),
-                 row("path_descheduled_ms", {0, kNaN, 0}), row("path_untraced_ms", {0.003, 0.001, 0})};
+                 row("path_descheduled_ms", {0, kNaN, 0}), row("path_untraced_ms", {0.003, 0.001, 0}),
+                 row("path_bubble_ms", {0, 1, 0})};
     const auto split = loom::analysis::step_time_split(c);
     QCOMPARE(split.size(), std::size_t(1));
     QCOMPARE(split[0].run, 1);
     QCOMPARE(split[0].total_ms, 4.0);
     const std::vector<std::pair<std::string, double>> parts{
-        {"work", 3.0}, {"communication", -0.5}, {"waiting for late ranks", 1.5}, {"untraced", 0.001 - 0.003}};
+        {"compute", 2.0},          {"exposed communication", -0.5}, {"waiting for late ranks", 1.5},
+        {"pipeline bubble", 1.0}, {"untraced", 0.001 - 0.003}};  // the parts sum to the 4 ms
     QCOMPARE(split[0].parts, parts);  // a tiny difference is kept; only its text rounds to +0.00
     const std::string text = loom::text::format_step_time_split(c);
-    QCOMPARE(text, std::string("B: +4.00 ms = work +3.00, communication -0.50, waiting for late ranks +1.50, "
-                               "untraced +0.00\n"));
+    QCOMPARE(text, std::string("B: +4.00 ms = compute +2.00, exposed communication -0.50, waiting for late ranks "
+                               "+1.50, pipeline bubble +1.00, untraced +0.00\n"));
   }
 
   void efficiencyAndRanges() {

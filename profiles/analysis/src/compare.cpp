@@ -286,6 +286,24 @@ double path_ms(const PathAnalysis& a, int part) {
   return double(ns) / kNsPerMs / a.path.steps;
 }
 
+// The pipeline's fill and drain on the critical path, ms per step: the path's work beyond
+// what its busiest rank computes itself. A pipeline of s stages and m equal micro-batches
+// of t ms gives a path of (m + s - 1) t of work and a busiest stage of m t, so (s - 1) t:
+// the bubble of pipeline theory. 0 for a run without stages (nothing to fill), NaN
+// without a path.
+double path_bubble_ms(const RunFigures& f) {
+  const double work = path_ms(f.paths, int(PathPart::Work));
+  if (!std::isfinite(work)) return kNaN;
+  if (!f.summary.pipeline || f.summary.pipeline->stages < 2) return 0.0;
+  double busiest = kNaN;
+  for (const RankBreakdown& r : f.summary.ranks) {
+    if (r.steady_steps <= 0) continue;
+    const double own = (r.compute_s + r.optimizer_s + r.data_s) * 1e3 / double(r.steady_steps);
+    busiest = std::isfinite(busiest) ? std::max(busiest, own) : own;
+  }
+  return std::isfinite(busiest) ? std::max(0.0, work - busiest) : kNaN;
+}
+
 // Time every rank lost waiting for a late sender or a late arrival, summed, per step.
 double late_wait_ms(const PathAnalysis& a) {
   if (a.path.steps == 0) return kNaN;
@@ -326,6 +344,7 @@ std::vector<MetricSpec> metric_specs(const CompareOptions& options) {
        [](F f) { return path_ms(f.paths, -1); }},
       {"path_work_ms", "  of it work", "ms", Better::Lower,
        [](F f) { return path_ms(f.paths, int(PathPart::Work)); }},
+      {"path_bubble_ms", "    of the work, pipeline fill and drain", "ms", Better::Lower, path_bubble_ms},
       {"path_comm_ms", "  of it communication", "ms", Better::Lower,
        [](F f) { return path_ms(f.paths, int(PathPart::Communication)); }},
       {"path_waiting_ms", "  of it waiting", "ms", Better::Lower,
@@ -600,21 +619,31 @@ std::vector<StepTimeDelta> step_time_split(const Comparison& c) {
   std::vector<StepTimeDelta> out;
   const CompareRow* path = row_of("path_ms");
   if (!path) return out;
-  static const std::pair<const char*, const char*> kParts[] = {{"path_work_ms", "work"},
-                                                                {"path_comm_ms", "communication"},
-                                                                {"path_waiting_ms", "waiting for late ranks"},
-                                                                {"path_descheduled_ms", "descheduled"},
-                                                                {"path_untraced_ms", "untraced"}};
+  auto value = [&](std::string_view key, std::size_t run) {
+    const CompareRow* row = row_of(key);
+    return row ? row->values[run] : kNaN;
+  };
+  // A run with no bubble figure counts none; the path's work less its pipeline fill and
+  // drain is the compute the path could not do without.
+  auto bubble = [&](std::size_t run) {
+    const double b = value("path_bubble_ms", run);
+    return std::isfinite(b) ? b : 0.0;
+  };
+  auto compute = [&](std::size_t run) { return value("path_work_ms", run) - bubble(run); };
   for (std::size_t i = 1; i < path->values.size(); ++i) {
     StepTimeDelta d;
     d.run = int(i);
     d.total_ms = path->values[i] - path->values[0];
     if (!std::isfinite(d.total_ms)) continue;
-    for (const auto& [key, name] : kParts) {
-      const CompareRow* row = row_of(key);
-      const double v = row ? row->values[i] - row->values[0] : kNaN;
+    auto add = [&](const char* name, double v) {
       if (std::isfinite(v)) d.parts.emplace_back(name, v);
-    }
+    };
+    add("compute", compute(i) - compute(0));
+    add("exposed communication", value("path_comm_ms", i) - value("path_comm_ms", 0));
+    add("waiting for late ranks", value("path_waiting_ms", i) - value("path_waiting_ms", 0));
+    if (row_of("path_bubble_ms") && (bubble(i) != 0.0 || bubble(0) != 0.0)) add("pipeline bubble", bubble(i) - bubble(0));
+    add("descheduled", value("path_descheduled_ms", i) - value("path_descheduled_ms", 0));
+    add("untraced", value("path_untraced_ms", i) - value("path_untraced_ms", 0));
     out.push_back(std::move(d));
   }
   return out;

@@ -131,8 +131,11 @@ TimeToAccuracy time_to_accuracy(const std::vector<trace::MetricRecord>& accuracy
 nlohmann::json comparison_to_json(const Comparison& c);
 
 // Where the step time went: run i's critical path per step minus run A's, split into the
-// parts the path is made of (work, communication, waiting for late ranks, descheduled,
-// untraced; critical_path.h). One entry per later run whose path and A's are known.
+// parts the path is made of (critical_path.h): compute (the path's work less the pipeline's
+// fill and drain), exposed communication (all communication on the path is exposed),
+// waiting for late ranks, pipeline bubble (the fill and drain, path_bubble_ms; shown
+// when either run has one), descheduled, untraced. The parts sum to the difference. One
+// entry per later run whose path and A's are known.
 struct StepTimeDelta {
   int run = 0;
   double total_ms = kNaN;
