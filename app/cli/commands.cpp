@@ -103,10 +103,10 @@ std::string format_time(std::int64_t unix_ms) {
 
 int print_summary(store::RunStore& store, std::int64_t run_id, bool json) {
   std::vector<std::vector<trace::Event>> events;  // kept for the critical path: one read of the store
-  auto keep = [&](int rank, const std::vector<trace::Event>& e) {
+  auto keep = [&](int rank, std::vector<trace::Event>&& e) {
     if (rank < 0) return;
     if (events.size() <= std::size_t(rank)) events.resize(std::size_t(rank) + 1);
-    events[std::size_t(rank)] = e;
+    events[std::size_t(rank)] = std::move(e);
   };
   auto summary = analysis::summarize_run(store, run_id, keep);
   if (!summary.ok()) {

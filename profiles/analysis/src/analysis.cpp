@@ -257,6 +257,12 @@ RankBreakdown breakdown_rank(int rank, const std::vector<Event>& events) {
   b.steady_steps = w.steady_steps;
   Intervals per_category[kNone];
   Intervals busy, bubbles;
+  // Sized once: growing these by doubling cost a tenth of a million-event comparison.
+  std::size_t counts[kNone] = {};
+  for (const Event& e : events)
+    if (const Category c = category_of(e); c != kNone) ++counts[c];
+  for (int c = 0; c < kNone; ++c) per_category[c].reserve(counts[c]);
+  busy.reserve(events.size());
   for (const Event& e : events) {
     if (e.kind == EventKind::Idle) add_clipped(bubbles, e, w);
     Category c = category_of(e);
@@ -617,7 +623,7 @@ Status add_rank_breakdowns(store::RunStore& store, std::int64_t run_id, const st
     if (!events->empty()) scan.step_work[r] = step_work(*events);
     if (!events->empty()) scan.wait_ns[r] = wait_ns(*events);
     if (!events->empty()) scan.windows[r] = training_window(*events);
-    if (visit) visit(r, *events);
+    if (visit) visit(r, std::move(*events));
   }
   return {};
 }

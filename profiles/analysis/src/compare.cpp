@@ -212,11 +212,7 @@ struct RankCollector {
   bool imported = false;  // an imported trace's ranks are data-parallel workers: pooled with a Loom run's
   std::vector<std::vector<Event>> events_by_rank;  // for the critical path, which crosses ranks
 
-  void operator()(int rank, const std::vector<Event>& events) {
-    if (rank >= 0) {
-      if (events_by_rank.size() <= std::size_t(rank)) events_by_rank.resize(std::size_t(rank) + 1);
-      events_by_rank[std::size_t(rank)] = events;
-    }
+  void operator()(int rank, std::vector<Event>&& events) {
     add_rank_phases(events, imported ? "worker" : role_of(plan, rank), layers, range, phases);
     std::vector<Event> steps;
     std::copy_if(events.begin(), events.end(), std::back_inserter(steps),
@@ -227,6 +223,10 @@ struct RankCollector {
                       })->start_ns;
     }
     step_spans.push_back(std::move(steps));
+    if (rank >= 0) {
+      if (events_by_rank.size() <= std::size_t(rank)) events_by_rank.resize(std::size_t(rank) + 1);
+      events_by_rank[std::size_t(rank)] = std::move(events);
+    }
   }
 };
 

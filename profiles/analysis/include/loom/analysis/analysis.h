@@ -277,9 +277,10 @@ std::int64_t overlap_length_ns(std::vector<std::pair<std::int64_t, std::int64_t>
 // "name" (the single-rank reference for scaling efficiency). False if either is unparsable.
 bool same_plan_but_parallelism(const std::string& plan_json_a, const std::string& plan_json_b);
 
-// Called with each rank's events (its own clock, any order) while summarize_run has them,
-// so a caller that needs them too (compare, the critical path) reads the store once.
-using RankEventsVisitor = std::function<void(int rank, const std::vector<trace::Event>& events)>;
+// Called with each rank's events (its own clock, any order) once summarize_run is done
+// with them, so a caller that needs them too (compare, the critical path) reads the store
+// once and may keep them without a copy (a million events are 48 MB).
+using RankEventsVisitor = std::function<void(int rank, std::vector<trace::Event>&& events)>;
 
 Expected<RunSummary> summarize_run(store::RunStore& store, std::int64_t run_id,
                                    const RankEventsVisitor& visit_rank_events = {});
