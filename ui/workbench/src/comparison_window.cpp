@@ -206,6 +206,7 @@ QWidget* ComparisonWindow::createTimelinesTab() {
     Band b;
     b.id = ids_[i];
     b.feed = new RunFeed(this);
+    b.feed->setBreakdownWanted(false);  // the metrics table has compare_runs' figures
     b.view = new timeline::TimelineView;
     b.view->setObjectName(QStringLiteral("ComparisonBand%1").arg(i));
     b.view->setHeaderVisible(false);  // one legend and one step control for every band

@@ -28,6 +28,7 @@ class FeedWorker : public QObject {
   void follow(const QString& dbPath, qint64 runId, quint64 generation);
   void halt();
   void setPollIntervalMs(int ms);
+  void setBreakdownWanted(bool wanted) { breakdown_wanted_ = wanted; }
 
  signals:
   void batchReady(std::shared_ptr<const loom::ui::FeedBatch> batch);
@@ -56,6 +57,7 @@ class FeedWorker : public QObject {
   std::optional<loom::Plan> plan_;  // parsed once, with the first poll
   std::vector<loom::trace::MetricRecord> pipeline_metrics_;  // max_in_flight, peak_activation_bytes
   bool events_since_breakdown_ = false;  // or pipeline metrics
+  bool breakdown_wanted_ = true;  // else events_by_rank_ stays empty
   std::chrono::steady_clock::time_point last_breakdown_{};
 };
 

@@ -130,9 +130,11 @@ bool FeedWorker::readEvents(FeedBatch& batch, bool& page_full) {
   for (std::size_t i = 0; i < page->events.size(); ++i) grouped[page->ranks[i]].push_back(page->events[i]);
   for (auto& [rank, events] : grouped) {
     if (rank < 0) continue;  // not a rank: nothing can show it
-    if (events_by_rank_.size() <= std::size_t(rank)) events_by_rank_.resize(std::size_t(rank) + 1);
-    auto& all = events_by_rank_[std::size_t(rank)];
-    all.insert(all.end(), events.begin(), events.end());
+    if (breakdown_wanted_) {
+      if (events_by_rank_.size() <= std::size_t(rank)) events_by_rank_.resize(std::size_t(rank) + 1);
+      auto& all = events_by_rank_[std::size_t(rank)];
+      all.insert(all.end(), events.begin(), events.end());
+    }
     batch.events.push_back(RankEvents{rank, std::move(events)});
   }
   events_since_breakdown_ = events_since_breakdown_ || !page->events.empty();
@@ -190,7 +192,7 @@ bool FeedWorker::readRanks(FeedBatch& batch) {
 // pipeline stages come from the same events, with the plan the run was started with.
 void FeedWorker::computeBreakdown(FeedBatch& batch, bool force) {
   const auto now = std::chrono::steady_clock::now();
-  if (!events_since_breakdown_ || (!force && now - last_breakdown_ < kBreakdownPeriod)) return;
+  if (!breakdown_wanted_ || !events_since_breakdown_ || (!force && now - last_breakdown_ < kBreakdownPeriod)) return;
   for (std::size_t rank = 0; rank < events_by_rank_.size(); ++rank)
     if (!events_by_rank_[rank].empty())
       batch.breakdown.push_back(analysis::breakdown_rank(static_cast<int>(rank), events_by_rank_[rank]));
@@ -234,6 +236,10 @@ void RunFeed::stop() {
 
 void RunFeed::setPollIntervalMs(int ms) {
   QMetaObject::invokeMethod(worker_, [w = worker_, ms] { w->setPollIntervalMs(ms); });
+}
+
+void RunFeed::setBreakdownWanted(bool wanted) {
+  QMetaObject::invokeMethod(worker_, [w = worker_, wanted] { w->setBreakdownWanted(wanted); });
 }
 
 void RunFeed::onWorkerBatch(std::shared_ptr<const loom::ui::FeedBatch> batch) {

@@ -67,6 +67,10 @@ class RunFeed : public QObject {
   std::uint64_t generation() const { return generation_; }
   // How often the store is polled while a run is live (default 50 ms).
   void setPollIntervalMs(int ms);
+  // Whether batches carry the per-rank breakdown and pipeline figures (default true).
+  // Without them the feed keeps no copy of the events: a view that shows only the
+  // timeline and curves (the comparison) loads a large run sooner. Set before follow().
+  void setBreakdownWanted(bool wanted);
 
  signals:
   void batchReady(std::shared_ptr<const loom::ui::FeedBatch> batch);
