@@ -115,6 +115,29 @@ class TestCriticalPath : public QObject {
     QCOMPARE(ms(p.profile.front().ns), 10.0);
   }
 
+  // A PyTorch DDP step: the main thread traces nothing while it waits for the all-reduce
+  // on gloo's thread. The gap is that all-reduce's up to its end (from the gap's start, as
+  // the all-reduce began earlier), and untraced after it; a gap with no communication
+  // ending in it stays untraced.
+  void gapWaitingForBackgroundCommunication() {
+    const std::vector<Event> r0 = {span(EventKind::Step, 0, 8, 1, -1, -1, -1, Stream::Host),
+                                   span(EventKind::Forward, 0, 1, 1, 0),
+                                   span(EventKind::Backward, 1, 2, 1, 0),
+                                   span(EventKind::AllReduce, 1.5, 4.5, 1, -1, -1, -1, Stream::Comm),
+                                   span(EventKind::Optimizer, 5, 6, 1),
+                                   span(EventKind::DataLoad, 7, 8, 1)};
+    const CriticalPath p = loom::analysis::critical_path_of_step({r0}, {-1}, 1);
+    QCOMPARE(ms(p.length_ns), 8.0);
+    QCOMPARE(ms(p.part_ns[int(PathPart::Work)]), 4.0);
+    QCOMPARE(ms(p.part_ns[int(PathPart::Communication)]), 2.5);  // [2, 4.5)
+    QCOMPARE(ms(p.part_ns[int(PathPart::Untraced)]), 1.5);       // [4.5, 5) and [6, 7)
+    bool allreduce_on_path = false;
+    for (const auto& seg : p.segments)
+      allreduce_on_path = allreduce_on_path || (seg.kind == EventKind::AllReduce && ms(seg.start_ns) == 2.0 &&
+                                                ms(seg.end_ns) == 4.5 && seg.part == PathPart::Communication);
+    QVERIFY(allreduce_on_path);
+  }
+
   void lateSendersAreCharged() {
     const auto a = loom::analysis::analyze_paths(pipeline_step(), {-1, -1, -1}, {1});
     QCOMPARE(a.path.steps, 1);

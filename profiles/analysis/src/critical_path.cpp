@@ -30,6 +30,9 @@ struct RankSteps {
   std::map<std::int32_t, std::vector<Leaf>> leaves;  // by step, sorted by start
   std::map<std::int32_t, std::pair<std::int64_t, std::int64_t>> step_spans;
   std::map<std::int32_t, std::vector<std::size_t>> waits;  // Wait leaves of a step, in order
+  // Communication off the rank's thread (a Comm stream, PyTorch's gloo/NCCL threads), by
+  // step, sorted by end: what an untraced gap of the thread may have waited for.
+  std::map<std::int32_t, std::vector<Leaf>> background_comm;
 };
 
 struct Index {
@@ -66,7 +69,11 @@ RankSteps index_rank(const std::vector<Event>& events, int rank, Index& index) {
     if (e.kind == EventKind::Send && e.message >= 0) index.send_start[{rank, e.message}] = e.start_ns;
     if (e.kind == EventKind::Step && e.step >= 0) r.step_spans[e.step] = {e.start_ns, e.end_ns};
     if (on_the_ranks_thread(e)) spans[e.step].push_back({e.start_ns, e.end_ns, e.kind, e.layer, e.peer, e.message, std::int64_t(e.descheduled_us) * 1000});
+    else if (e.step >= 0 && trace::is_communication(e.kind))
+      r.background_comm[e.step].push_back({e.start_ns, e.end_ns, e.kind, e.layer, e.peer, e.message, 0});
   }
+  for (auto& [step, list] : r.background_comm)
+    std::sort(list.begin(), list.end(), [](const Leaf& a, const Leaf& b) { return a.end < b.end; });
   for (auto& [step, list] : spans) {
     r.leaves[step] = innermost(std::move(list));
     const auto& leaves = r.leaves[step];
@@ -177,13 +184,32 @@ class Walk {
     const std::int64_t floor = span != rs.step_spans.end() ? span->second.first : t_;
     const std::ptrdiff_t i = leaves == rs.leaves.end() ? -1 : leaf_before(leaves->second);
     if (i < 0 || leaves->second[std::size_t(i)].end <= floor) {
-      add(PathPart::Untraced, EventKind::Step, -1, floor);
+      fill_gap(rs, floor);
       return false;
     }
     const Leaf& leaf = leaves->second[std::size_t(i)];
-    add(PathPart::Untraced, EventKind::Step, -1, leaf.end);  // a gap before t, if any
+    fill_gap(rs, leaf.end);  // a gap before t, if any
     follow(leaf, std::size_t(i), std::max(leaf.start, floor));
     return true;  // the next round checks the floor of whichever rank the path is on
+  }
+
+  // [from, t) where the rank's thread traced nothing. Where its own background
+  // communication ended inside the gap, the thread was waiting for it (a PyTorch DDP step
+  // blocks on gloo's all-reduce thread without a span of its own): from that span's start
+  // (or the gap's) to its end is communication; the rest stays untraced.
+  void fill_gap(const RankSteps& rs, std::int64_t from) {
+    auto comm = rs.background_comm.find(step_);
+    while (t_ > from) {
+      const Leaf* ended = nullptr;
+      if (comm != rs.background_comm.end()) {
+        auto it = std::upper_bound(comm->second.begin(), comm->second.end(), t_,
+                                   [](std::int64_t t, const Leaf& l) { return t < l.end; });
+        if (it != comm->second.begin() && std::prev(it)->end > from) ended = &*std::prev(it);
+      }
+      if (!ended) return add(PathPart::Untraced, EventKind::Step, -1, from);
+      add(PathPart::Untraced, EventKind::Step, -1, ended->end);
+      add(PathPart::Communication, ended->kind, ended->layer, std::max(from, ended->start));
+    }
   }
 
   void follow(const Leaf& leaf, std::size_t leaf_index, std::int64_t start) {

@@ -6,7 +6,9 @@
 // matching message (Send with the same message id) at the moment it sent; on a wait at a
 // synchronous collective (the k-th Wait span of the step, across the ranks that reduce
 // together), to the last rank to arrive at it. When the one waited for was already there,
-// the path stays and the wait is communication. Gaps between traced spans are "untraced".
+// the path stays and the wait is communication. A gap between the rank's traced spans in
+// which its own background communication (another stream or thread) ended is that
+// communication, from its start; other gaps are "untraced".
 // HTA's critical path covers one rank; this one crosses ranks.
 //
 // Wait attribution: every receive whose sender sent after the receiver started waiting
