@@ -17,20 +17,20 @@
 
 #include <nlohmann/json.hpp>
 
-#include "loom/core/model_info.h"
-#include "loom/core/plan_limits.h"
-#include "loom/core/plan.h"
-#include "loom/engine/local_run.h"
-#include "loom/host/oversubscription.h"
-#include "loom/host/resume.h"
 #include "loom/analysis/analysis.h"
-#include "loom/text/run_text.h"
 #include "loom/analysis/compare.h"
 #include "loom/analysis/critical_path.h"
 #include "loom/analysis/export_chrome.h"
 #include "loom/analysis/import_kineto.h"
-#include "loom/trace/machine.h"
+#include "loom/core/model_info.h"
+#include "loom/core/plan.h"
+#include "loom/core/plan_limits.h"
+#include "loom/engine/local_run.h"
+#include "loom/host/oversubscription.h"
+#include "loom/host/resume.h"
 #include "loom/store/run_store.h"
+#include "loom/text/run_text.h"
+#include "loom/trace/machine.h"
 #include "multi_rank_run.h"
 #include "progress.h"
 

@@ -16,9 +16,9 @@
 
 #include "loom/core/model_info.h"
 #include "loom/data/dataset.h"
-#include "loom/engine/parameter_server.h"
 #include "loom/engine/checkpoint.h"
 #include "loom/engine/local_run.h"
+#include "loom/engine/parameter_server.h"
 #include "loom/engine/rank_probes.h"
 #include "loom/engine/run_writer.h"
 #include "loom/engine/trainer.h"

@@ -6,17 +6,17 @@
 #include <cmath>
 #include <thread>
 
+#include "loom/comm/threads.h"
 #include "loom/core/model_info.h"
 #include "loom/core/plan.h"
-#include "loom/comm/threads.h"
 #include "loom/data/dataset.h"
 #include "loom/engine/local_run.h"
 #include "loom/engine/run_writer.h"
 #include "loom/engine/trainer.h"
-#include "loom/trace/recorder.h"
-#include "loom/trace/run_sink.h"
 #include "loom/store/run_store.h"
 #include "loom/store/store_sink.h"
+#include "loom/trace/recorder.h"
+#include "loom/trace/run_sink.h"
 
 using namespace loom;
 

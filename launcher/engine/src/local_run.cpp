@@ -8,17 +8,17 @@
 #include <string_view>
 #include <thread>
 
+#include "loom/analysis/analysis.h"
 #include "loom/core/model_info.h"
 #include "loom/data/dataset.h"
 #include "loom/engine/run_writer.h"
 #include "loom/kernels/cpu.h"
-#include "loom/analysis/analysis.h"
 #include "loom/store/checkpoint_files.h"
-#include "loom/trace/machine.h"
-#include "loom/trace/recorder.h"
 #include "loom/store/run_heartbeat.h"
 #include "loom/store/space_reserve.h"
 #include "loom/store/store_sink.h"
+#include "loom/trace/machine.h"
+#include "loom/trace/recorder.h"
 
 namespace loom::engine {
 namespace {

@@ -14,19 +14,19 @@
 #include <fstream>
 #include <thread>
 
+#include "loom/analysis/analysis.h"
 #include "loom/host/hang_watch.h"
 #include "loom/host/job_output.h"
 #include "loom/host/launch_command.h"
 #include "loom/host/oversubscription.h"
-#include "loom/analysis/analysis.h"
 #include "loom/store/checkpoint_files.h"
-#include "loom/trace/machine.h"
-#include "loom/trace/recorder.h"
 #include "loom/store/run_heartbeat.h"
 #include "loom/store/run_store.h"
 #include "loom/store/space_reserve.h"
 #include "loom/stream/frame.h"
 #include "loom/stream/server.h"
+#include "loom/trace/machine.h"
+#include "loom/trace/recorder.h"
 
 namespace loom::host {
 namespace {

@@ -2,10 +2,10 @@
 // category is the union of its intervals so nested spans count once.
 #include "loom/analysis/analysis.h"
 
-#include "loom/core/model_info.h"
-#include "loom/trace/clock_align.h"
 #include "loom/analysis/import_kineto.h"
 #include "loom/analysis/pipeline_replay.h"
+#include "loom/core/model_info.h"
+#include "loom/trace/clock_align.h"
 
 #include <algorithm>
 #include <cmath>

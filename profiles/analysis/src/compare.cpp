@@ -9,10 +9,10 @@
 #include <map>
 #include <set>
 
-#include "loom/core/plan.h"
-#include "loom/trace/clock_align.h"
 #include "loom/analysis/critical_path.h"
 #include "loom/analysis/import_kineto.h"
+#include "loom/core/plan.h"
+#include "loom/trace/clock_align.h"
 
 namespace loom::analysis {
 

@@ -12,8 +12,8 @@
 #include <set>
 #include <tuple>
 
-#include "loom/core/plan.h"
 #include "loom/analysis/analysis.h"
+#include "loom/core/plan.h"
 #include "loom/trace/clock_align.h"
 
 namespace loom::chrome {

@@ -9,8 +9,8 @@
 
 #include <qcustomplot.h>
 
-#include "loom/ui/colors.h"
 #include "loom/ui/charts/chart_export.h"
+#include "loom/ui/colors.h"
 #include "plot_style.h"
 
 namespace loom::ui::charts {

@@ -13,12 +13,12 @@
 #include <cmath>
 #include <optional>
 
-#include "loom/core/model_info.h"
-#include "loom/core/plan.h"
 #include "loom/analysis/analysis.h"
-#include "loom/text/run_text.h"
 #include "loom/analysis/compare.h"
 #include "loom/analysis/critical_path.h"
+#include "loom/core/model_info.h"
+#include "loom/core/plan.h"
+#include "loom/text/run_text.h"
 #include "loom/ui/colors.h"
 #include "loom/ui/run_rows.h"
 #include "report_pictures.h"

@@ -23,10 +23,10 @@
 #include <algorithm>
 #include <limits>
 
-#include "loom/core/plan.h"
 #include "loom/analysis/analysis.h"
-#include "loom/text/run_text.h"
+#include "loom/core/plan.h"
 #include "loom/store/run_store.h"
+#include "loom/text/run_text.h"
 #include "loom/ui/charts/overlay_charts.h"
 #include "loom/ui/colors.h"
 #include "loom/ui/run_rows.h"

@@ -16,10 +16,10 @@
 
 #include <cmath>
 
-#include "loom/ui/workbench/comparison_window.h"
-#include "loom/ui/workbench/run_browser.h"
 #include "loom/ui/timeline/timeline_view.h"
+#include "loom/ui/workbench/comparison_window.h"
 #include "loom/ui/workbench/main_window.h"
+#include "loom/ui/workbench/run_browser.h"
 
 #include "loom/host/oversubscription.h"
 #include "loom/host/resume.h"

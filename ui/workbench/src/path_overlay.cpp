@@ -3,8 +3,8 @@
 
 #include <algorithm>
 
-#include "loom/core/model_info.h"
 #include "loom/analysis/critical_path.h"
+#include "loom/core/model_info.h"
 #include "loom/ui/span_kinds.h"
 #include "loom/ui/timeline/timeline_view.h"
 

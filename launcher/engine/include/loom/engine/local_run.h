@@ -12,8 +12,8 @@
 #include "loom/core/plan.h"
 #include "loom/core/status.h"
 #include "loom/engine/trainer.h"
-#include "loom/trace/recorder.h"
 #include "loom/store/run_store.h"
+#include "loom/trace/recorder.h"
 
 namespace loom::engine {
 

@@ -22,8 +22,8 @@
 #include "loom/engine/model.h"
 #include "loom/engine/optimizer.h"
 #include "loom/engine/straggler.h"
-#include "loom/trace/recorder.h"
 #include "loom/store/run_store.h"
+#include "loom/trace/recorder.h"
 
 namespace loom::engine {
 

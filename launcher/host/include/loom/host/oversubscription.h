@@ -16,8 +16,8 @@
 
 #include "loom/core/plan.h"
 #include "loom/core/status.h"
-#include "loom/trace/machine.h"
 #include "loom/store/run_store.h"
+#include "loom/trace/machine.h"
 
 namespace loom::host {
 

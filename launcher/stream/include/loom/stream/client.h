@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "loom/core/status.h"
-#include "loom/trace/run_sink.h"
 #include "loom/stream/frame.h"
+#include "loom/trace/run_sink.h"
 
 namespace loom::stream {
 

@@ -16,8 +16,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "loom/core/status.h"
 #include "loom/analysis/analysis.h"
+#include "loom/core/status.h"
 #include "loom/store/run_store.h"
 
 namespace loom::analysis {

@@ -26,8 +26,8 @@
 
 #include "loom/core/plan.h"
 #include "loom/core/status.h"
-#include "loom/trace/event.h"
 #include "loom/store/run_store.h"
+#include "loom/trace/event.h"
 
 namespace loom::analysis {
 

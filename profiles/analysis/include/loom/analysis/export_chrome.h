@@ -18,8 +18,8 @@
 #include <nlohmann/json.hpp>
 
 #include "loom/core/status.h"
-#include "loom/trace/event.h"
 #include "loom/store/run_store.h"
+#include "loom/trace/event.h"
 
 namespace loom::chrome {
 

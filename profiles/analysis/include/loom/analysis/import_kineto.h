@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "loom/core/status.h"
-#include "loom/trace/event.h"
 #include "loom/store/run_store.h"
+#include "loom/trace/event.h"
 
 namespace loom::kineto {
 

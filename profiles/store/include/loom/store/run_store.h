@@ -14,9 +14,9 @@
 
 #include "loom/core/plan.h"
 #include "loom/core/status.h"
+#include "loom/store/sqlite_db.h"
 #include "loom/trace/event.h"
 #include "loom/trace/records.h"
-#include "loom/store/sqlite_db.h"
 
 namespace loom::store {
 

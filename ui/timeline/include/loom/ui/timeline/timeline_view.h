@@ -21,8 +21,8 @@
 #include <string>
 #include <vector>
 
-#include "loom/trace/event.h"
 #include "loom/store/run_store.h"
+#include "loom/trace/event.h"
 #include "loom/ui/timeline/geometry.h"
 #include "loom/ui/timeline/timeline_data.h"
 

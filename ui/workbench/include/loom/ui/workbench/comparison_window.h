@@ -25,8 +25,8 @@
 #include <memory>
 #include <vector>
 
-#include "loom/core/status.h"
 #include "loom/analysis/compare.h"
+#include "loom/core/status.h"
 #include "loom/ui/workbench/run_feed.h"
 
 class QComboBox;

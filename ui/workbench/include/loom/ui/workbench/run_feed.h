@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "loom/analysis/analysis.h"
-#include "loom/trace/event.h"
 #include "loom/store/run_store.h"
+#include "loom/trace/event.h"
 
 namespace loom::ui {
 
