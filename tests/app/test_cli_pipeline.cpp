@@ -4,6 +4,7 @@
 // schedule dictates (GPipe holds all M, 1F1B at most p - stage), with peak activation
 // memory following the in-flight count; the bubble in one convention for both schedules,
 // and the unbalanced example called out.
+#include <algorithm>
 #include <map>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -135,9 +136,11 @@ class CliPipelineTest : public QObject {
   void unbalancedExampleIsCalledOut() {
     const QJsonObject shown = run_example("pipeline_unbalanced_mlp", 40);
     QVERIFY2(shown["stage_imbalance"].toDouble() > 0.25, qPrintable(QString::number(shown["stage_imbalance"].toDouble())));
+    // Any of the warnings: a busy machine adds one about the bandwidth probe before it.
     const QJsonArray warnings = shown["warnings"].toArray();
-    QVERIFY(!warnings.isEmpty());
-    QVERIFY2(warnings[0].toString().contains("unbalanced"), qPrintable(warnings[0].toString()));
+    const bool called_out = std::any_of(warnings.begin(), warnings.end(),
+                                        [](const QJsonValue& w) { return w.toString().contains("unbalanced"); });
+    QVERIFY2(called_out, qPrintable(QJsonDocument(warnings).toJson()));
     const QJsonObject stage1 = shown["stages"].toArray()[1].toObject();
     const double imbalance_part = stage1["bubble_theory"].toDouble() - stage1["bubble_schedule"].toDouble();
     QVERIFY2(imbalance_part > 0.2, qPrintable(QString::number(imbalance_part)));

@@ -7,6 +7,7 @@
 
 #include <QtTest>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <fstream>
@@ -90,6 +91,7 @@ class TestRunStore : public QObject {
   void orphanReasons();
   void runOfADeadOwnerIsInterrupted();
   void renameTagAndDelete();
+  void packedEventsMatchTheRows();
 };
 
 // Which running runs a reader takes as orphaned (run_store.h orphan_reason).
@@ -593,7 +595,7 @@ void TestRunStore::renameTagAndDelete() {
   QCOMPARE(must(store.count_events(gone)), std::int64_t(0));
   QCOMPARE(must(store.count_events(keep)), std::int64_t(100));
   auto db = must(loom::store::Database::open(path));
-  for (const char* table : {"metrics", "updates", "ranks", "run_tags"}) {
+  for (const char* table : {"event_blocks", "metrics", "updates", "ranks", "run_tags"}) {
     auto q = must(db.prepare(std::string("SELECT COUNT(*) FROM ") + table + " WHERE run_id = ?"));
     q.bind(1, gone);
     QVERIFY(must(q.step()));
@@ -601,6 +603,61 @@ void TestRunStore::renameTagAndDelete() {
   }
   QCOMPARE(must(store.load_all_tags()).size(), std::size_t(1));
   QCOMPARE(must(store.load_updates(keep)).size(), std::size_t(3));
+}
+
+namespace {
+std::int64_t count_where(Database& db, const std::string& sql, std::int64_t run_id) {
+  auto q = must(db.prepare(sql));
+  q.bind(1, run_id);
+  must(q.step());
+  return q.column_int64(0);
+}
+
+bool same_events(const std::vector<Event>& a, const std::vector<Event>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(Event)) == 0;
+}
+}  // namespace
+
+// finish_run packs the events into blocks; reads from blocks give exactly the rows' events,
+// and a damaged or foreign block, or events appended later, send readers back to the rows.
+void TestRunStore::packedEventsMatchTheRows() {
+  QTemporaryDir dir;
+  const std::string path = dir.filePath("runs.db").toStdString();
+  RunStore store = must(RunStore::open(path));
+  const std::int64_t id = must(store.create_run(RunRecord{}));
+  const auto rank0 = make_events(0, 140'000);  // three blocks of 65,536
+  const auto rank1 = make_events(1, 100);
+  must_ok(store.append_events(id, 0, rank0.data(), rank0.size()));
+  must_ok(store.append_events(id, 1, rank1.data(), rank1.size()));
+  auto db = must(Database::open(path));
+  const std::string blocks_sql = "SELECT COUNT(*) FROM event_blocks WHERE run_id = ?";
+  QCOMPARE(count_where(db, blocks_sql, id), std::int64_t(0));  // running: rows only
+  must_ok(store.finish_run(id, RunStatus::Completed, 1.0, 0, ""));
+  QCOMPARE(count_where(db, blocks_sql, id), std::int64_t(4));
+
+  QVERIFY(same_events(must(store.load_events(id, 0)), rank0));
+  QVERIFY(same_events(must(store.load_events(id, 1)), rank1));
+  std::vector<Event> both = rank0;
+  both.insert(both.end(), rank1.begin(), rank1.end());
+  QVERIFY(same_events(must(store.load_events(id)), both));
+  std::vector<Event> steps;
+  std::copy_if(rank0.begin(), rank0.end(), std::back_inserter(steps),
+               [](const Event& e) { return e.kind == trace::EventKind::Step; });
+  QVERIFY(same_events(must(store.load_events_of_kind(id, 0, trace::EventKind::Step)), steps));
+
+  // A block cut short reads from the rows, whole and unchanged.
+  must_ok(db.exec("UPDATE event_blocks SET data = zeroblob(100) WHERE rank = 0 AND block = 1"));
+  QVERIFY(same_events(must(store.load_events(id, 0)), rank0));
+  must_ok(store.pack_events(id));
+  must_ok(db.exec("UPDATE event_blocks SET format = 2 WHERE rank = 1"));  // a later Loom's layout
+  QVERIFY(same_events(must(store.load_events(id, 1)), rank1));
+
+  // A rank flushing after the run ended: the blocks go, its event is read.
+  must_ok(store.pack_events(id));
+  const auto late = make_events(1, 101);
+  must_ok(store.append_events(id, 1, &late.back(), 1));
+  QCOMPARE(count_where(db, blocks_sql, id), std::int64_t(0));
+  QVERIFY(same_events(must(store.load_events(id, 1)), late));
 }
 
 QTEST_GUILESS_MAIN(TestRunStore)

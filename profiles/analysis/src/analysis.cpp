@@ -51,9 +51,17 @@ double last_value(const std::vector<trace::MetricRecord>& metrics) {
 
 nlohmann::json number_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); }
 
+// Orders by start, which is all merging needs. Intervals built from a rank's events in
+// stored order are sorted already, so the check usually saves the sort.
+void sort_by_start(Intervals& intervals) {
+  constexpr auto by_start = [](const auto& a, const auto& b) { return a.first < b.first; };
+  if (!std::is_sorted(intervals.begin(), intervals.end(), by_start))
+    std::sort(intervals.begin(), intervals.end(), by_start);
+}
+
 // Sorted, disjoint, non-empty intervals covering the same points as the input.
 Intervals merged(Intervals& intervals) {
-  std::sort(intervals.begin(), intervals.end());
+  sort_by_start(intervals);
   Intervals out;
   for (const auto& [s, e] : intervals) {
     if (e <= s) continue;
@@ -106,7 +114,7 @@ std::int64_t overlap_length_ns(Intervals& a, Intervals& b) {
 }
 
 std::int64_t union_length_ns(Intervals& intervals) {
-  std::sort(intervals.begin(), intervals.end());
+  sort_by_start(intervals);
   std::int64_t total = 0;
   std::int64_t cur_start = 0, cur_end = 0;
   bool open = false;
@@ -231,9 +239,11 @@ Descheduled descheduled_time(const std::vector<Event>& events, const TrainingWin
 
 std::set<std::int32_t> steady_step_numbers(const std::vector<Event>& events, std::int64_t from, std::int64_t to) {
   std::set<std::int32_t> all, from_steps;
+  std::int32_t last = -1;  // a step's events are mostly together: skip the set for repeats
   for (const Event& e : events) {
     if (e.step < 0 || e.kind == EventKind::Setup) continue;
-    all.insert(e.step);
+    if (e.step != last) all.insert(e.step);
+    last = e.step;
     if (e.kind == EventKind::Step) from_steps.insert(e.step);
   }
   std::set<std::int32_t> steady;

@@ -8,6 +8,7 @@
 #include <tuple>
 #include <map>
 #include <set>
+#include <unordered_map>
 
 #include "loom/analysis/critical_path.h"
 #include "loom/analysis/import_kineto.h"
@@ -159,23 +160,50 @@ void add_bucket_phases(const std::vector<Event>& events, const std::set<std::int
   }
 }
 
+// Membership of a set of steps by index: a tree lookup per event is too slow for millions.
+class StepFilter {
+ public:
+  explicit StepFilter(const std::set<std::int32_t>& steps) {
+    if (steps.empty()) return;
+    first_ = *steps.begin();
+    in_.assign(std::size_t(*steps.rbegin() - first_) + 1, false);
+    for (std::int32_t s : steps) in_[std::size_t(s - first_)] = true;
+  }
+  bool contains(std::int32_t step) const {
+    return step >= first_ && std::size_t(step - first_) < in_.size() && in_[std::size_t(step - first_)];
+  }
+
+ private:
+  std::int32_t first_ = 0;
+  std::vector<bool> in_;
+};
+
+// One integer for (kind, layer, step): kind in the top byte, layer + 1 in the next 24 bits
+// (layer ids are small), the step in the low 32.
+std::uint64_t kind_layer_step(const Event& e) {
+  const auto layer = std::uint64_t(std::uint32_t(e.layer + 1) & 0xffffffu);
+  return (std::uint64_t(e.kind) << 56) | (layer << 32) | std::uint64_t(std::uint32_t(e.step));
+}
+
 // Every steady step of one rank adds one sample per phase it spent time in. Events are
 // summed under integer keys first: naming a phase allocates, and a run has millions.
 void add_rank_phases(const std::vector<Event>& events, const std::string& role, const std::vector<std::string>& layers,
                      const StepRange& range, PhaseSamples& out) {
   const std::set<std::int32_t> steps = steady_steps(events, range);
-  std::map<std::tuple<int, int, std::int32_t>, double> by_kind;  // (kind, layer, step) -> ns
+  const StepFilter steady(steps);
+  // (kind, layer, step) -> ns, hashed: a tree lookup per event was a tenth of compare.
+  std::unordered_map<std::uint64_t, double> by_kind;
   for (const Event& e : events) {
-    if (e.kind == EventKind::AllReduce || !steps.count(e.step)) continue;
-    by_kind[{int(e.kind), e.layer, e.step}] += double(e.end_ns - e.start_ns);
+    if (e.kind == EventKind::AllReduce || !steady.contains(e.step)) continue;
+    by_kind[kind_layer_step(e)] += double(e.end_ns - e.start_ns);
   }
   std::map<std::pair<Phase, std::int32_t>, double> per_step;  // (phase, step) -> ns
   for (const auto& [key, ns] : by_kind) {
     Event e;
-    e.kind = EventKind(std::get<0>(key));
-    e.layer = std::get<1>(key);
+    e.kind = EventKind(key >> 56);
+    e.layer = std::int32_t(std::uint32_t(key >> 32) & 0xffffffu) - 1;
     const Phase phase = phase_of(e, layers);
-    if (!phase.name.empty()) per_step[{phase, std::get<2>(key)}] += ns;
+    if (!phase.name.empty()) per_step[{phase, std::int32_t(std::uint32_t(key))}] += ns;
   }
   add_bucket_phases(events, steps, per_step);
   for (const auto& [key, ns] : per_step) out[{role, key.first}].push_back(ns / kNsPerMs);

@@ -9,8 +9,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
+#include <span>
 #include <filesystem>
 #include <thread>
 #include <string_view>
@@ -142,8 +145,32 @@ CREATE TABLE run_tags (
   PRIMARY KEY (run_id, tag)
 );
 )sql",
+    // 6: a finished run's events packed per rank into blocks of trace::Event records,
+    // written once when the run ends (RunStore::pack_events). Reading a million events
+    // from rows costs a B-tree lookup and eleven column decodes each; a block is one copy.
+    // The rows stay: live views page through them, and they are the record if blocks are
+    // missing, stale or of another format.
+    R"sql(
+CREATE TABLE event_blocks (
+  run_id INTEGER NOT NULL,
+  rank INTEGER NOT NULL,
+  block INTEGER NOT NULL,
+  format INTEGER NOT NULL,
+  events INTEGER NOT NULL,
+  data BLOB NOT NULL,
+  PRIMARY KEY (run_id, rank, block)
+);
+)sql",
 };
 static_assert(std::size(kMigrations) == kSchemaVersion, "one migration per schema version");
+
+// Blocks of format 1 hold trace::Event exactly as this build lays it out: 48 bytes, no
+// padding, little-endian. Changing Event means a new format number; readers fall back to
+// the rows for any other.
+constexpr std::int64_t kEventBlockFormat = 1;
+static_assert(sizeof(trace::Event) == 48 && std::endian::native == std::endian::little,
+              "event block format 1 is the 48-byte little-endian Event");
+constexpr std::size_t kEventsPerBlock = std::size_t(1) << 16;  // 3 MiB blobs
 
 constexpr int kEventColumns = 13;
 // Rows per multi-row INSERT: 64 * 13 = 832 parameters, well under SQLite's limit.
@@ -407,7 +434,43 @@ Status RunStore::append_events(std::int64_t run_id, int rank, const trace::Event
   if (!tx.ok()) return tx.error();
   LOOM_TRY(require_run(run_id));  // inside the transaction: one lock round trip, not two
   LOOM_TRY(insert_event_rows(run_id, rank, events, count));
+  // Events arriving after the run was packed (a rank flushing late) make its blocks stale.
+  LOOM_TRY(drop_event_blocks(run_id));
   return tx->commit();
+}
+
+Status RunStore::drop_event_blocks(std::int64_t run_id) {
+  auto q = db_.prepare("DELETE FROM event_blocks WHERE run_id = ?");
+  if (!q.ok()) return q.error();
+  q->bind(1, run_id);
+  return run_once(*q);
+}
+
+Status RunStore::pack_events(std::int64_t run_id) {
+  auto tx = Transaction::begin(db_);
+  if (!tx.ok()) return tx.error();
+  LOOM_TRY(write_event_blocks(run_id));
+  return tx->commit();
+}
+
+Status RunStore::write_event_blocks(std::int64_t run_id) {
+  LOOM_TRY(drop_event_blocks(run_id));
+  auto ranks = event_ranks(run_id);
+  if (!ranks.ok()) return ranks.error();
+  auto insert = db_.prepare("INSERT INTO event_blocks (run_id, rank, block, format, events, data) VALUES (?,?,?,?,?,?)");
+  if (!insert.ok()) return insert.error();
+  for (int rank : *ranks) {
+    auto events = load_event_rows(run_id, rank);
+    if (!events.ok()) return events.error();
+    for (std::size_t first = 0, block = 0; first < events->size(); first += kEventsPerBlock, ++block) {
+      const std::size_t n = std::min(kEventsPerBlock, events->size() - first);
+      insert->bind(1, run_id).bind(2, rank).bind(3, static_cast<std::int64_t>(block)).bind(4, kEventBlockFormat);
+      insert->bind(5, static_cast<std::int64_t>(n));
+      insert->bind_blob_static(6, std::as_bytes(std::span(events->data() + first, n)));
+      LOOM_TRY(run_once(*insert));
+    }
+  }
+  return {};
 }
 
 Status RunStore::append_metrics(std::int64_t run_id, const std::vector<MetricRecord>& metrics) {
@@ -458,6 +521,9 @@ Status RunStore::finish_run(std::int64_t run_id, RunStatus status, double wall_s
   q->bind(1, std::string(to_text(status))).bind(2, unix_ms_now()).bind(3, wall_s).bind(4, samples).bind(5, error).bind(6, run_id);
   LOOM_TRY(run_once(*q));
   if (db_.changes() == 0) return unknown_run(run_id, db_.path());
+  // Only a speed-up for readers: the status is stored, and without blocks (a full disk)
+  // readers decode the rows as before.
+  (void)pack_events(run_id);
   return {};
 }
 
@@ -612,6 +678,43 @@ Expected<std::vector<RankRecord>> RunStore::load_ranks(std::int64_t run_id) {
 }
 
 Expected<std::vector<trace::Event>> RunStore::load_events(std::int64_t run_id, int rank) {
+  auto packed = load_event_blocks(run_id, rank);
+  if (!packed.ok()) return packed.error();
+  if (*packed) return std::move(**packed);
+  return load_event_rows(run_id, rank);
+}
+
+Expected<std::optional<std::vector<trace::Event>>> RunStore::load_event_blocks(std::int64_t run_id, int rank) {
+  const std::string where = std::string(" WHERE run_id = ?1") + (rank < 0 ? "" : " AND rank = ?2");
+  auto total = db_.prepare("SELECT COUNT(*), COALESCE(SUM(events), 0), COALESCE(MIN(format = " +
+                           std::to_string(kEventBlockFormat) + "), 0) FROM event_blocks" + where);
+  if (!total.ok()) return total.error();
+  total->bind(1, run_id);
+  if (rank >= 0) total->bind(2, rank);
+  if (auto row = total->step(); !row.ok()) return row.error();
+  const bool usable = total->column_int64(0) > 0 && total->column_int64(2) == 1;
+  const auto count = static_cast<std::size_t>(total->column_int64(1));
+  total->reset();
+  if (!usable) return std::optional<std::vector<trace::Event>>();
+  auto q = db_.prepare("SELECT events, data FROM event_blocks" + where + " ORDER BY rank, block");
+  if (!q.ok()) return q.error();
+  q->bind(1, run_id);
+  if (rank >= 0) q->bind(2, rank);
+  std::vector<trace::Event> events(count);
+  std::size_t filled = 0;
+  bool intact = true;
+  LOOM_TRY(each_row(*q, [&](const Statement& row) {
+    const std::span<const std::byte> data = row.column_blob(1);
+    const auto n = static_cast<std::size_t>(row.column_int64(0));
+    intact = intact && data.size() == n * sizeof(trace::Event) && filled + n <= count;
+    if (intact) std::memcpy(static_cast<void*>(events.data() + filled), data.data(), data.size());
+    filled += n;
+  }));
+  if (!intact || filled != count) return std::optional<std::vector<trace::Event>>();  // damaged: read the rows
+  return std::optional(std::move(events));
+}
+
+Expected<std::vector<trace::Event>> RunStore::load_event_rows(std::int64_t run_id, int rank) {
   // rowid breaks ties in insertion order; it is the index's implicit last column, so the
   // ORDER BY is satisfied by the index without a sort.
   // Two texts rather than "(?2 < 0 OR rank = ?2)", which would keep the planner from
@@ -630,6 +733,13 @@ Expected<std::vector<trace::Event>> RunStore::load_events(std::int64_t run_id, i
 
 Expected<std::vector<trace::Event>> RunStore::load_events_of_kind(std::int64_t run_id, int rank,
                                                                  trace::EventKind kind) {
+  auto packed = load_event_blocks(run_id, rank);
+  if (!packed.ok()) return packed.error();
+  if (*packed) {
+    std::vector<trace::Event>& all = **packed;
+    std::erase_if(all, [kind](const trace::Event& e) { return e.kind != kind; });
+    return std::move(all);
+  }
   auto q = db_.prepare(
       "SELECT start_ns, end_ns, kind, stream, step, layer, peer, message, microbatch, bytes, descheduled_us "
       "FROM events WHERE run_id = ?1 AND rank = ?2 AND kind = ?3 ORDER BY start_ns, rowid");
@@ -804,6 +914,7 @@ Expected<std::int64_t> RunStore::import_run(const RunRecord& run, const std::vec
   if (!id.ok()) return id.error();
   for (const RankRecord& r : ranks) LOOM_TRY(upsert_rank(*id, r));
   for (const auto& [rank, list] : events) LOOM_TRY(insert_event_rows(*id, rank, list.data(), list.size()));
+  LOOM_TRY(write_event_blocks(*id));
   if (!metrics.empty()) {
     auto q = db_.prepare("INSERT INTO metrics (run_id, rank, step, t_ns, name, value) VALUES (?,?,?,?,?,?)");
     if (!q.ok()) return q.error();
@@ -904,7 +1015,7 @@ Status RunStore::delete_run(std::int64_t run_id) {
   }
   auto tx = Transaction::begin(db_);
   if (!tx.ok()) return tx.error();
-  for (const char* table : {"events", "metrics", "updates", "ranks", "run_tags"}) {
+  for (const char* table : {"events", "event_blocks", "metrics", "updates", "ranks", "run_tags"}) {
     auto q = db_.prepare(std::string("DELETE FROM ") + table + " WHERE run_id = ?");
     if (!q.ok()) return q.error();
     q->bind(1, run_id);

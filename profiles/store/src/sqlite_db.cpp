@@ -91,6 +91,11 @@ Statement& Statement::bind(int index, std::string_view text) {
   return *this;
 }
 
+Statement& Statement::bind_blob_static(int index, std::span<const std::byte> bytes) {
+  note_bind(sqlite3_bind_blob64(stmt_, index, bytes.data(), bytes.size(), SQLITE_STATIC));
+  return *this;
+}
+
 Statement& Statement::bind_null(int index) {
   note_bind(sqlite3_bind_null(stmt_, index));
   return *this;
@@ -128,6 +133,12 @@ std::string Statement::column_text(int index) const {
   if (text == nullptr) return {};
   return std::string(reinterpret_cast<const char*>(text),
                      static_cast<std::size_t>(sqlite3_column_bytes(stmt_, index)));
+}
+
+std::span<const std::byte> Statement::column_blob(int index) const {
+  const void* data = sqlite3_column_blob(stmt_, index);
+  if (data == nullptr) return {};
+  return {static_cast<const std::byte*>(data), static_cast<std::size_t>(sqlite3_column_bytes(stmt_, index))};
 }
 
 // ---- Database ----

@@ -266,10 +266,10 @@ Throughput steady_throughput(const Plan& plan, const std::vector<std::vector<tra
 // train_samples), so run lists show the same figure as `show` without reading events.
 Status store_training_figures(store::RunStore& store, std::int64_t run_id);
 
-// Total length of the union of [start, end) intervals, in nanoseconds. Sorts its input.
+// Total length of the union of [start, end) intervals, in nanoseconds. Sorts its input by start.
 std::int64_t union_length_ns(std::vector<std::pair<std::int64_t, std::int64_t>>& intervals);
 
-// Length of (union of a) intersected with (union of b), in nanoseconds. Sorts its inputs.
+// Length of (union of a) intersected with (union of b), in nanoseconds. Sorts its inputs by start.
 std::int64_t overlap_length_ns(std::vector<std::pair<std::int64_t, std::int64_t>>& a,
                                std::vector<std::pair<std::int64_t, std::int64_t>>& b);
 

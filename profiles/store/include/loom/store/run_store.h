@@ -76,7 +76,7 @@ inline constexpr std::int64_t kOwnerSilentMs = 30000;
 std::string orphan_reason(const RunRecord& run, bool owner_on_this_host, bool owner_alive, std::int64_t now_ms);
 
 // The schema version this build writes and the newest it can read.
-inline constexpr int kSchemaVersion = 5;
+inline constexpr int kSchemaVersion = 6;
 
 // One connection to a run database. Movable, not copyable; use one RunStore per thread
 // (open another on the same file for a second thread or process).
@@ -102,7 +102,8 @@ class RunStore {
   Status append_metrics(std::int64_t run_id, const std::vector<MetricRecord>& metrics);
   Status append_updates(std::int64_t run_id, const std::vector<UpdateRecord>& updates);
   Status append_log(std::int64_t run_id, const std::string& text);
-  // Sets status, ended_unix_ms = now, wall_s, samples and error.
+  // Sets status, ended_unix_ms = now, wall_s, samples and error, then packs the events
+  // (pack_events; a failure to pack is not the run's failure: readers use the rows).
   Status finish_run(std::int64_t run_id, RunStatus status, double wall_s, std::int64_t samples,
                     const std::string& error);
 
@@ -117,7 +118,12 @@ class RunStore {
   // Cheap to poll: no plan, and only the log's bytes from `log_from` on. NotFound as load_run.
   Expected<RunState> load_run_state(std::int64_t run_id, std::size_t log_from);
   Expected<std::vector<RankRecord>> load_ranks(std::int64_t run_id);  // ordered by rank
-  // Ordered by rank, then start_ns, then insertion order; rank -1 means all ranks.
+  // Copies a run's events into blocks per rank (schema v6), replacing any it had, so that
+  // load_events copies blocks instead of decoding a row per event. Done by finish_run and
+  // import_run; appending events to the run afterwards drops the blocks again.
+  Status pack_events(std::int64_t run_id);
+  // Ordered by rank, then start_ns, then insertion order; rank -1 means all ranks. From
+  // the run's blocks where it has usable ones, else from its rows (the same events).
   Expected<std::vector<trace::Event>> load_events(std::int64_t run_id, int rank = -1);
   // One rank's events of one kind (Step spans for throughput), ordered by start_ns.
   Expected<std::vector<trace::Event>> load_events_of_kind(std::int64_t run_id, int rank, trace::EventKind kind);
@@ -168,6 +174,11 @@ class RunStore {
   Status require_run(std::int64_t run_id);
   void interrupt_if_orphaned(RunRecord& run);
   Status insert_event_rows(std::int64_t run_id, int rank, const trace::Event* events, std::size_t count);
+  Status write_event_blocks(std::int64_t run_id);  // pack_events inside the caller's transaction
+  Status drop_event_blocks(std::int64_t run_id);
+  // nullopt where the run (rank) has no blocks, or any is of another format or damaged.
+  Expected<std::optional<std::vector<trace::Event>>> load_event_blocks(std::int64_t run_id, int rank);
+  Expected<std::vector<trace::Event>> load_event_rows(std::int64_t run_id, int rank);
 
   Database db_;  // declared first: destroyed last, after the statements below
   int schema_version_ = 0;

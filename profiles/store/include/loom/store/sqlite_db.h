@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -32,6 +33,8 @@ class Statement {
   Statement& bind(int index, double value);
   Statement& bind(int index, std::string_view text);
   Statement& bind_null(int index);
+  // Binds `bytes` as a blob without copying: the buffer must outlive the next step().
+  Statement& bind_blob_static(int index, std::span<const std::byte> bytes);
 
   // true: a row is available; false: done.
   Expected<bool> step();
@@ -42,6 +45,8 @@ class Statement {
   double column_double(int index) const;
   std::string column_text(int index) const;
   bool column_is_null(int index) const;
+  // Valid until the next step(), reset() or column call on this column.
+  std::span<const std::byte> column_blob(int index) const;
 
   bool valid() const { return stmt_ != nullptr; }
 
