@@ -221,6 +221,17 @@ class TestCompare : public QObject {
                                "+1.50, pipeline bubble +1.00, untraced +0.00\n"));
   }
 
+  // Ratios print the same in every view; beside a baseline near zero only the bound shows.
+  void ratiosAsPrinted() {
+    using loom::text::format_compare_ratio;
+    QCOMPARE(format_compare_ratio(3, 2), std::string("1.50x"));
+    QCOMPARE(format_compare_ratio(0.94, 0.002), std::string(">100x"));
+    QCOMPARE(format_compare_ratio(0.002, 0.94), std::string("<0.01x"));
+    QCOMPARE(format_compare_ratio(0, 5), std::string("0.00x"));
+    QCOMPARE(format_compare_ratio(1, 0), std::string());
+    QCOMPARE(format_compare_ratio(loom::analysis::kNaN, 1), std::string());
+  }
+
   void efficiencyAndRanges() {
     loom::analysis::RankBreakdown r0, r1, server;
     r0.compute_s = 6, r0.optimizer_s = 1, r0.data_s = 1, r0.window_s = 10, r0.steady_steps = 4;

@@ -714,6 +714,20 @@ Expected<std::optional<std::vector<trace::Event>>> RunStore::load_event_blocks(s
   return std::optional(std::move(events));
 }
 
+Expected<std::optional<RunStore::PackedRun>> RunStore::load_packed_run(std::int64_t run_id) {
+  auto ranks = event_ranks(run_id);
+  if (!ranks.ok()) return ranks.error();
+  PackedRun packed;
+  for (int rank : *ranks) {
+    auto events = load_event_blocks(run_id, rank);
+    if (!events.ok()) return events.error();
+    if (!*events) return std::optional<PackedRun>();  // a rank unpacked or damaged: use the rows
+    packed.ranks.emplace_back(rank, std::move(**events));
+  }
+  if (packed.ranks.empty()) return std::optional<PackedRun>();
+  return std::optional(std::move(packed));
+}
+
 Expected<std::vector<trace::Event>> RunStore::load_event_rows(std::int64_t run_id, int rank) {
   // rowid breaks ties in insertion order; it is the index's implicit last column, so the
   // ORDER BY is satisfied by the index without a sort.

@@ -38,6 +38,16 @@ std::string format_compare_value(double v) {
   return printf_string(a >= 1000 ? "%.0f" : a >= 100 ? "%.1f" : a >= 1 ? "%.2f" : "%.3f", v);
 }
 
+std::string format_compare_ratio(double value, double baseline, std::string_view times) {
+  const double ratio = value / baseline;
+  if (!std::isfinite(ratio)) return "";
+  std::string number;
+  if (std::fabs(ratio) > 100) number = ratio > 0 ? ">100" : "<-100";
+  else if (ratio != 0 && std::fabs(ratio) < 0.01) number = ratio > 0 ? "<0.01" : ">-0.01";
+  else number = printf_string("%.2f", ratio);
+  return number + std::string(times);
+}
+
 namespace {
 
 std::string value_text(double v) { return format_compare_value(v); }
@@ -72,8 +82,8 @@ std::string format_metrics(const Comparison& c) {
       out += printf_string(" %10s%c", value_text(row.values[i]).c_str(), int(i) == row.best ? '*' : ' ');
     }
     for (std::size_t i = 1; i < row.values.size(); ++i) {
-      const double ratio = row.values[i] / row.values[0];
-      out += std::isfinite(ratio) ? printf_string("  %6.2fx", ratio) : std::string("        -");
+      const std::string ratio = format_compare_ratio(row.values[i], row.values[0]);
+      out += printf_string("  %7s", ratio.empty() ? "-" : ratio.c_str());
     }
     out += "\n";
   }

@@ -135,8 +135,8 @@ QString comparison_tables(const analysis::Comparison& c) {
     html += QStringLiteral("<tr><td>%1%2</td>").arg(esc(row.label), row.unit.empty() ? QString() : " (" + esc(row.unit) + ")");
     for (std::size_t i = 0; i < row.values.size(); ++i) {
       QString cell = qs(text::format_compare_value(row.values[i]));
-      const double ratio = row.values[i] / row.values[0];
-      if (i > 0 && std::isfinite(ratio)) cell += QStringLiteral(" (%1&times;)").arg(ratio, 0, 'f', 2);
+      const std::string ratio = text::format_compare_ratio(row.values[i], row.values[0], "\u00d7");
+      if (i > 0 && !ratio.empty()) cell += QStringLiteral(" (%1)").arg(qs(ratio).toHtmlEscaped().replace(QChar(0xd7), "&times;"));
       if (int(i) == row.best) cell = QStringLiteral("<b>&#9733; %1</b>").arg(cell);
       html += QStringLiteral("<td align=\"right\">%1</td>").arg(cell);
     }

@@ -492,8 +492,8 @@ void ComparisonWindow::fillMetrics(const loom::analysis::Comparison& c) {
     for (int i = 0; i < runs; ++i) {
       const double v = row.values[std::size_t(i)];
       QString text = qs(loom::text::format_compare_value(v));
-      const double ratio = v / row.values[0];
-      if (i > 0 && std::isfinite(ratio)) text += QStringLiteral("  (%1×)").arg(ratio, 0, 'f', 2);
+      const std::string ratio = loom::text::format_compare_ratio(v, row.values[0], "\u00d7");
+      if (i > 0 && !ratio.empty()) text += QStringLiteral("  (%1)").arg(qs(ratio));
       const bool best = i == row.best;
       if (best) text = QStringLiteral("★ ") + text;
       auto* cell = item(text, best ? tr("The better value (%1)").arg(better_text(row.better)) : QString());

@@ -7,6 +7,7 @@
 #include <QTimer>
 
 #include <chrono>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -38,6 +39,8 @@ class FeedWorker : public QObject {
   void poll();
   bool readRun(FeedBatch& batch);
   bool readEvents(FeedBatch& batch, bool& page_full);
+  void takePacked(FeedBatch& batch);
+  void deliver(FeedBatch& batch, int rank, std::vector<loom::trace::Event>&& events);
   bool readMetrics(FeedBatch& batch, bool& page_full);
   bool readUpdates(FeedBatch& batch, bool& page_full);
   bool readRanks(FeedBatch& batch);
@@ -54,6 +57,7 @@ class FeedWorker : public QObject {
   std::vector<loom::trace::RankRecord> ranks_;
   // For the breakdown and pipeline_stats, indexed by rank (ranks are dense from 0).
   std::vector<std::vector<loom::trace::Event>> events_by_rank_;
+  std::deque<RankEvents> packed_;  // a finished run's packed events not yet delivered
   std::optional<loom::Plan> plan_;  // parsed once, with the first poll
   std::vector<loom::trace::MetricRecord> pipeline_metrics_;  // max_in_flight, peak_activation_bytes
   bool events_since_breakdown_ = false;  // or pipeline metrics

@@ -51,6 +51,7 @@ void FeedWorker::halt() {
   log_size_ = 0;
   ranks_.clear();
   events_by_rank_.clear();
+  packed_.clear();
   plan_.reset();
   pipeline_metrics_.clear();
   events_since_breakdown_ = false;
@@ -118,6 +119,24 @@ bool FeedWorker::readRun(FeedBatch& batch) {
 }
 
 bool FeedWorker::readEvents(FeedBatch& batch, bool& page_full) {
+  // A run that had ended when it was opened is read from its packed blocks (run_store.h
+  // pack_events), a copy per rank instead of a decoded row per event. They hold all its
+  // events, so once they are delivered the run has been read whole.
+  const bool ended = batch.status && *batch.status != trace::RunStatus::Running;
+  if (first_ && ended) {
+    auto packed = store_->load_packed_run(run_id_);
+    if (!packed.ok()) {
+      fail(packed.error().describe());
+      return false;
+    }
+    if (*packed)
+      for (auto& [rank, events] : (*packed)->ranks) packed_.push_back(RankEvents{rank, std::move(events)});
+  }
+  if (!packed_.empty()) {
+    takePacked(batch);
+    page_full = !packed_.empty();
+    return true;
+  }
   auto page = store_->load_events_after(run_id_, event_seq_, kEventPage);
   if (!page.ok()) {
     fail(page.error().describe());
@@ -125,20 +144,41 @@ bool FeedWorker::readEvents(FeedBatch& batch, bool& page_full) {
   }
   event_seq_ = page->last_seq;
   page_full = page->events.size() == kEventPage;
-  total_events_ += static_cast<std::int64_t>(page->events.size());
   std::map<int, std::vector<trace::Event>> grouped;
   for (std::size_t i = 0; i < page->events.size(); ++i) grouped[page->ranks[i]].push_back(page->events[i]);
-  for (auto& [rank, events] : grouped) {
-    if (rank < 0) continue;  // not a rank: nothing can show it
-    if (breakdown_wanted_) {
-      if (events_by_rank_.size() <= std::size_t(rank)) events_by_rank_.resize(std::size_t(rank) + 1);
-      auto& all = events_by_rank_[std::size_t(rank)];
-      all.insert(all.end(), events.begin(), events.end());
-    }
-    batch.events.push_back(RankEvents{rank, std::move(events)});
-  }
-  events_since_breakdown_ = events_since_breakdown_ || !page->events.empty();
+  for (auto& [rank, events] : grouped) deliver(batch, rank, std::move(events));
   return true;
+}
+
+// Up to a page of the packed events, so the GUI thread takes them in page-sized batches
+// as it does rows.
+void FeedWorker::takePacked(FeedBatch& batch) {
+  std::size_t budget = kEventPage;
+  while (budget > 0 && !packed_.empty()) {
+    RankEvents& front = packed_.front();
+    if (front.events.size() <= budget) {
+      budget -= front.events.size();
+      deliver(batch, front.rank, std::move(front.events));
+      packed_.pop_front();
+      continue;
+    }
+    const auto cut = front.events.begin() + std::ptrdiff_t(budget);
+    deliver(batch, front.rank, std::vector<trace::Event>(front.events.begin(), cut));
+    front.events.erase(front.events.begin(), cut);
+    budget = 0;
+  }
+}
+
+void FeedWorker::deliver(FeedBatch& batch, int rank, std::vector<trace::Event>&& events) {
+  if (rank < 0 || events.empty()) return;  // not a rank: nothing can show it
+  total_events_ += static_cast<std::int64_t>(events.size());
+  if (breakdown_wanted_) {
+    if (events_by_rank_.size() <= std::size_t(rank)) events_by_rank_.resize(std::size_t(rank) + 1);
+    auto& all = events_by_rank_[std::size_t(rank)];
+    all.insert(all.end(), events.begin(), events.end());
+  }
+  batch.events.push_back(RankEvents{rank, std::move(events)});
+  events_since_breakdown_ = true;
 }
 
 bool FeedWorker::readMetrics(FeedBatch& batch, bool& page_full) {

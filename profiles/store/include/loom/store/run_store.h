@@ -122,6 +122,13 @@ class RunStore {
   // load_events copies blocks instead of decoding a row per event. Done by finish_run and
   // import_run; appending events to the run afterwards drops the blocks again.
   Status pack_events(std::int64_t run_id);
+  // A packed run's events per rank (ascending, each in load_events order), for a view
+  // that reads a finished run whole; nullopt unless every rank with events has usable
+  // blocks. Rows appended after packing drop the blocks, so the blocks hold every event.
+  struct PackedRun {
+    std::vector<std::pair<int, std::vector<trace::Event>>> ranks;
+  };
+  Expected<std::optional<PackedRun>> load_packed_run(std::int64_t run_id);
   // Ordered by rank, then start_ns, then insertion order; rank -1 means all ranks. From
   // the run's blocks where it has usable ones, else from its rows (the same events).
   Expected<std::vector<trace::Event>> load_events(std::int64_t run_id, int rank = -1);

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "loom/analysis/analysis.h"
@@ -31,5 +32,11 @@ std::string format_step_time_split(const analysis::Comparison& c);
 // A figure as the comparison prints it everywhere: "-" when unknown, whole numbers bare,
 // otherwise 3 significant digits or so ("12.3", "0.457", "1234").
 std::string format_compare_value(double v);
+// A value's ratio to the baseline's as every comparison view prints it: "2.50x"; beyond a
+// hundredfold either way ">100x" / "<0.01x", since beside a baseline near zero (a bubble
+// of 0.002 ms) the exact factor means nothing; "" where there is no ratio (a value or the
+// baseline unknown, or the baseline 0). The JSON keeps the exact ratio and delta. `times`
+// is the sign after the number ("×" in windows).
+std::string format_compare_ratio(double value, double baseline, std::string_view times = "x");
 
 }  // namespace loom::text
