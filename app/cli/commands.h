@@ -8,6 +8,9 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "loom/core/plan.h"
 #include "loom/core/status.h"
 #include "loom/store/run_store.h"
 
@@ -28,6 +31,7 @@ struct Args {
   bool kineto = false;               // import: --kineto (PyTorch profiler traces)
   std::optional<std::string> name;   // import: --name NAME
   std::optional<int> rank;           // import: --rank N (one file without distributedInfo)
+  std::optional<std::string> predict;  // lesson: --predict X (the student's answer)
 };
 
 int cmd_validate(const Args& args);
@@ -50,5 +54,12 @@ inline std::string status_text(trace::RunStatus status) { return std::string(tra
 Expected<store::RunStore> open_store(const Args& args);  // --db, else $LOOM_DB, else the default
 std::optional<std::int64_t> parse_run_id(const Args& args);  // the first positional, a positive id
 int cmd_import(const Args& args);
+int cmd_lesson(const Args& args);
+
+// What `show --json` prints for a run.
+Expected<nlohmann::json> summary_json(store::RunStore& store, std::int64_t run_id);
+// Runs a plan as `run` does (in this process or as an mpirun job, with the progress bar)
+// and gives its run id; an error when it could not be stored or did not complete.
+Expected<std::int64_t> run_for_lesson(const Plan& plan, store::RunStore& store);
 
 }  // namespace loom::cli

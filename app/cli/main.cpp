@@ -26,6 +26,7 @@ constexpr const char* kUsage =
     "  resume RUN_ID [--replicas N]     continue a failed, stopped, hung or interrupted run from its checkpoint\n"
     "  import --kineto FILE...          store PyTorch profiler traces (one per rank) as a run to show and compare\n"
     "  report RUN_ID... --html/--pdf F  a report of one run or a comparison, with charts and timelines\n"
+    "  lesson [NAME] [--predict X]      a lesson on real runs: predict, run, see the measurement and theory\n"
     "\n"
     "`loom-cli <command> --help` describes one command.\n"
     "The run store is --db PATH, else $LOOM_DB, else $XDG_DATA_HOME/loom/runs.db.\n"
@@ -142,6 +143,18 @@ constexpr CommandHelp kCommandHelp[] = {
      "  --db PATH    the run store (else $LOOM_DB, else $XDG_DATA_HOME/loom/runs.db)\n"
      "  --json       print the new run's id and counts as one JSON line\n"
      "Exit codes: 0 stored, 1 the store failed, 2 a file is missing, malformed or not a trace.\n"},
+    {"lesson",
+     "usage: loom-cli lesson [NAME] [--predict X] [--steps N] [--db PATH] [--json]\n"
+     "\n"
+     "Without NAME, lists the lessons. With NAME, explains the lesson's idea, asks its question\n"
+     "(at a terminal), runs its plans as `run` does and prints the measured answer beside\n"
+     "the theory and your prediction, then where to look in the stored runs.\n"
+     "  --predict X  your answer to the question, instead of typing it\n"
+     "  --steps N    train every run of the lesson N steps (a shorter lesson)\n"
+     "  --db PATH    the run store (else $LOOM_DB, else $XDG_DATA_HOME/loom/runs.db)\n"
+     "  --json       one JSON line: lesson, runs, measured, theory, prediction, error\n"
+     "Exit codes: 0 done, 1 a run failed or the answer could not be measured, 2 unknown\n"
+     "lesson or bad arguments.\n"},
 };
 
 const char* command_help(const std::string& command) {
@@ -205,6 +218,12 @@ bool parse_args(int argc, char** argv, loom::cli::Args& args, const char* usage)
         return false;
       }
       args.rank = int(n);
+    } else if (arg == "--predict") {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "loom-cli: --predict needs a number\n");
+        return false;
+      }
+      args.predict = argv[++i];
     } else if (arg == "--yes") {
       args.yes = true;
     } else if (arg == "--clear") {
@@ -275,5 +294,6 @@ int main(int argc, char** argv) {
   if (command == "tag") return cmd_tag(args);
   if (command == "delete") return cmd_delete(args);
   if (command == "import") return cmd_import(args);
+  if (command == "lesson") return cmd_lesson(args);
   return cmd_export(args);
 }

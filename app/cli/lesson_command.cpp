@@ -1,0 +1,185 @@
+// `loom-cli lesson`: a lesson of resources/lessons run in the terminal. It asks for the
+// student's prediction, runs the lesson's plans as `run` does, measures the answer from
+// their summaries with the same code as the workbench (loom/lessons/lesson.h) and prints
+// the prediction, the measurement and the theory side by side.
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <string>
+
+#include "commands.h"
+#include "loom/lessons/lesson.h"
+
+namespace loom::cli {
+
+namespace {
+
+using lessons::Lesson;
+
+void print_list(const std::vector<Lesson>& all) {
+  std::printf("Lessons (run one with `loom-cli lesson NAME`):\n\n");
+  for (const Lesson& l : all)
+    std::printf("  %2d  %-18s %s (%zu run%s)\n", l.order, l.name.c_str(), l.title.c_str(), l.runs.size(),
+                l.runs.size() == 1 ? "" : "s");
+}
+
+void print_list_json(const std::vector<Lesson>& all) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const Lesson& l : all) out.push_back({{"name", l.name}, {"order", l.order}, {"title", l.title}, {"runs", l.runs.size()}});
+  std::printf("%s\n", out.dump().c_str());
+}
+
+void print_paragraphs(const std::vector<std::string>& paragraphs) {
+  for (const std::string& p : paragraphs) std::printf("%s\n\n", p.c_str());
+}
+
+void print_intro(const Lesson& l) {
+  std::printf("%s\n%s\n\n", l.title.c_str(), std::string(l.title.size(), '=').c_str());
+  print_paragraphs(l.explanation);
+  if (!l.formula.empty()) std::printf("  %s\n\n", l.formula.c_str());
+  std::printf("Question: %s (%s)\n", l.question.c_str(), l.unit.c_str());
+}
+
+std::optional<double> parse_number(const std::string& text) {
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || !std::isfinite(v)) return std::nullopt;
+  return v;
+}
+
+// --predict, else a line typed at the terminal; nothing when not asked interactively.
+std::optional<double> read_prediction(const Args& args, bool& bad) {
+  if (args.predict) {
+    auto v = parse_number(*args.predict);
+    bad = !v;
+    return v;
+  }
+  if (args.json || !isatty(STDIN_FILENO)) return std::nullopt;
+  std::printf("Your prediction (a number, or Enter to skip): ");
+  std::fflush(stdout);
+  std::string line;
+  if (!std::getline(std::cin, line)) return std::nullopt;
+  return parse_number(line);
+}
+
+struct LessonOutcome {
+  std::vector<std::int64_t> run_ids;
+  double measured = 0;
+};
+
+Expected<LessonOutcome> run_lesson(const Lesson& lesson, std::optional<int> steps, store::RunStore& store, bool quiet) {
+  LessonOutcome out;
+  std::vector<nlohmann::json> summaries;
+  for (int i = 0; i < int(lesson.runs.size()); ++i) {
+    auto plan = lessons::lesson_plan(lesson, i, steps);
+    if (!plan.ok()) return plan.error();
+    if (!quiet) std::fprintf(stderr, "\nRun %d of %zu: %s\n", i + 1, lesson.runs.size(), lesson.runs[std::size_t(i)].label.c_str());
+    auto id = run_for_lesson(*plan, store);
+    if (!id.ok()) return id.error();
+    out.run_ids.push_back(*id);
+    auto summary = summary_json(store, *id);
+    if (!summary.ok()) return summary.error();
+    summaries.push_back(std::move(summary).value());
+  }
+  auto measured = lessons::measure_answer(lesson, summaries);
+  if (!measured.ok()) return measured.error();
+  out.measured = *measured;
+  return out;
+}
+
+std::string number_text(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, std::fabs(v) >= 100 ? "%.0f" : std::fabs(v) >= 10 ? "%.1f" : "%.2f", v);
+  return text;
+}
+
+void print_result(const Lesson& l, const LessonOutcome& o, std::optional<double> prediction) {
+  std::printf("\nRuns:");
+  for (std::size_t i = 0; i < o.run_ids.size(); ++i)
+    std::printf("%s %s = run %lld", i ? "," : "", l.runs[i].label.c_str(), static_cast<long long>(o.run_ids[i]));
+  std::printf("\n\n");
+  std::printf("  measured:    %s %s\n", number_text(o.measured).c_str(), l.unit.c_str());
+  if (l.theory)
+    std::printf("  theory:      %s %s  (%s)\n", number_text(*l.theory).c_str(), l.unit.c_str(), l.theory_why.c_str());
+  if (prediction) {
+    const double error = lessons::relative_error(*prediction, o.measured);
+    std::printf("  you said:    %s %s", number_text(*prediction).c_str(), l.unit.c_str());
+    if (std::isfinite(error)) std::printf("  (%+.0f%% of the measured value)", error * 100);
+    std::printf("\n");
+  }
+  std::printf("\n");
+  print_paragraphs(l.after);
+  if (!l.hints.empty()) std::printf("Look here (`loom-cli show ID`, or open the run in the workbench):\n");
+  for (const lessons::Hint& h : l.hints) {
+    std::printf("  - run %lld (%s)", static_cast<long long>(o.run_ids[std::size_t(h.run)]), l.runs[std::size_t(h.run)].label.c_str());
+    if (h.rank) std::printf(", rank %d", *h.rank);
+    if (h.kind) std::printf(", %s spans", h.kind->c_str());
+    std::printf(": %s\n", h.text.c_str());
+  }
+}
+
+void print_result_json(const Lesson& l, const LessonOutcome& o, std::optional<double> prediction) {
+  nlohmann::json runs = nlohmann::json::array();
+  for (std::size_t i = 0; i < o.run_ids.size(); ++i) runs.push_back({{"label", l.runs[i].label}, {"id", o.run_ids[i]}});
+  auto number = [](std::optional<double> v) { return v && std::isfinite(*v) ? nlohmann::json(*v) : nlohmann::json(); };
+  const std::optional<double> error =
+      prediction ? std::optional(lessons::relative_error(*prediction, o.measured)) : std::nullopt;
+  const nlohmann::json out = {{"lesson", l.name},          {"title", l.title},     {"question", l.question},
+                              {"unit", l.unit},            {"figure", l.answer.figure}, {"runs", runs},
+                              {"measured", o.measured},    {"theory", number(l.theory)},
+                              {"prediction", number(prediction)}, {"error", number(error)}};
+  std::printf("%s\n", out.dump().c_str());
+}
+
+}  // namespace
+
+int cmd_lesson(const Args& args) {
+  if (args.positional.empty()) {
+    auto all = lessons::builtin_lessons();
+    if (!all.ok()) {
+      print_error(all.error());
+      return kFailed;
+    }
+    args.json ? print_list_json(*all) : print_list(*all);
+    return kOk;
+  }
+  auto lesson = lessons::find_lesson(args.positional[0]);
+  if (!lesson.ok()) {
+    print_error(lesson.error());
+    return kInvalidInput;
+  }
+  std::optional<int> steps;
+  if (args.steps) {
+    char* end = nullptr;
+    const long n = std::strtol(args.steps->c_str(), &end, 10);
+    if (*end != '\0' || n < 1 || n > 1'000'000) {
+      std::fprintf(stderr, "loom-cli: lesson: --steps needs a number of steps from 1 (got '%s')\n", args.steps->c_str());
+      return kInvalidInput;
+    }
+    steps = int(n);
+  }
+  if (!args.json) print_intro(*lesson);
+  bool bad_prediction = false;
+  const std::optional<double> prediction = read_prediction(args, bad_prediction);
+  if (bad_prediction) {
+    std::fprintf(stderr, "loom-cli: lesson: --predict needs a number (got '%s')\n", args.predict->c_str());
+    return kInvalidInput;
+  }
+  auto store = open_store(args);
+  if (!store.ok()) {
+    print_error(store.error());
+    return kFailed;
+  }
+  auto outcome = run_lesson(*lesson, steps, *store, args.json);
+  if (!outcome.ok()) {
+    print_error(outcome.error());
+    return kFailed;
+  }
+  args.json ? print_result_json(*lesson, *outcome, prediction) : print_result(*lesson, *outcome, prediction);
+  return kOk;
+}
+
+}  // namespace loom::cli

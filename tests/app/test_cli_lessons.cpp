@@ -1,0 +1,55 @@
+// loom-cli lesson end to end: the lesson list, an unknown lesson, and the GPipe-against-
+// 1F1B lesson shortened to a few steps of real mpirun jobs, whose measured answer (stage
+// 0's micro-batches in flight, GPipe over 1F1B) is exactly its theory, m / p = 4.
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include "cli_runner.h"
+
+class CliLessonsTest : public QObject {
+  Q_OBJECT
+  QTemporaryDir dir_;
+
+  static QJsonObject last_json_line(const QString& out) {
+    const QStringList lines = out.trimmed().split('\n');
+    return QJsonDocument::fromJson(lines.last().toUtf8()).object();
+  }
+
+ private slots:
+  void listsTheLessons() {
+    const loom::test::Result r = loom::test::run_cli({"lesson", "--json"});
+    QCOMPARE(r.exit_code, 0);
+    const QJsonArray all = QJsonDocument::fromJson(r.out.toUtf8()).array();
+    QVERIFY(all.size() >= 3);
+    QCOMPARE(all[0].toObject()["name"].toString(), QString("data_parallel"));
+  }
+
+  void unknownLessonIsRefused() {
+    const loom::test::Result r = loom::test::run_cli({"lesson", "no_such_lesson", "--db", dir_.filePath("runs.db")});
+    QCOMPARE(r.exit_code, 2);
+    QVERIFY2(r.err.contains("no lesson named 'no_such_lesson'") && r.err.contains("gpipe_vs_1f1b"), qPrintable(r.err));
+  }
+
+  void gpipeAgainst1f1bMeasuresTheTheory() {
+    const loom::test::Result r = loom::test::run_cli(
+        {"lesson", "gpipe_vs_1f1b", "--steps", "6", "--predict", "3", "--json", "--db", dir_.filePath("runs.db")});
+    QVERIFY2(r.exit_code == 0, qPrintable(r.err));
+    const QJsonObject out = last_json_line(r.out);
+    QCOMPARE(out["runs"].toArray().size(), 2);
+    QCOMPARE(out["measured"].toDouble(), 4.0);
+    QCOMPARE(out["theory"].toDouble(), 4.0);
+    QCOMPARE(out["prediction"].toDouble(), 3.0);
+    QCOMPARE(out["error"].toDouble(), -0.25);
+    // The runs are stored like any other: `show` reads them back.
+    const int gpipe = out["runs"].toArray()[0].toObject()["id"].toInt();
+    const loom::test::Result shown =
+        loom::test::run_cli({"show", QString::number(gpipe), "--json", "--db", dir_.filePath("runs.db")});
+    QCOMPARE(last_json_line(shown.out)["steps"].toInt(), 6);
+  }
+};
+
+QTEST_GUILESS_MAIN(CliLessonsTest)
+#include "test_cli_lessons.moc"
