@@ -22,7 +22,7 @@ using lessons::Lesson;
 void print_list(const std::vector<Lesson>& all) {
   std::printf("Lessons (run one with `loom-cli lesson NAME`):\n\n");
   for (const Lesson& l : all)
-    std::printf("  %2d  %-18s %s (%zu run%s)\n", l.order, l.name.c_str(), l.title.c_str(), l.runs.size(),
+    std::printf("  %2d  %-22s %s (%zu run%s)\n", l.order, l.name.c_str(), l.title.c_str(), l.runs.size(),
                 l.runs.size() == 1 ? "" : "s");
 }
 
