@@ -1,11 +1,14 @@
-// loom-cli lesson end to end: the lesson list, an unknown lesson, and the GPipe-against-
-// 1F1B lesson shortened to a few steps of real mpirun jobs, whose measured answer (stage
-// 0's micro-batches in flight, GPipe over 1F1B) is exactly its theory, m / p = 4.
+// loom-cli lesson end to end: the lesson list, an unknown lesson, the GPipe-against-1F1B
+// lesson shortened to a few steps of real mpirun jobs, whose measured answer (stage 0's
+// micro-batches in flight, GPipe over 1F1B) is exactly its theory, m / p = 4, and every
+// lesson shortened, each measuring its answer (exactly where the answer is exact).
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QTemporaryDir>
 #include <QtTest>
+
+#include <cmath>
 
 #include "cli_runner.h"
 
@@ -31,6 +34,24 @@ class CliLessonsTest : public QObject {
     const loom::test::Result r = loom::test::run_cli({"lesson", "no_such_lesson", "--db", dir_.filePath("runs.db")});
     QCOMPARE(r.exit_code, 2);
     QVERIFY2(r.err.contains("no lesson named 'no_such_lesson'") && r.err.contains("gpipe_vs_1f1b"), qPrintable(r.err));
+  }
+
+  // Every lesson compiled in, 12 steps per run: real runs, an answer measured. The bounds
+  // hold on any machine; the figures that depend on the machine only need to exist.
+  void everyLessonMeasuresItsAnswer() {
+    const QJsonArray all = QJsonDocument::fromJson(loom::test::run_cli({"lesson", "--json"}).out.toUtf8()).array();
+    for (const QJsonValue& entry : all) {
+      const QString name = entry.toObject()["name"].toString();
+      const loom::test::Result r =
+          loom::test::run_cli({"lesson", name, "--steps", "12", "--json", "--db", dir_.filePath("all.db")});
+      QVERIFY2(r.exit_code == 0, qPrintable(name + ": " + r.err));
+      const QJsonObject out = last_json_line(r.out);
+      const double measured = out["measured"].toDouble(-1);
+      QVERIFY2(std::isfinite(measured) && measured >= 0, qPrintable(name + ": " + r.out));
+      if (name == "straggler") QVERIFY2(measured <= 2, qPrintable(QString::number(measured)));  // SSP's bound
+      if (name == "gradient_accumulation") QVERIFY2(std::fabs(measured - 1) < 1e-5, qPrintable(QString::number(measured)));
+      if (name == "gpipe_vs_1f1b") QCOMPARE(measured, 4.0);
+    }
   }
 
   void gpipeAgainst1f1bMeasuresTheTheory() {
