@@ -27,6 +27,7 @@
 #include "loom/core/plan_limits.h"
 #include "loom/engine/local_run.h"
 #include "loom/host/oversubscription.h"
+#include "loom/host/run_report.h"
 #include "loom/host/resume.h"
 #include "loom/store/run_store.h"
 #include "loom/text/run_text.h"
@@ -101,62 +102,21 @@ std::string format_time(std::int64_t unix_ms) {
   return text;
 }
 
-// Everything `show` reports of a run, read once from the store.
-struct ShownRun {
-  analysis::RunSummary summary;
-  std::optional<host::HostLoad> over;
-  analysis::PathAnalysis paths;
-  std::vector<std::string> layers;
-  analysis::Efficiency efficiency;
-};
-
-Expected<ShownRun> shown_run(store::RunStore& store, std::int64_t run_id) {
-  std::vector<std::vector<trace::Event>> events;  // kept for the critical path: one read of the store
-  auto keep = [&](int rank, std::vector<trace::Event>&& e) {
-    if (rank < 0) return;
-    if (events.size() <= std::size_t(rank)) events.resize(std::size_t(rank) + 1);
-    events[std::size_t(rank)] = std::move(e);
-  };
-  auto summary = analysis::summarize_run(store, run_id, keep);
-  if (!summary.ok()) return summary.error();
-  // Recorded by the host when ranks outnumbered a host's cores (launcher/host).
-  auto over = host::recorded_oversubscription(store, run_id);
-  if (!over.ok()) return over.error();
-  auto records = store.load_ranks(run_id);
-  if (!records.ok()) return records.error();
-  ShownRun shown;
-  shown.paths = analysis::analyze_run_paths(summary->run, *records, std::move(events));
-  shown.layers = analysis::layer_names_by_id(summary->run.plan_json);
-  shown.efficiency = analysis::pop_efficiency(summary->ranks);
-  shown.over = *over;
-  shown.summary = std::move(summary).value();
-  return shown;
-}
-
-nlohmann::json shown_json(const ShownRun& shown) {
-  nlohmann::json out = analysis::summary_to_json(shown.summary);
-  out["oversubscription"] = shown.over ? nlohmann::json{{"ranks", shown.over->ranks}, {"cores", shown.over->cores}}
-                                       : nlohmann::json();
-  out.update(analysis::path_analysis_to_json(shown.paths, shown.layers));
-  out["efficiency"] = analysis::efficiency_to_json(shown.efficiency);
-  return out;
-}
-
 int print_summary(store::RunStore& store, std::int64_t run_id, bool json) {
-  auto shown = shown_run(store, run_id);
+  auto shown = host::run_report(store, run_id);
   if (!shown.ok()) {
     print_error(shown.error());
     return shown.error().code == ErrorCode::NotFound ? kInvalidInput : kFailed;
   }
   if (json) {
-    std::printf("%s\n", shown_json(*shown).dump().c_str());
+    std::printf("%s\n", host::run_report_json(*shown).dump().c_str());
     return kOk;
   }
   std::printf("%s", text::format_summary(shown->summary).c_str());
-  if (shown->over) {
+  if (const auto& over = shown->oversubscription) {
     std::printf("  oversubscribed: %d ranks shared %d core%s on one host: ranks took turns on the cores, so step "
                 "times and communication waits include time a rank waited for a core\n",
-                shown->over->ranks, shown->over->cores, shown->over->cores == 1 ? "" : "s");
+                over->ranks, over->cores, over->cores == 1 ? "" : "s");
   }
   std::printf("%s%s", text::format_efficiency(shown->efficiency).c_str(),
               text::format_path_analysis(shown->paths, shown->layers).c_str());
@@ -266,12 +226,6 @@ RunResult run_plan(const Plan& plan, store::RunStore& store, const host::ResumeR
 }
 
 }  // namespace
-
-Expected<nlohmann::json> summary_json(store::RunStore& store, std::int64_t run_id) {
-  auto shown = shown_run(store, run_id);
-  if (!shown.ok()) return shown.error();
-  return shown_json(*shown);
-}
 
 Expected<std::int64_t> run_for_lesson(const Plan& plan, store::RunStore& store) {
   const RunResult result = run_plan(plan, store);

@@ -56,8 +56,6 @@ std::optional<std::int64_t> parse_run_id(const Args& args);  // the first positi
 int cmd_import(const Args& args);
 int cmd_lesson(const Args& args);
 
-// What `show --json` prints for a run.
-Expected<nlohmann::json> summary_json(store::RunStore& store, std::int64_t run_id);
 // Runs a plan as `run` does (in this process or as an mpirun job, with the progress bar)
 // and gives its run id; an error when it could not be stored or did not complete.
 Expected<std::int64_t> run_for_lesson(const Plan& plan, store::RunStore& store);

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "commands.h"
+#include "loom/host/run_report.h"
 #include "loom/lessons/lesson.h"
 
 namespace loom::cli {
@@ -80,9 +81,9 @@ Expected<LessonOutcome> run_lesson(const Lesson& lesson, std::optional<int> step
     auto id = run_for_lesson(*plan, store);
     if (!id.ok()) return id.error();
     out.run_ids.push_back(*id);
-    auto summary = summary_json(store, *id);
-    if (!summary.ok()) return summary.error();
-    summaries.push_back(std::move(summary).value());
+    auto report = host::run_report(store, *id);
+    if (!report.ok()) return report.error();
+    summaries.push_back(host::run_report_json(*report));
   }
   auto measured = lessons::measure_answer(lesson, summaries);
   if (!measured.ok()) return measured.error();
