@@ -10,12 +10,17 @@
 // workbench, as the Runs list does, and saves its training charts (NAME-training.png) and,
 // for an asynchronous run, its staleness chart (NAME-staleness.png).
 // scripts/async_screenshots.sh uses it for the README's asynchronous-training section.
+// `loom-screenshots [--size WxH]... --lesson NAME OUT_DIR DB`: opens the Lessons dock on
+// that lesson, saves it (lesson-WxH-question.png), enters a prediction, runs the lesson
+// for real and saves the result beside its last run (lesson-WxH-result.png).
 #include <QAction>
 #include <QApplication>
 #include <QDialog>
 #include <QDir>
 #include <QDockWidget>
 #include <QElapsedTimer>
+#include <QLineEdit>
+#include <QPushButton>
 #include <QMenu>
 #include <QMenuBar>
 #include <QTimer>
@@ -27,6 +32,8 @@
 #include "loom/ui/charts/training_charts.h"
 #include "loom/ui/designer/strategy.h"
 #include "loom/ui/timeline/timeline_view.h"
+#include "loom/ui/workbench/lesson_panel.h"
+#include "loom/ui/workbench/lesson_session.h"
 #include "loom/ui/workbench/main_window.h"
 
 namespace {
@@ -217,6 +224,35 @@ int run_and_save(MainWindow& window, const QDir& out, const std::vector<Shot>& s
   return ok ? 0 : 1;
 }
 
+// The lesson before and after its runs, at each size; the prediction is the theory's
+// value less a quarter, so the result shows an error.
+int save_lesson(MainWindow& window, const QString& name, const QDir& out, const std::vector<Shot>& shots) {
+  if (!window.openLesson(name)) return 2;
+  bool ok = true;
+  for (const Shot& shot : shots) {
+    lay_out(window, shot, false);
+    window.openLesson(name);
+    ok = save_widget(&window, out, "lesson-" + shot.prefix.section('-', 1, 1) + "-question.png") && ok;
+  }
+  auto* prediction = window.lessonPanel()->findChild<QLineEdit*>("LessonPrediction");
+  prediction->setText("3");
+  bool done = false;
+  QObject::connect(window.lessonSession(), &loom::ui::LessonSession::measured, [&done] { done = true; });
+  QObject::connect(window.lessonSession(), &loom::ui::LessonSession::failed, [&done] { done = true; });
+  window.lessonPanel()->findChild<QPushButton*>("LessonRun")->click();
+  QElapsedTimer clock;
+  clock.start();
+  while (!done && clock.elapsed() < 300000) wait_ms(100);
+  wait_ms(1500);  // the last run's views settle
+  for (const Shot& shot : shots) {
+    lay_out(window, shot, false);
+    window.openLesson(name);
+    window.views()->timeline()->fitAll();
+    ok = save_widget(&window, out, "lesson-" + shot.prefix.section('-', 1, 1) + "-result.png") && ok;
+  }
+  return ok && done ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -225,9 +261,12 @@ int main(int argc, char** argv) {
   QStringList args = QApplication::arguments().mid(1);
   std::vector<Shot> shots;
   bool run = true;
+  QString lesson;
   while (!args.isEmpty() && args.front().startsWith("--") && args.front() != "--runs") {
     const QString option = args.takeFirst();
-    if (option == "--no-run") {
+    if (option == "--lesson" && !args.isEmpty()) {
+      lesson = args.takeFirst();
+    } else if (option == "--no-run") {
       run = false;
     } else if (option == "--size" && !args.isEmpty()) {
       const QString size = args.takeFirst();
@@ -237,8 +276,9 @@ int main(int argc, char** argv) {
   }
   const bool stored_runs = !args.isEmpty() && args.front() == "--runs";
   if (stored_runs) args.removeFirst();
-  if (args.size() < (stored_runs ? 2 : 3)) {
+  if (args.size() < (stored_runs || !lesson.isEmpty() ? 2 : 3)) {
     std::fprintf(stderr, "usage: loom-screenshots [--size WxH]... [--no-run] OUT_DIR PLAN.json RUNS.db\n"
+                         "       loom-screenshots [--size WxH]... --lesson NAME OUT_DIR RUNS.db\n"
                          "       loom-screenshots --runs OUT_DIR RUNS.db NAME=RUN_ID...\n");
     return 2;
   }
@@ -247,10 +287,14 @@ int main(int argc, char** argv) {
   MainWindow window;
   window.setSavePrompt([] { return MainWindow::SaveChoice::Discard; });
   window.setRunPlanPrompt([](qint64, const QString&) { return false; });
-  window.setDbPath(stored_runs ? args[1] : args[2]);
+  window.setDbPath(stored_runs || !lesson.isEmpty() ? args[1] : args[2]);
   window.resize(1600, 1000);
   window.show();
   if (stored_runs) return save_stored_runs(window, out, args.mid(2));
+  if (!lesson.isEmpty()) {
+    if (shots.empty()) shots.push_back({QSize(1600, 1000), QStringLiteral("workbench-1600x1000-")});
+    return save_lesson(window, lesson, out, shots);
+  }
   if (!window.openPlanFile(args[1])) return 2;
   if (shots.empty()) shots.push_back({QSize(1600, 1000), QStringLiteral("workbench-")});
   return run_and_save(window, out, shots, run);

@@ -7,6 +7,10 @@
 // from the Runs dock (curves, coupled timelines, metrics, phases).
 #include <QAction>
 #include <QFile>
+#include <QLineEdit>
+#include <QListWidget>
+#include <QPushButton>
+#include <QTextBrowser>
 #include <QPointer>
 #include <QStandardPaths>
 #include <QTableWidget>
@@ -27,6 +31,8 @@
 #include "loom/ui/run_list_model.h"
 #include "loom/ui/timeline/timeline_view.h"
 #include "loom/ui/workbench/comparison_window.h"
+#include "loom/ui/workbench/lesson_panel.h"
+#include "loom/ui/workbench/lesson_session.h"
 #include "loom/ui/workbench/main_window.h"
 #include "loom/ui/workbench/path_overlay.h"
 #include "loom/ui/workbench/run_browser.h"
@@ -278,6 +284,33 @@ class TestWorkbench : public QObject {
   // the legend, both loss curves in their run's colour, the bands aligned on step 1 and
   // zoomed together, the metrics side by side with the better run starred, the phase
   // diff, and a target accuracy adding its rows.
+  // The Lessons dock: a lesson opened by name, a prediction typed, Run: its two runs go
+  // through the window like any run (each listed in the Runs dock), then the measured
+  // value, the theory and the prediction's error are shown and the list marks it done.
+  void lessonRunsAndScoresThePrediction() {
+    QVERIFY(!window_->openLesson("no_such_lesson"));
+    QVERIFY(window_->openLesson("gpipe_vs_1f1b"));
+    auto* panel = window_->lessonPanel();
+    QCOMPARE(panel->currentLesson(), QString("gpipe_vs_1f1b"));
+    QVERIFY(panel->findChild<QTextBrowser*>("LessonText")->toPlainText().contains("in flight"));
+    window_->lessonSession()->setStepsOverride(5);
+    auto* prediction = panel->findChild<QLineEdit*>("LessonPrediction");
+    prediction->setText("3");
+    QSignalSpy finished(window_.get(), &MainWindow::runFinished);
+    QSignalSpy measured(window_->lessonSession(), &loom::ui::LessonSession::measured);
+    QTest::mouseClick(panel->findChild<QPushButton*>("LessonRun"), Qt::LeftButton);
+    QVERIFY(!panel->findChild<QPushButton*>("LessonRun")->isEnabled());  // until the lesson ends
+    QVERIFY(QTest::qWaitFor([&] { return measured.count() == 1; }, 240000));
+    QCOMPARE(finished.count(), 2);
+    QCOMPARE(measured.at(0).at(1).toDouble(), 4.0);
+    const QString result = panel->findChild<QTextBrowser*>("LessonResult")->toPlainText();
+    QVERIFY2(result.contains("Measured") && result.contains("4.00 ×") && result.contains("-25%"), qPrintable(result));
+    QVERIFY(panel->findChild<QPushButton*>("LessonRun")->isEnabled());
+    QVERIFY2(panel->findChild<QListWidget*>("LessonList")->currentItem()->text().startsWith("✓ 4.00 ×"),
+             qPrintable(panel->findChild<QListWidget*>("LessonList")->currentItem()->text()));
+    QTRY_VERIFY_WITH_TIMEOUT(window_->runBrowser()->model()->rowCount() == 2, 10000);
+  }
+
   void twoRealRunsCompareSideBySide() {
     loom::Plan single = two_rank_plan(30);
     single.parallel.data_parallel = 1;

@@ -52,6 +52,7 @@ MainWindow::MainWindow(QWidget* parent)
   createDocks();
   createStatusBar();
   connectRunSignals();
+  connectLessonSignals();
   connect(&document_, &PlanDocument::planChanged, this, &MainWindow::onPlanChanged);
   connect(&document_, &PlanDocument::modifiedChanged, this, &MainWindow::updateTitle);
   readSettings();

@@ -18,6 +18,7 @@
 #include "loom/ui/designer/devices_panel.h"
 #include "loom/ui/designer/placement_panel.h"
 #include "loom/ui/designer/strategy_panel.h"
+#include "loom/ui/workbench/lesson_panel.h"
 #include "loom/ui/workbench/path_overlay.h"
 #include "loom/ui/workbench/run_browser.h"
 #include "loom/ui/charts/training_charts.h"
@@ -104,16 +105,26 @@ QDockWidget* MainWindow::addDock(const QString& title, const QString& objectName
   return dock;
 }
 
+bool MainWindow::openLesson(const QString& name) {
+  if (!lesson_panel_->selectLesson(name)) return false;
+  lesson_dock_->show();
+  lesson_dock_->raise();
+  return true;
+}
+
 void MainWindow::createDocks() {
   setCentralWidget(createTimelineArea());
   setCorner(Qt::BottomLeftCorner, Qt::LeftDockWidgetArea);  // designer column runs full height
   setTabPosition(Qt::AllDockWidgetAreas, QTabWidget::North);
+  lesson_panel_ = new LessonPanel(&lesson_session_);
   design_docks_ = {
       addDock(tr("Model"), "ModelDock", new DesignerPanel(&document_), Qt::LeftDockWidgetArea),
       addDock(tr("Devices"), "DevicesDock", new DevicesPanel(&document_), Qt::LeftDockWidgetArea),
       addDock(tr("Strategy"), "StrategyDock", new StrategyPanel(&document_), Qt::LeftDockWidgetArea),
       addDock(tr("Placement"), "PlacementDock", new PlacementPanel(&document_), Qt::LeftDockWidgetArea),
+      addDock(tr("Lessons"), "LessonsDock", lesson_panel_, Qt::LeftDockWidgetArea),
   };
+  lesson_dock_ = design_docks_.back();
   log_ = new QPlainTextEdit;
   log_->setReadOnly(true);
   log_->setMaximumBlockCount(20000);

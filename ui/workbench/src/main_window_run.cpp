@@ -40,6 +40,18 @@ void MainWindow::connectRunSignals() {
   connect(views_.timeline(), &timeline::TimelineView::followLatestChanged, follow_action_, &QAction::setChecked);
 }
 
+// A lesson's runs start like the designer's plan, so they show live on the timeline; a
+// job already running (started by hand meanwhile) stops the lesson instead.
+void MainWindow::connectLessonSignals() {
+  connect(&lesson_session_, &LessonSession::runRequested, this,
+          [this](const loom::Plan& plan, const QString& label, int index, int count) {
+            if (controller_.isRunning()) return lesson_session_.abandon(tr("another run is in progress"));
+            lesson_session_.setDbPath(controller_.dbPath());
+            startJob(plan, nullptr, tr("Lesson run %1 of %2: %3").arg(index + 1).arg(count).arg(label));
+          });
+  connect(this, &MainWindow::runFinished, &lesson_session_, &LessonSession::onRunFinished);
+}
+
 void MainWindow::runPlan() {
   if (controller_.isRunning() || !document_.runBlockedReason().isEmpty()) return;
   startJob(document_.plan(), nullptr,

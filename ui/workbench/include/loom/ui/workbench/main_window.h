@@ -21,6 +21,7 @@
 #include "loom/ui/designer/plan_document.h"
 #include "loom/ui/workbench/example_catalog.h"
 #include "loom/ui/workbench/launch_log.h"
+#include "loom/ui/workbench/lesson_session.h"
 #include "loom/ui/workbench/run_controller.h"
 #include "loom/ui/workbench/run_feed.h"
 #include "loom/ui/workbench/run_subject.h"
@@ -37,6 +38,8 @@ class QTimer;
 class QToolBar;
 
 namespace loom::ui {
+
+class LessonPanel;
 
 class ComparisonWindow;
 class PathOverlay;
@@ -63,6 +66,10 @@ class MainWindow : public QMainWindow {
   QToolBar* mainToolBar() const { return tool_bar_; }
   QMenu* examplesMenu() const { return examples_menu_; }
   RunBrowser* runBrowser() const { return run_browser_; }
+  LessonPanel* lessonPanel() const { return lesson_panel_; }
+  LessonSession* lessonSession() { return &lesson_session_; }
+  // Shows the Lessons dock on that lesson (`loom --lesson NAME`); false when there is none.
+  bool openLesson(const QString& name);
   // Opens a window comparing these stored runs (2 to 6), deleted when closed.
   ComparisonWindow* openComparison(const QList<qint64>& runIds);
   QString statusText() const;
@@ -134,6 +141,7 @@ class MainWindow : public QMainWindow {
   QDockWidget* addDock(const QString& title, const QString& objectName, QWidget* widget, Qt::DockWidgetArea area);
   void createStatusBar();
   void connectRunSignals();
+  void connectLessonSignals();
   void readSettings();
   void writeSettings();
 
@@ -174,12 +182,15 @@ class MainWindow : public QMainWindow {
 
   PlanDocument document_;
   RunController controller_;
+  LessonSession lesson_session_;
   RunFeed feed_;
   RunViews views_;
   ExampleCatalog examples_;
   LaunchLog launch_log_;
   ShownRun shown_;
   RunBrowser* run_browser_ = nullptr;
+  LessonPanel* lesson_panel_ = nullptr;
+  QDockWidget* lesson_dock_ = nullptr;
   QPlainTextEdit* log_ = nullptr;
   QLabel* caption_ = nullptr;
   QLabel* oversubscribed_ = nullptr;  // said before and during a run whose ranks outnumber cores

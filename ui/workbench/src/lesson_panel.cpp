@@ -1,0 +1,207 @@
+#include "loom/ui/workbench/lesson_panel.h"
+
+#include <QDoubleValidator>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QListWidget>
+#include <QPushButton>
+#include <QSettings>
+#include <QTextBrowser>
+#include <QVBoxLayout>
+
+#include <cmath>
+
+#include "loom/ui/workbench/lesson_session.h"
+
+namespace loom::ui {
+
+namespace {
+
+QString qs(const std::string& s) { return QString::fromStdString(s); }
+QString esc(const std::string& s) { return qs(s).toHtmlEscaped(); }
+
+QString number_text(double v) {
+  return QString::number(v, 'f', std::fabs(v) >= 100 ? 0 : std::fabs(v) >= 10 ? 1 : 2);
+}
+
+// "x" in lesson files (as the terminal prints it) is the times sign on screen.
+QString unit_text(const std::string& unit) { return unit == "x" ? QStringLiteral("×") : qs(unit).toHtmlEscaped(); }
+
+QString settings_key(const QString& lesson, const char* what) { return "lessons/" + lesson + "/" + what; }
+
+QString lesson_html(const lessons::Lesson& l) {
+  QString html = QStringLiteral("<h3>%1</h3>").arg(esc(l.title));
+  for (const std::string& p : l.explanation) html += QStringLiteral("<p>%1</p>").arg(esc(p));
+  if (!l.formula.empty()) html += QStringLiteral("<p style=\"margin-left:12px\"><code>%1</code></p>").arg(esc(l.formula));
+  html += QStringLiteral("<p><b>Question:</b> %1 (%2)</p>").arg(esc(l.question), unit_text(l.unit));
+  return html;
+}
+
+QString result_html(const lessons::Lesson& l, double measured, std::optional<double> prediction,
+                    const QList<qint64>& ids) {
+  const QString unit = unit_text(l.unit);
+  QString html = QStringLiteral("<table cellspacing=\"0\" cellpadding=\"3\">");
+  auto row = [&](const QString& what, const QString& value) {
+    html += QStringLiteral("<tr><td>%1</td><td align=\"right\"><b>%2</b></td></tr>").arg(what, value);
+  };
+  if (prediction) {
+    const double error = lessons::relative_error(*prediction, measured);
+    row(QObject::tr("You said"), number_text(*prediction) + " " + unit +
+                                     (std::isfinite(error) ? QStringLiteral(" (%1%2%)").arg(error >= 0 ? "+" : "")
+                                                                 .arg(error * 100, 0, 'f', 0)
+                                                           : QString()));
+  }
+  row(QObject::tr("Measured"), number_text(measured) + " " + unit);
+  if (l.theory) row(QObject::tr("Theory"), number_text(*l.theory) + " " + unit + " — " + esc(l.theory_why));
+  html += QStringLiteral("</table>");
+  for (const std::string& p : l.after) html += QStringLiteral("<p>%1</p>").arg(esc(p));
+  if (!l.hints.empty()) html += QObject::tr("<p><b>Look here</b> (open a run from the Runs dock):</p><ul>");
+  for (const lessons::Hint& h : l.hints) {
+    QString where = QObject::tr("run %1 (%2)").arg(h.run < ids.size() ? ids[h.run] : 0).arg(esc(l.runs[std::size_t(h.run)].label));
+    if (h.rank) where += QObject::tr(", rank %1").arg(*h.rank);
+    if (h.kind) where += QObject::tr(", %1 spans").arg(esc(*h.kind));
+    html += QStringLiteral("<li>%1: %2</li>").arg(where, esc(h.text));
+  }
+  if (!l.hints.empty()) html += QStringLiteral("</ul>");
+  return html;
+}
+
+}  // namespace
+
+LessonPanel::LessonPanel(LessonSession* session, QWidget* parent)
+    : QWidget(parent),
+      session_(session),
+      list_(new QListWidget),
+      text_(new QTextBrowser),
+      prediction_(new QLineEdit),
+      unit_(new QLabel),
+      run_(new QPushButton(tr("Run the lesson"))),
+      status_(new QLabel),
+      result_(new QTextBrowser) {
+  list_->setObjectName("LessonList");
+  text_->setObjectName("LessonText");
+  prediction_->setObjectName("LessonPrediction");
+  run_->setObjectName("LessonRun");
+  status_->setObjectName("LessonStatus");
+  result_->setObjectName("LessonResult");
+  prediction_->setPlaceholderText(tr("your prediction"));
+  prediction_->setValidator(new QDoubleValidator(prediction_));
+  status_->setWordWrap(true);
+  // A short list above the lesson: titles elided (whole in the tooltip), no sideways scroll.
+  list_->setTextElideMode(Qt::ElideRight);
+  list_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  list_->setMaximumHeight(list_->fontMetrics().height() * 7);
+  result_->hide();  // until there is a result
+  auto lessons = lessons::builtin_lessons();
+  if (lessons.ok()) lessons_ = std::move(lessons).value();
+  else status_->setText(qs(lessons.error().describe()));
+
+  auto* answer = new QHBoxLayout;
+  answer->addWidget(prediction_, 1);
+  answer->addWidget(unit_);
+  answer->addWidget(run_);
+  auto* lesson_area = new QWidget;
+  auto* lesson_layout = new QVBoxLayout(lesson_area);
+  lesson_layout->setContentsMargins(0, 0, 0, 0);
+  lesson_layout->addWidget(text_, 3);
+  lesson_layout->addLayout(answer);
+  lesson_layout->addWidget(status_);
+  lesson_layout->addWidget(result_, 2);
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(4, 4, 4, 4);
+  layout->addWidget(list_);
+  layout->addWidget(lesson_area, 1);
+
+  connect(list_, &QListWidget::currentRowChanged, this, &LessonPanel::showLesson);
+  connect(run_, &QPushButton::clicked, this, &LessonPanel::runLesson);
+  connect(prediction_, &QLineEdit::returnPressed, this, &LessonPanel::runLesson);
+  connect(session_, &LessonSession::runRequested, this,
+          [this](const loom::Plan&, const QString& label, int index, int count) { onRunRequested(label, index, count); });
+  connect(session_, &LessonSession::measured, this, &LessonPanel::onMeasured);
+  connect(session_, &LessonSession::failed, this, &LessonPanel::onFailed);
+  refreshProgress();
+  if (!lessons_.empty()) list_->setCurrentRow(0);
+}
+
+const lessons::Lesson* LessonPanel::current() const {
+  const int row = list_->currentRow();
+  return row >= 0 && std::size_t(row) < lessons_.size() ? &lessons_[std::size_t(row)] : nullptr;
+}
+
+QString LessonPanel::currentLesson() const { return current() ? qs(current()->name) : QString(); }
+
+bool LessonPanel::selectLesson(const QString& name) {
+  for (std::size_t i = 0; i < lessons_.size(); ++i) {
+    if (qs(lessons_[i].name) != name) continue;
+    list_->setCurrentRow(int(i));
+    return true;
+  }
+  return false;
+}
+
+// The list shows each lesson's order and title, with the last measurement once run.
+void LessonPanel::refreshProgress() {
+  const int row = list_->currentRow();
+  const QSignalBlocker block(list_);
+  list_->clear();
+  QSettings settings;
+  for (const lessons::Lesson& l : lessons_) {
+    const QVariant measured = settings.value(settings_key(qs(l.name), "measured"));
+    QString text = qs(l.title);
+    if (measured.isValid()) text = QStringLiteral("✓ %1 %2 · ").arg(number_text(measured.toDouble()), unit_text(l.unit)) + text;
+    auto* item = new QListWidgetItem(text, list_);
+    item->setToolTip(qs(l.title));
+  }
+  if (row >= 0) list_->setCurrentRow(row);
+}
+
+void LessonPanel::showLesson(int row) {
+  if (row < 0 || std::size_t(row) >= lessons_.size()) return;
+  const lessons::Lesson& l = lessons_[std::size_t(row)];
+  text_->setHtml(lesson_html(l));
+  unit_->setText(unit_text(l.unit));
+  QSettings settings;
+  prediction_->setText(settings.value(settings_key(qs(l.name), "prediction")).toString());
+  result_->clear();
+  result_->hide();
+  if (!session_->isActive()) status_->clear();
+}
+
+void LessonPanel::runLesson() {
+  const lessons::Lesson* l = current();
+  if (!l || session_->isActive()) return;
+  QSettings().setValue(settings_key(qs(l->name), "prediction"), prediction_->text());
+  result_->clear();
+  result_->hide();
+  if (session_->start(*l)) {
+    run_->setEnabled(false);
+    list_->setEnabled(false);
+  }
+}
+
+void LessonPanel::onRunRequested(const QString& label, int index, int count) {
+  status_->setText(tr("Run %1 of %2: %3 (watch it on the timeline)…").arg(index + 1).arg(count).arg(label));
+}
+
+void LessonPanel::onMeasured(const QString& lesson, double value, const QList<qint64>& runIds) {
+  run_->setEnabled(true);
+  list_->setEnabled(true);
+  QSettings().setValue(settings_key(lesson, "measured"), value);
+  refreshProgress();
+  const lessons::Lesson* l = current();
+  if (!l || qs(l->name) != lesson) return;
+  bool ok = false;
+  const double predicted = QLocale().toDouble(prediction_->text(), &ok);
+  status_->setText(tr("Done: %1 runs stored.").arg(runIds.size()));
+  result_->setHtml(result_html(*l, value, ok ? std::optional(predicted) : std::nullopt, runIds));
+  result_->show();
+}
+
+void LessonPanel::onFailed(const QString&, const QString& message) {
+  run_->setEnabled(true);
+  list_->setEnabled(true);
+  status_->setText(tr("The lesson stopped: %1").arg(message));
+}
+
+}  // namespace loom::ui

@@ -1,0 +1,103 @@
+#include "loom/ui/workbench/lesson_session.h"
+
+#include <QCoreApplication>
+#include <QMetaObject>
+#include <QPointer>
+#include <QThreadPool>
+
+#include "loom/host/run_report.h"
+#include "loom/store/run_store.h"
+
+namespace loom::ui {
+
+namespace {
+QString qs(const std::string& s) { return QString::fromStdString(s); }
+
+// Reads each run's report on the calling (pool) thread and measures the answer.
+Expected<double> measure_runs(const std::string& db_path, const lessons::Lesson& lesson, const QList<qint64>& ids) {
+  auto store = store::RunStore::open(db_path);
+  if (!store.ok()) return store.error();
+  std::vector<nlohmann::json> summaries;
+  for (qint64 id : ids) {
+    auto report = host::run_report(*store, id);
+    if (!report.ok()) return report.error();
+    summaries.push_back(host::run_report_json(*report));
+  }
+  return lessons::measure_answer(lesson, summaries);
+}
+}  // namespace
+
+LessonSession::LessonSession(QObject* parent) : QObject(parent) {}
+
+bool LessonSession::start(const lessons::Lesson& lesson) {
+  if (active_) {
+    emit failed(qs(lesson.name), tr("A lesson is already running."));
+    return false;
+  }
+  std::vector<loom::Plan> plans;
+  for (int i = 0; i < int(lesson.runs.size()); ++i) {
+    auto plan = lessons::lesson_plan(lesson, i, steps_);
+    if (!plan.ok()) {
+      emit failed(qs(lesson.name), qs(plan.error().describe()));
+      return false;
+    }
+    plans.push_back(std::move(plan).value());
+  }
+  lesson_ = lesson;
+  plans_ = std::move(plans);
+  run_ids_.clear();
+  active_ = true;
+  ++generation_;
+  requestNext();
+  return true;
+}
+
+void LessonSession::cancel() {
+  active_ = false;
+  ++generation_;
+}
+
+void LessonSession::requestNext() {
+  const int index = int(run_ids_.size());
+  emit runRequested(plans_[std::size_t(index)], qs(lesson_->runs[std::size_t(index)].label), index, int(plans_.size()));
+}
+
+void LessonSession::onRunFinished(qint64 runId, loom::trace::RunStatus status, const QString& error) {
+  if (!active_ || run_ids_.size() >= qsizetype(plans_.size())) return;  // not ours, or measuring
+  if (status != trace::RunStatus::Completed) {
+    const QString label = qs(lesson_->runs[std::size_t(run_ids_.size())].label);
+    fail(tr("Run %1 (%2) ended %3%4; the lesson stops here.")
+             .arg(runId)
+             .arg(label, QString::fromUtf8(trace::to_text(status)), error.isEmpty() ? QString() : ": " + error));
+    return;
+  }
+  run_ids_.append(runId);
+  if (run_ids_.size() < qsizetype(plans_.size())) {
+    requestNext();
+    return;
+  }
+  measure();
+}
+
+// Off the GUI thread: reading a run's report walks all its events.
+void LessonSession::measure() {
+  QPointer<LessonSession> self(this);
+  const quint64 generation = generation_;
+  QThreadPool::globalInstance()->start([self, generation, path = db_path_.toStdString(), lesson = *lesson_,
+                                        ids = run_ids_] {
+    Expected<double> value = measure_runs(path, lesson, ids);
+    QMetaObject::invokeMethod(qApp, [self, generation, value = std::move(value), name = qs(lesson.name), ids] {
+      if (!self || generation != self->generation_) return;
+      self->active_ = false;
+      if (!value.ok()) return self->fail(qs(value.error().describe()));
+      emit self->measured(name, *value, ids);
+    });
+  });
+}
+
+void LessonSession::fail(const QString& message) {
+  active_ = false;
+  emit failed(lesson_ ? qs(lesson_->name) : QString(), message);
+}
+
+}  // namespace loom::ui
