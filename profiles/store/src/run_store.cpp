@@ -13,10 +13,10 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <span>
 #include <filesystem>
-#include <thread>
+#include <span>
 #include <string_view>
+#include <thread>
 
 namespace loom::store {
 
@@ -687,13 +687,17 @@ Expected<std::vector<trace::Event>> RunStore::load_events(std::int64_t run_id, i
 Expected<std::optional<std::vector<trace::Event>>> RunStore::load_event_blocks(std::int64_t run_id, int rank) {
   const std::string where = std::string(" WHERE run_id = ?1") + (rank < 0 ? "" : " AND rank = ?2");
   auto total = db_.prepare("SELECT COUNT(*), COALESCE(SUM(events), 0), COALESCE(MIN(format = " +
-                           std::to_string(kEventBlockFormat) + "), 0) FROM event_blocks" + where);
+                           std::to_string(kEventBlockFormat) + "), 0), COALESCE(SUM(length(data)), 0) FROM event_blocks" +
+                           where);
   if (!total.ok()) return total.error();
   total->bind(1, run_id);
   if (rank >= 0) total->bind(2, rank);
   if (auto row = total->step(); !row.ok()) return row.error();
-  const bool usable = total->column_int64(0) > 0 && total->column_int64(2) == 1;
-  const auto count = static_cast<std::size_t>(total->column_int64(1));
+  const std::int64_t declared = total->column_int64(1), bytes = total->column_int64(3);
+  // The count is sized from the bytes really there, so a damaged count cannot ask for more.
+  const bool usable = total->column_int64(0) > 0 && total->column_int64(2) == 1 && declared >= 0 &&
+                      bytes == declared * std::int64_t(sizeof(trace::Event));
+  const auto count = static_cast<std::size_t>(declared);
   total->reset();
   if (!usable) return std::optional<std::vector<trace::Event>>();
   auto q = db_.prepare("SELECT events, data FROM event_blocks" + where + " ORDER BY rank, block");
