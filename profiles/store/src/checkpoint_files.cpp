@@ -4,9 +4,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -106,9 +108,14 @@ Status save_checkpoint(const std::string& path, const Checkpoint& c) {
     // On disk before the rename: a crash after it must not leave a named but empty file.
     ok = ok && std::fflush(f.get()) == 0 && ::fsync(::fileno(f.get())) == 0;
     if (!ok) {
+      const int cause = errno;  // before fclose and remove can change it
       f.reset();
       std::remove(temporary.c_str());
-      return make_error(ErrorCode::Io, "short write to checkpoint " + temporary, "is the disk full?");
+      if (cause == ENOSPC || cause == EDQUOT)
+        return make_error(ErrorCode::Io, "the disk is full: cannot write checkpoint " + temporary,
+                          "free space where the run store is (checkpoints are kept beside it), or set LOOM_DB to "
+                          "a store on another disk");
+      return make_error(ErrorCode::Io, "cannot write checkpoint " + temporary + ": " + std::strerror(cause));
     }
   }
   if (std::rename(temporary.c_str(), path.c_str()) != 0)
