@@ -21,6 +21,7 @@
 #include <QElapsedTimer>
 #include <QLineEdit>
 #include <QPushButton>
+#include <QSettings>
 #include <QMenu>
 #include <QMenuBar>
 #include <QTimer>
@@ -284,6 +285,8 @@ int main(int argc, char** argv) {
   }
   const QDir out(args[0]);
   QDir().mkpath(out.path());
+  // A lesson "before its runs" lists no result from an earlier screenshot run.
+  if (!lesson.isEmpty()) QSettings().remove("lessons");
   MainWindow window;
   window.setSavePrompt([] { return MainWindow::SaveChoice::Discard; });
   window.setRunPlanPrompt([](qint64, const QString&) { return false; });
