@@ -121,9 +121,10 @@ class CliPipelineTest : public QObject {
       QVERIFY2(bubble >= 0 && bubble < 0.5 * work,
                qPrintable(QString("run %1: bubble %2 of work %3").arg(run).arg(bubble).arg(work)));
     }
-    // GPipe's path crosses to stage 1 for its fill and drain whatever the noise; 1F1B's
-    // can hide it in time the ranks did not trace (seen: 0.002 ms), so only GPipe's must show.
-    QVERIFY2(values["path_bubble_ms"][0].toDouble() > 0, "GPipe's path has a fill and drain");
+    // Not asserted: that GPipe's bubble is above 0. Over 7 steady steps on 2 loaded cores
+    // its path's work fell below its busiest rank's mean work once (a fresh-clone run,
+    // 2026-11-26), which clamps the bubble to 0; test_profiles_compare checks the figure
+    // on constructed runs.
     const loom::test::Result text =
         loom::test::run_cli({"compare", QString::number(gpipe["id"].toInteger()),
                              QString::number(one_f_one_b["id"].toInteger()), "--db", dir_.filePath("runs.db")});
