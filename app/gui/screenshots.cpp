@@ -12,7 +12,8 @@
 // scripts/async_screenshots.sh uses it for the README's asynchronous-training section.
 // `loom-screenshots [--size WxH]... --lesson NAME OUT_DIR DB`: opens the Lessons dock on
 // that lesson, saves it (lesson-WxH-question.png), enters a prediction, runs the lesson
-// for real and saves the result beside its last run (lesson-WxH-result.png).
+// for real and saves the result beside its last run (lesson-WxH-result.png, and
+// lesson-WxH-result-dark.png in the dark palette).
 #include <QAction>
 #include <QApplication>
 #include <QDialog>
@@ -250,7 +251,11 @@ int save_lesson(MainWindow& window, const QString& name, const QDir& out, const 
     window.openLesson(name);
     window.views()->timeline()->fitAll();
     ok = save_widget(&window, out, "lesson-" + shot.prefix.section('-', 1, 1) + "-result.png") && ok;
+    lay_out(window, shot, true);
+    window.openLesson(name);
+    ok = save_widget(&window, out, "lesson-" + shot.prefix.section('-', 1, 1) + "-result-dark.png") && ok;
   }
+  window.setDarkPalette(false);
   return ok && done ? 0 : 1;
 }
 
