@@ -118,6 +118,9 @@ int print_summary(store::RunStore& store, std::int64_t run_id, bool json) {
                 "times and communication waits include time a rank waited for a core\n",
                 over->ranks, over->cores, over->cores == 1 ? "" : "s");
   }
+  // Both describe training steps across ranks; a serving run's "steps" are one server's
+  // batches, which its serving section already describes.
+  if (shown->summary.serving) return kOk;
   std::printf("%s%s", text::format_efficiency(shown->efficiency).c_str(),
               text::format_path_analysis(shown->paths, shown->layers).c_str());
   return kOk;

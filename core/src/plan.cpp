@@ -28,7 +28,10 @@ std::string_view synthetic_kind_name(SyntheticKind kind) {
   return enum_to_name(detail::kSyntheticKindNames, kind);
 }
 
+std::string_view arrivals_name(Arrivals arrivals) { return enum_to_name(detail::kArrivalsNames, arrivals); }
+
 int world_size(const Plan& plan) {
+  if (plan.serve) return static_cast<int>(std::clamp<long long>(1LL + plan.serve->clients, 1, std::numeric_limits<int>::max()));
   const ParallelSpec& p = plan.parallel;
   // 64-bit so that absurd values typed into an editor cannot overflow.
   long long ranks = static_cast<long long>(p.data_parallel) * p.stages;
@@ -39,6 +42,10 @@ int world_size(const Plan& plan) {
 RankRole rank_role(const Plan& plan, int rank) {
   const ParallelSpec& p = plan.parallel;
   RankRole role;
+  if (plan.serve) {
+    if (rank >= 0 && rank < world_size(plan)) role.kind = rank == 0 ? RankKind::InferenceServer : RankKind::Client;
+    return role;
+  }
   if (rank < 0 || rank >= world_size(plan) || p.data_parallel < 1 || p.stages < 1) return role;
   const long long workers = static_cast<long long>(p.data_parallel) * p.stages;
   if (rank < workers) {

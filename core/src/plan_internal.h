@@ -78,6 +78,11 @@ inline constexpr std::array<EnumName<DelayDistribution>, 4> kDelayNames{{
     {DelayDistribution::Exponential, "exponential"},
 }};
 
+inline constexpr std::array<EnumName<Arrivals>, 2> kArrivalsNames{{
+    {Arrivals::Constant, "constant"},
+    {Arrivals::Poisson, "poisson"},
+}};
+
 template <class E, std::size_t N>
 std::string_view enum_to_name(const std::array<EnumName<E>, N>& table, E value) {
   for (const auto& entry : table) {

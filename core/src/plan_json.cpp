@@ -151,6 +151,18 @@ Json parallel_to_json(const ParallelSpec& parallel) {
   return j;
 }
 
+Json serve_to_json(const ServeSpec& serve) {
+  Json j;
+  j["clients"] = serve.clients;
+  j["max_batch"] = serve.max_batch;
+  j["timeout_ms"] = serve.timeout_ms;
+  j["rate"] = serve.rate;
+  j["arrivals"] = arrivals_name(serve.arrivals);
+  j["requests"] = serve.requests;
+  j["weights"] = serve.weights;
+  return j;
+}
+
 }  // namespace
 
 std::string plan_to_json(const Plan& plan, int indent) {
@@ -161,6 +173,7 @@ std::string plan_to_json(const Plan& plan, int indent) {
   j["data"] = data_to_json(plan.data);
   j["training"] = training_to_json(plan.training);
   j["parallel"] = parallel_to_json(plan.parallel);
+  if (plan.serve) j["serve"] = serve_to_json(*plan.serve);
   // Replace invalid UTF-8 instead of throwing: a name typed in the editor must not crash a save.
   return j.dump(indent < 0 ? -1 : indent, ' ', false, nlohmann::detail::error_handler_t::replace);
 }

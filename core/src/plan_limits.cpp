@@ -101,6 +101,11 @@ void check_counts(const Plan& plan, LimitChecker& check) {
   check.at_most("/data/test_samples", d.test_samples, kMaxSamples, "samples");
   check.at_most("/data/classes", d.classes, kMaxClasses, "classes");
   check.at_most<std::int64_t>("/data/features", d.features, kMaxDimension, "features");
+  if (const auto& serve = plan.serve) {
+    check.at_most("/serve/clients", serve->clients, kMaxRanks - 1, "clients");
+    check.at_most("/serve/max_batch", serve->max_batch, kMaxBatch, "requests");
+    check.at_most("/serve/requests", serve->requests, kMaxSamples, "requests");
+  }
 }
 
 }  // namespace

@@ -14,7 +14,8 @@ namespace {
 
 using Keys = std::vector<std::string_view>;
 
-const Keys kRootKeys{"format", "name", "model", "data", "training", "parallel"};
+const Keys kRootKeys{"format", "name", "model", "data", "training", "parallel", "serve"};
+const Keys kServeKeys{"clients", "max_batch", "timeout_ms", "rate", "arrivals", "requests", "weights"};
 const Keys kModelKeys{"input", "layers", "loss"};
 const Keys kDataKeys{"source", "path", "train_limit", "test_limit", "shuffle", "kind", "classes",
                      "features", "train_samples", "test_samples", "noise", "seed"};
@@ -65,6 +66,7 @@ class PlanReader {
   void read_devices(const Json& j, const std::string& path, std::vector<DeviceSpec>& devices);
   void read_sync(const Json& j, const std::string& path, SyncSpec& sync);
   void read_stragglers(const Json& j, const std::string& path, std::vector<StragglerSpec>& stragglers);
+  void read_serve(const Json& j, const std::string& path, ServeSpec& serve);
 
   void error(std::string path, std::string reason) { errors_.push_back({std::move(path), std::move(reason)}); }
   bool expect_object(const Json& j, const std::string& path);
@@ -250,6 +252,7 @@ Plan PlanReader::read(const Json& root) {
   if (const Json* model = require(root, "", "model", "the network to train")) read_model(*model, "/model", plan.model);
   if (const Json* data = find_key(root, "data")) read_data(*data, "/data", plan.data);
   if (const Json* training = find_key(root, "training")) read_training(*training, "/training", plan.training);
+  if (const Json* serve = find_key(root, "serve")) read_serve(*serve, "/serve", plan.serve.emplace());
   const Json* parallel = find_key(root, "parallel");
   if (parallel != nullptr) read_parallel(*parallel, "/parallel", plan.parallel);
   if (parallel == nullptr || !parallel->is_object() || !parallel->contains("devices")) {
@@ -460,6 +463,18 @@ void PlanReader::read_stragglers(const Json& j, const std::string& path, std::ve
     read_enum(j[i], straggler_path, "delay", stragglers[i].delay, kDelayNames, "delay distribution");
     read_number(j[i], straggler_path, "delay_ms", stragglers[i].delay_ms, "a non-negative number");
   }
+}
+
+void PlanReader::read_serve(const Json& j, const std::string& path, ServeSpec& serve) {
+  if (!expect_object(j, path)) return;
+  reject_unknown_keys(j, path, kServeKeys, "serve");
+  read_int(j, path, "clients", serve.clients, "a positive integer");
+  read_int(j, path, "max_batch", serve.max_batch, "a positive integer");
+  read_number(j, path, "timeout_ms", serve.timeout_ms, "a non-negative number of milliseconds");
+  read_number(j, path, "rate", serve.rate, "a positive number of requests per second");
+  read_enum(j, path, "arrivals", serve.arrivals, kArrivalsNames, "arrival process");
+  read_int(j, path, "requests", serve.requests, "a positive integer");
+  read_string(j, path, "weights", serve.weights);
 }
 
 }  // namespace

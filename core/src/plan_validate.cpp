@@ -238,6 +238,7 @@ void check_batch_split(const Plan& plan, Checker& check) {
 }
 
 std::string rank_breakdown(const Plan& plan) {
+  if (plan.serve) return "1 inference server + " + std::to_string(plan.serve->clients) + " client(s)";
   const ParallelSpec& p = plan.parallel;
   std::string text = "data_parallel " + std::to_string(p.data_parallel) + " x stages " + std::to_string(p.stages);
   if (p.sync.mode == SyncMode::ParameterServer || p.sync.mode == SyncMode::Ssp) {
@@ -340,6 +341,36 @@ void check_asynchronous(const Plan& plan, Checker& check) {
   }
 }
 
+// A serving plan runs the whole model on one server rank: no replicas, stages or
+// micro-batches, and the parameter file it names must exist.
+void check_serving(const Plan& plan, Checker& check) {
+  if (!plan.serve) return;
+  const ServeSpec& s = *plan.serve;
+  check.positive("/serve/clients", static_cast<std::int64_t>(s.clients));
+  check.positive("/serve/max_batch", s.max_batch);
+  check.non_negative("/serve/timeout_ms", s.timeout_ms);
+  check.positive("/serve/rate", s.rate);
+  check.positive("/serve/requests", s.requests);
+  if (s.clients > 0 && s.requests > 0 && s.requests < s.clients) {
+    check.error("/serve/requests", std::to_string(s.requests) + " requests cannot be split over " +
+                                       std::to_string(s.clients) + " clients: send at least one per client");
+  }
+  const ParallelSpec& p = plan.parallel;
+  const char* whole = " in a serving plan: the server runs the whole model";
+  if (p.data_parallel != 1) check.error("/parallel/data_parallel", std::string("use data_parallel 1") + whole);
+  if (p.stages != 1) check.error("/parallel/stages", std::string("use stages 1") + whole);
+  if (p.microbatches != 1) check.error("/parallel/microbatches", std::string("use microbatches 1") + whole);
+  if (p.sync.mode != SyncMode::AllReduce) {
+    check.error("/parallel/sync/mode", "a serving plan trains nothing: use sync mode allreduce (the default)");
+  }
+  std::error_code ec;
+  if (!s.weights.empty() && !std::filesystem::is_regular_file(s.weights, ec)) {
+    check.error("/serve/weights", "no parameter file '" + s.weights +
+                                      "' (save one with loom-cli run PLAN --dump-params FILE, or leave weights empty "
+                                      "for the initial weights)");
+  }
+}
+
 }  // namespace
 
 BuildCapabilities this_build() { return BuildCapabilities{}; }
@@ -364,6 +395,7 @@ std::vector<PlanError> validate_plan(const Plan& plan, const BuildCapabilities& 
   check_gpu_path(plan.parallel, build, check);
   check_stragglers(plan, check);
   check_asynchronous(plan, check);
+  check_serving(plan, check);
   return errors;
 }
 

@@ -21,6 +21,7 @@
 #include "loom/engine/parameter_server.h"
 #include "loom/engine/rank_probes.h"
 #include "loom/engine/run_writer.h"
+#include "loom/engine/serving.h"
 #include "loom/engine/trainer.h"
 #include "loom/stream/client.h"
 #include "rank_signals.h"
@@ -211,6 +212,40 @@ int serve(Session& s, const RankOptions& options, const ModelInfo& info, engine:
   return 0;
 }
 
+// Rank 0 of a serving plan answers requests, the others send them; afterwards every rank
+// aligns clocks and reports as a training rank does.
+int serve_requests(Session& s, const ModelInfo& info, engine::RunWriter* writer) {
+  engine::ServeHooks hooks;
+  hooks.stop = &stop_requested();
+  if (writer) hooks.on_metrics = [writer](std::vector<trace::MetricRecord>&& m) { writer->add_metrics(std::move(m)); };
+  Status served;
+  if (s.comm.rank() == 0) {
+    const std::int64_t build_start = trace::now_ns();
+    std::unique_ptr<engine::InferenceServer> server;
+    try {
+      server = std::make_unique<engine::InferenceServer>(s.plan, info, s.data.test, &s.recorder, &s.comm);
+    } catch (const std::exception& e) {
+      return s.reporter.fail(e.what(), 2);
+    }
+    Status loaded = server->load_weights();
+    if (!loaded.ok()) return s.reporter.fail(loaded.error().describe(), 2);
+    trace::record_setup(s.recorder, trace::SetupPhase::BuildModel, build_start);
+    served = server->serve(hooks);
+  } else {
+    served = engine::run_client(s.plan, s.data.test, &s.recorder, &s.comm, hooks);
+  }
+  if (!served.ok()) return s.reporter.fail(served.error().describe(), 1);
+  Status measured = measure_after_training(s);
+  if (!measured.ok()) return s.reporter.fail(measured.error().describe(), 1);
+  if (writer) {
+    Status flushed = writer->finish();
+    if (!flushed.ok()) std::fprintf(stderr, "loom-rank %d: stream: %s\n", s.comm.rank(), flushed.error().describe().c_str());
+  }
+  const bool stopped = stop_requested().load();
+  s.reporter.done({std::int64_t(s.recorder.recorded()), stopped ? trace::RunStatus::Stopped : trace::RunStatus::Completed, ""});
+  return 0;
+}
+
 int train(Session& s, const RankOptions& options) {
   trace::record_setup(s.recorder, trace::SetupPhase::LoadData, s.data_loaded.first, s.data_loaded.second);
   std::vector<PlanError> errors;
@@ -222,6 +257,7 @@ int train(Session& s, const RankOptions& options) {
   Status measured = measure_before_training(s, writer.get());
   if (!measured.ok()) return s.reporter.fail(measured.error().describe(), 1);
   if (rank_role(s.plan, s.comm.rank()).kind == RankKind::Server) return serve(s, options, info, writer.get());
+  if (s.plan.serve) return serve_requests(s, info, writer.get());
   std::unique_ptr<engine::TrainingLoop> trainer;
   const std::int64_t build_start = trace::now_ns();
   try {

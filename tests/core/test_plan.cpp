@@ -234,6 +234,19 @@ void add_strategy_rows() {
   row("grad_accumulation", R"({"/parallel/grad_accumulation": 0})", "/parallel/grad_accumulation",
       "expected a positive integer, got 0");
   row("unknown_sync_mode", R"({"/parallel/sync/mode": "gossip"})", "/parallel/sync/mode", "unknown sync mode 'gossip'");
+  // Serving: one server and its clients, the whole model on the server.
+  row("serve_devices", R"({"/serve": {"clients": 2}})", "/parallel/devices",
+      "1 devices listed but the plan needs 3 ranks (1 inference server + 2 client(s))");
+  row("serve_max_batch", R"({"/serve": {"max_batch": 0}, "/parallel/devices": null})", "/serve/max_batch",
+      "expected a positive integer, got 0");
+  row("serve_arrivals", R"({"/serve": {"arrivals": "bursty"}, "/parallel/devices": null})", "/serve/arrivals",
+      "unknown arrival process 'bursty'");
+  row("serve_requests_per_client", R"({"/serve": {"clients": 3, "requests": 2}, "/parallel/devices": null})",
+      "/serve/requests", "2 requests cannot be split over 3 clients");
+  row("serve_whole_model", R"({"/serve": {}, "/parallel/data_parallel": 2, "/parallel/devices": null})",
+      "/parallel/data_parallel", "use data_parallel 1 in a serving plan");
+  row("serve_weights", R"({"/serve": {"weights": "/nonexistent/params.bin"}, "/parallel/devices": null})",
+      "/serve/weights", "no parameter file '/nonexistent/params.bin'");
 }
 
 }  // namespace
@@ -461,6 +474,12 @@ void TestPlan::world_size_counts_servers() {
   QCOMPARE(loom::world_size(plan), 8);
   plan.parallel.sync.mode = loom::SyncMode::LocalSgd;
   QCOMPARE(loom::world_size(plan), 6);
+  plan.serve = loom::ServeSpec{};
+  plan.serve->clients = 3;
+  QCOMPARE(loom::world_size(plan), 4);  // the inference server and its clients
+  QCOMPARE(loom::rank_role(plan, 0).kind, loom::RankKind::InferenceServer);
+  QCOMPARE(loom::rank_role(plan, 3).kind, loom::RankKind::Client);
+  QCOMPARE(loom::rank_role(plan, 4).kind, loom::RankKind::Unused);
 }
 
 void TestPlan::missing_file_is_an_error() {

@@ -737,6 +737,24 @@ Expected<std::optional<DivergenceStats>> divergence_of_run(store::RunStore& stor
   d.last = last_value(*metrics);
   return std::optional<DivergenceStats>(d);
 }
+Expected<std::optional<ServingStats>> serving_of_run(store::RunStore& store, const trace::RunRecord& run) {
+  const PlanResult plan = parse_plan(run.plan_json);
+  if (!plan.ok() || !plan.plan->serve) return std::optional<ServingStats>();
+  auto metrics = store.load_metrics(run.id);
+  if (!metrics.ok()) return metrics.error();
+  return serving_stats(*plan.plan, *metrics);
+}
+
+// The summary's throughput for a serving run: requests per second (serving.h).
+void set_serving_throughput(RunSummary& s) {
+  if (!s.serving) return;
+  const ServingStats& v = *s.serving;
+  s.throughput_basis = "serving";
+  s.samples_per_s = v.throughput_per_s;
+  s.train_samples = std::int64_t(std::llround(v.mean_batch * double(v.batches)));
+  s.train_s = v.throughput_per_s > 0 ? double(s.train_samples) / v.throughput_per_s : 0.0;
+  s.steady_steps = 0;
+}
 }  // namespace
 
 namespace {
@@ -843,6 +861,10 @@ Expected<RunSummary> summarize_run(store::RunStore& store, std::int64_t run_id,
   auto divergence = divergence_of_run(store, run_id);
   if (!divergence.ok()) return divergence.error();
   s.divergence = *divergence;
+  auto serving = serving_of_run(store, s.run);
+  if (!serving.ok()) return serving.error();
+  s.serving = std::move(serving).value();
+  set_serving_throughput(s);
   return s;
 }
 
@@ -859,11 +881,25 @@ std::vector<std::string> layer_names_by_id(const std::string& plan_json) {
   return names;
 }
 
+namespace {
+// A serving run's "samples" are the requests its server answered, over the serving span.
+Status store_serving_figures(store::RunStore& store, const trace::RunRecord& run) {
+  auto serving = serving_of_run(store, run);
+  if (!serving.ok()) return serving.error();
+  const auto& s = *serving;
+  if (!s || s->throughput_per_s <= 0) return {};
+  const auto served = std::int64_t(std::llround(s->mean_batch * double(s->batches)));
+  return store.set_training_figures(run.id, double(served) / s->throughput_per_s, served);
+}
+
+}  // namespace
+
 Status store_training_figures(store::RunStore& store, std::int64_t run_id) {
   auto run = store.load_run(run_id);
   if (!run.ok()) return run.error();
   const PlanResult plan = parse_plan(run->plan_json);
   if (!plan.ok()) return {};  // nothing to count samples by: lists keep the whole-run figure
+  if (plan.plan->serve) return store_serving_figures(store, *run);
   auto records = store.load_ranks(run_id);
   if (!records.ok()) return records.error();
   const int world = std::max(1, run->world_size);
@@ -1015,6 +1051,7 @@ nlohmann::json summary_to_json(const RunSummary& s) {
   // Optional sections are absent rather than null: most runs have neither.
   if (s.staleness.present) out["staleness"] = staleness_json(s.staleness);
   if (s.divergence) out["divergence"] = divergence_json(*s.divergence);
+  if (s.serving) out["serving"] = serving_to_json(*s.serving);
   return out;
 }
 

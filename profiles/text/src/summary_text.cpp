@@ -111,6 +111,29 @@ std::string format_divergence(const DivergenceStats& d) {
          optional_number(d.last, "%.4g") + ", mean " + optional_number(d.mean, "%.4g") + "\n";
 }
 
+// The serving section (analysis/serving.h defines every figure).
+std::string format_serving(const ServingStats& v) {
+  std::string out = format("  serving:       %lld requests from %d client(s) at %.0f/s (%s); batches of at most %lld, "
+                           "timeout %.3g ms\n",
+                           static_cast<long long>(v.requests), v.serve.clients, v.serve.rate,
+                           std::string(arrivals_name(v.serve.arrivals)).c_str(),
+                           static_cast<long long>(v.serve.max_batch), v.serve.timeout_ms);
+  out += format("  latency:       p50 %.2f ms, p95 %.2f ms, p99 %.2f ms, max %.2f ms (sent to reply, client clock)\n",
+                v.latency_ms.p50, v.latency_ms.p95, v.latency_ms.p99, v.latency_ms.max);
+  out += format("  queue wait:    p50 %.2f ms, p95 %.2f ms, max %.2f ms (arrival to its batch's start)\n",
+                v.queue_wait_ms.p50, v.queue_wait_ms.p95, v.queue_wait_ms.max);
+  out += format("  batches:       %lld, mean size %.2f, compute %.3f ms each; server busy %.0f %%, idle %.0f %%\n",
+                static_cast<long long>(v.batches), v.mean_batch, v.batch_compute_ms, v.busy_fraction * 100.0,
+                (1.0 - v.busy_fraction) * 100.0);
+  out += "  batch sizes:  ";
+  for (std::size_t b = 1; b < v.batch_histogram.size(); ++b) {
+    if (v.batch_histogram[b] > 0) out += format(" %zux%lld", b, static_cast<long long>(v.batch_histogram[b]));
+  }
+  out += "  (size x batches)\n";
+  out += "  served accuracy: " + optional_number(v.accuracy * 100.0, "%.2f %%") + "\n";
+  return out;
+}
+
 std::string format_clock(const std::vector<ClockRow>& rows) {
   std::string out;
   for (const ClockRow& c : rows) {
@@ -124,6 +147,12 @@ std::string format_clock(const std::vector<ClockRow>& rows) {
 namespace {
 std::string format_throughput(const RunSummary& s) {
   std::string out = format("  steps:         %lld", static_cast<long long>(s.steps));
+  if (s.throughput_basis == "serving") {
+    out = format("  throughput:    %.1f requests/s served (first arrival to last batch, server clock)\n",
+                 s.samples_per_s);
+    out += format("  whole job:     %.3f s (launch and setup included)\n", s.wall_s);
+    return out;
+  }
   if (s.throughput_basis == "steady steps") {
     out += format(" (%d warm-up, %lld steady)\n", kWarmupSteps, static_cast<long long>(s.steady_steps));
     out += format("  setup:         %.3f s (slowest rank: loading data, clock alignment, bandwidth probe, model)\n",
@@ -160,8 +189,12 @@ std::string format_summary(const RunSummary& s) {
     out += format("  scaling:       %.1f %% efficiency vs run %lld (%.1f samples/s on 1 rank)\n",
                   s.scaling->efficiency * 100.0, static_cast<long long>(s.scaling->reference_run_id),
                   s.scaling->reference_samples_per_s);
-  out += "  final loss:    " + optional_number(s.final_loss, "%.4f") + "\n";
-  out += "  test accuracy: " + optional_number(s.test_accuracy * 100.0, "%.2f %%") + "\n";
+  if (s.serving) {
+    out += format_serving(*s.serving);
+  } else {
+    out += "  final loss:    " + optional_number(s.final_loss, "%.4f") + "\n";
+    out += "  test accuracy: " + optional_number(s.test_accuracy * 100.0, "%.2f %%") + "\n";
+  }
   out += format_allreduce(s.allreduce);
   if (s.divergence) out += format_divergence(*s.divergence);
   if (s.world_size > 1) out += format_clock(s.clock);

@@ -13,6 +13,7 @@
 
 using loom::trace::MetricRecord;
 using loom::ui::charts::BreakdownChart;
+using loom::ui::charts::ServingChart;
 using loom::ui::charts::StalenessChart;
 using loom::ui::charts::StalenessSample;
 using loom::ui::charts::TrainingCharts;
@@ -107,6 +108,7 @@ class TestChartsWidgets : public QObject {
   void stalenessFromUpdates();
   void paletteChangeRecoloursAxes();
   void chartsSaveAsPngSvgAndPdf();
+  void servingChartDrawsBatchesAndLatencies();
   void renderForReview();
 };
 
@@ -400,6 +402,46 @@ void TestChartsWidgets::chartsSaveAsPngSvgAndPdf() {
   QVERIFY2(refused.contains("unknown picture format") && refused.contains(".png, .svg, .pdf"), qPrintable(refused));
   QVERIFY(!QFile::exists(dir.filePath("loss.gif")));
   QVERIFY(!loom::ui::charts::save_chart(charts.lossPlot(), "/nonexistent-dir/loss.pdf").isEmpty());
+}
+
+namespace {
+// 30 batches of 1..3 requests (10 of each size); every request 2 ms + 0.1 ms per id.
+std::vector<MetricRecord> serving_records() {
+  std::vector<MetricRecord> out;
+  std::int64_t id = 0;
+  for (int batch = 0; batch < 30; ++batch) {
+    const int size = batch % 3 + 1;
+    out.push_back({0, batch, batch * 10'000'000LL, "batch_size", double(size)});
+    out.push_back({0, batch, batch * 10'000'000LL, "batch_compute_ms", 0.5});
+    for (int i = 0; i < size; ++i, ++id)
+      out.push_back({1, id, 5'000'000'000LL + batch * 10'000'000LL, "latency_ms", 2.0 + 0.1 * double(id)});
+  }
+  return out;
+}
+}  // namespace
+
+void TestChartsWidgets::servingChartDrawsBatchesAndLatencies() {
+  ServingChart chart;
+  chart.resize(900, 340);
+  chart.appendMetrics(training_records());  // a training run's metrics draw nothing here
+  chart.replotNow();
+  QVERIFY(!chart.hasData());
+  chart.appendMetrics(serving_records());
+  chart.replotNow();
+  const std::vector<int> bins = chart.series().batch_histogram();
+  QCOMPARE(bins, (std::vector<int>{0, 10, 10, 10}));
+  QCOMPARE(chart.series().requests(), std::int64_t(60));
+  // Nearest-rank over 2.0, 2.1, ... 7.9: the 30th and 57th values.
+  QVERIFY2(chart.titleText().contains("60 requests") && chart.titleText().contains("p50 4.90 ms") &&
+               chart.titleText().contains("p95 7.60 ms"),
+           qPrintable(chart.titleText()));
+  const QVector<QPointF> points = chart.series().latency_over_time();
+  QCOMPARE(points.size(), qsizetype(60));
+  QCOMPARE(points.front().x(), 0.0);  // seconds since the first reply
+  QCOMPARE(points.back().x(), 0.29);
+  save_png(chart, "charts-serving.png");
+  chart.clear();
+  QVERIFY(!chart.hasData());
 }
 
 void TestChartsWidgets::renderForReview() {

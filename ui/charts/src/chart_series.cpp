@@ -204,4 +204,42 @@ BreakdownSegments breakdown_segments(const loom::analysis::RankBreakdown& rank) 
   return s;
 }
 
+void ServingSeries::append(const std::vector<loom::trace::MetricRecord>& records) {
+  for (const auto& m : records) {
+    if (m.name == "latency_ms") latencies_ms_.emplace_back(m.t_ns, m.value);
+    if (m.name == "batch_size") batch_sizes_.push_back(std::max(0, static_cast<int>(m.value)));
+  }
+}
+
+void ServingSeries::clear() {
+  latencies_ms_.clear();
+  batch_sizes_.clear();
+}
+
+QVector<QPointF> ServingSeries::latency_over_time() const {
+  QVector<QPointF> points;
+  if (latencies_ms_.empty()) return points;
+  std::int64_t first = std::numeric_limits<std::int64_t>::max();
+  for (const auto& [t, ms] : latencies_ms_) first = std::min(first, t);
+  points.reserve(static_cast<qsizetype>(latencies_ms_.size()));
+  for (const auto& [t, ms] : latencies_ms_) points.append(QPointF(static_cast<double>(t - first) * 1e-9, ms));
+  return points;
+}
+
+std::vector<int> ServingSeries::batch_histogram() const {
+  std::vector<int> bins;
+  for (int size : batch_sizes_) {
+    if (bins.size() <= static_cast<std::size_t>(size)) bins.resize(static_cast<std::size_t>(size) + 1, 0);
+    ++bins[static_cast<std::size_t>(size)];
+  }
+  return bins;
+}
+
+loom::analysis::Percentiles ServingSeries::latency_ms() const {
+  std::vector<double> values;
+  values.reserve(latencies_ms_.size());
+  for (const auto& [t, ms] : latencies_ms_) values.push_back(ms);
+  return loom::analysis::percentiles_of(std::move(values));
+}
+
 }  // namespace loom::ui::charts

@@ -388,6 +388,7 @@ std::int64_t LayerListModel::deviceParams(int rank) const {
     const auto s = static_cast<std::size_t>(role.stage);
     return s < info.stage_params.size() ? info.stage_params[s] : 0;
   }
+  if (role.kind == loom::RankKind::InferenceServer) return info.total_params;  // the whole model, forward only
   if (role.kind == loom::RankKind::Server && plan.parallel.sync.servers > 0) {
     // Tensors are sharded across servers: roughly an equal share each.
     return (info.total_params + plan.parallel.sync.servers - 1) / plan.parallel.sync.servers;
@@ -411,6 +412,8 @@ QString LayerListModel::deviceTotals(int rank) const {
                                                      qs(loom::format_bytes(deviceMemoryBytes(rank))));
     case loom::RankKind::Server:
       return QStringLiteral("%1: ~%2 params (a shard of every tensor)").arg(head, groupedDigits(deviceParams(rank)));
+    case loom::RankKind::InferenceServer:
+      return QStringLiteral("%1: %2 params, forward passes only").arg(head, groupedDigits(deviceParams(rank)));
     default: return head;
   }
 }

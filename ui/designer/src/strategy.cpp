@@ -150,6 +150,8 @@ QString rankRoleText(const loom::Plan& plan, int rank) {
     case loom::RankKind::Worker:
       return QStringLiteral("stage %1 \u00b7 replica %2").arg(role.stage).arg(role.replica);
     case loom::RankKind::Server: return QStringLiteral("server %1").arg(role.server);
+    case loom::RankKind::InferenceServer: return QStringLiteral("inference server");
+    case loom::RankKind::Client: return QStringLiteral("client %1").arg(rank);
     default: return QStringLiteral("unused");
   }
 }

@@ -139,6 +139,7 @@ void MainWindow::createDocks() {
       addDock(tr("Training"), "TrainingDock", scrollable(views_.training()), Qt::BottomDockWidgetArea),
       addDock(tr("Breakdown"), "BreakdownDock", scrollable(views_.breakdown()), Qt::BottomDockWidgetArea),
       addDock(tr("Staleness"), "StalenessDock", scrollable(views_.staleness()), Qt::BottomDockWidgetArea),
+      addDock(tr("Serving"), "ServingDock", scrollable(views_.serving()), Qt::BottomDockWidgetArea),
       addDock(tr("Launch log"), "LogDock", log_, Qt::BottomDockWidgetArea),
       addDock(tr("Runs"), "RunsDock", run_browser_, Qt::BottomDockWidgetArea),
   };

@@ -28,7 +28,8 @@ RunViews::RunViews(QObject* parent)
       timeline_(new timeline::TimelineView),
       training_(new charts::TrainingCharts),
       breakdown_(new charts::BreakdownChart),
-      staleness_(new charts::StalenessChart) {}
+      staleness_(new charts::StalenessChart),
+      serving_(new charts::ServingChart) {}
 
 void RunViews::clear(std::vector<std::string> layer_names) {
   timeline_->clear();
@@ -40,6 +41,7 @@ void RunViews::clear(std::vector<std::string> layer_names) {
   training_->clear();
   breakdown_->clear();
   staleness_->clear();
+  serving_->clear();
   events_shown_ = 0;
   newest_end_ns_ = 0;
   clocks_changed_after_events_ = false;
@@ -61,7 +63,10 @@ void RunViews::apply(const FeedBatch& batch) {
     events_shown_ += static_cast<std::int64_t>(r.events.size());
     for (const auto& e : r.events) newest_end_ns_ = std::max(newest_end_ns_, e.end_ns);
   }
-  if (!batch.metrics.empty()) training_->appendMetrics(batch.metrics);
+  if (!batch.metrics.empty()) {
+    training_->appendMetrics(batch.metrics);
+    serving_->appendMetrics(batch.metrics);
+  }
   // A saved run comes through the same feed in pages, so this fills the chart for it too.
   if (!batch.updates.empty()) staleness_->appendUpdates(batch.updates);
   if (batch.breakdown_changed) {

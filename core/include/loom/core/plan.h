@@ -157,25 +157,49 @@ struct ParallelSpec {
   bool operator==(const ParallelSpec&) const = default;
 };
 
+enum class Arrivals { Constant, Poisson };
+
+// Serving instead of training (docs/plan-format.md, "serve"): rank 0 is an inference
+// server that runs the model's forward pass on batches of queued requests, ranks
+// 1..clients send requests, each one test sample, and time the replies. A batch starts
+// when `max_batch` requests are queued or the oldest has waited `timeout_ms`, whichever
+// comes first.
+struct ServeSpec {
+  int clients = 1;
+  std::int64_t max_batch = 8;   // B
+  double timeout_ms = 5.0;      // T
+  double rate = 200.0;          // requests per second, all clients together
+  Arrivals arrivals = Arrivals::Poisson;
+  std::int64_t requests = 400;  // in all, split evenly over the clients
+  // Parameters saved by `loom-cli run --dump-params` (a trained model); empty = the
+  // initial weights from training.seed.
+  std::string weights;
+
+  bool operator==(const ServeSpec&) const = default;
+};
+
 struct Plan {
   std::string name;
   ModelSpec model;
   DataSpec data;
   TrainingSpec training;
   ParallelSpec parallel;
+  std::optional<ServeSpec> serve;  // present: the plan serves requests instead of training
 
   bool operator==(const Plan&) const = default;
 };
 
 inline constexpr std::string_view kPlanFormat = "loom-plan/1";
 
-// Ranks the plan needs: replicas x stages, plus parameter servers in the asynchronous modes.
+// Ranks the plan needs: replicas x stages, plus parameter servers in the asynchronous
+// modes; a serving plan needs its inference server and its clients.
 int world_size(const Plan& plan);
 
 // What one rank does. Ranks are laid out stage-major: rank = stage * data_parallel +
 // replica for the workers, then the parameter servers (asynchronous modes) after them.
-// Ranks at or beyond world_size(plan) get kind Unused.
-enum class RankKind { Worker, Server, Unused };
+// Ranks at or beyond world_size(plan) get kind Unused. A serving plan has one
+// InferenceServer (rank 0) and Clients (ranks 1..clients).
+enum class RankKind { Worker, Server, Unused, InferenceServer, Client };
 struct RankRole {
   RankKind kind = RankKind::Unused;
   int stage = -1;    // workers: pipeline stage
@@ -239,6 +263,7 @@ std::string_view device_kind_name(DeviceKind kind);
 std::string_view delay_name(DelayDistribution delay);
 std::string_view data_source_name(DataSource source);  // "fashion-mnist", "synthetic"
 std::string_view synthetic_kind_name(SyntheticKind kind);
+std::string_view arrivals_name(Arrivals arrivals);  // "constant", "poisson"
 
 // Number of classes the plan's dataset has (10 for Fashion-MNIST, data.classes otherwise).
 int dataset_classes(const Plan& plan);

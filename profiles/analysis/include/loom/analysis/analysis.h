@@ -19,6 +19,7 @@
 
 #include "loom/core/plan.h"
 #include "loom/core/status.h"
+#include "loom/analysis/serving.h"
 #include "loom/store/run_store.h"
 #include "loom/trace/event.h"
 
@@ -252,6 +253,7 @@ struct RunSummary {
   std::optional<PipelineStats> pipeline;  // whenever the run's plan parses (1 stage without pipelining)
   StalenessStats staleness;               // present only when the run recorded updates (and its plan parses)
   std::optional<DivergenceStats> divergence;  // only with "param_divergence" metrics
+  std::optional<ServingStats> serving;        // only for a plan with a "serve" section
 };
 
 // Breakdown of one rank's events (any order); exposed for tests and live views.

@@ -120,4 +120,22 @@ struct BreakdownSegments {
 };
 BreakdownSegments breakdown_segments(const loom::analysis::RankBreakdown& rank);
 
+// A serving run's metrics as its chart draws them (figures defined in analysis/serving.h):
+// each request's latency at the time its reply came (seconds since the first reply), the
+// batch sizes, and the latency percentiles over every request so far.
+class ServingSeries {
+ public:
+  void append(const std::vector<loom::trace::MetricRecord>& records);
+  void clear();
+  bool empty() const { return latencies_ms_.empty() && batch_sizes_.empty(); }
+  QVector<QPointF> latency_over_time() const;      // x: seconds since the first reply, y: ms
+  std::vector<int> batch_histogram() const;         // [b] = batches of b requests
+  loom::analysis::Percentiles latency_ms() const;
+  std::int64_t requests() const { return static_cast<std::int64_t>(latencies_ms_.size()); }
+
+ private:
+  std::vector<std::pair<std::int64_t, double>> latencies_ms_;  // (reply time, ms)
+  std::vector<int> batch_sizes_;
+};
+
 }  // namespace loom::ui::charts

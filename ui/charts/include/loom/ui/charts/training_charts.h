@@ -2,6 +2,7 @@
 //   TrainingCharts  loss and accuracy over step or time, and throughput; fed live.
 //   BreakdownChart  per-rank stacked bars of where the wall time went.
 //   StalenessChart  gradient staleness of asynchronous training (histogram and curve).
+//   ServingChart    a serving run's batch sizes and request latencies.
 // The data work lives in chart_series.h (tested without a display); these classes only
 // move it into plots and keep them readable on light and dark palettes.
 #pragma once
@@ -23,6 +24,7 @@ class QCPGraph;
 class QCPBars;
 class QCPBarsGroup;
 class QCPItemText;
+class QCPTextElement;
 class QMouseEvent;
 
 namespace loom::ui::charts {
@@ -159,6 +161,40 @@ class StalenessChart : public QWidget {
   QCPBarsGroup* group_ = nullptr;  // places the workers' bars side by side
   std::vector<QCPBars*> hist_bars_;
   std::vector<QCPGraph*> lines_;
+};
+
+// A serving run (plan section "serve"): the batch-size histogram on the left, each
+// request's latency over time on the right with the p50/p95/p99 in the title. Fed the
+// run's metrics like TrainingCharts; redraws within 150 ms of new ones.
+class ServingChart : public QWidget {
+  Q_OBJECT
+
+ public:
+  static const QString kNotServingText;
+
+  explicit ServingChart(QWidget* parent = nullptr);
+  void appendMetrics(const std::vector<loom::trace::MetricRecord>& records);
+  void clear();
+  void replotNow();
+  bool hasData() const { return !series_.empty(); }
+  const ServingSeries& series() const { return series_; }
+  QCustomPlot* plot() const { return plot_; }
+  QString titleText() const;
+
+ protected:
+  void changeEvent(QEvent* event) override;
+
+ private:
+  void buildPlot();
+  void rebuild();
+
+  ServingSeries series_;
+  QTimer timer_;
+  QCustomPlot* plot_ = nullptr;
+  QCPBars* bars_ = nullptr;
+  QCPGraph* latency_ = nullptr;
+  QCPTextElement* title_ = nullptr;
+  QCPItemText* empty_text_ = nullptr;
 };
 
 }  // namespace loom::ui::charts

@@ -23,6 +23,7 @@ namespace charts {
 class TrainingCharts;
 class BreakdownChart;
 class StalenessChart;
+class ServingChart;
 }  // namespace charts
 
 // The layer names of a stored run's plan (what the timeline's tooltips call its layers);
@@ -39,6 +40,7 @@ class RunViews : public QObject {
   charts::TrainingCharts* training() const { return training_; }
   charts::BreakdownChart* breakdown() const { return breakdown_; }
   charts::StalenessChart* staleness() const { return staleness_; }
+  charts::ServingChart* serving() const { return serving_; }
 
   // Empties every view for a new run; layer names label the timeline's tooltips.
   void clear(std::vector<std::string> layer_names);
@@ -59,6 +61,7 @@ class RunViews : public QObject {
   charts::TrainingCharts* training_;
   charts::BreakdownChart* breakdown_;
   charts::StalenessChart* staleness_;
+  charts::ServingChart* serving_;
   std::int64_t events_shown_ = 0;
   std::int64_t newest_end_ns_ = 0;
   bool clocks_changed_after_events_ = false;
