@@ -249,6 +249,7 @@ Status InferenceServer::load_weights() {
 
 Status InferenceServer::serve(const ServeHooks& hooks) {
   State& s = *s_;
+  LOOM_TRY(s.comm->barrier());  // with the clients: requests arrive at the plan's rate from the first
   s.inbox.assign(std::size_t(s.comm->size()), RequestMessage{});
   s.receiving.resize(std::size_t(s.comm->size()));
   for (int client = 1; client < s.comm->size(); ++client) LOOM_TRY(s.post_receive(client));
@@ -323,6 +324,7 @@ Status run_client(const Plan& plan, const data::Dataset& test, trace::Recorder* 
                   const ServeHooks& hooks) {
   ClientState c{plan, test, recorder, comm};
   c.client = comm->rank();
+  LOOM_TRY(comm->barrier());  // every client starts its clock with the others and the server
   const std::vector<double> due_s = arrival_times_s(*plan.serve, c.client, plan.training.seed);
   const auto total = std::int64_t(due_s.size());
   c.sent_ns.assign(due_s.size(), 0);

@@ -8,6 +8,8 @@
 // predicted class. Between batches the server records Idle spans: its idle time on the
 // timeline. Clients are open-loop: request k of a client is due at its arrival time
 // (constant spacing or a Poisson process at rate/C), whether or not earlier replies came.
+// Server and clients pass a barrier first, so the clients' clocks start together (without
+// it, ranks leaving setup up to 0.1 s apart stretched the first second of arrivals).
 //
 // What is measured (metrics, docs/figures.md "Serving"):
 //   client ranks: latency_ms (step = request id): reply received - request sent, on the
