@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <random>
 
+#include "loom/ui/timeline/replay_steps.h"
 #include "loom/ui/timeline/timeline_data.h"
 
 using namespace loom::ui::timeline;
@@ -368,6 +369,19 @@ void TestTimelineData::stepIndexForNavigator() {
   QCOMPARE(mbs.size(), std::size_t{2});
   QCOMPARE(mbs[0].value(), (TimeRange{210, 235}));
   QCOMPARE(mbs[1].value(), (TimeRange{240, 265}));
+  // Replay stops: step ends, or micro-batch ends too; steps completed by a cursor.
+  using loom::ui::timeline::ReplayUnit;
+  const auto steps = loom::ui::timeline::replay_boundaries(d, ReplayUnit::Step);
+  QCOMPARE(steps, (std::vector<double>{95, 195, 295, 325}));
+  QCOMPARE(loom::ui::timeline::replay_boundaries(d, ReplayUnit::Microbatch),
+           (std::vector<double>{35, 65, 95, 135, 165, 195, 235, 265, 295, 325}));
+  QCOMPARE(loom::ui::timeline::next_boundary(steps, 95, +1), std::optional<double>(195));
+  QCOMPARE(loom::ui::timeline::next_boundary(steps, 100, -1), std::optional<double>(95));
+  QVERIFY(!loom::ui::timeline::next_boundary(steps, 95, -1).has_value());
+  QVERIFY(!loom::ui::timeline::next_boundary(steps, 400, +1).has_value());
+  QCOMPARE(loom::ui::timeline::steps_completed(d, 194), 1);
+  QCOMPARE(loom::ui::timeline::steps_completed(d, 195), 2);
+  QCOMPARE(loom::ui::timeline::steps_completed(d, 1000), 4);
   d.clear();
   QCOMPARE(d.step_count(), 0);
   QCOMPARE(d.step_at(0), -1);

@@ -26,6 +26,7 @@ class TestTimelineGeometry : public QObject {
   Q_OBJECT
  private slots:
   void timePixelRoundTrip();
+  void replayCursorClipsTheWindow();
   void zoomKeepsAnchorTime();
   void zoomStopsAtMinimumSpan();
   void panMovesWindow();
@@ -245,6 +246,24 @@ void TestTimelineGeometry::hitTestFindsSpanAndNotGaps() {
   QCOMPARE(hit_test(lane, v, 198.5, 2).value_or(999), 1u);  // just before the start
   QVERIFY(!hit_test(lane, v, 2500, 2).has_value());
   QVERIFY(!hit_test(std::span<const Span>{}, v, 10).has_value());
+}
+
+void TestTimelineGeometry::replayCursorClipsTheWindow() {
+  const Viewport v{100, 300, 400};  // 2 px per ns
+  const Viewport before = clip_at_cursor(v, 150);
+  QCOMPARE(before.t0_ns, 100.0);
+  QCOMPARE(before.t1_ns, 150.0);
+  QCOMPARE(before.width_px, 100.0);  // the same scale: 50 units over 100 px
+  QCOMPARE(clip_at_cursor(v, 500).t1_ns, 300.0);  // after the window: all of it
+  QCOMPARE(clip_at_cursor(v, 50).width_px, 0.0);  // before it: nothing
+  // Folded over the clipped window, nothing is drawn past the cursor, even a narrow span
+  // that crosses a column boundary there.
+  std::vector<Span> lane{{140, 149, 0, loom::trace::EventKind::Forward}, {149, 160, 1, loom::trace::EventKind::Backward},
+                         {170, 180, 2, loom::trace::EventKind::Forward}};
+  Fold fold;
+  fold_visible(lane, before, 30, fold);
+  QVERIFY(!fold.items.empty());
+  for (const DrawItem& d : fold.items) QVERIFY2(d.x1_px <= before.width_px + 1e-9, qPrintable(QString::number(d.x1_px)));
 }
 
 QTEST_GUILESS_MAIN(TestTimelineGeometry)

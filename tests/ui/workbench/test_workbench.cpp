@@ -29,6 +29,7 @@
 #include "loom/ui/colors.h"
 #include "loom/ui/designer/plan_document.h"
 #include "loom/ui/run_list_model.h"
+#include "loom/ui/timeline/replay_bar.h"
 #include "loom/ui/timeline/timeline_view.h"
 #include "loom/ui/workbench/comparison_window.h"
 #include "loom/ui/workbench/lesson_panel.h"
@@ -255,6 +256,66 @@ class TestWorkbench : public QObject {
     QCOMPARE(static_cast<std::int64_t>(other.views()->timeline()->data().event_count()), *store->count_events(id));
     QVERIFY2(other.launchLog().contains("mpirun -n 2"),
              qPrintable(other.launchLog() + " | stored: " + QString::fromStdString(stored_run(window_->dbPath(), id).log)));
+  }
+
+  // Replay of a real stored run: stepping puts the cursor on step ends, the timeline then
+  // paints nothing that started after it and the loss curve only the completed steps;
+  // playing moves the cursor at the chosen speed; leaving replay shows everything again.
+  void replayShowsOnlyWhatHadHappenedByTheCursor() {
+    window_->document()->reset(two_rank_plan(20));
+    QSignalSpy finished(window_.get(), &MainWindow::runFinished);
+    window_->runAction()->trigger();
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 240000);
+    MainWindow other;
+    other.setRunPlanPrompt([](qint64, const QString&) { return false; });
+    other.setDbPath(window_->dbPath());
+    other.resize(1280, 720);
+    other.show();
+    QSignalSpy loaded(&other, &MainWindow::runLoaded);
+    other.openRun(finished.at(0).at(0).toLongLong());
+    QTRY_COMPARE_WITH_TIMEOUT(loaded.count(), 1, 20000);
+    auto* timeline = other.views()->timeline();
+    auto* charts = other.views()->training();
+    auto* replay = other.views()->replay();
+    timeline->fitAll();
+    timeline->replotNow();
+    charts->replotNow();
+    const int all_steps = charts->graph("loss")->dataCount();
+    QCOMPARE(all_steps, 20);
+    const auto bounds = loom::ui::timeline::replay_boundaries(timeline->data(), loom::ui::timeline::ReplayUnit::Step);
+    QVERIFY(bounds.size() >= 10);
+    QVERIFY(timeline->lastPaintedStartNs() > bounds[2]);  // without a cursor: spans after step 2
+
+    for (int i = 0; i < 3; ++i) replay->stepForward();
+    QVERIFY(replay->cursor().has_value());
+    QCOMPARE(*replay->cursor(), bounds[2]);
+    QCOMPARE(timeline->replayCursor(), replay->cursor());
+    timeline->replotNow();
+    QVERIFY2(timeline->lastPaintedStartNs() <= bounds[2],
+             qPrintable(QString("painted a span starting at %1 ns, cursor %2").arg(timeline->lastPaintedStartNs()).arg(bounds[2])));
+    charts->replotNow();
+    const int completed = loom::ui::timeline::steps_completed(timeline->data(), bounds[2]);
+    QVERIFY(completed >= 1 && completed <= 3);
+    QCOMPARE(charts->graph("loss")->dataCount(), completed);
+    replay->stepBack();
+    QCOMPARE(*replay->cursor(), bounds[1]);
+
+    // 0.1x: half a second of wall time moves the cursor about 50 ms of the run.
+    replay->setSpeed(0.1);
+    QElapsedTimer wall;
+    wall.start();
+    replay->play();
+    QVERIFY(replay->playing());
+    QTest::qWait(500);
+    replay->pause();
+    const double moved_ms = (*replay->cursor() - bounds[1]) / 1e6;
+    QVERIFY2(moved_ms > 10 && moved_ms <= 0.1 * double(wall.elapsed()) + 5,
+             qPrintable(QString("moved %1 ms of run time in %2 ms").arg(moved_ms).arg(wall.elapsed())));
+
+    replay->setReplaying(false);
+    QVERIFY(!timeline->replayCursor().has_value());
+    charts->replotNow();
+    QCOMPARE(charts->graph("loss")->dataCount(), all_steps);
   }
 
   // Written straight into the store (no mpirun): two workers' updates, as servers record

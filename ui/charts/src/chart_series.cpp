@@ -66,11 +66,16 @@ double MetricAccumulator::seconds(const Entry& e) const {
 }
 
 QVector<QPointF> MetricAccumulator::series(const std::string& name, XAxis x) const {
+  return series(name, x, std::numeric_limits<std::int64_t>::max());
+}
+
+QVector<QPointF> MetricAccumulator::series(const std::string& name, XAxis x, std::int64_t max_step) const {
   QVector<QPointF> points;
   auto metric = metrics_.find(name);
   if (metric == metrics_.end()) return points;
   points.reserve(static_cast<qsizetype>(metric->second.size()));
   for (const auto& [step, entries] : metric->second) {
+    if (step > max_step) break;  // steps are the map's ascending keys
     double sum = 0, sum_s = 0;
     for (const Entry& e : entries) {
       sum += e.value;

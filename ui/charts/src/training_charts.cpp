@@ -147,11 +147,19 @@ void TrainingCharts::setXAxis(XAxis x) {
   replotNow();
 }
 
+void TrainingCharts::setStepLimit(std::optional<std::int64_t> max_step) {
+  if (max_step == step_limit_) return;
+  step_limit_ = max_step;
+  axis_changed_ = true;  // redraw the curves, in the same frame
+  if (!timer_.isActive()) timer_.start();
+}
+
 void TrainingCharts::replotNow() {
   timer_.stop();
   if (accumulator_.revision() != drawn_revision_ || axis_changed_) {
     updateGraphs();
-    rescale();
+    rescale();  // over the whole run, so a replay's curves grow into a fixed frame
+    if (step_limit_) updateGraphs(*step_limit_);
     drawn_revision_ = accumulator_.revision();
     axis_changed_ = false;
   }
@@ -159,11 +167,11 @@ void TrainingCharts::replotNow() {
   throughput_plot_->replot();
 }
 
-void TrainingCharts::updateGraphs() {
+void TrainingCharts::updateGraphs(std::int64_t max_step) {
   for (QCustomPlot* plot : {loss_plot_, throughput_plot_}) {
     for (int i = 0; i < plot->graphCount(); ++i) {
       QCPGraph* g = plot->graph(i);
-      set_points(g, accumulator_.series(g->property("metric").toString().toStdString(), x_));
+      set_points(g, accumulator_.series(g->property("metric").toString().toStdString(), x_, max_step));
     }
   }
 }

@@ -62,8 +62,10 @@ const std::array<SpanKindStyle, loom::trace::kEventKindCount>& kind_table() {
       kind_row(EventKind::Wait, "wait for communication",
                "The compute thread blocked until communication finished: exposed communication.",
                BC::ExposedCommunication, 0xd03232, 0xf05a55),
-      kind_row(EventKind::Idle, "pipeline bubble",
-               "A stage waiting for its neighbour's activations or gradients: idle.", BC::Idle, 0xb9b9b9, 0x6e7177),
+      kind_row(EventKind::Idle, "idle / bubble",
+               "Nothing to do: in a pipeline, a stage waiting for its neighbour's activations or gradients (the "
+               "bubble); in serving, the server waiting for requests or for its batch timeout.",
+               BC::Idle, 0xb9b9b9, 0x6e7177),
       kind_row(EventKind::InjectedDelay, "injected delay",
                "A deliberate pause (straggler injection in the plan): idle.", BC::Idle, 0xe070bd, 0xef8fd2),
   };

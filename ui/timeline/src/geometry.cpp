@@ -25,6 +25,12 @@ double px_to_time(const Viewport& v, double px) {
   return v.t0_ns + px / v.width_px * (v.t1_ns - v.t0_ns);
 }
 
+Viewport clip_at_cursor(const Viewport& v, double cursor_ns) {
+  if (cursor_ns >= v.t1_ns) return v;
+  if (cursor_ns <= v.t0_ns) return Viewport{v.t0_ns, v.t0_ns, 0};
+  return Viewport{v.t0_ns, cursor_ns, time_to_px(v, cursor_ns)};
+}
+
 Viewport coupled_viewport(const Viewport& source, double source_anchor_ns, double target_anchor_ns,
                           double target_width_px) {
   const double shift = target_anchor_ns - source_anchor_ns;
@@ -134,7 +140,9 @@ void fold_visible(std::span<const Span> lane, const Viewport& v, double min_px, 
   };
   for (std::size_t i = first_ending_after(lane, v.t0_ns); i < lane.size(); ++i) {
     const Span& s = lane[i];
-    const double a = static_cast<double>(s.start_ns), b = static_cast<double>(s.end_ns);
+    // Cut at the window's end: nothing is drawn past it, which a replay cursor relies on
+    // (a narrow span crossing a column boundary would otherwise open a column beyond it).
+    const double a = static_cast<double>(s.start_ns), b = std::min(static_cast<double>(s.end_ns), v.t1_ns);
     if (a >= v.t1_ns) break;
     if (b - a >= col_ns) {  // wide enough to draw on its own
       close();

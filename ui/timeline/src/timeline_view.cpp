@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <limits>
 #include <qcustomplot.h>
 
 #include "loom/ui/colors.h"
@@ -103,6 +104,7 @@ class LanePainter : public QCPLayerable {
  public:
   LanePainter(QCustomPlot* plot, const TimelineView* view) : QCPLayerable(plot, QStringLiteral("lanes")), view_(view) {}
   double last_ms = 0;
+  double latest_start_ns = 0;  // of what the last paint drew (lastPaintedStartNs)
   QString notice;     // painted when arrows are hidden
   QRect notice_rect;  // where, in plot coordinates
 
@@ -119,6 +121,7 @@ class LanePainter : public QCPLayerable {
   void drawStrips(QCPPainter* p, const QRect& area);
   void drawArrows(QCPPainter* p, const Viewport& v, const QRect& area);
   void drawPath(QCPPainter* p, const Viewport& v, const QRect& area);
+  void drawCursor(QCPPainter* p, const Viewport& v, const QRect& area);
   // Pixel rows [top, bottom) of a rank's lanes; empty when the rank has none.
   std::pair<int, int> rankRows(int rank) const;
   void drawNotice(QCPPainter* p, const QRect& area, const QString& text);
@@ -151,15 +154,19 @@ void LanePainter::draw(QCPPainter* p) {
   takeColors();
   const QRect area = mParentPlot->axisRect()->rect();
   const Viewport v = view_->viewport();
+  // In replay, lanes are folded over the part of the window before the cursor only.
+  const Viewport lanes_v = view_->cursor_ns_ ? clip_at_cursor(v, *view_->cursor_ns_) : v;
+  latest_start_ns = -std::numeric_limits<double>::infinity();
   const auto& lanes = view_->data_.lanes();
   for (std::size_t i = 0; i < lanes.size() && i < view_->row_top_.size(); ++i) {
     const int y0 = rowY(view_->row_top_[i]), y1 = rowY(view_->row_bottom_[i]);
     if (y1 < area.top() || y0 > area.bottom()) continue;
-    drawLane(p, lanes[i], v, area, y0, y1);
+    drawLane(p, lanes[i], lanes_v, area, y0, y1);
   }
   drawStrips(p, area);
   drawArrows(p, v, area);
   drawPath(p, v, area);
+  drawCursor(p, v, area);
   last_ms = static_cast<double>(timer.nsecsElapsed()) / 1e6;
 }
 
@@ -169,6 +176,7 @@ void LanePainter::drawLane(QCPPainter* p, const Lane& lane, const Viewport& v, c
   const int h = std::max(1, y1 - y0 - 1);  // one pixel between rows
   const bool labels = h >= 12;
   for (const DrawItem& d : fold_.items) {
+    latest_start_ns = std::max(latest_start_ns, px_to_time(v, d.x0_px));
     if (d.folded()) {
       drawColumn(p, d, area, y0, h);
       continue;
@@ -283,6 +291,8 @@ void LanePainter::drawArrows(QCPPainter* p, const Viewport& v, const QRect& area
   notice.clear();
   notice_rect = QRect();
   for (const Arrow& a : data.arrows()) {
+    // In replay, a message shows once it has arrived.
+    if (view_->cursor_ns_ && double(data.event(a.recv_event).end_ns) - origin > *view_->cursor_ns_) continue;
     const double xs = time_to_px(v, static_cast<double>(data.event(a.send_event).end_ns) - origin);
     const double xr = time_to_px(v, static_cast<double>(data.event(a.recv_event).end_ns) - origin);
     if (std::max(xs, xr) < 0 || std::min(xs, xr) > v.width_px) continue;
@@ -314,6 +324,15 @@ void LanePainter::drawArrows(QCPPainter* p, const Viewport& v, const QRect& area
     const QPointF head[3] = {to, to - 6 * u + 3 * n, to - 6 * u - 3 * n};
     p->drawPolygon(head, 3);
   }
+}
+
+// The replay cursor: the palette's highlight colour, which no span kind uses.
+void LanePainter::drawCursor(QCPPainter* p, const Viewport& v, const QRect& area) {
+  if (!view_->cursor_ns_) return;
+  const double x = time_to_px(v, *view_->cursor_ns_);
+  if (x < 0 || x > v.width_px) return;
+  const int px = area.left() + static_cast<int>(std::lround(x));
+  p->fillRect(QRect(px - 1, area.top(), 2, area.height()), view_->palette().color(QPalette::Highlight));
 }
 
 // A boxed note at the top right of the lanes, wrapped to the plotting area's width so that
@@ -386,6 +405,14 @@ void TimelineView::clear() {
   legend_->setKinds(0);
   navigator_->refresh();
 }
+
+void TimelineView::setReplayCursor(std::optional<double> t_ns) {
+  if (t_ns == cursor_ns_) return;
+  cursor_ns_ = t_ns;
+  plot_->replot(QCustomPlot::rpQueuedReplot);
+}
+
+double TimelineView::lastPaintedStartNs() const { return painter_->latest_start_ns; }
 
 void TimelineView::setLayerNames(std::vector<std::string> names) {
   layer_names_ = std::move(names);

@@ -22,6 +22,7 @@
 #include "loom/ui/workbench/path_overlay.h"
 #include "loom/ui/workbench/run_browser.h"
 #include "loom/ui/charts/training_charts.h"
+#include "loom/ui/timeline/replay_bar.h"
 #include "loom/ui/timeline/timeline_view.h"
 #include "loom/ui/workbench/main_window.h"
 
@@ -90,6 +91,7 @@ QWidget* MainWindow::createTimelineArea() {
   layout->addWidget(caption_);
   layout->addWidget(oversubscribed_);
   layout->addWidget(path_label_);
+  layout->addWidget(views_.replay());
   layout->addWidget(views_.timeline(), 1);
   return area;
 }

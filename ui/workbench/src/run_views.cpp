@@ -7,6 +7,7 @@
 #include "loom/core/model_info.h"
 #include "loom/core/plan.h"
 #include "loom/ui/charts/training_charts.h"
+#include "loom/ui/timeline/replay_bar.h"
 #include "loom/ui/timeline/timeline_view.h"
 
 namespace loom::ui {
@@ -29,9 +30,16 @@ RunViews::RunViews(QObject* parent)
       training_(new charts::TrainingCharts),
       breakdown_(new charts::BreakdownChart),
       staleness_(new charts::StalenessChart),
-      serving_(new charts::ServingChart) {}
+      serving_(new charts::ServingChart),
+      replay_(new timeline::ReplayBar(timeline_)) {
+  // The training charts follow a replay: only the steps completed by its cursor.
+  connect(replay_, &timeline::ReplayBar::cursorChanged, this, [this](std::optional<double> t, int completed) {
+    training_->setStepLimit(t ? std::optional<std::int64_t>(completed - 1) : std::nullopt);
+  });
+}
 
 void RunViews::clear(std::vector<std::string> layer_names) {
+  replay_->setReplaying(false);
   timeline_->clear();
   timeline_->setLayerNames(std::move(layer_names));
   // Follow-latest keeps the window's width: start with the last two seconds, wide

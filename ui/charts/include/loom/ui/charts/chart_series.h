@@ -46,6 +46,8 @@ class MetricAccumulator {
   void setSamplesPerStep(double samples);
 
   QVector<QPointF> series(const std::string& name, XAxis x) const;  // ascending x
+  // Only the steps up to max_step (a replay's completed steps).
+  QVector<QPointF> series(const std::string& name, XAxis x, std::int64_t max_step) const;
   std::vector<std::string> names() const;                           // sorted
   // Grows whenever the curves may have changed (append with records, clear, setOrigin):
   // a view redraws only when it differs from the revision it last drew.

@@ -11,6 +11,8 @@
 #include <QWidget>
 
 #include <cstdint>
+#include <limits>
+#include <optional>
 #include <vector>
 
 #include "loom/analysis/analysis.h"
@@ -43,6 +45,8 @@ class TrainingCharts : public QWidget {
   void clear();
   void setXAxis(XAxis x);
   XAxis xAxis() const { return x_; }
+  // Replay: draw only steps up to max_step, in the frame of the whole run (nullopt: all).
+  void setStepLimit(std::optional<std::int64_t> max_step);
   void replotNow();
 
   const MetricAccumulator& accumulator() const { return accumulator_; }
@@ -58,7 +62,7 @@ class TrainingCharts : public QWidget {
 
  private:
   void buildPlots();
-  void updateGraphs();
+  void updateGraphs(std::int64_t max_step = std::numeric_limits<std::int64_t>::max());
   void rescale();
   void applyPalette();
 
@@ -66,6 +70,7 @@ class TrainingCharts : public QWidget {
   XAxis x_ = XAxis::Step;
   std::uint64_t drawn_revision_ = ~std::uint64_t{0};
   bool axis_changed_ = true;
+  std::optional<std::int64_t> step_limit_;
   QTimer timer_;
   QComboBox* x_choice_ = nullptr;
   QCustomPlot* loss_plot_ = nullptr;

@@ -22,6 +22,10 @@ struct Viewport {
 
 double time_to_px(const Viewport& v, double t_ns);
 double px_to_time(const Viewport& v, double px);
+// The part of v before a replay cursor, at the same scale: [t0, min(t1, cursor)] over
+// the pixels that part takes, so a span crossing the cursor is cut at it and one after it
+// is outside. An empty viewport (width 0) when the cursor is before t0.
+Viewport clip_at_cursor(const Viewport& v, double cursor_ns);
 // Coupled views of several runs: the same window relative to each view's anchor (the
 // start of a chosen step, or its origin), so a zoom or pan in one moves the others to the
 // matching stretch of their own run; target_width_px is the other view's plot width.

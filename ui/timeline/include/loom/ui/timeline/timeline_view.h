@@ -93,6 +93,13 @@ class TimelineView : public QWidget {
   // and where it was painted (plot coordinates).
   QString arrowNotice() const;
   QRect arrowNoticeRect() const;
+  // Replay: with a cursor (origin-relative ns) the lanes show only what had started by
+  // then, spans cut at the cursor, and arrows whose message had arrived; a line marks it.
+  void setReplayCursor(std::optional<double> t_ns);
+  std::optional<double> replayCursor() const { return cursor_ns_; }
+  // The latest start (origin-relative ns) of any span or column the last paint drew;
+  // -infinity when it drew none. What a replay test checks against the cursor.
+  double lastPaintedStartNs() const;
 
  signals:
   void followLatestChanged(bool on);
@@ -133,6 +140,7 @@ class TimelineView : public QWidget {
   bool follow_ = false;
   int highlight_step_ = -1, highlight_microbatch_ = -1;
   bool touched_ = false;  // the window was set by a user or caller; don't auto-fit
+  std::optional<double> cursor_ns_;
   std::uint64_t painted_revision_ = ~std::uint64_t{0};
   std::vector<double> row_top_, row_bottom_;  // per lane, in y-axis units (0 at the top)
   bool dragging_ = false;

@@ -18,6 +18,7 @@ namespace loom::ui {
 
 namespace timeline {
 class TimelineView;
+class ReplayBar;
 }
 namespace charts {
 class TrainingCharts;
@@ -41,6 +42,7 @@ class RunViews : public QObject {
   charts::BreakdownChart* breakdown() const { return breakdown_; }
   charts::StalenessChart* staleness() const { return staleness_; }
   charts::ServingChart* serving() const { return serving_; }
+  timeline::ReplayBar* replay() const { return replay_; }
 
   // Empties every view for a new run; layer names label the timeline's tooltips.
   void clear(std::vector<std::string> layer_names);
@@ -62,6 +64,7 @@ class RunViews : public QObject {
   charts::BreakdownChart* breakdown_;
   charts::StalenessChart* staleness_;
   charts::ServingChart* serving_;
+  timeline::ReplayBar* replay_;
   std::int64_t events_shown_ = 0;
   std::int64_t newest_end_ns_ = 0;
   bool clocks_changed_after_events_ = false;
