@@ -1,7 +1,8 @@
 // `loom-timeline-shots OUT_DIR DB RUN_ID [WxH...]`: opens a stored run in the real
 // workbench window, as the Runs list does, and saves PNGs of the window and of the
 // timeline alone, zoomed out (fit all), zoomed to the middle step and to one of its
-// micro-batches, the middle step with View > Critical path on, and the breakdown chart, in the light and the dark palette, at each
+// micro-batches, the middle step with View > Critical path on, the middle step replayed
+// to its half, and the breakdown chart (the Serving chart for a serving run), in the light and the dark palette, at each
 // window size (default 1280x720 and 1920x1080), with the side panels open and closed
 // ("-wide"). For looking at the timeline as a user sees it; run it under xvfb-run with a
 // screen at least as large as the largest size.
@@ -14,6 +15,7 @@
 #include <cstdio>
 
 #include "loom/ui/charts/training_charts.h"
+#include "loom/ui/timeline/replay_bar.h"
 #include "loom/ui/timeline/step_navigator.h"
 #include "loom/ui/timeline/timeline_view.h"
 #include "loom/ui/workbench/main_window.h"
@@ -41,6 +43,19 @@ bool save(QWidget* widget, const QDir& out, const QString& name) {
 bool save_both(MainWindow& window, const QDir& out, const QString& stem) {
   bool ok = save(&window, out, stem + "-window.png");
   return save(window.views()->timeline(), out, stem + "-timeline.png") && ok;
+}
+
+// Replay with the cursor halfway through the middle step, that step in view.
+bool save_replay(MainWindow& window, const QDir& out, const QString& stem) {
+  auto* timeline = window.views()->timeline();
+  auto* nav = timeline->stepNavigator();
+  const auto range = timeline->data().step_range(nav->stepCount() / 2);
+  if (!range) return true;
+  nav->zoomToStep(nav->stepCount() / 2);
+  window.views()->replay()->setCursor(0.5 * double(range->begin_ns + range->end_ns));
+  const bool ok = save_both(window, out, stem + "-replay");
+  window.views()->replay()->setReplaying(false);
+  return ok;
 }
 
 // side_panels false: the Model, Devices, Strategy and Placement docks closed, as a user
@@ -71,6 +86,7 @@ bool shoot_size(MainWindow& window, const QDir& out, QSize size, bool side_panel
     ok = save_both(window, out, stem + "-path") && ok;
     window.criticalPathAction()->trigger();
     if (nav->zoomToMicrobatch(nav->currentStep(), 1)) ok = save_both(window, out, stem + "-microbatch") && ok;
+    ok = save_replay(window, out, stem) && ok;
   }
   window.setDarkPalette(false);
   return ok;
@@ -100,6 +116,11 @@ int main(int argc, char** argv) {
   window.resize(sizes.front());
   window.show();
   if (auto* dock = window.findChild<QDockWidget*>("BreakdownDock")) dock->raise();
+  // A serving run's figures are in the Serving dock.
+  QObject::connect(&window, &MainWindow::runLoaded, [&window] {
+    if (!window.views()->serving()->hasData()) return;
+    if (auto* dock = window.findChild<QDockWidget*>("ServingDock")) dock->raise();
+  });
   bool loaded = false;
   QObject::connect(&window, &MainWindow::runLoaded, [&] { loaded = true; });
   window.openRun(QString::fromLocal8Bit(argv[3]).toLongLong());

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <random>
 
+#include "loom/ui/timeline/concepts.h"
 #include "loom/ui/timeline/replay_steps.h"
 #include "loom/ui/timeline/timeline_data.h"
 
@@ -79,6 +80,7 @@ Event pipeline_message(EventKind kind, int step, int peer) {
 class TestTimelineData : public QObject {
   Q_OBJECT
  private slots:
+  void conceptsAreNamedWhereTheyHappen();
   void nestedDepthsInOneBatch();
   void parentArrivingAfterChildren();
   void shuffledBatchesStaySorted();
@@ -323,6 +325,48 @@ void TestTimelineData::describeEventText() {
   Event setup = ev(EventKind::Setup, 0, 5000000000, Stream::Host);
   setup.message = static_cast<std::int32_t>(loom::trace::SetupPhase::BandwidthProbe);
   QCOMPARE(describe_event(setup, 0, {}), QStringLiteral("setup · rank 0 · steps · messages\nbandwidth probe\nduration 5.00 s"));
+}
+
+// One step of each kind of run, built by hand, and the label each concept gets.
+void TestTimelineData::conceptsAreNamedWhereTheyHappen() {
+  using loom::ui::timeline::concept_label;
+  TimelineData d;
+  auto with = [](Event e, int step, int microbatch = -1, int message = -1, int peer = -1) {
+    e.step = step, e.microbatch = static_cast<std::int16_t>(microbatch), e.message = message, e.peer = peer;
+    return e;
+  };
+  // Rank 0, step 0 of a pipeline [0, 40): 20 ns idle between its two micro-batches.
+  // Step 1, data parallel [100, 200): backward 100-150 overlaps half of bucket 0 (140-160);
+  // rank 1 starts its last bucket (1) at 170, after rank 0's (160), so rank 0 waits for it.
+  d.append(0, std::vector<Event>{
+                  with(ev(EventKind::Step, 0, 40), 0), with(ev(EventKind::Forward, 0, 10), 0, 0),
+                  with(ev(EventKind::Idle, 10, 30), 0), with(ev(EventKind::Forward, 30, 40), 0, 1),
+                  with(ev(EventKind::Step, 100, 200), 1), with(ev(EventKind::Backward, 100, 150), 1),
+                  with(ev(EventKind::AllReduce, 140, 160, Stream::Comm), 1, -1, 0),
+                  with(ev(EventKind::AllReduce, 160, 190, Stream::Comm), 1, -1, 1),
+                  with(ev(EventKind::Wait, 150, 190), 1), with(ev(EventKind::Push, 300, 310, Stream::Host), 3, -1, 7, 2),
+                  with(ev(EventKind::Recv, 320, 330, Stream::Host), 3, -1, 8, 2)});
+  d.append(1, std::vector<Event>{with(ev(EventKind::Step, 100, 200), 1),
+                                 with(ev(EventKind::AllReduce, 140, 165, Stream::Comm), 1, -1, 0),
+                                 with(ev(EventKind::AllReduce, 170, 195, Stream::Comm), 1, -1, 1),
+                                 with(ev(EventKind::Wait, 165, 195), 1)});
+  auto label_of = [&](int rank, EventKind kind, std::int64_t start) {
+    for (std::uint32_t i = 0; i < d.event_count(); ++i)
+      if (d.event_rank(i) == rank && d.event(i).kind == kind && d.event(i).start_ns == start) return concept_label(d, i);
+    return QStringLiteral("(no such event)");
+  };
+  QCOMPARE(label_of(0, EventKind::Idle, 10), QStringLiteral("bubble 50% of step 0"));
+  QCOMPARE(label_of(0, EventKind::AllReduce, 140), QStringLiteral("exposed 50%"));
+  QCOMPARE(label_of(0, EventKind::AllReduce, 160), QStringLiteral("exposed communication"));
+  QCOMPARE(label_of(0, EventKind::Wait, 150), QStringLiteral("waiting for rank 1 · exposed communication"));
+  QCOMPARE(label_of(1, EventKind::Wait, 165), QStringLiteral("waiting for the network · exposed communication"));
+  QCOMPARE(label_of(0, EventKind::Recv, 320), QStringLiteral("from rank 2"));
+  QCOMPARE(label_of(0, EventKind::Push, 300), QString());  // staleness not known yet
+  loom::trace::UpdateRecord update;
+  update.worker = 0, update.step = 3, update.staleness = 2;
+  d.append_updates({update});
+  QCOMPARE(label_of(0, EventKind::Push, 300), QStringLiteral("staleness 2"));
+  QCOMPARE(label_of(0, EventKind::Forward, 0), QString());  // ordinary work: no concept
 }
 
 void TestTimelineData::stepIndexForNavigator() {

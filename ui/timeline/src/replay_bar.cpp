@@ -7,6 +7,7 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QSlider>
+#include <QStyle>
 #include <QToolButton>
 
 #include <algorithm>
@@ -37,9 +38,12 @@ ReplayBar::ReplayBar(TimelineView* view, QWidget* parent) : QWidget(parent), vie
                                         "the charts the steps completed by then"), this);
   replay_->setCheckable(true);
   replay_->setObjectName("ReplayToggle");
-  back_ = tool_button(QStringLiteral("\u23ee"), tr("Back one step (or micro-batch)"), this);
-  play_ = tool_button(QStringLiteral("\u25b6"), tr("Play / pause"), this);
-  forward_ = tool_button(QStringLiteral("\u23ed"), tr("Forward one step (or micro-batch)"), this);
+  // The style's media icons: the fonts on a bare Debian lack the Unicode media symbols.
+  back_ = tool_button(tr("Back"), tr("Back one step (or micro-batch)"), this);
+  back_->setIcon(style()->standardIcon(QStyle::SP_MediaSkipBackward));
+  play_ = tool_button(tr("Play"), tr("Play / pause"), this);
+  forward_ = tool_button(tr("Forward"), tr("Forward one step (or micro-batch)"), this);
+  forward_->setIcon(style()->standardIcon(QStyle::SP_MediaSkipForward));
   unit_ = new QComboBox(this);
   unit_->addItems({tr("by step"), tr("by micro-batch")});
   unit_->setToolTip(tr("What the step buttons move by"));
@@ -150,7 +154,8 @@ void ReplayBar::keepCursorInView() {
 
 void ReplayBar::refresh() {
   const bool on = replaying();
-  play_->setText(playing() ? QStringLiteral("\u23f8") : QStringLiteral("\u25b6"));
+  play_->setIcon(style()->standardIcon(playing() ? QStyle::SP_MediaPause : QStyle::SP_MediaPlay));
+  play_->setText(playing() ? tr("Pause") : tr("Play"));
   const auto& d = view_->data();
   const double span = double(std::max<std::int64_t>(1, d.end_ns() - d.begin_ns()));
   if (!slider_->isSliderDown())

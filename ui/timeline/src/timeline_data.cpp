@@ -72,6 +72,7 @@ void TimelineData::clear() {
   pending_sends_.clear();
   pending_recvs_.clear();
   steps_.clear();
+  staleness_.clear();
   kinds_present_ = 0;
   has_origin_ = false;
   origin_ns_ = begin_ns_ = end_ns_ = 0;
@@ -286,6 +287,19 @@ QString format_bytes_short(std::int64_t bytes) {
   if (bytes < 1024 * 1024) return QStringLiteral("%1 KiB").arg(v / 1024, 0, 'f', 1);
   if (bytes < 1024LL * 1024 * 1024) return QStringLiteral("%1 MiB").arg(v / (1024.0 * 1024), 0, 'f', 1);
   return QStringLiteral("%1 GiB").arg(v / (1024.0 * 1024 * 1024), 0, 'f', 2);
+}
+
+void TimelineData::append_updates(const std::vector<loom::trace::UpdateRecord>& updates) {
+  for (const auto& u : updates) {
+    auto [it, inserted] = staleness_.emplace(std::make_pair(u.worker, u.step), u.staleness);
+    if (!inserted) it->second = std::max(it->second, u.staleness);
+  }
+  if (!updates.empty()) ++revision_;
+}
+
+std::int64_t TimelineData::staleness(int worker, int step) const {
+  auto it = staleness_.find({worker, std::int64_t(step)});
+  return it == staleness_.end() ? -1 : it->second;
 }
 
 QString describe_event(const Event& e, int rank, const std::vector<std::string>& layer_names) {

@@ -20,6 +20,7 @@
 #include <qcustomplot.h>
 
 #include "loom/ui/colors.h"
+#include "loom/ui/timeline/concepts.h"
 #include "loom/ui/span_kinds.h"
 #include "loom/ui/timeline/kind_legend.h"
 #include "loom/ui/timeline/step_navigator.h"
@@ -210,6 +211,12 @@ void LanePainter::drawLabel(QCPPainter* p, const DrawItem& d, const QRect& r, co
     text += QLatin1Char(' ') + QString::number(e.step);
   else if (e.kind == loom::trace::EventKind::Setup && e.message >= 0)
     text += QStringLiteral(": ") + QString::fromUtf8(loom::trace::setup_phase_name(e.message));
+  // The concept it stands for (concepts.h): a wait or idle span by that alone, since it
+  // says more than the kind; others by their kind and then the concept.
+  if (const QString meaning = concept_label(view_->data_, d.first_event); !meaning.isEmpty()) {
+    const bool alone = e.kind == loom::trace::EventKind::Wait || e.kind == loom::trace::EventKind::Idle;
+    text = alone ? meaning : text + QStringLiteral(" \u00b7 ") + meaning;
+  }
   const QString shown = p->fontMetrics().elidedText(text, Qt::ElideRight, r.width());
   if (shown.size() < 3 || shown == QStringLiteral("…")) return;  // too narrow to say anything
   p->setPen(color);
@@ -326,13 +333,18 @@ void LanePainter::drawArrows(QCPPainter* p, const Viewport& v, const QRect& area
   }
 }
 
-// The replay cursor: the palette's highlight colour, which no span kind uses.
+// The replay cursor: the palette's text colour (no span kind's), with a head at the top.
 void LanePainter::drawCursor(QCPPainter* p, const Viewport& v, const QRect& area) {
   if (!view_->cursor_ns_) return;
   const double x = time_to_px(v, *view_->cursor_ns_);
   if (x < 0 || x > v.width_px) return;
   const int px = area.left() + static_cast<int>(std::lround(x));
-  p->fillRect(QRect(px - 1, area.top(), 2, area.height()), view_->palette().color(QPalette::Highlight));
+  const QColor ink = view_->palette().color(QPalette::WindowText);
+  p->fillRect(QRect(px - 1, area.top(), 2, area.height()), ink);
+  const QPoint head[3] = {QPoint(px - 6, area.top()), QPoint(px + 6, area.top()), QPoint(px, area.top() + 8)};
+  p->setPen(Qt::NoPen);
+  p->setBrush(ink);
+  p->drawPolygon(head, 3);
 }
 
 // A boxed note at the top right of the lanes, wrapped to the plotting area's width so that
@@ -593,7 +605,13 @@ std::optional<std::uint32_t> TimelineView::eventAt(QPoint pos) const {
 QString TimelineView::toolTipAt(QPoint pos) const {
   const auto hit = eventAt(pos);
   if (!hit) return {};
-  return describe_event(data_.event(*hit), data_.event_rank(*hit), layer_names_);
+  const QString meaning = concept_label(data_, *hit);
+  const QString text = describe_event(data_.event(*hit), data_.event_rank(*hit), layer_names_);
+  return meaning.isEmpty() ? text : text + QLatin1Char('\n') + meaning;
+}
+
+void TimelineView::appendUpdates(const std::vector<loom::trace::UpdateRecord>& updates) {
+  data_.append_updates(updates);  // the revision bump replots
 }
 
 void TimelineView::userMoved() {

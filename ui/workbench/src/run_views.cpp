@@ -76,7 +76,10 @@ void RunViews::apply(const FeedBatch& batch) {
     serving_->appendMetrics(batch.metrics);
   }
   // A saved run comes through the same feed in pages, so this fills the chart for it too.
-  if (!batch.updates.empty()) staleness_->appendUpdates(batch.updates);
+  if (!batch.updates.empty()) {
+    staleness_->appendUpdates(batch.updates);
+    timeline_->appendUpdates(batch.updates);
+  }
   if (batch.breakdown_changed) {
     breakdown_->setBreakdown(batch.breakdown);
     if (batch.pipeline) breakdown_->setPipeline(*batch.pipeline);

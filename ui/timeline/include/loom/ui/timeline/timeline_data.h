@@ -92,6 +92,11 @@ class TimelineData {
   // Highest micro-batch number of the step's events plus one (0: none recorded).
   int microbatch_count(int step) const;
 
+  // The staleness of the gradient a worker pushed at a step, from the updates the
+  // parameter servers applied (the largest over servers); -1 when not known.
+  void append_updates(const std::vector<loom::trace::UpdateRecord>& updates);
+  std::int64_t staleness(int worker, int step) const;
+
  private:
   // One (rank, stream): its spans in nesting order (start ascending, end descending) with
   // their depth, and the open-span stack after the last one so in-order batches continue
@@ -128,6 +133,7 @@ class TimelineData {
   std::vector<std::int32_t> event_rank_;
   std::vector<std::uint32_t> event_depth_;
   std::map<std::pair<int, int>, Group> groups_;  // (rank, stream)
+  std::map<std::pair<int, std::int64_t>, std::int64_t> staleness_;  // (worker, step) -> staleness
   std::vector<Lane> lanes_;
   std::vector<Arrow> arrows_;
   // Unmatched ends of point-to-point messages, oldest first per key (ids may repeat).

@@ -54,6 +54,8 @@ class TimelineView : public QWidget {
   void appendEvents(int rank, std::span<const loom::trace::Event> events);
   void clear();
   void setLayerNames(std::vector<std::string> names);
+  // Parameter-server updates, for the staleness named on push spans (concepts.h).
+  void appendUpdates(const std::vector<loom::trace::UpdateRecord>& updates);
 
   // While on, each data update moves the window (keeping its width) to end at the data's
   // end. A user zoom, pan or fit switches it off.
