@@ -51,6 +51,14 @@ class CliLessonsTest : public QObject {
       if (name == "straggler") QVERIFY2(measured <= 2, qPrintable(QString::number(measured)));  // SSP's bound
       if (name == "gradient_accumulation") QVERIFY2(std::fabs(measured - 1) < 1e-5, qPrintable(QString::number(measured)));
       if (name == "gpipe_vs_1f1b") QCOMPARE(measured, 4.0);
+      // Exact by construction: the bucket rule, bytes split over stages, one join a step.
+      if (name == "buckets_and_overlap") QCOMPARE(measured, 4.0);
+      if (name == "hybrid") QCOMPARE(measured, 1.0);
+      if (name == "branches") QCOMPARE(measured, 1.0);
+      // The schedule's replay of measured times: 0.110 here against the textbook 1/9.
+      if (name == "layer_split_vs_pipeline") QVERIFY2(measured > 0.08 && measured < 0.14, qPrintable(QString::number(measured)));
+      // 1 + rate x T = 5 while the server keeps up; a busy machine lets the queue grow.
+      if (name == "request_batching") QVERIFY2(measured > 3.5 && measured < 7.0, qPrintable(QString::number(measured)));
     }
   }
 

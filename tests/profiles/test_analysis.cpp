@@ -213,6 +213,20 @@ class TestAnalysis : public QObject {
     QCOMPARE(b.exposed_comm_s, 0.002);
   }
 
+  // Messages counted per steady step: the warm-up step's and setup's are left out.
+  void sendsAreCountedPerSteadyStep() {
+    std::vector<Event> events = {span(EventKind::Send, Stream::Host, 0, 1, -1)};  // a probe before training
+    for (int step = 0; step < 4; ++step) {
+      const std::int64_t t = 10 + 10 * step;
+      events.push_back(span(EventKind::Step, Stream::Host, t, t + 10, step));
+      events.push_back(span(EventKind::Send, Stream::Host, t + 2, t + 3, step));
+      events.push_back(span(EventKind::Send, Stream::Host, t + 6, t + 7, step));
+    }
+    const RankBreakdown b = loom::analysis::breakdown_rank(0, events);
+    QCOMPARE(b.steady_steps, std::int64_t(3));
+    QCOMPARE(b.sends_per_step, 2.0);
+  }
+
   void overlapOfIntervalSets() {
     std::vector<std::pair<std::int64_t, std::int64_t>> a = {{0, 30}, {20, 50}, {70, 80}};
     std::vector<std::pair<std::int64_t, std::int64_t>> b = {{5, 10}, {40, 45}, {48, 75}, {44, 46}};

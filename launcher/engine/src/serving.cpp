@@ -343,7 +343,10 @@ Status run_client(const Plan& plan, const data::Dataset& test, trace::Recorder* 
     if (c.receiving && c.receiving->test()) {
       LOOM_TRY(c.take_reply(now));
       ++received;
-      if (hooks.on_metrics && c.metrics.size() >= 64) hooks.on_metrics(std::move(c.metrics)), c.metrics.clear();
+      if (hooks.on_metrics && c.metrics.size() >= 64) {  // in batches, as a training rank's metrics go
+        hooks.on_metrics(std::move(c.metrics));
+        c.metrics.clear();
+      }
       continue;
     }
     const std::int64_t next_due = sent < last ? t0 + std::int64_t(due_s[std::size_t(sent)] * 1e9) - now : kPollNs;

@@ -357,6 +357,14 @@ Expected<std::optional<Evaluation>> Trainer::evaluate_due() {
   return std::optional<Evaluation>{evaluate()};
 }
 
+void Trainer::finish(const TrainerHooks& hooks, std::int64_t steps) {
+  if (!hooks.on_metrics || rank_ != 0) return;
+  double sum = 0;  // in double: a million float squares summed in float lose digits
+  for (const Param* p : model_.params())
+    for (float v : p->value) sum += double(v) * double(v);
+  hooks.on_metrics({{rank_, steps - 1, trace::now_ns(), "param_norm", std::sqrt(sum)}});
+}
+
 Expected<std::vector<NamedTensor>> Trainer::gather_params() {
   if (rank_ != 0) return std::vector<NamedTensor>{};
   return named_copies(model_.params());

@@ -273,7 +273,9 @@ RankBreakdown breakdown_rank(int rank, const std::vector<Event>& events) {
     if (const Category c = category_of(e); c != kNone) ++counts[c];
   for (int c = 0; c < kNone; ++c) per_category[c].reserve(counts[c]);
   busy.reserve(events.size());
+  std::int64_t sends = 0;
   for (const Event& e : events) {
+    if (e.kind == EventKind::Send && e.start_ns >= w.start_ns && e.start_ns < w.end_ns) ++sends;
     if (e.kind == EventKind::Idle) add_clipped(bubbles, e, w);
     Category c = category_of(e);
     if (c == kNone) continue;
@@ -295,6 +297,7 @@ RankBreakdown breakdown_rank(int rank, const std::vector<Event>& events) {
   work.insert(work.end(), per_category[kData].begin(), per_category[kData].end());
   const std::int64_t hidden_ns = overlap_length_ns(per_category[kComm], work);
   b.exposed_comm_s = static_cast<double>(comm_ns - hidden_ns) / kNsPerS;
+  b.sends_per_step = b.steady_steps > 0 ? static_cast<double>(sends) / static_cast<double>(b.steady_steps) : 0.0;
   take_out_descheduled(b, descheduled_time(events, w, bubbles));
   return b;
 }
@@ -839,6 +842,9 @@ Expected<RunSummary> summarize_run(store::RunStore& store, std::int64_t run_id,
   if (!accuracy.ok()) return accuracy.error();
   auto p2p = store.load_metrics(run_id, "p2p_gbs");
   if (!p2p.ok()) return p2p.error();
+  auto norm = store.load_metrics(run_id, "param_norm");
+  if (!norm.ok()) return norm.error();
+  s.param_norm = last_value(*norm);
   std::set<std::int64_t> loss_steps;
   for (const auto& m : *loss) loss_steps.insert(m.step);
   s.steps = loss_steps.empty() ? static_cast<std::int64_t>(scan.max_step) + 1 : static_cast<std::int64_t>(loss_steps.size());
@@ -1005,6 +1011,7 @@ nlohmann::json ranks_json(const std::vector<RankBreakdown>& ranks) {
                    {"setup_s", r.setup_s},
                    {"warmup_s", r.warmup_s},
                    {"steady_steps", r.steady_steps},
+                   {"sends_per_step", r.sends_per_step},
                    {"descheduled_s", r.descheduled_s}});
   }
   return out;
@@ -1039,6 +1046,7 @@ nlohmann::json summary_to_json(const RunSummary& s) {
           {"warnings", s.warnings},
           {"final_loss", number_or_null(s.final_loss)},
           {"test_accuracy", number_or_null(s.test_accuracy)},
+          {"final_param_norm", number_or_null(s.param_norm)},
           {"ranks", ranks_json(s.ranks)},
           {"allreduce", allreduce_json(s.allreduce)},
           {"clock", clock_json(s.clock)},

@@ -194,6 +194,7 @@ std::string format_summary(const RunSummary& s) {
   } else {
     out += "  final loss:    " + optional_number(s.final_loss, "%.4f") + "\n";
     out += "  test accuracy: " + optional_number(s.test_accuracy * 100.0, "%.2f %%") + "\n";
+    if (std::isfinite(s.param_norm)) out += format("  parameters:    L2 norm %.9g after the last step\n", s.param_norm);
   }
   out += format_allreduce(s.allreduce);
   if (s.divergence) out += format_divergence(*s.divergence);

@@ -155,6 +155,9 @@ class Trainer final : public TrainingLoop {
   Expected<StepStats> train_step(std::int64_t step, const std::vector<std::int64_t>& order,
                                  std::int64_t batch_in_epoch, bool stop_requested) override;
   Expected<std::optional<Evaluation>> evaluate_due() override;
+  // Rank 0 reports "param_norm", the L2 norm of every parameter after the last step: a
+  // figure of the parameters themselves, which runs meant to be equivalent share.
+  void finish(const TrainerHooks& hooks, std::int64_t steps) override;
   Optimizer* optimizer() override { return &optimizer_; }
   Expected<StepStats> local_sgd_step(std::int64_t step, StepStats& stats);
   // reduce_stats traced as a Wait: the replicas' last meeting in a step, where a

@@ -87,6 +87,9 @@ struct RankBreakdown {
   double exposed_comm_s = 0;
   double window_s = 0, setup_s = 0, warmup_s = 0, descheduled_s = 0;
   std::int64_t steady_steps = 0;
+  // Point-to-point messages (Send spans) the rank started in its steady window, per
+  // steady step: the synchronisation points of model parallelism, made countable.
+  double sends_per_step = 0;
 };
 
 inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
@@ -246,6 +249,7 @@ struct RunSummary {
   std::vector<std::string> warnings;  // unusual setup figures, unbalanced stages, ...
   double final_loss = std::numeric_limits<double>::quiet_NaN();     // last "loss" metric
   double test_accuracy = std::numeric_limits<double>::quiet_NaN();  // last "test_accuracy"
+  double param_norm = std::numeric_limits<double>::quiet_NaN();     // last "param_norm": |parameters| at the end
   std::vector<RankBreakdown> ranks;  // ordered by rank
   AllReduceStats allreduce;
   std::vector<ClockRow> clock;       // one per row of the ranks table, ordered by rank
