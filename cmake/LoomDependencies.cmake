@@ -58,6 +58,23 @@ if(LOOM_WITH_CUDA)
 endif()
 loom_report("CUDA toolkit" LOOM_HAVE_CUDA "${CUDAToolkit_VERSION} (optional; CUDA kernels)")
 
+# Compiling .cu files needs nvcc to work with this host compiler: check_language tries.
+# Architectures are explicit (90, Hopper, by default; -DCMAKE_CUDA_ARCHITECTURES=... to
+# change), so a build never depends on what GPU the build machine has.
+set(LOOM_HAVE_CUDA_COMPILER OFF)
+if(LOOM_HAVE_CUDA)
+  if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+    set(CMAKE_CUDA_ARCHITECTURES 90)
+  endif()
+  include(CheckLanguage)
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    enable_language(CUDA)
+    set(LOOM_HAVE_CUDA_COMPILER ON)
+  endif()
+endif()
+loom_report("CUDA compiler" LOOM_HAVE_CUDA_COMPILER "${CMAKE_CUDA_COMPILER} for sm_${CMAKE_CUDA_ARCHITECTURES} (optional; GPU kernel launcher)")
+
 # NCCL has no CMake config: look for the header and library directly.
 find_path(LOOM_NCCL_INCLUDE_DIR nccl.h HINTS /usr/local/cuda/include ${CUDAToolkit_INCLUDE_DIRS})
 find_library(LOOM_NCCL_LIBRARY nccl HINTS /usr/local/cuda/lib64 ${CUDAToolkit_LIBRARY_DIR})

@@ -1,0 +1,185 @@
+// The bodies of Loom's element-wise CUDA kernels, written once as functors of the thread
+// index: nvcc compiles them as __host__ __device__ for the GPU launcher (launch.cu), the
+// host compiler as plain C++ for host_launch below, which runs the same body over the
+// whole grid on the CPU. Tests run every body through host_launch against the CPU
+// reference kernels (kernels/cpu), so the indexing and the arithmetic of each kernel are
+// checked in every build, CUDA or not; only the launch itself needs a GPU.
+//
+// One output element per thread, no shared memory, no barriers: the shapes of this model
+// family (a few thousand features, batches of hundreds) keep such kernels fast enough,
+// and it keeps them checkable this way. Reductions over a batch (bias gradients, the
+// loss) are per output element too: a thread sums its column.
+//
+// Arithmetic follows the CPU kernels operation by operation (same order, float), so the
+// GPU and CPU results differ only where the hardware rounds differently (fused
+// multiply-add, exp and sqrt), within the stated tolerances of the tests.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#define LOOM_HD __host__ __device__
+#else
+#define LOOM_HD
+#endif
+
+namespace loom::cuda {
+
+// Runs body(i) for i in [0, n) on the calling CPU thread: the grid, one index at a time.
+template <class Body>
+void host_launch(std::int64_t n, const Body& body) {
+  for (std::int64_t i = 0; i < n; ++i) body(i);
+}
+
+// ---- counter-based random numbers: kernels/cpu's counter_uniform, device-callable -----
+LOOM_HD inline std::uint64_t mix64(std::uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+LOOM_HD inline double counter_uniform(std::uint64_t seed, std::uint64_t counter) {
+  const std::uint64_t r = mix64(mix64(seed) + (counter + 1) * 0x9e3779b97f4a7c15ULL);
+  return double(r >> 11) * 0x1.0p-53;
+}
+
+// ---- activations ------------------------------------------------------------------------
+struct ReluForward {
+  const float* x;
+  float* y;
+  LOOM_HD void operator()(std::int64_t i) const { y[i] = x[i] > 0.0f ? x[i] : 0.0f; }
+};
+
+struct ReluBackward {
+  const float* x;
+  const float* dy;
+  float* dx;
+  LOOM_HD void operator()(std::int64_t i) const { dx[i] = x[i] > 0.0f ? dy[i] : 0.0f; }
+};
+
+// y[N, out] += b[out]: the bias after the GEMM of a linear layer (one thread per element).
+struct BiasAdd {
+  float* y;
+  const float* b;
+  std::int64_t out;
+  LOOM_HD void operator()(std::int64_t i) const { y[i] += b[i % out]; }
+};
+
+// db[j] += sum over n of dy[n, j]: one thread per output feature, summing its column in
+// row order as the CPU does.
+struct BiasGrad {
+  const float* dy;
+  float* db;
+  std::int64_t rows, out;
+  LOOM_HD void operator()(std::int64_t j) const {
+    float sum = 0.0f;
+    for (std::int64_t n = 0; n < rows; ++n) sum += dy[n * out + j];
+    db[j] += sum;
+  }
+};
+
+// The same masks as cpu::dropout_forward for the same (seed, offset): element i draws
+// counter offset + i. keep_scale = 1 / (1 - p), or 0 when p >= 1.
+struct DropoutForward {
+  const float* x;
+  float* y;
+  float* mask;
+  double p;
+  float keep_scale;
+  std::uint64_t seed, offset;
+  LOOM_HD void operator()(std::int64_t i) const {
+    const bool keep = p <= 0.0 || counter_uniform(seed, offset + std::uint64_t(i)) >= p;
+    mask[i] = p <= 0.0 ? 1.0f : (keep ? keep_scale : 0.0f);
+    y[i] = x[i] * mask[i];
+  }
+};
+
+// ---- softmax cross-entropy ----------------------------------------------------------------
+// One thread per row: probs[n, :] = softmax(logits[n, :]); row_loss[n] = -log p[label];
+// row_correct[n] = 1 when the argmax (first of equal maxima) is the label. The host (or
+// a second pass) sums row_loss / N for the mean loss, as cpu::softmax_xent_forward does.
+struct SoftmaxXentRow {
+  const float* logits;
+  const std::int32_t* labels;
+  float* probs;
+  float* row_loss;
+  std::int32_t* row_correct;
+  std::int64_t classes;
+  LOOM_HD void operator()(std::int64_t n) const {
+    const float* z = logits + n * classes;
+    float* p = probs + n * classes;
+    std::int64_t argmax = 0;
+    for (std::int64_t c = 1; c < classes; ++c)
+      if (z[c] > z[argmax]) argmax = c;
+    const float zmax = z[argmax];
+    float sum = 0.0f;
+    for (std::int64_t c = 0; c < classes; ++c) {
+      p[c] = std::exp(z[c] - zmax);
+      sum += p[c];
+    }
+    const float inv = 1.0f / sum;
+    for (std::int64_t c = 0; c < classes; ++c) p[c] *= inv;
+    row_loss[n] = std::log(sum) - (z[labels[n]] - zmax);
+    row_correct[n] = argmax == labels[n] ? 1 : 0;
+  }
+};
+
+// dlogits[n, c] = probs[n, c] * scale, minus scale at the label.
+struct SoftmaxXentBackward {
+  const float* probs;
+  const std::int32_t* labels;
+  float* dlogits;
+  std::int64_t classes;
+  float scale;
+  LOOM_HD void operator()(std::int64_t i) const {
+    const std::int64_t n = i / classes, c = i % classes;
+    const float d = probs[i] * scale;
+    dlogits[i] = c == labels[n] ? d - scale : d;
+  }
+};
+
+// ---- optimizers (weight decay folded into the gradient, as kernels/cpu) --------------------
+struct SgdStep {
+  float* w;
+  const float* dw;
+  float lr, weight_decay;
+  LOOM_HD void operator()(std::int64_t i) const { w[i] -= lr * (dw[i] + weight_decay * w[i]); }
+};
+
+struct MomentumStep {
+  float* w;
+  const float* dw;
+  float* v;
+  float lr, mu, weight_decay;
+  LOOM_HD void operator()(std::int64_t i) const {
+    v[i] = mu * v[i] + (dw[i] + weight_decay * w[i]);
+    w[i] -= lr * v[i];
+  }
+};
+
+// step_size = lr / (1 - beta1^t) and bias_correction2_sqrt = sqrt(1 - beta2^t), computed
+// once on the host in double as cpu::adam_step does.
+struct AdamStep {
+  float* w;
+  const float* dw;
+  float* m;
+  float* v;
+  float beta1, beta2, eps, weight_decay, step_size, bias_correction2_sqrt;
+  LOOM_HD void operator()(std::int64_t i) const {
+    const float g = dw[i] + weight_decay * w[i];
+    m[i] = beta1 * m[i] + (1.0f - beta1) * g;
+    v[i] = beta2 * v[i] + (1.0f - beta2) * g * g;
+    const float denom = std::sqrt(v[i]) / bias_correction2_sqrt + eps;
+    w[i] -= step_size * m[i] / denom;
+  }
+};
+
+// The host-side constants of AdamStep for step t (1-based), from the float hyper-
+// parameters the kernel uses (s.beta1, s.beta2) as cpu::adam_step computes them.
+inline AdamStep adam_constants(AdamStep s, float lr, std::int64_t t) {
+  s.step_size = lr / (1.0f - float(std::pow(double(s.beta1), double(t))));
+  s.bias_correction2_sqrt = float(std::sqrt(1.0 - std::pow(double(s.beta2), double(t))));
+  return s;
+}
+
+}  // namespace loom::cuda

@@ -1,0 +1,95 @@
+// The GPU launcher (device_kernels.h): a grid of 256-thread blocks over the indices, each
+// thread running the body of its index, instantiated for every body in element_kernels.h.
+#include "loom/cuda/device_kernels.h"
+
+#include <cuda_runtime.h>
+
+#include <utility>
+
+namespace loom::cuda {
+namespace {
+
+constexpr int kBlock = 256;
+
+// The call, where, what CUDA said, and a hint.
+Error cuda_error(const char* call, const char* file, int line, cudaError_t e) {
+  return make_error(ErrorCode::Unavailable,
+                    std::string(call) + " failed at " + file + ":" + std::to_string(line) + ": " +
+                        cudaGetErrorString(e),
+                    "check the driver with nvidia-smi and the plan's gpu index; without a GPU, set \"kind\": \"cpu\"");
+}
+
+#define LOOM_CUDA_CHECK(call)                                                     \
+  do {                                                                            \
+    const cudaError_t loom_e_ = (call);                                           \
+    if (loom_e_ != cudaSuccess) return cuda_error(#call, __FILE__, __LINE__, loom_e_); \
+  } while (0)
+
+template <class Body>
+__global__ void run_body(Body body, std::int64_t n) {
+  const std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) body(i);
+}
+
+}  // namespace
+
+Expected<int> device_count() {
+  int count = 0;
+  const cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess) return cuda_error("cudaGetDeviceCount(&count)", __FILE__, __LINE__, e);
+  return count;
+}
+
+Expected<DeviceBuffer> DeviceBuffer::allocate(std::int64_t bytes) {
+  DeviceBuffer b;
+  const cudaError_t e = cudaMalloc(&b.ptr_, std::size_t(bytes));
+  if (e != cudaSuccess) return cuda_error("cudaMalloc(&ptr, bytes)", __FILE__, __LINE__, e);
+  b.bytes_ = bytes;
+  return std::move(b);  // C++17: no implicit move into Expected's converting constructor
+}
+
+DeviceBuffer::DeviceBuffer(DeviceBuffer&& other) noexcept
+    : ptr_(std::exchange(other.ptr_, nullptr)), bytes_(std::exchange(other.bytes_, 0)) {}
+
+DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
+  std::swap(ptr_, other.ptr_);
+  std::swap(bytes_, other.bytes_);
+  return *this;
+}
+
+DeviceBuffer::~DeviceBuffer() {
+  if (ptr_) (void)cudaFree(ptr_);
+}
+
+Status DeviceBuffer::upload(const void* host, std::int64_t bytes) {
+  LOOM_CUDA_CHECK(cudaMemcpy(ptr_, host, std::size_t(bytes), cudaMemcpyHostToDevice));
+  return {};
+}
+
+Status DeviceBuffer::download(void* host, std::int64_t bytes) const {
+  LOOM_CUDA_CHECK(cudaMemcpy(host, ptr_, std::size_t(bytes), cudaMemcpyDeviceToHost));
+  return {};
+}
+
+template <class Body>
+Status device_launch(std::int64_t n, const Body& body) {
+  if (n <= 0) return {};
+  const auto blocks = static_cast<unsigned>((n + kBlock - 1) / kBlock);
+  run_body<<<blocks, kBlock>>>(body, n);
+  LOOM_CUDA_CHECK(cudaGetLastError());
+  LOOM_CUDA_CHECK(cudaDeviceSynchronize());
+  return {};
+}
+
+template Status device_launch<ReluForward>(std::int64_t, const ReluForward&);
+template Status device_launch<ReluBackward>(std::int64_t, const ReluBackward&);
+template Status device_launch<BiasAdd>(std::int64_t, const BiasAdd&);
+template Status device_launch<BiasGrad>(std::int64_t, const BiasGrad&);
+template Status device_launch<DropoutForward>(std::int64_t, const DropoutForward&);
+template Status device_launch<SoftmaxXentRow>(std::int64_t, const SoftmaxXentRow&);
+template Status device_launch<SoftmaxXentBackward>(std::int64_t, const SoftmaxXentBackward&);
+template Status device_launch<SgdStep>(std::int64_t, const SgdStep&);
+template Status device_launch<MomentumStep>(std::int64_t, const MomentumStep&);
+template Status device_launch<AdamStep>(std::int64_t, const AdamStep&);
+
+}  // namespace loom::cuda
