@@ -57,6 +57,44 @@ class TestCudaBodies : public QObject {
     LOOM_VERIFY_EMPTY(compare(db, want_db, 1e-6, 1e-7, "bias gradient"));
   }
 
+  // im2col, the per-sample GEMM and the channel bias compose to cpu::conv2d_forward, with
+  // padding and a stride that leave border columns out.
+  void convolutionMatchesTheCpu() {
+    std::mt19937_64 rng(8);
+    for (const auto& [stride, pad] : {std::pair{1, 1}, std::pair{2, 0}}) {
+      loom::cpu::ConvGeometry g;
+      g.N = 3, g.C = 2, g.H = 9, g.W = 7, g.K = 4, g.R = 3, g.stride = stride, g.pad = pad;
+      const lc::ConvShape s{g.C, g.H, g.W, g.K, g.R, g.stride, g.pad};
+      const int OH = g.out_h(), OW = g.out_w(), CRR = g.C * g.R * g.R;
+      const auto x = random_vector<float>(std::size_t(g.N) * g.C * g.H * g.W, rng);
+      const auto W = random_vector<float>(std::size_t(g.K) * CRR, rng), b = random_vector<float>(g.K, rng);
+      std::vector<float> y(std::size_t(g.N) * g.K * OH * OW), want(y.size()), col(std::size_t(CRR) * OH * OW);
+      for (int n = 0; n < g.N; ++n) {
+        lc::host_launch(std::int64_t(col.size()), lc::Im2Col{x.data() + std::int64_t(n) * g.C * g.H * g.W, col.data(), s});
+        loom::cpu::gemm(false, false, g.K, OH * OW, CRR, 1.0f, W.data(), col.data(), 0.0f,
+                        y.data() + std::int64_t(n) * g.K * OH * OW);
+      }
+      lc::host_launch(std::int64_t(y.size()), lc::ChannelBias{y.data(), b.data(), std::int64_t(OH) * OW, g.K});
+      loom::cpu::ref::conv2d_forward(x.data(), W.data(), b.data(), want.data(), g);
+      LOOM_VERIFY_EMPTY(compare(y, want, 1e-5, 1e-6, qPrintable(QString("conv stride %1 pad %2").arg(stride).arg(pad))));
+    }
+  }
+
+  void maxPoolMatchesTheCpu() {
+    std::mt19937_64 rng(9);
+    loom::cpu::PoolGeometry g;
+    g.N = 2, g.C = 3, g.H = 8, g.W = 6, g.kernel = 2, g.stride = 2;
+    auto x = random_vector<float>(std::size_t(g.N) * g.C * g.H * g.W, rng);
+    x[1] = x[0];  // a tie in the first window: the first of equal maxima wins
+    const std::size_t out = std::size_t(g.N) * g.C * g.out_h() * g.out_w();
+    std::vector<float> y(out), want_y(out);
+    std::vector<std::int32_t> arg(out), want_arg(out);
+    lc::host_launch(std::int64_t(out), lc::MaxPoolForward{x.data(), y.data(), arg.data(), g.H, g.W, g.kernel, g.stride});
+    loom::cpu::maxpool2d_forward(x.data(), want_y.data(), want_arg.data(), g);
+    LOOM_VERIFY_EMPTY(compare(y, want_y, 0, 0, "max pool"));
+    QVERIFY(arg == want_arg);
+  }
+
   void dropoutDrawsTheCpuMask() {
     std::mt19937_64 rng(3);
     const std::int64_t n = 4096;

@@ -94,6 +94,69 @@ struct DropoutForward {
   }
 };
 
+// ---- convolution and pooling ------------------------------------------------------------
+// One sample's convolution is im2col, then the GEMM W[K, C*R*R] x col[C*R*R, OH*OW], which
+// is that sample's y in NCHW, then ChannelBias. Plain geometry: device code takes no
+// kernels/cpu types.
+struct ConvShape {
+  int C = 0, H = 0, W = 0, K = 0, R = 0, stride = 1, pad = 0;
+  LOOM_HD int out_h() const { return (H + 2 * pad - R) / stride + 1; }
+  LOOM_HD int out_w() const { return (W + 2 * pad - R) / stride + 1; }
+};
+
+// col[(c*R + kr)*R + ks, oh*OW + ow] = x[c, oh*stride - pad + kr, ow*stride - pad + ks], 0
+// outside the image: one thread per column entry of one sample.
+struct Im2Col {
+  const float* x;  // one sample, [C, H, W]
+  float* col;      // [C*R*R, OH*OW]
+  ConvShape g;
+  LOOM_HD void operator()(std::int64_t i) const {
+    const std::int64_t cols = std::int64_t(g.out_h()) * g.out_w();
+    const std::int64_t row = i / cols, at = i % cols;
+    const int c = int(row / (g.R * g.R)), kr = int(row / g.R % g.R), ks = int(row % g.R);
+    const int oh = int(at / g.out_w()), ow = int(at % g.out_w());
+    const int ih = oh * g.stride - g.pad + kr, iw = ow * g.stride - g.pad + ks;
+    const bool inside = ih >= 0 && ih < g.H && iw >= 0 && iw < g.W;
+    col[i] = inside ? x[(std::int64_t(c) * g.H + ih) * g.W + iw] : 0.0f;
+  }
+};
+
+// y[n, k, :, :] += b[k] over NCHW outputs with `plane` = OH*OW elements per channel.
+struct ChannelBias {
+  float* y;
+  const float* b;
+  std::int64_t plane, channels;
+  LOOM_HD void operator()(std::int64_t i) const { y[i] += b[(i / plane) % channels]; }
+};
+
+// Max pooling, one thread per output element; argmax is the flat index within the
+// input plane of the first largest value, as cpu::maxpool2d_forward records it.
+struct MaxPoolForward {
+  const float* x;
+  float* y;
+  std::int32_t* argmax;
+  int H, W, kernel, stride;
+  LOOM_HD void operator()(std::int64_t i) const {
+    const int OH = (H - kernel) / stride + 1, OW = (W - kernel) / stride + 1;
+    const std::int64_t plane = i / (std::int64_t(OH) * OW);
+    const int oh = int(i / OW % OH), ow = int(i % OW);
+    const float* in = x + plane * H * W;
+    std::int32_t best_i = oh * stride * W + ow * stride;
+    float best = in[best_i];
+    for (int a = 0; a < kernel; ++a) {
+      for (int b = 0; b < kernel; ++b) {
+        const std::int32_t at = (oh * stride + a) * W + ow * stride + b;
+        if (in[at] > best) {
+          best = in[at];
+          best_i = at;
+        }
+      }
+    }
+    y[i] = best;
+    argmax[i] = best_i;
+  }
+};
+
 // ---- softmax cross-entropy ----------------------------------------------------------------
 // One thread per row: probs[n, :] = softmax(logits[n, :]); row_loss[n] = -log p[label];
 // row_correct[n] = 1 when the argmax (first of equal maxima) is the label. The host (or
