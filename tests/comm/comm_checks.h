@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "loom/comm/communicator.h"
+#include "loom/comm/unique_id.h"
 
 namespace loom::comm::checks {
 
@@ -126,6 +127,23 @@ inline void broadcast_each_root(Communicator& c, Failures& f) {
 
 // Pairs (0,1), (2,3), ... bounce a counter; each round uses its own tag. A rank without a
 // partner (odd size) talks to itself through isend + recv.
+// NCCL's bootstrap (unique_id.h): the last rank's id reaches every rank; a root outside
+// the communicator is refused on every rank, before anything is sent.
+inline void unique_id_from_last_rank(Communicator& c, Failures& f) {
+  const int root = c.size() - 1;
+  loom::comm::UniqueId id{};
+  if (c.rank() == root)
+    for (std::size_t i = 0; i < id.size(); ++i) id[i] = static_cast<char>(i * 3 + 1);
+  if (!f.expect_ok(loom::comm::share_unique_id(c, id, root), "share_unique_id")) return;
+  for (std::size_t i = 0; i < id.size(); ++i) {
+    if (id[i] != static_cast<char>(i * 3 + 1)) {
+      f.expect(false, "unique id byte " + std::to_string(i) + " wrong on rank " + std::to_string(c.rank()));
+      return;
+    }
+  }
+  f.expect(!loom::comm::share_unique_id(c, id, c.size()).ok(), "a root beyond the ranks is refused");
+}
+
 inline void ping_pong(Communicator& c, Failures& f) {
   const int partner = (c.rank() ^ 1) < c.size() ? (c.rank() ^ 1) : c.rank();
   const bool starts = c.rank() <= partner;
@@ -322,6 +340,7 @@ inline std::vector<Check> all_checks() {
           {"allreduce_blocking", allreduce_blocking},
           {"iallreduce_in_flight", iallreduce_in_flight},
           {"broadcast_each_root", broadcast_each_root},
+          {"unique_id_from_last_rank", unique_id_from_last_rank},
           {"ping_pong", ping_pong},
           {"tag_matching", tag_matching},
           {"ring_nonblocking", ring_nonblocking},

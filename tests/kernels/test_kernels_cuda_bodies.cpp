@@ -80,6 +80,29 @@ class TestCudaBodies : public QObject {
     }
   }
 
+  // The input gradient: W^T x dy per sample, then Col2Im, equals conv2d_backward's dx.
+  void convolutionInputGradientMatchesTheCpu() {
+    std::mt19937_64 rng(10);
+    for (const auto& [stride, pad] : {std::pair{1, 1}, std::pair{2, 0}, std::pair{2, 2}}) {
+      loom::cpu::ConvGeometry g;
+      g.N = 2, g.C = 3, g.H = 8, g.W = 7, g.K = 4, g.R = 3, g.stride = stride, g.pad = pad;
+      const lc::ConvShape s{g.C, g.H, g.W, g.K, g.R, g.stride, g.pad};
+      const int OH = g.out_h(), OW = g.out_w(), CRR = g.C * g.R * g.R;
+      const auto x = random_vector<float>(std::size_t(g.N) * g.C * g.H * g.W, rng);
+      const auto W = random_vector<float>(std::size_t(g.K) * CRR, rng);
+      const auto dy = random_vector<float>(std::size_t(g.N) * g.K * OH * OW, rng);
+      std::vector<float> dx(x.size()), want(x.size()), col(std::size_t(CRR) * OH * OW);
+      for (int n = 0; n < g.N; ++n) {
+        loom::cpu::gemm(true, false, CRR, OH * OW, g.K, 1.0f, W.data(), dy.data() + std::int64_t(n) * g.K * OH * OW, 0.0f,
+                        col.data());
+        lc::host_launch(std::int64_t(g.C) * g.H * g.W, lc::Col2Im{col.data(), dx.data() + std::int64_t(n) * g.C * g.H * g.W, s});
+      }
+      std::vector<float> dW(W.size(), 0.0f), db(g.K, 0.0f);
+      loom::cpu::ref::conv2d_backward(x.data(), W.data(), dy.data(), want.data(), dW.data(), db.data(), g);
+      LOOM_VERIFY_EMPTY(compare(dx, want, 1e-5, 1e-6, qPrintable(QString("col2im stride %1 pad %2").arg(stride).arg(pad))));
+    }
+  }
+
   void maxPoolMatchesTheCpu() {
     std::mt19937_64 rng(9);
     loom::cpu::PoolGeometry g;
@@ -93,6 +116,15 @@ class TestCudaBodies : public QObject {
     loom::cpu::maxpool2d_forward(x.data(), want_y.data(), want_arg.data(), g);
     LOOM_VERIFY_EMPTY(compare(y, want_y, 0, 0, "max pool"));
     QVERIFY(arg == want_arg);
+    // Backward, with overlapping windows (stride 1) so one input may collect several.
+    g.stride = 1;
+    const std::size_t out1 = std::size_t(g.N) * g.C * g.out_h() * g.out_w();
+    std::vector<float> y1(out1), dy = random_vector<float>(out1, rng), dx(x.size()), want_dx(x.size());
+    std::vector<std::int32_t> arg1(out1);
+    loom::cpu::maxpool2d_forward(x.data(), y1.data(), arg1.data(), g);
+    lc::host_launch(std::int64_t(x.size()), lc::MaxPoolBackward{arg1.data(), dy.data(), dx.data(), g.H, g.W, g.kernel, g.stride});
+    loom::cpu::maxpool2d_backward(arg1.data(), dy.data(), want_dx.data(), g);
+    LOOM_VERIFY_EMPTY(compare(dx, want_dx, 1e-6, 1e-7, "max pool backward"));
   }
 
   void dropoutDrawsTheCpuMask() {

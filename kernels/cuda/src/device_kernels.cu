@@ -87,6 +87,8 @@ template Status device_launch<BiasAdd>(std::int64_t, const BiasAdd&);
 template Status device_launch<BiasGrad>(std::int64_t, const BiasGrad&);
 template Status device_launch<DropoutForward>(std::int64_t, const DropoutForward&);
 template Status device_launch<Im2Col>(std::int64_t, const Im2Col&);
+template Status device_launch<Col2Im>(std::int64_t, const Col2Im&);
+template Status device_launch<MaxPoolBackward>(std::int64_t, const MaxPoolBackward&);
 template Status device_launch<ChannelBias>(std::int64_t, const ChannelBias&);
 template Status device_launch<MaxPoolForward>(std::int64_t, const MaxPoolForward&);
 template Status device_launch<SoftmaxXentRow>(std::int64_t, const SoftmaxXentRow&);

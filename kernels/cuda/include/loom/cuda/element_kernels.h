@@ -121,6 +121,30 @@ struct Im2Col {
   }
 };
 
+// The adjoint of Im2Col as a gather, one thread per input pixel (no atomics): dx[c, h, w]
+// = the sum of the column entries im2col copied from it, in (kr, ks) order.
+struct Col2Im {
+  const float* col;  // [C*R*R, OH*OW] of one sample
+  float* dx;         // [C, H, W], overwritten
+  ConvShape g;
+  LOOM_HD void operator()(std::int64_t i) const {
+    const int c = int(i / (std::int64_t(g.H) * g.W)), h = int(i / g.W % g.H), w = int(i % g.W);
+    const int OH = g.out_h(), OW = g.out_w();
+    float sum = 0.0f;
+    for (int kr = 0; kr < g.R; ++kr) {
+      const int top = h + g.pad - kr;  // oh * stride
+      if (top < 0 || top % g.stride != 0 || top / g.stride >= OH) continue;
+      for (int ks = 0; ks < g.R; ++ks) {
+        const int left = w + g.pad - ks;  // ow * stride
+        if (left < 0 || left % g.stride != 0 || left / g.stride >= OW) continue;
+        const std::int64_t row = (std::int64_t(c) * g.R + kr) * g.R + ks;
+        sum += col[row * OH * OW + std::int64_t(top / g.stride) * OW + left / g.stride];
+      }
+    }
+    dx[i] = sum;
+  }
+};
+
 // y[n, k, :, :] += b[k] over NCHW outputs with `plane` = OH*OW elements per channel.
 struct ChannelBias {
   float* y;
@@ -154,6 +178,31 @@ struct MaxPoolForward {
     }
     y[i] = best;
     argmax[i] = best_i;
+  }
+};
+
+// The max-pool gradient as a gather, one thread per input pixel: the dy of every window
+// whose argmax is this pixel (windows overlap when stride < kernel).
+struct MaxPoolBackward {
+  const std::int32_t* argmax;
+  const float* dy;
+  float* dx;  // overwritten
+  int H, W, kernel, stride;
+  LOOM_HD void operator()(std::int64_t i) const {
+    const int OH = (H - kernel) / stride + 1, OW = (W - kernel) / stride + 1;
+    const std::int64_t plane = i / (std::int64_t(H) * W);
+    const auto at = std::int32_t(i % (std::int64_t(H) * W));
+    const int h = at / W, w = at % W;
+    float sum = 0.0f;
+    for (int oh = 0; oh < OH; ++oh) {
+      if (h < oh * stride || h >= oh * stride + kernel) continue;
+      for (int ow = 0; ow < OW; ++ow) {
+        if (w < ow * stride || w >= ow * stride + kernel) continue;
+        const std::int64_t o = (plane * OH + oh) * OW + ow;
+        if (argmax[o] == at) sum += dy[o];
+      }
+    }
+    dx[i] = sum;
   }
 };
 
