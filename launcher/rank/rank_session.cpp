@@ -155,6 +155,18 @@ Status measure_after_training(Session& s) {
   return {};
 }
 
+// After a rank's work: the end-of-run clock estimate, then its last records to the host.
+// 0, or the exit code of a failure already reported.
+int align_and_flush(Session& s, engine::RunWriter* writer) {
+  Status measured = measure_after_training(s);
+  if (!measured.ok()) return s.reporter.fail(measured.error().describe(), 1);
+  if (writer) {
+    Status flushed = writer->finish();
+    if (!flushed.ok()) std::fprintf(stderr, "loom-rank %d: stream: %s\n", s.comm.rank(), flushed.error().describe().c_str());
+  }
+  return 0;
+}
+
 void print_summary(const engine::TrainResult& result, int world) {
   nlohmann::json summary = {{"world_size", world},
                             {"steps", result.steps},
@@ -198,12 +210,7 @@ int serve(Session& s, const RankOptions& options, const ModelInfo& info, engine:
   if (writer) on_updates = [writer](std::vector<trace::UpdateRecord>&& u) { writer->add_updates(std::move(u)); };
   Status served = server->serve(on_updates);
   if (!served.ok()) return s.reporter.fail(served.error().describe(), 1);
-  Status measured = measure_after_training(s);
-  if (!measured.ok()) return s.reporter.fail(measured.error().describe(), 1);
-  if (writer) {
-    Status flushed = writer->finish();
-    if (!flushed.ok()) std::fprintf(stderr, "loom-rank %d: stream: %s\n", s.comm.rank(), flushed.error().describe().c_str());
-  }
+  if (const int failed = align_and_flush(s, writer)) return failed;
   if (!options.dump_params.empty()) {
     Status sent = server->send_final_params();
     if (!sent.ok()) return s.reporter.fail(sent.error().describe(), 1);
@@ -235,12 +242,7 @@ int serve_requests(Session& s, const ModelInfo& info, engine::RunWriter* writer)
     served = engine::run_client(s.plan, s.data.test, &s.recorder, &s.comm, hooks);
   }
   if (!served.ok()) return s.reporter.fail(served.error().describe(), 1);
-  Status measured = measure_after_training(s);
-  if (!measured.ok()) return s.reporter.fail(measured.error().describe(), 1);
-  if (writer) {
-    Status flushed = writer->finish();
-    if (!flushed.ok()) std::fprintf(stderr, "loom-rank %d: stream: %s\n", s.comm.rank(), flushed.error().describe().c_str());
-  }
+  if (const int failed = align_and_flush(s, writer)) return failed;
   const bool stopped = stop_requested().load();
   s.reporter.done({std::int64_t(s.recorder.recorded()), stopped ? trace::RunStatus::Stopped : trace::RunStatus::Completed, ""});
   return 0;
@@ -278,12 +280,7 @@ int train(Session& s, const RankOptions& options) {
   if (writer) hooks.on_metrics = [&writer](std::vector<trace::MetricRecord>&& m) { writer->add_metrics(std::move(m)); };
   const engine::TrainResult result = trainer->run(hooks);
   if (!result.error.empty()) return s.reporter.fail(result.error, 1);
-  measured = measure_after_training(s);
-  if (!measured.ok()) return s.reporter.fail(measured.error().describe(), 1);
-  if (writer) {
-    Status flushed = writer->finish();
-    if (!flushed.ok()) std::fprintf(stderr, "loom-rank %d: stream: %s\n", s.comm.rank(), flushed.error().describe().c_str());
-  }
+  if (const int failed = align_and_flush(s, writer.get())) return failed;
   if (!options.dump_params.empty()) {
     // Collective: a pipeline's parameters are spread over its stages.
     auto params = trainer->gather_params();
