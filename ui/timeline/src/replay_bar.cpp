@@ -44,6 +44,8 @@ ReplayBar::ReplayBar(TimelineView* view, QWidget* parent) : QWidget(parent), vie
   play_ = tool_button(tr("Play"), tr("Play / pause"), this);
   forward_ = tool_button(tr("Forward"), tr("Forward one step (or micro-batch)"), this);
   forward_->setIcon(style()->standardIcon(QStyle::SP_MediaSkipForward));
+  // The style's icons are dark glyphs, faint on the dark palette: the words stay legible.
+  for (QToolButton* b : {back_, play_, forward_}) b->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
   unit_ = new QComboBox(this);
   unit_->addItems({tr("by step"), tr("by micro-batch")});
   unit_->setToolTip(tr("What the step buttons move by"));
