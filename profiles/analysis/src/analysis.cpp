@@ -754,7 +754,7 @@ void set_serving_throughput(RunSummary& s) {
   const ServingStats& v = *s.serving;
   s.throughput_basis = "serving";
   s.samples_per_s = v.throughput_per_s;
-  s.train_samples = std::int64_t(std::llround(v.mean_batch * double(v.batches)));
+  s.train_samples = v.served;
   s.train_s = v.throughput_per_s > 0 ? double(s.train_samples) / v.throughput_per_s : 0.0;
   s.steady_steps = 0;
 }
@@ -894,8 +894,7 @@ Status store_serving_figures(store::RunStore& store, const trace::RunRecord& run
   if (!serving.ok()) return serving.error();
   const auto& s = *serving;
   if (!s || s->throughput_per_s <= 0) return {};
-  const auto served = std::int64_t(std::llround(s->mean_batch * double(s->batches)));
-  return store.set_training_figures(run.id, double(served) / s->throughput_per_s, served);
+  return store.set_training_figures(run.id, double(s->served) / s->throughput_per_s, s->served);
 }
 
 }  // namespace

@@ -62,6 +62,7 @@ std::optional<ServingStats> serving_stats(const Plan& plan, const std::vector<tr
   s.requests = std::int64_t(latency.size());
   s.latency_ms = percentiles_of(std::move(latency));
   s.queue_wait_ms = percentiles_of(std::move(wait));
+  s.served = std::int64_t(std::llround(served));
   if (s.batches > 0) {
     s.mean_batch = served / double(s.batches);
     s.batch_compute_ms = compute_ms / double(s.batches);

@@ -31,6 +31,7 @@ struct ServingStats {
   Percentiles latency_ms;
   Percentiles queue_wait_ms;
   std::int64_t batches = 0;
+  std::int64_t served = 0;         // requests the batches held (the server's count)
   double mean_batch = 0;
   std::vector<std::int64_t> batch_histogram;  // [b] = batches of b requests, b = 0..max_batch
   double batch_compute_ms = 0;     // mean per batch
