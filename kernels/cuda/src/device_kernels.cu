@@ -2,36 +2,14 @@
 // thread running the body of its index, instantiated for every body in element_kernels.h.
 #include "loom/cuda/device_kernels.h"
 
-#include <cuda_runtime.h>
-
 #include <utility>
 
+#include "cuda_check.cuh"
+
 namespace loom::cuda {
-namespace {
 
-constexpr int kBlock = 256;
-
-// The call, where, what CUDA said, and a hint.
-Error cuda_error(const char* call, const char* file, int line, cudaError_t e) {
-  return make_error(ErrorCode::Unavailable,
-                    std::string(call) + " failed at " + file + ":" + std::to_string(line) + ": " +
-                        cudaGetErrorString(e),
-                    "check the driver with nvidia-smi and the plan's gpu index; without a GPU, set \"kind\": \"cpu\"");
-}
-
-#define LOOM_CUDA_CHECK(call)                                                     \
-  do {                                                                            \
-    const cudaError_t loom_e_ = (call);                                           \
-    if (loom_e_ != cudaSuccess) return cuda_error(#call, __FILE__, __LINE__, loom_e_); \
-  } while (0)
-
-template <class Body>
-__global__ void run_body(Body body, std::int64_t n) {
-  const std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i < n) body(i);
-}
-
-}  // namespace
+using detail::cuda_error;
+using detail::run_body;
 
 Expected<int> device_count() {
   int count = 0;
@@ -74,8 +52,7 @@ Status DeviceBuffer::download(void* host, std::int64_t bytes) const {
 template <class Body>
 Status device_launch(std::int64_t n, const Body& body) {
   if (n <= 0) return {};
-  const auto blocks = static_cast<unsigned>((n + kBlock - 1) / kBlock);
-  run_body<<<blocks, kBlock>>>(body, n);
+  run_body<<<detail::blocks_for(n), detail::kBlock>>>(body, n);
   LOOM_CUDA_CHECK(cudaGetLastError());
   LOOM_CUDA_CHECK(cudaDeviceSynchronize());
   return {};

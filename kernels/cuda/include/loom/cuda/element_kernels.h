@@ -57,6 +57,78 @@ struct ReluBackward {
   LOOM_HD void operator()(std::int64_t i) const { dx[i] = x[i] > 0.0f ? dy[i] : 0.0f; }
 };
 
+struct TanhForward {
+  const float* x;
+  float* y;
+  LOOM_HD void operator()(std::int64_t i) const { y[i] = std::tanh(x[i]); }
+};
+
+// Through the output, as kernels/cpu: dx = dy (1 - y^2).
+struct TanhBackward {
+  const float* y;
+  const float* dy;
+  float* dx;
+  LOOM_HD void operator()(std::int64_t i) const { dx[i] = dy[i] * (1.0f - y[i] * y[i]); }
+};
+
+// Exact GELU, x Phi(x) with erf (PyTorch's default), with kernels/cpu's constants.
+struct GeluForward {
+  const float* x;
+  float* y;
+  LOOM_HD void operator()(std::int64_t i) const {
+    y[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * 0.70710678118654752440f));
+  }
+};
+
+struct GeluBackward {
+  const float* x;
+  const float* dy;
+  float* dx;
+  LOOM_HD void operator()(std::int64_t i) const {
+    const float cdf = 0.5f * (1.0f + std::erf(x[i] * 0.70710678118654752440f));
+    const float pdf = 0.39894228040143267794f * std::exp(-0.5f * x[i] * x[i]);
+    dx[i] = dy[i] * (cdf + x[i] * pdf);
+  }
+};
+
+// ---- plain element-wise helpers -----------------------------------------------------------
+struct Fill {
+  float* x;
+  float value;
+  LOOM_HD void operator()(std::int64_t i) const { x[i] = value; }
+};
+
+// y += x (summing the input gradients of parallel branches).
+struct Accumulate {
+  float* y;
+  const float* x;
+  LOOM_HD void operator()(std::int64_t i) const { y[i] += x[i]; }
+};
+
+// out = a * b element-wise (dropout's backward: dx = mask * dy).
+struct Multiply {
+  const float* a;
+  const float* b;
+  float* out;
+  LOOM_HD void operator()(std::int64_t i) const { out[i] = a[i] * b[i]; }
+};
+
+// One branch's [N, width] block into columns [offset, offset + width) of out [N, total],
+// one thread per element of the part; SplitPart is its adjoint.
+struct ConcatPart {
+  const float* part;
+  float* out;
+  std::int64_t width, total, offset;
+  LOOM_HD void operator()(std::int64_t i) const { out[i / width * total + offset + i % width] = part[i]; }
+};
+
+struct SplitPart {
+  const float* dout;
+  float* dpart;
+  std::int64_t width, total, offset;
+  LOOM_HD void operator()(std::int64_t i) const { dpart[i] = dout[i / width * total + offset + i % width]; }
+};
+
 // y[N, out] += b[out]: the bias after the GEMM of a linear layer (one thread per element).
 struct BiasAdd {
   float* y;
@@ -151,6 +223,92 @@ struct ChannelBias {
   const float* b;
   std::int64_t plane, channels;
   LOOM_HD void operator()(std::int64_t i) const { y[i] += b[(i / plane) % channels]; }
+};
+
+// db[k] += the sum of dy[n, k, :, :] over samples and pixels: one thread per channel,
+// adding each sample's plane sum in turn, in kernels/cpu's order.
+struct ChannelBiasGrad {
+  const float* dy;
+  float* db;
+  std::int64_t samples, plane, channels;
+  LOOM_HD void operator()(std::int64_t k) const {
+    float acc = db[k];
+    for (std::int64_t n = 0; n < samples; ++n) {
+      const float* row = dy + (n * channels + k) * plane;
+      float sum = 0.0f;
+      for (std::int64_t j = 0; j < plane; ++j) sum += row[j];
+      acc += sum;
+    }
+    db[k] = acc;
+  }
+};
+
+// The whole batch's column matrix col[C*R*R, samples*OH*OW] (sample n's columns at
+// n*OH*OW), so one GEMM covers the batch: Im2Col over every sample at once.
+struct Im2ColBatch {
+  const float* x;  // [samples, C, H, W]
+  float* col;
+  ConvShape g;
+  std::int64_t samples;
+  LOOM_HD void operator()(std::int64_t i) const {
+    const std::int64_t spatial = std::int64_t(g.out_h()) * g.out_w(), cols = samples * spatial;
+    const std::int64_t row = i / cols, at = i % cols, n = at / spatial, s = at % spatial;
+    const int c = int(row / (g.R * g.R)), kr = int(row / g.R % g.R), ks = int(row % g.R);
+    const int oh = int(s / g.out_w()), ow = int(s % g.out_w());
+    const int ih = oh * g.stride - g.pad + kr, iw = ow * g.stride - g.pad + ks;
+    const bool inside = ih >= 0 && ih < g.H && iw >= 0 && iw < g.W;
+    col[i] = inside ? x[((n * g.C + c) * g.H + ih) * g.W + iw] : 0.0f;
+  }
+};
+
+// The adjoint of Im2ColBatch as a gather, one thread per input pixel of the batch.
+struct Col2ImBatch {
+  const float* col;  // [C*R*R, samples*OH*OW]
+  float* dx;         // [samples, C, H, W], overwritten
+  ConvShape g;
+  std::int64_t samples;
+  LOOM_HD void operator()(std::int64_t i) const {
+    const std::int64_t image = std::int64_t(g.C) * g.H * g.W, n = i / image, r = i % image;
+    const int c = int(r / (std::int64_t(g.H) * g.W)), h = int(r / g.W % g.H), w = int(r % g.W);
+    const int OH = g.out_h(), OW = g.out_w();
+    const std::int64_t spatial = std::int64_t(OH) * OW, cols = samples * spatial;
+    float sum = 0.0f;
+    for (int kr = 0; kr < g.R; ++kr) {
+      const int top = h + g.pad - kr;
+      if (top < 0 || top % g.stride != 0 || top / g.stride >= OH) continue;
+      for (int ks = 0; ks < g.R; ++ks) {
+        const int left = w + g.pad - ks;
+        if (left < 0 || left % g.stride != 0 || left / g.stride >= OW) continue;
+        const std::int64_t row = (std::int64_t(c) * g.R + kr) * g.R + ks;
+        sum += col[row * cols + n * spatial + std::int64_t(top / g.stride) * OW + left / g.stride];
+      }
+    }
+    dx[i] = sum;
+  }
+};
+
+// y[n, k, s] = src[k, n*spatial + s] + b[k] (b may be null): the batch GEMM's [K, N*OHOW]
+// result into NCHW with the bias, one thread per output element.
+struct ScatterChannels {
+  const float* src;
+  float* y;
+  const float* b;
+  std::int64_t channels, spatial, samples;
+  LOOM_HD void operator()(std::int64_t i) const {
+    const std::int64_t n = i / (channels * spatial), k = i / spatial % channels, s = i % spatial;
+    y[i] = src[k * samples * spatial + n * spatial + s] + (b ? b[k] : 0.0f);
+  }
+};
+
+// dst[k, n*spatial + s] = dy[n, k, s]: NCHW gradients into the layout the GEMMs read.
+struct GatherChannels {
+  const float* dy;
+  float* dst;
+  std::int64_t channels, spatial, samples;
+  LOOM_HD void operator()(std::int64_t i) const {
+    const std::int64_t cols = samples * spatial, k = i / cols, at = i % cols, n = at / spatial, s = at % spatial;
+    dst[i] = dy[(n * channels + k) * spatial + s];
+  }
 };
 
 // Max pooling, one thread per output element; argmax is the flat index within the

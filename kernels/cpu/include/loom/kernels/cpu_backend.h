@@ -1,0 +1,18 @@
+// The CPU implementation of the kernel backend: kernels/cpu's functions (CBLAS GEMMs,
+// vectorised loops) over host memory. Results are exactly those of calling kernels/cpu
+// directly, which is what the engine did before the backend interface existed.
+#pragma once
+
+#include <memory>
+
+#include "loom/kernels/backend.h"
+
+namespace loom::cpu {
+
+std::unique_ptr<kernels::Backend> make_cpu_backend();
+
+// One process-wide CPU backend: the home of tensors that were never given a backend.
+// Stateless apart from its byte count, so sharing it between threads is safe.
+kernels::Backend& shared_cpu_backend();
+
+}  // namespace loom::cpu

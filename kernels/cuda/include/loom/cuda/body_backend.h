@@ -1,0 +1,254 @@
+// The CUDA backend's logic, written once over an executor: every kernels::Backend
+// operation as a composition of the kernel bodies (element_kernels.h) and GEMMs described
+// by gemm_call (gemm_descriptor.h). The executor decides where it runs:
+//  - CudaExec (cuda_backend.cu): bodies as CUDA kernels on the rank's stream, GEMMs
+//    through cuBLAS, memory on the device. Built only where nvcc is.
+//  - HostExec (host_body_backend.cpp): bodies through host_launch, GEMMs through
+//    column-major CBLAS with the same descriptor, memory in a checked host arena. Built
+//    everywhere, so the engine trains through this exact code on the CPU in the tests,
+//    and a wrong index, transpose or missing upload fails there rather than on a GPU.
+//
+// An Exec provides: status(), host_memory(), allocate/release/upload/download/copy,
+// synchronize(), bytes_in_use(), launch(n, body), gemm(GemmCall, alpha, first, second,
+// beta, C) and check(ptr, what) (a no-op on the device; the host arena names a pointer
+// that is not its own, the bug a GPU would answer with an illegal address).
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "loom/cuda/element_kernels.h"
+#include "loom/cuda/gemm_descriptor.h"
+#include "loom/kernels/backend.h"
+
+namespace loom::cuda {
+
+template <class Exec>
+class BodyBackend final : public kernels::Backend {
+ public:
+  BodyBackend(Exec exec, const char* name) : exec_(std::move(exec)), name_(name) {}
+  ~BodyBackend() override {
+    exec_.release(row_loss_);
+    exec_.release(row_correct_);
+  }
+  Exec& exec() { return exec_; }
+
+  const char* name() const override { return name_; }
+  bool host_memory() const override { return exec_.host_memory(); }
+  Status status() const override { return exec_.status(); }
+
+  void* allocate(std::int64_t bytes) override { return exec_.allocate(bytes); }
+  void release(void* ptr) override { exec_.release(ptr); }
+  void upload(void* dst, const void* host, std::int64_t bytes) override {
+    exec_.check(dst, "upload destination");
+    exec_.upload(dst, host, bytes);
+  }
+  void download(void* host, const void* src, std::int64_t bytes) override {
+    exec_.check(src, "download source");
+    exec_.download(host, src, bytes);
+  }
+  void copy(void* dst, const void* src, std::int64_t bytes) override {
+    check({dst, src}, "copy");
+    exec_.copy(dst, src, bytes);
+  }
+  void fill(float* x, float value, std::int64_t n) override {
+    check({x}, "fill");
+    exec_.launch(n, Fill{x, value});
+  }
+  void accumulate(float* y, const float* x, std::int64_t n) override {
+    check({y, x}, "accumulate");
+    exec_.launch(n, Accumulate{y, x});
+  }
+  void synchronize() override { exec_.synchronize(); }
+  std::int64_t bytes_in_use() const override { return exec_.bytes_in_use(); }
+
+  void linear_forward(const float* x, const float* W, const float* b, float* y, int N, int in, int out) override {
+    check({x, W, b, y}, "linear forward");
+    gemm(false, true, N, out, in, x, W, 0.0f, y);  // y = x W^T
+    if (b) exec_.launch(std::int64_t(N) * out, BiasAdd{y, b, out});
+  }
+  void linear_backward(const float* x, const float* W, const float* dy, float* dx, float* dW, float* db, int N,
+                       int in, int out) override {
+    check({x, W, dy, dx, dW, db}, "linear backward");
+    if (dx) gemm(false, false, N, in, out, dy, W, 0.0f, dx);  // dx = dy W
+    if (dW) gemm(true, false, out, in, N, dy, x, 1.0f, dW);   // dW += dy^T x
+    if (db) exec_.launch(out, BiasGrad{dy, db, N, out});
+  }
+  void activation_forward(kernels::Activation a, const float* x, float* y, std::int64_t n) override {
+    check({x, y}, "activation forward");
+    switch (a) {
+      case kernels::Activation::Relu: exec_.launch(n, ReluForward{x, y}); break;
+      case kernels::Activation::Tanh: exec_.launch(n, TanhForward{x, y}); break;
+      case kernels::Activation::Gelu: exec_.launch(n, GeluForward{x, y}); break;
+    }
+  }
+  void activation_backward(kernels::Activation a, const float* x, const float* y, const float* dy, float* dx,
+                           std::int64_t n) override {
+    check({dy, dx}, "activation backward");
+    switch (a) {
+      case kernels::Activation::Relu: exec_.launch(n, ReluBackward{x, dy, dx}); break;
+      case kernels::Activation::Tanh: exec_.launch(n, TanhBackward{y, dy, dx}); break;
+      case kernels::Activation::Gelu: exec_.launch(n, GeluBackward{x, dy, dx}); break;
+    }
+  }
+  void dropout_forward(const float* x, float* y, float* mask, std::int64_t n, double p, std::uint64_t seed,
+                       std::uint64_t offset) override {
+    check({x, y, mask}, "dropout forward");
+    const float keep_scale = p >= 1.0 ? 0.0f : float(1.0 / (1.0 - p));
+    exec_.launch(n, DropoutForward{x, y, mask, p, keep_scale, seed, offset});
+  }
+  void dropout_backward(const float* mask, const float* dy, float* dx, std::int64_t n) override {
+    check({mask, dy, dx}, "dropout backward");
+    exec_.launch(n, Multiply{mask, dy, dx});
+  }
+
+  // One GEMM for the whole batch: col[C*R*R, N*OHOW] and out[K, N*OHOW].
+  std::int64_t conv2d_workspace(const kernels::ConvDims& d) const override {
+    return (std::int64_t(d.C) * d.R * d.R + d.K) * d.N * spatial(d);
+  }
+  void conv2d_forward(const float* x, const float* W, const float* b, float* y, const kernels::ConvDims& d,
+                      float* workspace) override {
+    check({x, W, b, y, workspace}, "conv2d forward");
+    const ConvShape g = shape(d);
+    const std::int64_t cols = std::int64_t(d.N) * spatial(d), crr = std::int64_t(d.C) * d.R * d.R;
+    float* col = workspace;
+    float* out = workspace + crr * cols;
+    exec_.launch(crr * cols, Im2ColBatch{x, col, g, d.N});
+    gemm(false, false, d.K, int(cols), int(crr), W, col, 0.0f, out);  // out = W col
+    exec_.launch(std::int64_t(d.K) * cols, ScatterChannels{out, y, b, d.K, spatial(d), d.N});
+  }
+  void conv2d_backward(const float* x, const float* W, const float* dy, float* dx, float* dW, float* db,
+                       const kernels::ConvDims& d, float* workspace) override {
+    check({x, W, dy, dx, dW, db, workspace}, "conv2d backward");
+    const ConvShape g = shape(d);
+    const std::int64_t cols = std::int64_t(d.N) * spatial(d), crr = std::int64_t(d.C) * d.R * d.R;
+    float* col = workspace;
+    float* dout = workspace + crr * cols;
+    if (db) exec_.launch(d.K, ChannelBiasGrad{dy, db, d.N, spatial(d), d.K});
+    if (!dW && !dx) return;
+    exec_.launch(std::int64_t(d.K) * cols, GatherChannels{dy, dout, d.K, spatial(d), d.N});
+    if (dW) {
+      exec_.launch(crr * cols, Im2ColBatch{x, col, g, d.N});
+      gemm(false, true, d.K, int(crr), int(cols), dout, col, 1.0f, dW);  // dW += dy col^T
+    }
+    if (dx) {
+      gemm(true, false, int(crr), int(cols), d.K, W, dout, 0.0f, col);  // dcol = W^T dy
+      exec_.launch(std::int64_t(d.N) * d.C * d.H * d.W, Col2ImBatch{col, dx, g, d.N});
+    }
+  }
+  void maxpool2d_forward(const float* x, float* y, std::int32_t* argmax, const kernels::PoolDims& d) override {
+    check({x, y, argmax}, "maxpool forward");
+    const std::int64_t n = std::int64_t(d.N) * d.C * d.out_h() * d.out_w();
+    exec_.launch(n, MaxPoolForward{x, y, argmax, d.H, d.W, d.kernel, d.stride});
+  }
+  void maxpool2d_backward(const std::int32_t* argmax, const float* dy, float* dx,
+                          const kernels::PoolDims& d) override {
+    check({argmax, dy, dx}, "maxpool backward");
+    exec_.launch(std::int64_t(d.N) * d.C * d.H * d.W, MaxPoolBackward{argmax, dy, dx, d.H, d.W, d.kernel, d.stride});
+  }
+  void concat_forward(const float* const* parts, const std::int64_t* widths, int num_parts, float* out,
+                      int N) override {
+    const std::int64_t total = sum(widths, num_parts);
+    std::int64_t offset = 0;
+    for (int p = 0; p < num_parts; ++p) {
+      check({parts[p], out}, "concat forward");
+      exec_.launch(N * widths[p], ConcatPart{parts[p], out, widths[p], total, offset});
+      offset += widths[p];
+    }
+  }
+  void concat_backward(const float* dout, const std::int64_t* widths, int num_parts, float* const* dparts,
+                       int N) override {
+    const std::int64_t total = sum(widths, num_parts);
+    std::int64_t offset = 0;
+    for (int p = 0; p < num_parts; ++p) {
+      if (dparts[p]) {
+        check({dout, dparts[p]}, "concat backward");
+        exec_.launch(N * widths[p], SplitPart{dout, dparts[p], widths[p], total, offset});
+      }
+      offset += widths[p];
+    }
+  }
+
+  // Per-row losses and hits on the device, summed on the host in row order (float, as
+  // kernels/cpu): N values cross the bus, and the mean matches the CPU's summation.
+  float softmax_xent_forward(const float* logits, const std::int32_t* labels, float* probs, int N, int C,
+                             int* correct) override {
+    check({logits, labels, probs}, "softmax cross-entropy");
+    if (!reserve_rows(N) || N <= 0) {
+      if (correct) *correct = 0;
+      return 0.0f;
+    }
+    exec_.launch(N, SoftmaxXentRow{logits, labels, probs, row_loss_, row_correct_, C});
+    host_loss_.resize(std::size_t(N));
+    host_correct_.resize(std::size_t(N));
+    exec_.download(host_loss_.data(), row_loss_, std::int64_t(N) * 4);
+    exec_.download(host_correct_.data(), row_correct_, std::int64_t(N) * 4);
+    float total = 0.0f;
+    int hits = 0;
+    for (int n = 0; n < N; ++n) {
+      total += host_loss_[std::size_t(n)];
+      hits += host_correct_[std::size_t(n)];
+    }
+    if (correct) *correct = hits;
+    return total / float(N);
+  }
+  void softmax_xent_backward(const float* probs, const std::int32_t* labels, float* dlogits, int N, int C,
+                             float scale) override {
+    check({probs, labels, dlogits}, "softmax cross-entropy backward");
+    exec_.launch(std::int64_t(N) * C, SoftmaxXentBackward{probs, labels, dlogits, C, scale});
+  }
+
+  void sgd_step(float* w, const float* dw, std::int64_t n, float lr, float weight_decay) override {
+    check({w, dw}, "sgd step");
+    exec_.launch(n, SgdStep{w, dw, lr, weight_decay});
+  }
+  void momentum_step(float* w, const float* dw, float* v, std::int64_t n, float lr, float mu,
+                     float weight_decay) override {
+    check({w, dw, v}, "momentum step");
+    exec_.launch(n, MomentumStep{w, dw, v, lr, mu, weight_decay});
+  }
+  void adam_step(float* w, const float* dw, float* m, float* v, std::int64_t n, const kernels::AdamParams& a) override {
+    check({w, dw, m, v}, "adam step");
+    const AdamStep body = adam_constants(AdamStep{w, dw, m, v, a.beta1, a.beta2, a.eps, a.weight_decay, 0, 0}, a.lr, a.t);
+    exec_.launch(n, body);
+  }
+
+ private:
+  // Row-major C[M,N] = alpha op(A) op(B) + beta C through the column-major descriptor.
+  void gemm(bool trans_a, bool trans_b, int M, int N, int K, const float* A, const float* B, float beta, float* C) {
+    exec_.gemm(gemm_call(trans_a, trans_b, M, N, K), 1.0f, B, A, beta, C);
+  }
+  void check(std::initializer_list<const void*> pointers, const char* what) {
+    for (const void* p : pointers)
+      if (p) exec_.check(p, what);
+  }
+  bool reserve_rows(int N) {
+    if (N <= rows_) return true;
+    exec_.release(row_loss_);
+    exec_.release(row_correct_);
+    row_loss_ = static_cast<float*>(exec_.allocate(std::int64_t(N) * 4));
+    row_correct_ = static_cast<std::int32_t*>(exec_.allocate(std::int64_t(N) * 4));
+    rows_ = row_loss_ && row_correct_ ? N : 0;
+    return rows_ > 0;
+  }
+  static ConvShape shape(const kernels::ConvDims& d) { return ConvShape{d.C, d.H, d.W, d.K, d.R, d.stride, d.pad}; }
+  static std::int64_t spatial(const kernels::ConvDims& d) { return std::int64_t(d.out_h()) * d.out_w(); }
+  static std::int64_t sum(const std::int64_t* widths, int n) {
+    std::int64_t total = 0;
+    for (int p = 0; p < n; ++p) total += widths[p];
+    return total;
+  }
+
+  Exec exec_;
+  const char* name_;
+  float* row_loss_ = nullptr;
+  std::int32_t* row_correct_ = nullptr;
+  int rows_ = 0;
+  std::vector<float> host_loss_;
+  std::vector<std::int32_t> host_correct_;
+};
+
+}  // namespace loom::cuda

@@ -1,0 +1,135 @@
+// CudaExec: BodyBackend's executor on a GPU (cuda_backend.h). Work is queued on the rank's
+// stream; errors are sticky (the first failed call, with its file and line, stays in
+// status() and later work is skipped), and surface where the engine checks once a step.
+#include "loom/cuda/cuda_backend.h"
+
+#include <cublas_v2.h>
+
+#include <unordered_map>
+#include <utility>
+
+#include "cuda_check.cuh"
+#include "loom/cuda/body_backend.h"
+
+namespace loom::cuda {
+namespace {
+
+using detail::cuda_error;
+
+Error cublas_error(const char* call, const char* file, int line, cublasStatus_t s) {
+  return cuda_error(call, file, line, std::string("cuBLAS ") + cublasGetStatusName(s) + " " + cublasGetStatusString(s));
+}
+
+// Records the first failure of a call and evaluates to whether it succeeded.
+#define LOOM_CUDA_RECORD(call) record((call), #call, __FILE__, __LINE__)
+
+class CudaExec {
+ public:
+  CudaExec(cudaStream_t stream, cublasHandle_t blas) : stream_(stream), blas_(blas) {}
+  CudaExec(CudaExec&& other) noexcept
+      : stream_(std::exchange(other.stream_, nullptr)),
+        blas_(std::exchange(other.blas_, nullptr)),
+        sizes_(std::move(other.sizes_)),
+        in_use_(other.in_use_),
+        status_(std::move(other.status_)) {}
+  CudaExec& operator=(CudaExec&&) = delete;
+  ~CudaExec() {
+    if (stream_) (void)cudaStreamSynchronize(stream_);
+    for (auto& [ptr, bytes] : sizes_) (void)cudaFree(ptr);
+    if (blas_) (void)cublasDestroy(blas_);
+    if (stream_) (void)cudaStreamDestroy(stream_);
+  }
+
+  Status status() const { return status_; }
+  bool host_memory() const { return false; }
+
+  void* allocate(std::int64_t bytes) {
+    void* p = nullptr;
+    if (!ok() || !LOOM_CUDA_RECORD(cudaMalloc(&p, std::size_t(bytes > 0 ? bytes : 1)))) return nullptr;
+    sizes_[p] = bytes;
+    in_use_ += bytes;
+    return p;
+  }
+  void release(void* ptr) {
+    const auto found = sizes_.find(ptr);
+    if (found == sizes_.end()) return;
+    in_use_ -= found->second;
+    sizes_.erase(found);
+    // After the stream's queued work, which may still read it.
+    (void)cudaStreamSynchronize(stream_);
+    (void)cudaFree(ptr);
+  }
+  void upload(void* dst, const void* host, std::int64_t bytes) {
+    if (ok()) LOOM_CUDA_RECORD(cudaMemcpyAsync(dst, host, std::size_t(bytes), cudaMemcpyHostToDevice, stream_));
+  }
+  void download(void* host, const void* src, std::int64_t bytes) {
+    if (ok() && LOOM_CUDA_RECORD(cudaMemcpyAsync(host, src, std::size_t(bytes), cudaMemcpyDeviceToHost, stream_)))
+      LOOM_CUDA_RECORD(cudaStreamSynchronize(stream_));
+  }
+  void copy(void* dst, const void* src, std::int64_t bytes) {
+    if (ok()) LOOM_CUDA_RECORD(cudaMemcpyAsync(dst, src, std::size_t(bytes), cudaMemcpyDeviceToDevice, stream_));
+  }
+  void synchronize() {
+    if (ok()) LOOM_CUDA_RECORD(cudaStreamSynchronize(stream_));
+  }
+  std::int64_t bytes_in_use() const { return in_use_; }
+
+  template <class Body>
+  void launch(std::int64_t n, const Body& body) {
+    if (!ok() || n <= 0) return;
+    detail::run_body<<<detail::blocks_for(n), detail::kBlock, 0, stream_>>>(body, n);
+    LOOM_CUDA_RECORD(cudaGetLastError());
+  }
+  void gemm(const GemmCall& c, float alpha, const float* first, const float* second, float beta, float* C) {
+    if (!ok() || c.m <= 0 || c.n <= 0) return;
+    const cublasStatus_t s = cublasSgemm(blas_, c.trans_first ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                         c.trans_second ? CUBLAS_OP_T : CUBLAS_OP_N, c.m, c.n, c.k, &alpha, first,
+                                         c.ld_first, second, c.ld_second, &beta, C, c.ldc);
+    if (s != CUBLAS_STATUS_SUCCESS) fail(cublas_error("cublasSgemm", __FILE__, __LINE__, s));
+  }
+  void check(const void*, const char*) {}  // the device itself faults on a bad address
+
+ private:
+  bool ok() const { return status_.ok(); }
+  bool record(cudaError_t e, const char* call, const char* file, int line) {
+    if (e == cudaSuccess) return true;
+    fail(cuda_error(call, file, line, e));
+    return false;
+  }
+  void fail(Error e) {
+    if (status_.ok()) status_ = std::move(e);
+  }
+
+  cudaStream_t stream_ = nullptr;
+  cublasHandle_t blas_ = nullptr;
+  std::unordered_map<void*, std::int64_t> sizes_;
+  std::int64_t in_use_ = 0;
+  Status status_;
+};
+
+#define LOOM_CUBLAS_CHECK(call)                                                              \
+  do {                                                                                       \
+    const cublasStatus_t loom_s_ = (call);                                                   \
+    if (loom_s_ != CUBLAS_STATUS_SUCCESS) return cublas_error(#call, __FILE__, __LINE__, loom_s_); \
+  } while (0)
+
+}  // namespace
+
+Expected<std::unique_ptr<kernels::Backend>> make_cuda_backend(const CudaOptions& options) {
+  LOOM_CUDA_CHECK(cudaSetDevice(options.device));
+  cudaStream_t stream = nullptr;
+  LOOM_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  cublasHandle_t blas = nullptr;
+  const cublasStatus_t created = cublasCreate(&blas);
+  if (created != CUBLAS_STATUS_SUCCESS) {
+    (void)cudaStreamDestroy(stream);
+    return cublas_error("cublasCreate(&blas)", __FILE__, __LINE__, created);
+  }
+  // The exec owns both from here, so every later failure releases them.
+  auto backend = std::make_unique<BodyBackend<CudaExec>>(CudaExec(stream, blas), "cuda");
+  LOOM_CUBLAS_CHECK(cublasSetStream(blas, stream));
+  LOOM_CUBLAS_CHECK(cublasSetMathMode(blas, options.tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+  return std::unique_ptr<kernels::Backend>(std::move(backend));
+}
+
+}  // namespace loom::cuda
