@@ -8,7 +8,7 @@ namespace loom::engine {
 
 std::vector<NamedTensor> named_copies(const std::vector<Param*>& params) {
   std::vector<NamedTensor> out;
-  for (const Param* p : params) out.push_back({p->name, p->value});
+  for (const Param* p : params) out.push_back({p->name, p->value.to_host()});
   return out;
 }
 

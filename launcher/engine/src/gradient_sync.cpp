@@ -1,4 +1,6 @@
 // Bucketed gradient all-reduce on a communication thread, overlapped with backward.
+// Buckets are host memory: packing downloads each gradient from its backend (a plain copy
+// on the CPU) and unpacking uploads it, so an MPI communicator never sees device memory.
 #include "loom/engine/gradient_sync.h"
 
 #include <algorithm>
@@ -83,7 +85,7 @@ void GradientSync::layer_done(std::int32_t layer) {
 void GradientSync::enqueue(Bucket& b) {
   std::size_t offset = 0;
   for (const Param* p : b.params) {
-    std::memcpy(b.buffer.data() + offset, p->grad.data(), p->grad.size() * sizeof(float));
+    p->grad.backend().download(b.buffer.data() + offset, p->grad.data(), p->grad.bytes());
     offset += p->grad.size();
   }
   b.queued = true;
@@ -141,7 +143,7 @@ Status GradientSync::finish_step() {
   for (Bucket& b : buckets_) {
     std::size_t offset = 0;
     for (Param* p : b.params) {
-      std::memcpy(p->grad.data(), b.buffer.data() + offset, p->grad.size() * sizeof(float));
+      p->grad.backend().upload(p->grad.data(), b.buffer.data() + offset, p->grad.bytes());
       offset += p->grad.size();
     }
   }

@@ -1,5 +1,5 @@
-// Run-time layers: each Module owns its parameters and scratch buffers and calls the CPU
-// kernels. Modules are built in the same pre-order as model inference numbers layers, so a
+// Run-time layers: each Module owns its parameters and scratch buffers, in its backend's
+// memory, and computes through that backend. Modules are built in the same pre-order as model inference numbers layers, so a
 // module's LayerId matches the row `loom-cli validate` prints.
 #include "loom/engine/model.h"
 
@@ -7,7 +7,7 @@
 #include <stdexcept>
 
 #include "loom/engine/gradient_sync.h"
-#include "loom/kernels/cpu.h"
+#include "loom/kernels/cpu.h"  // uniform_init: weights are drawn on the host, then uploaded
 
 namespace loom::engine {
 namespace {
@@ -21,34 +21,44 @@ std::uint64_t param_seed(std::uint64_t seed, LayerId layer, int tensor) {
   return seed * 0x9E3779B97F4A7C15ULL + std::uint64_t(layer.value) * 1000003ULL + std::uint64_t(tensor);
 }
 
-Param make_param(const std::string& name, LayerId layer, std::int64_t size, float bound, std::uint64_t seed) {
-  Param p;
-  p.name = name;
-  p.layer = layer.value;
-  p.value.resize(static_cast<std::size_t>(size));
-  p.grad.assign(static_cast<std::size_t>(size), 0.0f);
-  cpu::uniform_init(p.value.data(), size, bound, seed);
+Param make_param(kernels::Backend& backend, const std::string& name, LayerId layer, std::int64_t size, float bound,
+                 std::uint64_t seed) {
+  Param p{name, layer.value, Buffer<float>(backend), Buffer<float>(backend)};
+  std::vector<float> host(static_cast<std::size_t>(size));
+  cpu::uniform_init(host.data(), size, bound, seed);
+  p.value.assign(host);
+  p.grad.resize(size);
+  p.grad.fill(0.0f);
   return p;
+}
+
+kernels::Activation activation_of(LayerKind kind) {
+  switch (kind) {
+    case LayerKind::Relu: return kernels::Activation::Relu;
+    case LayerKind::Tanh: return kernels::Activation::Tanh;
+    default: return kernels::Activation::Gelu;
+  }
 }
 
 int as_int(std::int64_t v) { return static_cast<int>(v); }
 
 class Linear final : public Module {
  public:
-  Linear(const LayerInfo& info, const LayerSpec& spec, std::uint64_t seed)
+  Linear(kernels::Backend& be, const LayerInfo& info, const LayerSpec& spec, std::uint64_t seed)
       : in_(as_int(info.input[0])), out_(as_int(spec.out)), has_bias_(spec.bias) {
     const float bound = 1.0f / std::sqrt(float(in_));
-    weight_ = make_param(info.name + ".weight", info.id, std::int64_t(in_) * out_, bound, param_seed(seed, info.id, 0));
-    if (has_bias_) bias_ = make_param(info.name + ".bias", info.id, out_, bound, param_seed(seed, info.id, 1));
+    weight_ = make_param(be, info.name + ".weight", info.id, std::int64_t(in_) * out_, bound,
+                         param_seed(seed, info.id, 0));
+    if (has_bias_) bias_ = make_param(be, info.name + ".bias", info.id, out_, bound, param_seed(seed, info.id, 1));
   }
   void forward(const Tensor& x, Tensor& y, const Pass&) override {
     y.resize(x.batch, out_shape);
-    cpu::linear_forward(x.ptr(), weight_.value.data(), has_bias_ ? bias_.value.data() : nullptr, y.ptr(),
-                        as_int(x.batch), in_, out_);
+    backend->linear_forward(x.ptr(), weight_.value.data(), has_bias_ ? bias_.value.data() : nullptr, y.ptr(),
+                            as_int(x.batch), in_, out_);
   }
   void backward(const Tensor& x, const Tensor&, const Tensor& dy, Tensor* dx, const Pass&) override {
     if (dx) dx->resize(x.batch, x.sample);
-    cpu::linear_backward(x.ptr(), weight_.value.data(), dy.ptr(), dx ? dx->ptr() : nullptr, weight_.grad.data(),
+    backend->linear_backward(x.ptr(), weight_.value.data(), dy.ptr(), dx ? dx->ptr() : nullptr, weight_.grad.data(),
                          has_bias_ ? bias_.grad.data() : nullptr, as_int(x.batch), in_, out_);
   }
   void collect_params(std::vector<Param*>& out) override {
@@ -64,27 +74,19 @@ class Linear final : public Module {
 
 class Activation final : public Module {
  public:
-  explicit Activation(LayerKind kind) : kind_(kind) {}
+  explicit Activation(LayerKind kind) : kind_(activation_of(kind)) {}
   void forward(const Tensor& x, Tensor& y, const Pass&) override {
     y.resize(x.batch, out_shape);
-    switch (kind_) {
-      case LayerKind::Relu: cpu::relu_forward(x.ptr(), y.ptr(), x.size()); break;
-      case LayerKind::Tanh: cpu::tanh_forward(x.ptr(), y.ptr(), x.size()); break;
-      default: cpu::gelu_forward(x.ptr(), y.ptr(), x.size()); break;
-    }
+    backend->activation_forward(kind_, x.ptr(), y.ptr(), x.size());
   }
   void backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx, const Pass&) override {
     if (!dx) return;
     dx->resize(x.batch, x.sample);
-    switch (kind_) {
-      case LayerKind::Relu: cpu::relu_backward(x.ptr(), dy.ptr(), dx->ptr(), x.size()); break;
-      case LayerKind::Tanh: cpu::tanh_backward(y.ptr(), dy.ptr(), dx->ptr(), x.size()); break;
-      default: cpu::gelu_backward(x.ptr(), dy.ptr(), dx->ptr(), x.size()); break;
-    }
+    backend->activation_backward(kind_, x.ptr(), y.ptr(), dy.ptr(), dx->ptr(), x.size());
   }
 
  private:
-  LayerKind kind_;
+  kernels::Activation kind_;
 };
 
 // Flatten only reinterprets the shape; the copy keeps every module's output its own buffer.
@@ -92,12 +94,12 @@ class Flatten final : public Module {
  public:
   void forward(const Tensor& x, Tensor& y, const Pass&) override {
     y.resize(x.batch, out_shape);
-    std::copy_n(x.ptr(), x.size(), y.ptr());
+    backend->copy(y.ptr(), x.ptr(), x.size() * std::int64_t(sizeof(float)));
   }
   void backward(const Tensor& x, const Tensor&, const Tensor& dy, Tensor* dx, const Pass&) override {
     if (!dx) return;
     dx->resize(x.batch, x.sample);
-    std::copy_n(dy.ptr(), x.size(), dx->ptr());
+    backend->copy(dx->ptr(), dy.ptr(), x.size() * std::int64_t(sizeof(float)));
   }
 };
 
@@ -106,22 +108,22 @@ class Dropout final : public Module {
   Dropout(double p, LayerId id) : p_(p), layer_salt_(std::uint64_t(id.value) * 0xD1B54A32D192ED03ULL) {}
   void forward(const Tensor& x, Tensor& y, const Pass& pass) override {
     y.resize(x.batch, out_shape);
-    Tensor& mask = slot_state(masks_, pass.slot);
+    Tensor& mask = slot_tensor(masks_, pass.slot, *backend);
     mask.resize(x.batch, out_shape);
     if (!pass.training || p_ == 0.0) {
-      std::fill_n(mask.ptr(), x.size(), 1.0f);
-      std::copy_n(x.ptr(), x.size(), y.ptr());
+      mask.data.fill(1.0f);
+      backend->copy(y.ptr(), x.ptr(), x.size() * std::int64_t(sizeof(float)));
       return;
     }
     // Keyed by the global sample index, so a sample gets the same mask whichever rank
     // or micro-batch processes it.
     const auto offset = std::uint64_t(pass.first_sample) * std::uint64_t(x.sample_size());
-    cpu::dropout_forward(x.ptr(), y.ptr(), mask.ptr(), x.size(), p_, pass.seed ^ layer_salt_, offset);
+    backend->dropout_forward(x.ptr(), y.ptr(), mask.ptr(), x.size(), p_, pass.seed ^ layer_salt_, offset);
   }
   void backward(const Tensor& x, const Tensor&, const Tensor& dy, Tensor* dx, const Pass& pass) override {
     if (!dx) return;
     dx->resize(x.batch, x.sample);
-    cpu::dropout_backward(slot_state(masks_, pass.slot).ptr(), dy.ptr(), dx->ptr(), x.size());
+    backend->dropout_backward(slot_tensor(masks_, pass.slot, *backend).ptr(), dy.ptr(), dx->ptr(), x.size());
   }
 
  private:
@@ -132,7 +134,8 @@ class Dropout final : public Module {
 
 class Conv2d final : public Module {
  public:
-  Conv2d(const LayerInfo& info, const LayerSpec& spec, std::uint64_t seed) : has_bias_(spec.bias) {
+  Conv2d(kernels::Backend& be, const LayerInfo& info, const LayerSpec& spec, std::uint64_t seed)
+      : has_bias_(spec.bias), workspace_(be) {
     geometry_.C = as_int(info.input[0]);
     geometry_.H = as_int(info.input[1]);
     geometry_.W = as_int(info.input[2]);
@@ -142,20 +145,21 @@ class Conv2d final : public Module {
     geometry_.pad = as_int(spec.padding);
     const std::int64_t fan_in = std::int64_t(geometry_.C) * geometry_.R * geometry_.R;
     const float bound = 1.0f / std::sqrt(float(fan_in));
-    weight_ = make_param(info.name + ".weight", info.id, fan_in * geometry_.K, bound, param_seed(seed, info.id, 0));
-    if (has_bias_) bias_ = make_param(info.name + ".bias", info.id, geometry_.K, bound, param_seed(seed, info.id, 1));
+    weight_ = make_param(be, info.name + ".weight", info.id, fan_in * geometry_.K, bound, param_seed(seed, info.id, 0));
+    if (has_bias_)
+      bias_ = make_param(be, info.name + ".bias", info.id, geometry_.K, bound, param_seed(seed, info.id, 1));
   }
   void forward(const Tensor& x, Tensor& y, const Pass&) override {
     y.resize(x.batch, out_shape);
     set_batch(x.batch);
-    cpu::conv2d_forward(x.ptr(), weight_.value.data(), has_bias_ ? bias_.value.data() : nullptr, y.ptr(), geometry_,
-                        workspace_.data());
+    backend->conv2d_forward(x.ptr(), weight_.value.data(), has_bias_ ? bias_.value.data() : nullptr, y.ptr(),
+                            geometry_, workspace_.data());
   }
   void backward(const Tensor& x, const Tensor&, const Tensor& dy, Tensor* dx, const Pass&) override {
     if (dx) dx->resize(x.batch, x.sample);
     set_batch(x.batch);
-    cpu::conv2d_backward(x.ptr(), weight_.value.data(), dy.ptr(), dx ? dx->ptr() : nullptr, weight_.grad.data(),
-                         has_bias_ ? bias_.grad.data() : nullptr, geometry_, workspace_.data());
+    backend->conv2d_backward(x.ptr(), weight_.value.data(), dy.ptr(), dx ? dx->ptr() : nullptr, weight_.grad.data(),
+                             has_bias_ ? bias_.grad.data() : nullptr, geometry_, workspace_.data());
   }
   void collect_params(std::vector<Param*>& out) override {
     out.push_back(&weight_);
@@ -167,14 +171,13 @@ class Conv2d final : public Module {
   // it only grows, so a smaller last batch reuses it.
   void set_batch(std::int64_t batch) {
     geometry_.N = as_int(batch);
-    const auto need = static_cast<std::size_t>(geometry_.workspace_elems());
-    if (workspace_.size() < need) workspace_.resize(need);
+    workspace_.resize(std::max<std::int64_t>(backend->conv2d_workspace(geometry_), std::int64_t(workspace_.size())));
   }
 
-  cpu::ConvGeometry geometry_;
+  kernels::ConvDims geometry_;
   bool has_bias_;
   Param weight_, bias_;
-  std::vector<float> workspace_;
+  Buffer<float> workspace_;
 };
 
 class MaxPool2d final : public Module {
@@ -190,19 +193,20 @@ class MaxPool2d final : public Module {
     y.resize(x.batch, out_shape);
     geometry_.N = as_int(x.batch);
     auto& argmax = slot_state(argmax_, pass.slot);
-    argmax.resize(static_cast<std::size_t>(y.size()));
-    cpu::maxpool2d_forward(x.ptr(), y.ptr(), argmax.data(), geometry_);
+    argmax.bind(*backend);
+    argmax.resize(y.size());
+    backend->maxpool2d_forward(x.ptr(), y.ptr(), argmax.data(), geometry_);
   }
   void backward(const Tensor& x, const Tensor&, const Tensor& dy, Tensor* dx, const Pass& pass) override {
     if (!dx) return;
     dx->resize(x.batch, x.sample);
     geometry_.N = as_int(x.batch);
-    cpu::maxpool2d_backward(slot_state(argmax_, pass.slot).data(), dy.ptr(), dx->ptr(), geometry_);
+    backend->maxpool2d_backward(slot_state(argmax_, pass.slot).data(), dy.ptr(), dx->ptr(), geometry_);
   }
 
  private:
-  cpu::PoolGeometry geometry_;
-  std::vector<std::vector<std::int32_t>> argmax_;  // per slot
+  kernels::PoolDims geometry_;
+  std::vector<Buffer<std::int32_t>> argmax_;  // per slot
 };
 
 // Branches see the same input; their outputs are concatenated per sample (along channels
@@ -216,7 +220,7 @@ class Parallel final : public Module {
     y.resize(x.batch, out_shape);
     std::vector<const float*> parts(branches_.size());
     for (std::size_t b = 0; b < branches_.size(); ++b) parts[b] = outputs[b].ptr();
-    cpu::concat_forward(parts.data(), widths_.data(), int(parts.size()), y.ptr(), as_int(x.batch));
+    backend->concat_forward(parts.data(), widths_.data(), int(parts.size()), y.ptr(), as_int(x.batch));
   }
   void backward(const Tensor& x, const Tensor&, const Tensor& dy, Tensor* dx, const Pass& pass) override {
     auto& outputs = slot_outputs(pass.slot);
@@ -225,16 +229,15 @@ class Parallel final : public Module {
       doutputs_[b].resize(x.batch, outputs[b].sample);
       dparts[b] = doutputs_[b].ptr();
     }
-    cpu::concat_backward(dy.ptr(), widths_.data(), int(dparts.size()), dparts.data(), as_int(x.batch));
+    backend->concat_backward(dy.ptr(), widths_.data(), int(dparts.size()), dparts.data(), as_int(x.batch));
     if (dx) {
       dx->resize(x.batch, x.sample);
-      std::fill_n(dx->ptr(), x.size(), 0.0f);
+      dx->data.fill(0.0f);
     }
+    branch_dx_.data.bind(*backend);
     for (std::size_t b = 0; b < branches_.size(); ++b) {
       branches_[b]->backward(x, outputs[b], doutputs_[b], dx ? &branch_dx_ : nullptr, pass);
-      if (dx) {
-        for (std::int64_t i = 0; i < x.size(); ++i) dx->data[i] += branch_dx_.data[i];
-      }
+      if (dx) backend->accumulate(dx->ptr(), branch_dx_.ptr(), x.size());
     }
   }
   void collect_params(std::vector<Param*>& out) override {
@@ -247,6 +250,8 @@ class Parallel final : public Module {
     auto& outputs = slot_state(outputs_, slot);
     outputs.resize(branches_.size());
     doutputs_.resize(branches_.size());
+    for (auto& t : outputs) t.data.bind(*backend);
+    for (auto& t : doutputs_) t.data.bind(*backend);
     return outputs;
   }
   std::vector<std::unique_ptr<Sequential>> branches_;
@@ -260,16 +265,18 @@ class Parallel final : public Module {
 // LayerInfo.
 class Builder {
  public:
-  Builder(const ModelInfo& info, std::uint64_t seed, std::size_t first_row = 0)
-      : info_(info), seed_(seed), next_(first_row) {}
+  Builder(const ModelInfo& info, std::uint64_t seed, kernels::Backend& backend, std::size_t first_row = 0)
+      : info_(info), seed_(seed), backend_(backend), next_(first_row) {}
 
   std::unique_ptr<Sequential> sequence(const std::vector<LayerSpec>& specs) {
     auto seq = std::make_unique<Sequential>();
+    seq->backend = &backend_;
     for (const LayerSpec& spec : specs) seq->add(layer(spec));
     return seq;
   }
   std::unique_ptr<Sequential> sequence(const std::vector<const LayerSpec*>& specs) {
     auto seq = std::make_unique<Sequential>();
+    seq->backend = &backend_;
     for (const LayerSpec* spec : specs) seq->add(layer(*spec));
     return seq;
   }
@@ -280,13 +287,14 @@ class Builder {
     std::unique_ptr<Module> module = make(spec, info);
     module->id = info.id;
     module->out_shape = info.output;
+    module->backend = &backend_;
     return module;
   }
 
   std::unique_ptr<Module> make(const LayerSpec& spec, const LayerInfo& info) {
     switch (spec.kind) {
-      case LayerKind::Linear: return std::make_unique<Linear>(info, spec, seed_);
-      case LayerKind::Conv2d: return std::make_unique<Conv2d>(info, spec, seed_);
+      case LayerKind::Linear: return std::make_unique<Linear>(backend_, info, spec, seed_);
+      case LayerKind::Conv2d: return std::make_unique<Conv2d>(backend_, info, spec, seed_);
       case LayerKind::MaxPool2d: return std::make_unique<MaxPool2d>(info, spec);
       case LayerKind::Flatten: return std::make_unique<Flatten>();
       case LayerKind::Dropout: return std::make_unique<Dropout>(spec.p, info.id);
@@ -310,24 +318,27 @@ class Builder {
 
   const ModelInfo& info_;
   std::uint64_t seed_;
+  kernels::Backend& backend_;
   std::size_t next_ = 0;
 };
 
 }  // namespace
 
 std::unique_ptr<Sequential> build_layers(const std::vector<const LayerSpec*>& specs, const ModelInfo& info,
-                                         std::size_t first_row, std::uint64_t seed) {
-  return Builder(info, seed, first_row).sequence(specs);
+                                         std::size_t first_row, std::uint64_t seed, kernels::Backend& backend) {
+  return Builder(info, seed, backend, first_row).sequence(specs);
 }
 
 void Sequential::add(std::unique_ptr<Module> module) {
   modules_.push_back(std::move(module));
   gradients_.resize(modules_.size());
+  for (auto& t : gradients_) t.data.bind(*backend);
 }
 
 void Sequential::forward(const Tensor& x, Tensor& y, const Pass& pass) {
   auto& outputs = slot_state(outputs_, pass.slot);
   outputs.resize(modules_.size());
+  for (auto& t : outputs) t.data.bind(*backend);
   const Tensor* input = &x;
   trace::SpanChain spans(pass.recorder);
   for (std::size_t i = 0; i < modules_.size(); ++i) {
@@ -337,7 +348,7 @@ void Sequential::forward(const Tensor& x, Tensor& y, const Pass& pass) {
   }
   spans.close();
   y.resize(input->batch, input->sample);
-  std::copy_n(input->ptr(), input->size(), y.ptr());
+  backend->copy(y.ptr(), input->ptr(), input->size() * std::int64_t(sizeof(float)));
 }
 
 void Sequential::backward(const Tensor& x, const Tensor&, const Tensor& dy, Tensor* dx, const Pass& pass) {
@@ -363,9 +374,10 @@ void Sequential::collect_params(std::vector<Param*>& out) {
   for (auto& module : modules_) module->collect_params(out);
 }
 
-Model Model::build(const Plan& plan, const ModelInfo& info) {
+Model Model::build(const Plan& plan, const ModelInfo& info, kernels::Backend& backend) {
   Model model;
-  Builder builder(info, plan.training.seed);
+  model.backend_ = &backend;
+  Builder builder(info, plan.training.seed, backend);
   model.body_ = builder.sequence(plan.model.layers);
   model.body_->collect_params(model.params_);
   return model;
@@ -378,7 +390,7 @@ void Model::backward(const Tensor& x, const Tensor& logits, const Tensor& dlogit
 }
 
 void Model::zero_grad() {
-  for (Param* p : params_) std::fill(p->grad.begin(), p->grad.end(), 0.0f);
+  for (Param* p : params_) p->grad.fill(0.0f);
 }
 
 std::int64_t Model::parameter_count() const {

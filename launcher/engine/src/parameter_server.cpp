@@ -7,6 +7,7 @@
 #include <numeric>
 #include <thread>
 
+#include "loom/engine/batch.h"
 #include "loom/kernels/cpu.h"
 
 namespace loom::engine {
@@ -55,8 +56,8 @@ void pack_values(std::int64_t version, const std::vector<Param*>& shard, std::ve
   std::memcpy(out.data(), &version, kVersionBytes);
   char* at = out.data() + kVersionBytes;
   for (const Param* p : shard) {
-    std::memcpy(at, p->value.data(), p->value.size() * sizeof(float));
-    at += p->value.size() * sizeof(float);
+    p->value.backend().download(at, p->value.data(), p->value.bytes());
+    at += p->value.bytes();
   }
 }
 
@@ -65,21 +66,25 @@ std::int64_t unpack_values(const std::vector<char>& in, const std::vector<Param*
   std::memcpy(&version, in.data(), kVersionBytes);
   const char* at = in.data() + kVersionBytes;
   for (Param* p : shard) {
-    std::memcpy(p->value.data(), at, p->value.size() * sizeof(float));
-    at += p->value.size() * sizeof(float);
+    p->value.backend().upload(p->value.data(), at, p->value.bytes());
+    at += p->value.bytes();
   }
   return version;
 }
 
 void pack_grads(const std::vector<Param*>& shard, std::vector<float>& out) {
-  out.clear();
-  for (const Param* p : shard) out.insert(out.end(), p->grad.begin(), p->grad.end());
+  out.resize(std::size_t(shard_floats(shard)));
+  std::size_t at = 0;
+  for (const Param* p : shard) {
+    p->grad.backend().download(out.data() + at, p->grad.data(), p->grad.bytes());
+    at += p->grad.size();
+  }
 }
 
 void unpack_grads(const std::vector<float>& in, const std::vector<Param*>& shard) {
   std::size_t at = 0;
   for (Param* p : shard) {
-    std::copy_n(in.begin() + std::ptrdiff_t(at), p->grad.size(), p->grad.begin());
+    p->grad.backend().upload(p->grad.data(), in.data() + at, p->grad.bytes());
     at += p->grad.size();
   }
 }
@@ -339,13 +344,18 @@ Status ParameterServer::send_final_params() {
 // ---------------------------------------------------------------- worker
 
 AsyncWorker::AsyncWorker(const Plan& plan, const ModelInfo& info, const data::TrainTest& data,
-                         trace::Recorder* recorder, comm::Communicator* comm)
-    : TrainingLoop(plan, data, recorder, comm),
-      model_(Model::build(plan, info)),
+                         trace::Recorder* recorder, comm::Communicator* comm, kernels::Backend& backend)
+    : TrainingLoop(plan, data, recorder, comm, backend),
+      model_(Model::build(plan, info, backend)),
       workers_(plan.parallel.data_parallel),
       servers_(plan.parallel.sync.servers),
       version_read_(std::size_t(servers_), 0),
-      straggler_(plan, comm ? comm->rank() : 0) {
+      straggler_(plan, comm ? comm->rank() : 0),
+      input_(backend),
+      logits_(backend),
+      dlogits_(backend),
+      probs_(backend),
+      labels_(backend) {
   const std::vector<int> owner = shard_params(param_sizes(model_.params()), servers_);
   for (int s = 0; s < servers_; ++s) {
     shards_.push_back(shard_of(model_.params(), owner, s));
@@ -402,26 +412,17 @@ Expected<TrainingLoop::StepStats> AsyncWorker::train_step(std::int64_t step, con
   const auto slice = chunk_of_batch(batch_in_epoch, rank_, workers_);
   {
     Span span(recorder_, EventKind::DataLoad, Stream::Compute, std::int32_t(step));
-    input_.resize(slice.size, data_.train.sample_shape);
-    labels_.resize(static_cast<std::size_t>(slice.size));
-    data::gather_batch(data_.train, order, slice, input_.ptr(), labels_.data());
+    load_batch(data_.train, order, slice, input_, labels_);
   }
   Pass pass{true, std::int32_t(step), -1, plan_.training.seed, first_sample(step, batch_in_epoch, slice), recorder_,
             nullptr};
   model_.forward(input_, logits_, pass);
   {
     Span span(recorder_, EventKind::Loss, Stream::Compute, std::int32_t(step));
-    const int classes = int(data_.train.classes);
-    probs_.resize(slice.size, {classes});
-    dlogits_.resize(slice.size, {classes});
-    int correct = 0;
-    const float loss = cpu::softmax_xent_forward(logits_.ptr(), labels_.data(), probs_.ptr(), int(slice.size), classes,
-                                                 &correct);
     // 1/global batch: the W workers' gradients of one clock add up to the full batch's.
-    cpu::softmax_xent_backward(probs_.ptr(), labels_.data(), dlogits_.ptr(), int(slice.size), classes,
-                               1.0f / float(plan_.training.batch));
-    stats.loss = loss;
-    stats.correct = correct;
+    const LossResult loss = softmax_xent(logits_, labels_, probs_, &dlogits_, 1.0f / float(plan_.training.batch));
+    stats.loss = loss.loss;
+    stats.correct = loss.correct;
     stats.samples = slice.size;
   }
   model_.backward(input_, logits_, dlogits_, pass);

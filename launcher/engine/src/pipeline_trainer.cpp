@@ -10,7 +10,7 @@
 #include <string>
 #include <thread>
 
-#include "loom/kernels/cpu.h"
+#include "loom/engine/batch.h"
 
 namespace loom::engine {
 namespace {
@@ -71,7 +71,8 @@ std::vector<char> serialize(const std::vector<Param*>& params) {
     append_bytes(out, &name_size, sizeof name_size);
     append_bytes(out, p->name.data(), p->name.size());
     append_bytes(out, &count, sizeof count);
-    append_bytes(out, p->value.data(), p->value.size() * sizeof(float));
+    const std::vector<float> values = p->value.to_host();
+    append_bytes(out, values.data(), values.size() * sizeof(float));
   }
   return out;
 }
@@ -164,13 +165,13 @@ struct PipelineTrainer::Slot {
   std::vector<std::vector<Tensor>> contributions;  // [unit][input]: gradient that unit sends its input
   std::vector<Tensor> gradient_sums;               // by value id: several consumers' contributions added
   Tensor probs, dlogits;
-  std::vector<std::int32_t> labels;
+  Buffer<std::int32_t> labels;
   std::vector<std::unique_ptr<comm::Request>> sends;
 };
 
 PipelineTrainer::PipelineTrainer(const Plan& plan, const ModelInfo& info, const data::TrainTest& data,
-                                 trace::Recorder* recorder, comm::Communicator* comm)
-    : TrainingLoop(plan, data, recorder, comm),
+                                 trace::Recorder* recorder, comm::Communicator* comm, kernels::Backend& backend)
+    : TrainingLoop(plan, data, recorder, comm, backend),
       graph_(graph_or_throw(plan, info)),
       optimizer_(plan.training.optimizer, {}) {
   if (graph_.stages > ranks_) throw std::invalid_argument("the plan has more stages than the run has ranks");
@@ -188,7 +189,7 @@ PipelineTrainer::PipelineTrainer(const Plan& plan, const ModelInfo& info, const 
     if (unit.stage != stage_) continue;
     my_units_.push_back(int(u));
     if (unit.kind == UnitKind::Layers) {
-      modules_[u] = build_layers(unit.layers, info, unit.first_row, plan.training.seed);
+      modules_[u] = build_layers(unit.layers, info, unit.first_row, plan.training.seed, backend_);
       modules_[u]->collect_params(params_);
       per_sample_bytes += row_activation_bytes(info, unit.first_row, unit.rows);
     } else {
@@ -222,7 +223,7 @@ Expected<TrainingLoop::StepStats> PipelineTrainer::train_step(std::int64_t step,
                                                               std::int64_t batch_in_epoch, bool stop_requested) {
   Span step_span(recorder_, EventKind::Step, Stream::Host, std::int32_t(step));
   message_step_ = std::int32_t(step % 4096);
-  for (Param* p : params_) std::fill(p->grad.begin(), p->grad.end(), 0.0f);
+  for (Param* p : params_) p->grad.fill(0.0f);
   StepStats stats;
   stats.stop = stop_requested;
   const int accumulation = plan_.parallel.grad_accumulation;
@@ -354,10 +355,8 @@ Status PipelineTrainer::gradient_of_output(int unit_index, const MicroBatch& mb,
   }
   Tensor& sum = slot.gradient_sums[std::size_t(v)];
   sum.resize(mb.slice.size, value.shape);
-  std::fill_n(sum.ptr(), sum.size(), 0.0f);
-  for (const Tensor* part : parts) {
-    for (std::int64_t i = 0; i < sum.size(); ++i) sum.data[std::size_t(i)] += part->data[std::size_t(i)];
-  }
+  sum.data.fill(0.0f);
+  for (const Tensor* part : parts) backend_.accumulate(sum.ptr(), part->ptr(), sum.size());
   *dy = &sum;
   return {};
 }
@@ -374,7 +373,7 @@ void PipelineTrainer::run_unit_forward(int unit_index, Slot& slot, const Pass& p
   y.resize(batch, graph_.values[std::size_t(unit.output)].shape);
   std::vector<const float*> parts;
   for (int v : unit.inputs) parts.push_back(slot.values[std::size_t(v)].ptr());
-  cpu::concat_forward(parts.data(), unit.widths.data(), int(parts.size()), y.ptr(), int(batch));
+  backend_.concat_forward(parts.data(), unit.widths.data(), int(parts.size()), y.ptr(), int(batch));
 }
 
 void PipelineTrainer::run_unit_backward(int unit_index, Slot& slot, const Tensor& dy, const Pass& pass) {
@@ -393,7 +392,7 @@ void PipelineTrainer::run_unit_backward(int unit_index, Slot& slot, const Tensor
     contributions[i].resize(dy.batch, graph_.values[std::size_t(unit.inputs[i])].shape);
     parts.push_back(contributions[i].ptr());
   }
-  cpu::concat_backward(dy.ptr(), unit.widths.data(), int(parts.size()), parts.data(), int(dy.batch));
+  backend_.concat_backward(dy.ptr(), unit.widths.data(), int(parts.size()), parts.data(), int(dy.batch));
 }
 
 void PipelineTrainer::send_input_gradients(int unit_index, const MicroBatch& mb, const Pass& pass) {
@@ -412,10 +411,7 @@ void PipelineTrainer::send_input_gradients(int unit_index, const MicroBatch& mb,
 void PipelineTrainer::load_batch(const data::Dataset& set, const std::vector<std::int64_t>& order, const MicroBatch& mb,
                                  Slot& slot, const Pass& pass) {
   Span span(pass.recorder, EventKind::DataLoad, Stream::Compute, pass.step, -1, pass.microbatch);
-  Tensor& input = slot.values[kModelInput];
-  input.resize(mb.slice.size, set.sample_shape);
-  slot.labels.resize(static_cast<std::size_t>(mb.slice.size));
-  data::gather_batch(set, order, mb.slice, input.ptr(), slot.labels.data());
+  engine::load_batch(set, order, mb.slice, slot.values[kModelInput], slot.labels);
   slot.have[kModelInput] = 1;
   span.event().bytes = mb.slice.size * set.sample_size * std::int64_t(sizeof(float));
 }
@@ -425,17 +421,9 @@ void PipelineTrainer::load_batch(const data::Dataset& set, const std::vector<std
 std::pair<float, int> PipelineTrainer::compute_loss(Slot& slot, std::int64_t batch, const Pass& pass) {
   Span span(pass.recorder, EventKind::Loss, Stream::Compute, pass.step, -1, pass.microbatch);
   const Tensor& logits = slot.values[std::size_t(graph_.output)];
-  const int classes = int(logits.sample_size());
-  slot.probs.resize(batch, logits.sample);
-  int correct = 0;
-  const float loss = cpu::softmax_xent_forward(logits.ptr(), slot.labels.data(), slot.probs.ptr(), int(batch), classes,
-                                               &correct);
-  if (pass.training) {
-    slot.dlogits.resize(batch, logits.sample);
-    cpu::softmax_xent_backward(slot.probs.ptr(), slot.labels.data(), slot.dlogits.ptr(), int(batch), classes,
-                               1.0f / float(plan_.training.batch));
-  }
-  return {loss, correct};
+  const LossResult loss = softmax_xent(logits, slot.labels, slot.probs, pass.training ? &slot.dlogits : nullptr,
+                                       1.0f / float(plan_.training.batch));
+  return {loss.loss, loss.correct};
 }
 
 // The test set flows through replica 0's pipeline in batches; the loss stage scores it,
@@ -488,7 +476,9 @@ void PipelineTrainer::send(const Tensor& tensor, int stage, int tag, int channel
   span.event().peer = peer;
   span.event().message = message_id(pass, channel);
   auto& sends = slots_[std::size_t(mb.slot)]->sends;
-  sends.push_back(comm_->isend(tensor.ptr(), bytes, peer, tag));
+  // From host memory: the tensor itself on the CPU, its host mirror (alive as long as the
+  // slot's tensor, past the send's completion) for a device.
+  sends.push_back(comm_->isend(tensor.data.host_read(), bytes, peer, tag));
   if (progress_) progress_->watch(sends.back().get());
 }
 
@@ -502,7 +492,9 @@ Status PipelineTrainer::receive(Tensor& tensor, std::int64_t batch, const Shape&
   span.event().message = message_id(pass, channel);
   // Waiting for a neighbour is the pipeline bubble: marked on the compute stream too.
   span.also_record_as(EventKind::Idle, Stream::Compute);
-  return comm_->recv(tensor.ptr(), bytes, peer, tag);
+  LOOM_TRY(comm_->recv(tensor.data.host_write(), bytes, peer, tag));
+  tensor.data.commit();
+  return {};
 }
 
 std::int32_t PipelineTrainer::message_id(const Pass& pass, int channel) const {
@@ -542,6 +534,14 @@ int PipelineTrainer::acquire_slot() {
   slot->gradient_sums.resize(graph_.values.size());
   slot->contributions.resize(graph_.units.size());
   for (std::size_t u = 0; u < graph_.units.size(); ++u) slot->contributions[u].resize(graph_.units[u].inputs.size());
+  // Every tensor of the slot lives in the rank's backend.
+  for (Tensor& t : slot->values) t.data.bind(backend_);
+  for (Tensor& t : slot->gradient_sums) t.data.bind(backend_);
+  for (auto& unit : slot->contributions)
+    for (Tensor& t : unit) t.data.bind(backend_);
+  slot->probs.data.bind(backend_);
+  slot->dlogits.data.bind(backend_);
+  slot->labels.bind(backend_);
   slots_.push_back(std::move(slot));
   return int(slots_.size()) - 1;
 }

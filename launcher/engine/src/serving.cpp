@@ -179,17 +179,20 @@ void InferenceServer::State::forward_batch(std::int64_t n, std::int64_t batch, s
                                            std::int64_t& correct) {
   trace::Span span(recorder, EventKind::Step, Stream::Compute, std::int32_t(batch));
   input.resize(n, test.sample_shape);
+  float* host_input = input.data.host_write();
   for (std::int64_t i = 0; i < n; ++i) {
     const std::int64_t sample = queue[std::size_t(i)].request.sample;
-    std::memcpy(input.ptr() + i * test.sample_size, test.sample(sample), std::size_t(test.sample_size) * sizeof(float));
+    std::memcpy(host_input + i * test.sample_size, test.sample(sample), std::size_t(test.sample_size) * sizeof(float));
   }
+  input.data.commit();
   Pass pass{false, std::int32_t(batch), -1, 0, 0, recorder};
   model.forward(input, logits, pass);
   const std::int64_t classes = logits.sample_size();
   predicted.resize(std::size_t(n));
   correct = 0;
+  const float* host_logits = logits.data.host_read();
   for (std::int64_t i = 0; i < n; ++i) {
-    predicted[std::size_t(i)] = argmax(logits.ptr() + i * classes, classes);
+    predicted[std::size_t(i)] = argmax(host_logits + i * classes, classes);
     if (predicted[std::size_t(i)] == test.labels[std::size_t(queue[std::size_t(i)].request.sample)]) ++correct;
   }
 }
@@ -242,7 +245,7 @@ Status InferenceServer::load_weights() {
                             std::to_string(p->value.size()) + " values",
                         "save it from a run of the same model: loom-cli run PLAN --dump-params FILE");
     }
-    p->value = found->values;
+    p->value.assign(found->values);
   }
   return {};
 }

@@ -3,12 +3,13 @@
 // the full batch's gradient: the basis of every parallel equivalence test.
 #include "loom/engine/trainer.h"
 
-#include <cmath>
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <list>
 #include <map>
 
+#include "loom/engine/batch.h"
 #include "loom/engine/parameter_server.h"
 #include "loom/engine/pipeline_trainer.h"
 #include "loom/kernels/cpu.h"
@@ -30,11 +31,12 @@ std::int64_t compute_total_steps(const Plan& plan, std::int64_t train_count) {
 }
 
 TrainingLoop::TrainingLoop(const Plan& plan, const data::TrainTest& data, trace::Recorder* recorder,
-                           comm::Communicator* comm)
+                           comm::Communicator* comm, kernels::Backend& backend)
     : plan_(plan),
       data_(data),
       recorder_(recorder),
       comm_(comm),
+      backend_(backend),
       rank_(comm ? comm->rank() : 0),
       ranks_(comm ? comm->size() : 1),
       total_steps_(compute_total_steps(plan, data.train.count())) {
@@ -47,12 +49,17 @@ TrainingLoop::TrainingLoop(const Plan& plan, const data::TrainTest& data, trace:
 }
 
 Trainer::Trainer(const Plan& plan, const ModelInfo& info, const data::TrainTest& data, trace::Recorder* recorder,
-                 comm::Communicator* comm)
-    : TrainingLoop(plan, data, recorder, comm),
-      model_(Model::build(plan, info)),
+                 comm::Communicator* comm, kernels::Backend& backend)
+    : TrainingLoop(plan, data, recorder, comm, backend),
+      model_(Model::build(plan, info, backend)),
       optimizer_(plan.training.optimizer, model_.params()),
       local_sgd_(plan.parallel.sync.mode == SyncMode::LocalSgd && ranks_ > 1),
-      straggler_(plan, rank_) {
+      straggler_(plan, rank_),
+      input_(backend),
+      logits_(backend),
+      dlogits_(backend),
+      probs_(backend),
+      labels_(backend) {
   if (ranks_ > 1 && !local_sgd_) {
     sync_ = std::make_unique<GradientSync>(*comm_, model_.params(), plan.parallel.bucket_mb, recorder_);
   }
@@ -80,6 +87,11 @@ TrainResult TrainingLoop::run(const TrainerHooks& hooks) {
       auto stats_or_error = train_step(step, order, b, stop_requested);
       if (!stats_or_error.ok()) {
         result.error = stats_or_error.error().describe();
+        break;
+      }
+      // A device's errors are sticky and asynchronous: looked at once a step.
+      if (Status device = backend_.status(); !device.ok()) {
+        result.error = device.error().describe();
         break;
       }
       const StepStats& stats = *stats_or_error;
@@ -142,9 +154,7 @@ Expected<Trainer::StepStats> Trainer::train_step(std::int64_t step, const std::v
     const auto slice = chunk_of_batch(batch_in_epoch, micro * ranks_ + rank_, accumulation * ranks_);
     {
       Span span(recorder_, EventKind::DataLoad, Stream::Compute, std::int32_t(step));
-      input_.resize(slice.size, data_.train.sample_shape);
-      labels_.resize(static_cast<std::size_t>(slice.size));
-      data::gather_batch(data_.train, order, slice, input_.ptr(), labels_.data());
+      load_batch(data_.train, order, slice, input_, labels_);
       span.event().bytes = slice.size * data_.train.sample_size * std::int64_t(sizeof(float));
     }
     // Gradients are summed across replicas only after the last micro-step.
@@ -160,14 +170,9 @@ Expected<Trainer::StepStats> Trainer::train_step(std::int64_t step, const std::v
     model_.forward(input_, logits_, pass);
     {
       Span span(recorder_, EventKind::Loss, Stream::Compute, std::int32_t(step));
-      probs_.resize(slice.size, {classes});
-      dlogits_.resize(slice.size, {classes});
-      int correct = 0;
-      const float loss = cpu::softmax_xent_forward(logits_.ptr(), labels_.data(), probs_.ptr(), int(slice.size),
-                                                   int(classes), &correct);
-      cpu::softmax_xent_backward(probs_.ptr(), labels_.data(), dlogits_.ptr(), int(slice.size), int(classes), scale);
-      stats.loss += double(loss) * double(slice.size) / double(plan_.training.batch);
-      stats.correct += correct;
+      const LossResult loss = softmax_xent(logits_, labels_, probs_, &dlogits_, scale);
+      stats.loss += double(loss.loss) * double(slice.size) / double(plan_.training.batch);
+      stats.correct += loss.correct;
     }
     model_.backward(input_, logits_, dlogits_, pass);
   }
@@ -216,14 +221,15 @@ Expected<double> Trainer::average_parameters() {
   double local_sq = 0;
   const float inverse = 1.0f / float(ranks_);
   for (Param* p : model_.params()) {
-    std::vector<float> mean = p->value;
+    const std::vector<float> own = p->value.to_host();
+    std::vector<float> mean = own;
     LOOM_TRY(comm_->allreduce_sum(mean.data(), std::int64_t(mean.size())));
     for (std::size_t i = 0; i < mean.size(); ++i) {
       mean[i] *= inverse;
-      const double d = double(p->value[i]) - double(mean[i]);
+      const double d = double(own[i]) - double(mean[i]);
       local_sq += d * d;
     }
-    p->value = std::move(mean);
+    p->value.assign(mean);
   }
   float total = float(local_sq);
   LOOM_TRY(comm_->allreduce_sum(&total, 1));
@@ -263,7 +269,7 @@ Status restore_params(const std::vector<Param*>& params, const std::map<std::str
       return make_error(ErrorCode::Corrupt, "the checkpoint in " + step_dir + " has no parameter '" + p->name +
                                                 "' of " + std::to_string(p->value.size()) + " values",
                         hint);
-    p->value = *it->second;
+    p->value.assign(*it->second);
   }
   return {};
 }
@@ -361,7 +367,7 @@ void Trainer::finish(const TrainerHooks& hooks, std::int64_t steps) {
   if (!hooks.on_metrics || rank_ != 0) return;
   double sum = 0;  // in double: a million float squares summed in float lose digits
   for (const Param* p : model_.params())
-    for (float v : p->value) sum += double(v) * double(v);
+    for (float v : p->value.to_host()) sum += double(v) * double(v);
   hooks.on_metrics({{rank_, steps - 1, trace::now_ns(), "param_norm", std::sqrt(sum)}});
 }
 
@@ -375,23 +381,20 @@ Evaluation Trainer::evaluate() { return evaluate_model(model_, data_.test, test_
 Evaluation evaluate_model(Model& model, const data::Dataset& test, const std::vector<data::BatchSlice>& batches,
                           const std::vector<std::int64_t>& order, trace::Recorder* recorder) {
   Span span(recorder, EventKind::Evaluate, Stream::Compute, -1);
-  Tensor input, logits, probs;
-  std::vector<std::int32_t> labels;
+  kernels::Backend& backend = model.backend();
+  Tensor input(backend), logits(backend), probs(backend);
+  Buffer<std::int32_t> labels(backend);
   double loss_sum = 0;
   std::int64_t correct_sum = 0;
   for (const data::BatchSlice& batch : batches) {
     const std::int64_t n = batch.size;
-    input.resize(n, test.sample_shape);
-    labels.resize(static_cast<std::size_t>(n));
-    data::gather_batch(test, order, batch, input.ptr(), labels.data());
+    load_batch(test, order, batch, input, labels);
     // Per-layer spans are left out of evaluation: one Evaluate span says enough.
     Pass pass{false, -1, -1, 0, 0, nullptr};
     model.forward(input, logits, pass);
-    probs.resize(n, {test.classes});
-    int correct = 0;
-    loss_sum += double(cpu::softmax_xent_forward(logits.ptr(), labels.data(), probs.ptr(), int(n), int(test.classes),
-                                                 &correct)) * double(n);
-    correct_sum += correct;
+    const LossResult loss = softmax_xent(logits, labels, probs, nullptr, 0.0f);
+    loss_sum += double(loss.loss) * double(n);
+    correct_sum += loss.correct;
   }
   Evaluation eval;
   if (test.count() > 0) {
@@ -441,10 +444,11 @@ void TrainingLoop::report_evaluation(std::int64_t step, const Evaluation& eval, 
 }
 
 std::unique_ptr<TrainingLoop> make_training_loop(const Plan& plan, const ModelInfo& info, const data::TrainTest& data,
-                                                 trace::Recorder* recorder, comm::Communicator* comm) {
-  if (uses_pipeline(plan)) return std::make_unique<PipelineTrainer>(plan, info, data, recorder, comm);
-  if (uses_parameter_server(plan)) return std::make_unique<AsyncWorker>(plan, info, data, recorder, comm);
-  return std::make_unique<Trainer>(plan, info, data, recorder, comm);
+                                                 trace::Recorder* recorder, comm::Communicator* comm,
+                                                 kernels::Backend& backend) {
+  if (uses_pipeline(plan)) return std::make_unique<PipelineTrainer>(plan, info, data, recorder, comm, backend);
+  if (uses_parameter_server(plan)) return std::make_unique<AsyncWorker>(plan, info, data, recorder, comm, backend);
+  return std::make_unique<Trainer>(plan, info, data, recorder, comm, backend);
 }
 
 }  // namespace loom::engine

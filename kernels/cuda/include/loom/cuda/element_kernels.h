@@ -137,16 +137,16 @@ struct BiasAdd {
   LOOM_HD void operator()(std::int64_t i) const { y[i] += b[i % out]; }
 };
 
-// db[j] += sum over n of dy[n, j]: one thread per output feature, summing its column in
-// row order as the CPU does.
+// db[j] += sum over n of dy[n, j]: one thread per output feature, adding its column onto
+// db[j] row by row, the CPU's order of operations (so the sums agree bit for bit).
 struct BiasGrad {
   const float* dy;
   float* db;
   std::int64_t rows, out;
   LOOM_HD void operator()(std::int64_t j) const {
-    float sum = 0.0f;
-    for (std::int64_t n = 0; n < rows; ++n) sum += dy[n * out + j];
-    db[j] += sum;
+    float acc = db[j];
+    for (std::int64_t n = 0; n < rows; ++n) acc += dy[n * out + j];
+    db[j] = acc;
   }
 };
 

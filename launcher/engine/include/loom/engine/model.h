@@ -1,6 +1,7 @@
 // The model at run time: one Module per layer of the plan, built from the plan's layer
-// specs and the inferred shapes, computing with the CPU kernels. Forward and backward of
-// every layer are traced with the layer's LayerId.
+// specs and the inferred shapes, computing through one kernel backend (CPU or CUDA) whose
+// memory holds its parameters and activations. Forward and backward of every layer are
+// traced with the layer's LayerId.
 #pragma once
 
 #include <cstdint>
@@ -38,6 +39,12 @@ T& slot_state(std::vector<T>& per_slot, int slot) {  // ("slots" is a Qt macro)
   return per_slot[static_cast<std::size_t>(slot)];
 }
 
+// The same for per-slot tensors, created in `backend`'s memory.
+inline Tensor& slot_tensor(std::vector<Tensor>& per_slot, int slot, kernels::Backend& backend) {
+  while (per_slot.size() <= static_cast<std::size_t>(slot)) per_slot.emplace_back(backend);
+  return per_slot[static_cast<std::size_t>(slot)];
+}
+
 class Module {
  public:
   virtual ~Module() = default;
@@ -49,6 +56,7 @@ class Module {
 
   LayerId id;
   Shape out_shape;  // per-sample output shape
+  kernels::Backend* backend = nullptr;  // where it computes; set by the builder
 };
 
 // Layers run one after another; keeps each layer's output for the backward pass.
@@ -70,13 +78,14 @@ class Sequential final : public Module {
 // whose first row in the pre-order numbering of `info` is `first_row`. A pipeline stage
 // builds only its own layers this way, with the same weights the whole model would have.
 std::unique_ptr<Sequential> build_layers(const std::vector<const LayerSpec*>& specs, const ModelInfo& info,
-                                         std::size_t first_row, std::uint64_t seed);
+                                         std::size_t first_row, std::uint64_t seed,
+                                         kernels::Backend& backend = default_backend());
 
 class Model {
  public:
   // Builds every layer of the plan with weights initialised from training.seed, so two
   // processes building the same plan hold identical parameters.
-  static Model build(const Plan& plan, const ModelInfo& info);
+  static Model build(const Plan& plan, const ModelInfo& info, kernels::Backend& backend = default_backend());
 
   // logits: [batch, classes]
   void forward(const Tensor& x, Tensor& logits, const Pass& pass);
@@ -84,8 +93,10 @@ class Model {
   void zero_grad();
   const std::vector<Param*>& params() const { return params_; }
   std::int64_t parameter_count() const;
+  kernels::Backend& backend() const { return *backend_; }
 
  private:
+  kernels::Backend* backend_ = nullptr;
   std::unique_ptr<Sequential> body_;
   std::vector<Param*> params_;
 };

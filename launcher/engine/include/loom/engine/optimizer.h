@@ -31,7 +31,7 @@ class Optimizer {
  private:
   OptimizerSpec spec_;
   std::vector<Param*> params_;
-  std::vector<std::vector<float>> first_, second_;  // momentum / Adam m, Adam v
+  std::vector<Buffer<float>> first_, second_;  // momentum / Adam m, Adam v (in the parameters' backend)
   std::int64_t t_ = 0;
 };
 

@@ -75,7 +75,7 @@ class ParameterServer {
 class AsyncWorker final : public TrainingLoop {
  public:
   AsyncWorker(const Plan& plan, const ModelInfo& info, const data::TrainTest& data, trace::Recorder* recorder,
-              comm::Communicator* comm);
+              comm::Communicator* comm, kernels::Backend& backend = default_backend());
   ~AsyncWorker() override;
   const std::vector<Param*>& params() const override { return model_.params(); }
   // Rank 0 collects every server's final tensors (after all workers finished).
@@ -99,7 +99,7 @@ class AsyncWorker final : public TrainingLoop {
   std::vector<std::int64_t> version_read_;         // per server, from the last pull
   StragglerInjector straggler_;
   Tensor input_, logits_, dlogits_, probs_;
-  std::vector<std::int32_t> labels_;
+  Buffer<std::int32_t> labels_;
   bool done_sent_ = false;
 };
 

@@ -45,7 +45,7 @@ class PipelineTrainer final : public TrainingLoop {
   // Throws std::invalid_argument when the stage graph cannot be built (validate_plan
   // reports the same problems with their JSON paths before a run).
   PipelineTrainer(const Plan& plan, const ModelInfo& info, const data::TrainTest& data, trace::Recorder* recorder,
-                  comm::Communicator* comm = nullptr);
+                  comm::Communicator* comm = nullptr, kernels::Backend& backend = default_backend());
   ~PipelineTrainer() override;
 
   const std::vector<Param*>& params() const override { return params_; }

@@ -1,14 +1,29 @@
-// A batch of activations or gradients: a float buffer with a batch size and a per-sample
-// shape. Buffers are kept between steps and only grow, so the training step does not
-// allocate once the first step has sized everything.
+// Tensors in a kernel backend's memory. A Buffer owns an array in one backend's memory
+// (host memory for the CPU backend, device memory for CUDA); a Tensor is a float Buffer
+// with a batch size and a per-sample shape. Buffers are kept between steps and only
+// grow, so the training step does not allocate once the first step has sized everything.
+//
+// Host code never dereferences data() (it may be a device address). It reads through
+// host_read() and writes through host_write() + commit(): with a host-memory backend
+// both are the buffer itself and commit() does nothing, so the CPU path copies nothing;
+// otherwise they are a host mirror that is downloaded or uploaded. Code written this way
+// runs unchanged on every backend.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "loom/core/plan.h"
+#include "loom/kernels/backend.h"
 
 namespace loom::engine {
+
+// The backend of buffers that were never given one: the process's CPU backend.
+kernels::Backend& default_backend();
 
 inline std::int64_t shape_elements(const Shape& shape) {
   std::int64_t n = 1;
@@ -16,16 +31,109 @@ inline std::int64_t shape_elements(const Shape& shape) {
   return n;
 }
 
+template <class T>
+class Buffer {
+ public:
+  Buffer() = default;
+  explicit Buffer(kernels::Backend& backend) : backend_(&backend) {}
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  Buffer(Buffer&& other) noexcept { swap(other); }
+  Buffer& operator=(Buffer&& other) noexcept {
+    swap(other);
+    return *this;
+  }
+  ~Buffer() { release(); }
+
+  kernels::Backend& backend() const { return backend_ ? *backend_ : default_backend(); }
+  // Moves an empty buffer to `backend` (a non-empty one keeps its memory where it is).
+  void bind(kernels::Backend& backend) {
+    if (!data_) backend_ = &backend;
+  }
+
+  // Sets the size to n elements; grows the allocation when needed (contents are then lost).
+  void resize(std::int64_t n) {
+    if (n > capacity_) {
+      release();
+      data_ = static_cast<T*>(backend().allocate(n * std::int64_t(sizeof(T))));
+      capacity_ = data_ ? n : 0;
+    }
+    size_ = n;
+  }
+  std::size_t size() const { return std::size_t(size_); }
+  std::int64_t bytes() const { return size_ * std::int64_t(sizeof(T)); }
+  T* data() { return data_; }
+  const T* data() const { return data_; }
+
+  void fill(T value) {
+    if constexpr (std::is_same_v<T, float>) {
+      backend().fill(data_, value, size_);
+    } else {
+      std::fill_n(host_write(), size_, value);
+      commit();
+    }
+  }
+  // Host access (see the file comment).
+  const T* host_read() const {
+    if (host()) return data_;
+    mirror_.resize(size());
+    backend().download(mirror_.data(), data_, bytes());
+    return mirror_.data();
+  }
+  T* host_write() {
+    if (host()) return data_;
+    mirror_.resize(size());
+    return mirror_.data();
+  }
+  // host_write() after reading the current contents.
+  T* host_edit() { return host() ? data_ : const_cast<T*>(host_read()); }
+  void commit() {
+    if (!host()) backend().upload(data_, mirror_.data(), bytes());
+  }
+  std::vector<T> to_host() const {
+    const T* p = host_read();
+    return std::vector<T>(p, p + size_);
+  }
+  void assign(const T* values, std::int64_t n) {
+    resize(n);
+    std::copy_n(values, n, host_write());
+    commit();
+  }
+  void assign(const std::vector<T>& values) { assign(values.data(), std::int64_t(values.size())); }
+
+ private:
+  bool host() const { return backend().host_memory(); }
+  void release() {
+    if (data_) backend().release(data_);
+    data_ = nullptr;
+    size_ = capacity_ = 0;
+  }
+  void swap(Buffer& other) noexcept {
+    std::swap(backend_, other.backend_);
+    std::swap(data_, other.data_);
+    std::swap(size_, other.size_);
+    std::swap(capacity_, other.capacity_);
+    std::swap(mirror_, other.mirror_);
+  }
+
+  kernels::Backend* backend_ = nullptr;
+  T* data_ = nullptr;
+  std::int64_t size_ = 0, capacity_ = 0;
+  mutable std::vector<T> mirror_;  // host copy for a device backend
+};
+
 struct Tensor {
-  std::vector<float> data;
+  Buffer<float> data;
   std::int64_t batch = 0;
   Shape sample;
+
+  Tensor() = default;
+  explicit Tensor(kernels::Backend& backend) : data(backend) {}
 
   void resize(std::int64_t new_batch, const Shape& new_sample) {
     batch = new_batch;
     sample = new_sample;
-    const auto needed = static_cast<std::size_t>(new_batch * shape_elements(new_sample));
-    if (data.size() < needed) data.resize(needed);
+    data.resize(new_batch * shape_elements(new_sample));
   }
   std::int64_t sample_size() const { return shape_elements(sample); }
   std::int64_t size() const { return batch * sample_size(); }
@@ -37,8 +145,8 @@ struct Tensor {
 struct Param {
   std::string name;  // "fc1.weight"
   std::int32_t layer = -1;
-  std::vector<float> value;
-  std::vector<float> grad;
+  Buffer<float> value;
+  Buffer<float> grad;
 };
 
 }  // namespace loom::engine

@@ -86,7 +86,8 @@ class TrainingLoop {
   std::int64_t first_step() const { return start_step_; }
 
  protected:
-  TrainingLoop(const Plan& plan, const data::TrainTest& data, trace::Recorder* recorder, comm::Communicator* comm);
+  TrainingLoop(const Plan& plan, const data::TrainTest& data, trace::Recorder* recorder, comm::Communicator* comm,
+               kernels::Backend& backend);
 
   struct StepStats {
     double loss = 0;
@@ -121,6 +122,7 @@ class TrainingLoop {
   const data::TrainTest& data_;
   trace::Recorder* recorder_;
   comm::Communicator* comm_;
+  kernels::Backend& backend_;  // where the model and its batches live
   int rank_ = 0;
   int ranks_ = 1;
 
@@ -144,7 +146,7 @@ class Trainer final : public TrainingLoop {
   // With a communicator of more than one rank this is one data-parallel replica: it
   // trains on shard comm->rank() of every global batch and sums gradients across ranks.
   Trainer(const Plan& plan, const ModelInfo& info, const data::TrainTest& data, trace::Recorder* recorder,
-          comm::Communicator* comm = nullptr);
+          comm::Communicator* comm = nullptr, kernels::Backend& backend = default_backend());
 
   Evaluation evaluate();
   Model& model() { return model_; }
@@ -173,7 +175,7 @@ class Trainer final : public TrainingLoop {
   bool local_sgd_ = false;
   StragglerInjector straggler_;
   Tensor input_, logits_, dlogits_, probs_;
-  std::vector<std::int32_t> labels_;
+  Buffer<std::int32_t> labels_;
 };
 
 // Loss and accuracy of `model` on the test set, in evaluation batches (one Evaluate span).
@@ -196,7 +198,9 @@ Expected<Checkpoint> load_matching_checkpoint(const std::string& path, const Pla
 
 // The loop the plan calls for: pipeline stages (and micro-batches) run as a pipeline,
 // everything else as data parallelism.
+// Everything computes through `backend` (the rank's device).
 std::unique_ptr<TrainingLoop> make_training_loop(const Plan& plan, const ModelInfo& info, const data::TrainTest& data,
-                                                 trace::Recorder* recorder, comm::Communicator* comm = nullptr);
+                                                 trace::Recorder* recorder, comm::Communicator* comm = nullptr,
+                                                 kernels::Backend& backend = default_backend());
 
 }  // namespace loom::engine
