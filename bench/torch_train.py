@@ -10,6 +10,9 @@ Throughput mode (default): `--warmup W` untimed steps, then `--steps N` timed st
 Accuracy mode: `--epochs E --eval` trains E full epochs and reports test accuracy.
 Either way it prints ONE JSON line, so bench scripts can parse it.
 
+`--device cuda` (or cuda:N) trains on a GPU: batches are gathered on the host and copied
+to the device each step, as Loom's gpu ranks do; the clock reads after a synchronize.
+
 Run with Debian's interpreter, which has PyTorch: /usr/bin/python3 bench/torch_train.py plan.json
 """
 import argparse
@@ -217,7 +220,9 @@ class Batches:
         return self.x.index_select(0, idx), self.y.index_select(0, idx)
 
 
-def train_step(model, loss_fn, optimizer, x, y):
+def train_step(model, loss_fn, optimizer, x, y, device=None):
+    if device is not None and device.type != "cpu":
+        x, y = x.to(device), y.to(device)
     optimizer.zero_grad(set_to_none=True)
     loss = loss_fn(model(x), y)
     loss.backward()
@@ -246,28 +251,33 @@ def run(args, plan):
     model_spec = plan["model"]
     model, _ = build_sequence(model_spec["layers"], list(model_spec.get("input", list(x.shape[1:]))))
     x = x.reshape([len(x)] + list(model_spec.get("input", list(x.shape[1:]))))
+    device = torch.device(args.device)
+    model = model.to(device)
     loss_fn = nn.CrossEntropyLoss()
     optimizer = build_optimizer(training.get("optimizer", "sgd"), model.parameters())
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     batches = Batches(x, y, batch, seed)
     model.train()
-    result = {"threads": torch.get_num_threads(), "batch": batch, "torch": torch.__version__}
+    result = {"threads": torch.get_num_threads(), "batch": batch, "torch": torch.__version__, "device": str(device)}
 
     if args.eval or args.epochs:
         epochs = args.epochs or training.get("epochs", 1)
         steps = epochs * batches.per_epoch
     else:
         for _ in range(args.warmup):
-            train_step(model, loss_fn, optimizer, *batches.next())
+            train_step(model, loss_fn, optimizer, *batches.next(), device)
         steps = args.steps or training.get("steps", 0) or 200
     steps = max(steps, 1)
+    sync()
     start = time.perf_counter()
     for _ in range(steps):
-        loss = train_step(model, loss_fn, optimizer, *batches.next())
+        loss = train_step(model, loss_fn, optimizer, *batches.next(), device)
+    sync()
     elapsed = time.perf_counter() - start
     result.update(samples_per_s=steps * batch / elapsed, step_ms=1000 * elapsed / steps, steps=steps,
                   final_loss=loss.item())
     if args.eval or args.epochs:
-        acc, test_loss = evaluate(model, loss_fn, tx.reshape([len(tx)] + list(x.shape[1:])), ty)
+        acc, test_loss = evaluate(model, loss_fn, tx.reshape([len(tx)] + list(x.shape[1:])).to(device), ty.to(device))
         result.update(epochs=epochs, train_s=elapsed, test_accuracy=acc, test_loss=test_loss)
     return result
 
@@ -282,6 +292,7 @@ def main():
     parser.add_argument("--epochs", type=int, default=0, help="train full epochs instead of --steps")
     parser.add_argument("--eval", action="store_true", help="train epochs and report test accuracy")
     parser.add_argument("--data", default=None, help="override data.path")
+    parser.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
     parser.add_argument("--omp-wait", choices=["passive", "active", "default"], default="passive",
                         help="OMP_WAIT_POLICY for torch's OpenMP pool (default: passive, see above)")
     args = parser.parse_args()

@@ -73,7 +73,13 @@ if(LOOM_HAVE_CUDA)
     set(LOOM_HAVE_CUDA_COMPILER ON)
   endif()
 endif()
-loom_report("CUDA compiler" LOOM_HAVE_CUDA_COMPILER "${CMAKE_CUDA_COMPILER} for sm_${CMAKE_CUDA_ARCHITECTURES} (optional; GPU kernel launcher)")
+loom_report("CUDA compiler" LOOM_HAVE_CUDA_COMPILER "${CMAKE_CUDA_COMPILER} for sm_${CMAKE_CUDA_ARCHITECTURES} (optional; the CUDA backend for gpu devices)")
+# this_build().cuda (core): gpu devices run where the CUDA backend compiles.
+if(LOOM_HAVE_CUDA_COMPILER)
+  set(LOOM_BUILD_CUDA true)
+else()
+  set(LOOM_BUILD_CUDA false)
+endif()
 
 # NCCL has no CMake config: look for the header and library directly.
 find_path(LOOM_NCCL_INCLUDE_DIR nccl.h HINTS /usr/local/cuda/include ${CUDAToolkit_INCLUDE_DIRS})

@@ -268,8 +268,8 @@ void check_devices(const Plan& plan, Checker& check) {
 }
 
 // How NCCL ranks must sit on GPUs. Only meaningful in a build that can run them: without
-// a GPU path the plan is refused as a whole (check_gpu_path), and advice such as "the
-// nccl backend needs gpu devices" would point the user at a setting that is refused too.
+// NCCL the backend is refused as a whole (check_gpu_path), and advice such as "the nccl
+// backend needs gpu devices" would point the user at a setting that is refused too.
 void check_nccl_devices(const ParallelSpec& p, Checker& check) {
   if (p.backend != CommBackend::Nccl) return;
   std::map<std::pair<std::string, int>, std::size_t> nccl_gpus;  // (host, gpu) -> first rank
@@ -289,23 +289,26 @@ void check_nccl_devices(const ParallelSpec& p, Checker& check) {
   }
 }
 
-// No silent substitution: a build without GPU kernels and an NCCL communicator would run
-// a gpu device's rank on the CPU over MPI and store it as if nothing happened, so such a
-// plan is refused here, where the CLI, the rank and the designer all look.
+// No silent substitution: a build without the CUDA backend would run a gpu device's rank
+// on the CPU and store it as if nothing happened, so such a plan is refused here, where
+// the CLI, the rank and the designer all look. A CUDA build runs gpu devices; their ranks
+// exchange tensors through host memory over MPI until NCCL is there.
 void check_gpu_path(const ParallelSpec& p, const BuildCapabilities& build, Checker& check) {
-  if (build.gpu) {
-    check_nccl_devices(p, check);
-    return;
-  }
   if (p.backend == CommBackend::Nccl) {
-    check.error("/parallel/backend", "this build has no GPU path yet, so no NCCL communicator: set \"backend\": "
-                                     "\"mpi\" (and \"kind\": \"cpu\" on every device)");
+    if (build.nccl) {
+      check_nccl_devices(p, check);
+    } else {
+      check.error("/parallel/backend", build.cuda ? "this build has no NCCL communicator: set \"backend\": \"mpi\" "
+                                                    "(gpu ranks then exchange tensors through host memory)"
+                                                  : "this build has no NCCL communicator: set \"backend\": \"mpi\" "
+                                                    "(and \"kind\": \"cpu\" on every device)");
+    }
   }
+  if (build.cuda) return;
   for (std::size_t i = 0; i < p.devices.size(); ++i) {
     if (p.devices[i].kind != DeviceKind::Gpu) continue;
     check.error("/parallel/devices/" + std::to_string(i) + "/kind",
-                "this build has no GPU path yet: a gpu device would train on the CPU; set \"kind\": \"cpu\" "
-                "(and \"backend\": \"mpi\")");
+                "this build has no CUDA support: rebuild with the CUDA toolkit (nvcc), or set \"kind\": \"cpu\"");
   }
 }
 
@@ -372,8 +375,6 @@ void check_serving(const Plan& plan, Checker& check) {
 }
 
 }  // namespace
-
-BuildCapabilities this_build() { return BuildCapabilities{}; }
 
 std::vector<PlanError> validate_plan(const Plan& plan) { return validate_plan(plan, this_build()); }
 

@@ -16,6 +16,7 @@
 
 #include "loom/core/model_info.h"
 #include "loom/data/dataset.h"
+#include "loom/device/open_device.h"
 #include "loom/engine/checkpoint.h"
 #include "loom/engine/local_run.h"
 #include "loom/engine/parameter_server.h"
@@ -39,7 +40,7 @@ class Reporter {
  public:
   explicit Reporter(int rank) : rank_(rank) {}
 
-  Status connect_if_requested(int world_size) {
+  Status connect_if_requested(int world_size, const std::string& device) {
     const char* endpoint = std::getenv(kStreamEnv);
     if (!endpoint || !*endpoint) return {};
     stream::Hello hello;
@@ -49,7 +50,7 @@ class Reporter {
     hello.world_size = world_size;
     hello.pid = int(getpid());
     hello.host = store::this_host_name();
-    hello.device = "cpu";
+    hello.device = device;
     auto client = stream::StreamClient::connect(endpoint, hello);
     if (!client.ok()) return client.error();
     client_ = std::move(*client);
@@ -103,12 +104,13 @@ std::string world_mismatch(int size, const Plan& plan) {
 
 // What a rank measures and trains between connecting and reporting Done.
 struct Session {
-  Session(comm::Communicator& c, const Plan& p, const data::TrainTest& d, Reporter& r)
-      : comm(c), plan(p), data(d), reporter(r) {}
+  Session(comm::Communicator& c, const Plan& p, const data::TrainTest& d, Reporter& r, kernels::Backend& b)
+      : comm(c), plan(p), data(d), reporter(r), backend(b) {}
   comm::Communicator& comm;
   const Plan& plan;
   const data::TrainTest& data;
   Reporter& reporter;
+  kernels::Backend& backend;  // this rank's device
   trace::Recorder recorder;
   stream::ClockInfo clock;
   std::pair<std::int64_t, std::int64_t> data_loaded{0, 0};  // when the dataset was read (before the recorder)
@@ -196,7 +198,8 @@ int serve(Session& s, const RankOptions& options, const ModelInfo& info, engine:
   std::unique_ptr<engine::ParameterServer> server;
   const std::int64_t build_start = trace::now_ns();
   try {
-    server = std::make_unique<engine::ParameterServer>(s.plan, info, engine::training_recorder(s.recorder), &s.comm);
+    server = std::make_unique<engine::ParameterServer>(s.plan, info, engine::training_recorder(s.recorder), &s.comm,
+                                                       s.backend);
   } catch (const std::exception& e) {
     return s.reporter.fail(e.what(), 2);
   }
@@ -230,7 +233,7 @@ int serve_requests(Session& s, const ModelInfo& info, engine::RunWriter* writer)
     const std::int64_t build_start = trace::now_ns();
     std::unique_ptr<engine::InferenceServer> server;
     try {
-      server = std::make_unique<engine::InferenceServer>(s.plan, info, s.data.test, &s.recorder, &s.comm);
+      server = std::make_unique<engine::InferenceServer>(s.plan, info, s.data.test, &s.recorder, &s.comm, s.backend);
     } catch (const std::exception& e) {
       return s.reporter.fail(e.what(), 2);
     }
@@ -263,7 +266,8 @@ int train(Session& s, const RankOptions& options) {
   std::unique_ptr<engine::TrainingLoop> trainer;
   const std::int64_t build_start = trace::now_ns();
   try {
-    trainer = engine::make_training_loop(s.plan, info, s.data, engine::training_recorder(s.recorder), &s.comm);
+    trainer = engine::make_training_loop(s.plan, info, s.data, engine::training_recorder(s.recorder), &s.comm,
+                                         s.backend);
   } catch (const std::exception& e) {
     return s.reporter.fail(e.what(), 2);
   }
@@ -280,6 +284,11 @@ int train(Session& s, const RankOptions& options) {
   if (writer) hooks.on_metrics = [&writer](std::vector<trace::MetricRecord>&& m) { writer->add_metrics(std::move(m)); };
   const engine::TrainResult result = trainer->run(hooks);
   if (!result.error.empty()) return s.reporter.fail(result.error, 1);
+  if (writer) {
+    // Buffers only grow, so what the backend holds at the end is its peak (docs/figures.md).
+    writer->add_metrics({{s.comm.rank(), result.last_step - 1, trace::now_ns(), "device_memory_bytes",
+                          double(s.backend.bytes_in_use())}});
+  }
   if (const int failed = align_and_flush(s, writer.get())) return failed;
   if (!options.dump_params.empty()) {
     // Collective: a pipeline's parameters are spread over its stages.
@@ -297,7 +306,10 @@ int train(Session& s, const RankOptions& options) {
 
 int run_rank(comm::Communicator& comm, const Plan& plan, const RankOptions& options) {
   Reporter reporter(comm.rank());
-  Status connected = reporter.connect_if_requested(comm.size());
+  const DeviceSpec device = comm.rank() < int(plan.parallel.devices.size())
+                                ? plan.parallel.devices[std::size_t(comm.rank())]
+                                : DeviceSpec{};
+  Status connected = reporter.connect_if_requested(comm.size(), device::device_label(device));
   if (!connected.ok()) return reporter.fail("cannot reach the host's stream: " + connected.error().describe(), 1);
   if (comm.size() != world_size(plan)) return reporter.fail(world_mismatch(comm.size(), plan), 2);
   const std::int64_t load_start = trace::now_ns();
@@ -305,11 +317,15 @@ int run_rank(comm::Communicator& comm, const Plan& plan, const RankOptions& opti
   if (!data.ok()) return reporter.fail(data.error().describe(), 1);
   const std::int64_t load_end = trace::now_ns();
   engine::apply_thread_count(plan, ranks_on_this_host(comm.size()));
+  // Opened before training: no driver or no such GPU fails the rank here, with CUDA's
+  // words and a hint, and the run is stored as failed.
+  auto backend = device::open_device(device);
+  if (!backend.ok()) return reporter.fail("cannot open " + device::device_label(device) + ": " + backend.error().describe(), 1);
   // An exception escaping training (std::bad_alloc for a model this machine cannot hold,
   // a bug) is reported as this rank's failure, with its message, instead of an abort that
   // leaves the host guessing.
   try {
-    Session session(comm, plan, *data, reporter);
+    Session session(comm, plan, *data, reporter, **backend);
     session.data_loaded = {load_start, load_end};
     return train(session, options);
   } catch (const std::bad_alloc&) {

@@ -307,26 +307,47 @@ class CliTest : public QObject {
     QCOMPARE(run_cli({"frobnicate", "--help"}).exit_code, 2);
   }
 
-  // No silent substitution: this build has no GPU path, so a plan asking for a GPU or
-  // NCCL is refused before anything runs, naming the field to change.
-  void gpuAndNcclPlansAreRefused() {
-    const QString fresh = dir_.filePath("refused.db");
+  // No silent substitution. No build has the NCCL communicator yet: an nccl plan is refused
+  // before anything runs, naming the field. A gpu device is refused where the build has no
+  // CUDA backend; in a CUDA build it is accepted and opened at the run's start: on a
+  // machine without a usable GPU (this project's) the run fails there with CUDA's error
+  // and a hint and is stored as failed; with a GPU it trains.
+  void gpuAndNcclPlansFollowTheBuild() {
+    const QString fresh = dir_.filePath("gpu.db");
     QByteArray gpu = kSpiralsPlan;
     gpu.replace("\"threads\": 1}", "\"threads\": 1},\n \"parallel\": {\"devices\": [{\"kind\": \"gpu\", \"gpu\": 0}]}");
     QByteArray nccl = kSpiralsPlan;
     nccl.replace("\"threads\": 1}", "\"threads\": 1},\n \"parallel\": {\"backend\": \"nccl\"}");
-    const std::pair<QByteArray, QString> cases[] = {{gpu, "/parallel/devices/0/kind"}, {nccl, "/parallel/backend"}};
-    for (const auto& [text, path] : cases) {
-      const QString file = write("gpu.json", text);
+    auto refused = [&](const QByteArray& text, const QString& expected) {
+      const QString file = write("refused.json", text);
       for (const char* command : {"validate", "run"}) {
         const Result r = run_cli({command, file, "--db", fresh});
         QVERIFY2(r.exit_code == 2, qPrintable(QString("%1: exit %2\n%3").arg(command).arg(r.exit_code).arg(r.err)));
-        QVERIFY2(r.err.contains(path + ": this build has no GPU path yet"), qPrintable(r.err));
+        QVERIFY2(r.err.contains(expected), qPrintable(r.err));
         QVERIFY2(r.err.contains("nothing was run"), qPrintable(r.err));
       }
+    };
+    refused(nccl, "/parallel/backend: this build has no NCCL communicator");
+    const auto stored = [&] { return QJsonDocument::fromJson(run_cli({"runs", "--db", fresh, "--json"}).out.toUtf8()).array(); };
+    QCOMPARE(stored().size(), 0);
+    if (!loom::this_build().cuda) {
+      refused(gpu, "/parallel/devices/0/kind: this build has no CUDA support");
+      QCOMPARE(stored().size(), 0);
+      return;
     }
-    const Result runs = run_cli({"runs", "--db", fresh, "--json"});
-    QCOMPARE(QJsonDocument::fromJson(runs.out.toUtf8()).array().size(), 0);  // nothing stored
+    const QString file = write("gpu.json", gpu);
+    const Result checked = run_cli({"validate", file});
+    QVERIFY2(checked.exit_code == 0, qPrintable(checked.err));
+    const Result r = run_cli({"run", file, "--db", fresh});
+    const QJsonArray runs = stored();
+    QCOMPARE(runs.size(), 1);
+    if (r.exit_code == 0) {  // a machine with a GPU
+      QCOMPARE(runs[0].toObject()["status"].toString(), QString("completed"));
+      return;
+    }
+    QVERIFY2(r.err.contains("cannot open gpu 0: cudaSetDevice"), qPrintable(r.err));
+    QVERIFY2(r.err.contains("hint: check the driver with nvidia-smi"), qPrintable(r.err));
+    QCOMPARE(runs[0].toObject()["status"].toString(), QString("failed"));
   }
 
   // `runs` prints names whole, however long, and each run's last test accuracy.

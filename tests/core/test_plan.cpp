@@ -59,7 +59,7 @@ class TestPlan : public QObject {
   void rank_roles_are_stage_major_then_servers();
   void missing_file_is_an_error();
   void validate_plan_checks_in_memory_plans();
-  void gpu_plans_are_refused_in_this_build();
+  void gpu_plans_follow_the_build();
   void nccl_placement_is_checked_in_a_gpu_build();
   void deep_documents_and_models_are_refused();
   void memory_beyond_the_machine_is_refused();
@@ -200,11 +200,10 @@ void add_strategy_rows() {
       "a cpu device takes no \"gpu\" index");
   row("unknown_device_kind", R"({"/parallel/devices/0/kind": "tpu"})", "/parallel/devices/0/kind",
       "unknown device kind 'tpu'");
-  // This build has no GPU path: gpu devices and NCCL are refused, never run on the CPU.
-  row("gpu_refused", R"({"/parallel/devices/0": {"kind": "gpu", "gpu": 0}})", "/parallel/devices/0/kind",
-      "this build has no GPU path yet: a gpu device would train on the CPU; set \"kind\": \"cpu\"");
+  // No build has the NCCL communicator yet: refused, never run over MPI instead. (gpu
+  // devices depend on the build: gpu_plans_follow_the_build.)
   row("nccl_refused", R"({"/parallel/backend": "nccl"})", "/parallel/backend",
-      "this build has no GPU path yet, so no NCCL communicator: set \"backend\": \"mpi\"");
+      "this build has no NCCL communicator: set \"backend\": \"mpi\"");
   row("microbatches_zero", R"({"/parallel/microbatches": 0})", "/parallel/microbatches",
       "expected a positive integer, got 0");
   row("microbatches_not_dividing", R"({"/parallel/microbatches": 5})", "/parallel/microbatches",
@@ -375,7 +374,7 @@ static Plan everything_plan() {
   par.schedule = loom::Schedule::OneFOneB;
   par.bucket_mb = 12.5;
   par.grad_accumulation = 2;
-  par.backend = loom::CommBackend::Mpi;  // nccl and gpu devices: gpu_plans_are_refused_in_this_build
+  par.backend = loom::CommBackend::Mpi;  // nccl and gpu devices: gpu_plans_follow_the_build
   // All-reduce: the asynchronous modes take no pipeline; bound, period and servers still
   // round-trip as written.
   par.sync = {loom::SyncMode::AllReduce, 3, 2, 2, true};
@@ -520,27 +519,45 @@ std::string paths(const std::vector<loom::PlanError>& errors) {
 }  // namespace
 
 // No silent substitution: a plan for GPUs and NCCL is written and read like any other,
-// but this build refuses it with one error per field to change, and nothing else.
-void TestPlan::gpu_plans_are_refused_in_this_build() {
-  QVERIFY(!loom::this_build().gpu);
+// and validated against what a build can run. Without CUDA a gpu device is refused; with
+// it, a gpu device over MPI is accepted; nccl needs the NCCL communicator.
+void TestPlan::gpu_plans_follow_the_build() {
+  QCOMPARE(loom::this_build().cuda, LOOM_EXPECT_CUDA_BUILD);  // the generated capability file
+  QVERIFY(!loom::this_build().nccl);
   const Plan plan = two_gpu_nccl_plan(1);
   const std::string text = loom::plan_to_json(plan);
   QVERIFY(text.find("\"backend\": \"nccl\"") != std::string::npos);
   QVERIFY(text.find("\"gpu\": 1") != std::string::npos);
   const PlanResult parsed = loom::parse_plan(text);
   QVERIFY(!parsed.plan.has_value());
-  QCOMPARE(paths(parsed.errors), std::string("/parallel/backend /parallel/devices/0/kind /parallel/devices/1/kind"));
-  for (const auto& e : parsed.errors) QVERIFY2(e.reason.rfind("this build has no GPU path yet", 0) == 0, e.reason.c_str());
   QCOMPARE(paths(loom::validate_plan(plan)), paths(parsed.errors));  // the designer's check is the same
-  QVERIFY(loom::validate_plan(plan, loom::BuildCapabilities{true}).empty());
+
+  const loom::BuildCapabilities cpu_only{false, false}, cuda{true, false}, nccl{true, true};
+  const auto without_cuda = loom::validate_plan(plan, cpu_only);
+  QCOMPARE(paths(without_cuda), std::string("/parallel/backend /parallel/devices/0/kind /parallel/devices/1/kind"));
+  QVERIFY2(without_cuda[1].reason.rfind("this build has no CUDA support: rebuild with the CUDA toolkit", 0) == 0,
+           without_cuda[1].reason.c_str());
+  QVERIFY(without_cuda[0].reason.rfind("this build has no NCCL communicator", 0) == 0);
+  const auto with_cuda = loom::validate_plan(plan, cuda);
+  QCOMPARE(paths(with_cuda), std::string("/parallel/backend"));  // gpu devices are fine, NCCL is not
+  QVERIFY(with_cuda[0].reason.find("exchange tensors through host memory") != std::string::npos);
+  Plan over_mpi = plan;
+  over_mpi.parallel.backend = loom::CommBackend::Mpi;
+  QVERIFY(loom::validate_plan(over_mpi, cuda).empty());
+  QCOMPARE(paths(loom::validate_plan(over_mpi, cpu_only)), std::string("/parallel/devices/0/kind /parallel/devices/1/kind"));
+  QVERIFY(loom::validate_plan(plan, nccl).empty());
 }
 
-// What a GPU build will check: NCCL needs gpu devices, and one rank per GPU.
+// What a build with NCCL checks: NCCL needs gpu devices, and one rank per GPU; ranks that
+// share a GPU may still use MPI.
 void TestPlan::nccl_placement_is_checked_in_a_gpu_build() {
-  const loom::BuildCapabilities gpu_build{true};
+  const loom::BuildCapabilities gpu_build{true, true};
   const auto shared = loom::validate_plan(two_gpu_nccl_plan(0), gpu_build);
   QCOMPARE(paths(shared), std::string("/parallel/devices/1"));
   QVERIFY(shared[0].reason.find("NCCL refuses two ranks on one GPU") != std::string::npos);
+  Plan shared_over_mpi = two_gpu_nccl_plan(0);
+  shared_over_mpi.parallel.backend = loom::CommBackend::Mpi;
+  QVERIFY(loom::validate_plan(shared_over_mpi, gpu_build).empty());
   Plan on_cpu = loom::default_plan();
   on_cpu.parallel.backend = loom::CommBackend::Nccl;
   const auto cpu = loom::validate_plan(on_cpu, gpu_build);

@@ -1,8 +1,10 @@
-// The engine trains through the CUDA backend's code exactly as through the CPU backend.
-// The "device" here is the CUDA backend run on the host (kernel bodies on the CPU launcher,
-// GEMMs from the cuBLAS descriptors through CBLAS, memory in an arena that refuses host
-// pointers): the same modules, loss, optimizer, batch upload and host-staged gradient
-// and pipeline traffic a GPU rank runs, on real Fashion-MNIST. 20 steps of each example
+// The engine trains through the CUDA backend as through the CPU backend. Built twice
+// (tests/kernels/device_under_test.h): test_backend_training runs the CUDA backend's code
+// on the host (kernel bodies on the CPU launcher, GEMMs from the cuBLAS descriptors
+// through CBLAS, memory in an arena that refuses host pointers), test_backend_training_cuda
+// the CUDA backend on GPU 0 (skipped without one). Either way: the same modules, loss,
+// optimizer, batch upload and host-staged gradient and pipeline traffic a GPU rank runs,
+// on real Fashion-MNIST. 20 steps of each example
 // model must agree with the CPU backend to 1e-4 relative in every loss and every final
 // parameter (max |a-b| / max |a| per tensor), and the arena must see no stray host pointer.
 // The one exception is stated: the CNN under Adam. Its batched convolution GEMM sums the
@@ -16,10 +18,10 @@
 #include <mutex>
 #include <thread>
 
+#include "device_under_test.h"
 #include "loom/comm/threads.h"
 #include "loom/core/model_info.h"
 #include "loom/core/plan.h"
-#include "loom/cuda/host_body_backend.h"
 #include "loom/data/dataset.h"
 #include "loom/engine/checkpoint.h"
 #include "loom/engine/trainer.h"
@@ -60,7 +62,9 @@ Run train(const Plan& plan, bool device_path) {
   std::vector<std::thread> ranks;
   for (int r = 0; r < world; ++r) {
     ranks.emplace_back([&, r] {
-      auto backend = device_path ? cuda::make_host_body_backend() : cpu::make_cpu_backend();
+      std::string skip;
+      auto backend = device_path ? test::make_device_under_test(false, skip) : cpu::make_cpu_backend();
+      if (!backend) qFatal("%s", skip.c_str());  // initTestCase skipped already where there is none
       auto loop = engine::make_training_loop(plan, info, *data, nullptr, world > 1 ? comms[std::size_t(r)].get() : nullptr,
                                              *backend);
       engine::TrainerHooks hooks;
@@ -87,6 +91,13 @@ class BackendTraining : public QObject {
   Q_OBJECT
 
  private slots:
+  void initTestCase() {
+    std::string skip;
+    auto device = test::make_device_under_test(false, skip);
+    if (!device) QSKIP(skip.c_str());
+    qInfo("backend under test: %s", device->name());
+  }
+
   void devicePathTrainsLikeTheCpu_data() {
     QTest::addColumn<QString>("file");
     QTest::addColumn<QString>("variant");
@@ -121,7 +132,7 @@ class BackendTraining : public QObject {
     const Run cpu = train(plan, false);
     const qint64 cpu_ms = timer.restart();
     const Run device = train(plan, true);
-    qInfo("%s: cpu backend %lld ms, CUDA backend's code on the host %lld ms", qPrintable(file), cpu_ms,
+    qInfo("%s: cpu backend %lld ms, backend under test %lld ms", qPrintable(file), cpu_ms,
           timer.elapsed());
     QVERIFY2(cpu.error.isEmpty(), qPrintable(cpu.error));
     QVERIFY2(device.error.isEmpty(), qPrintable(device.error));

@@ -1,17 +1,20 @@
-// The two kernel backends against each other, operation by operation: the CPU backend
-// (kernels/cpu) and the CUDA backend's code run on the host (BodyBackend with HostExec:
-// kernel bodies on the CPU, GEMMs through the cuBLAS descriptors into column-major CBLAS,
-// memory in a checked arena). Same inputs, uploaded into each backend's memory; results
-// downloaded and compared. Element-wise work must match exactly or to float rounding
-// (rel 1e-6); GEMM-based results normwise to 1e-5 (the batch GEMM sums in another order).
-// The arena also refuses host pointers, the mistake a GPU would answer with an illegal
-// address.
+// The CUDA backend against the CPU backend (kernels/cpu), operation by operation. Built
+// twice (device_under_test.h): test_kernel_backends runs the CUDA backend's code on the
+// host (BodyBackend with HostExec: kernel bodies on the CPU, GEMMs through the cuBLAS
+// descriptors into column-major CBLAS, memory in a checked arena); test_kernel_backends_cuda
+// runs it on GPU 0 (skipped without one). Same inputs, uploaded into each backend's
+// memory; results downloaded and compared. On the host, element-wise work must match
+// exactly or to float rounding (rel 1e-6); on a GPU (fused multiply-add, its own exp, erf
+// and tanh) to 1e-5 relative. GEMM-based results normwise to 1e-5 (the batch GEMM sums in
+// another order), 1e-3 with TF32 tensor cores. The arena also refuses host pointers, the
+// mistake a GPU would answer with an illegal address.
 #include <QtTest>
 
 #include <memory>
 #include <random>
 #include <vector>
 
+#include "device_under_test.h"
 #include "kernel_test_util.h"
 #include "loom/cuda/host_body_backend.h"
 #include "loom/kernels/cpu_backend.h"
@@ -61,11 +64,23 @@ class TestKernelBackends : public QObject {
 
  private:
   std::unique_ptr<Backend> cpu_ = loom::cpu::make_cpu_backend();
-  std::unique_ptr<Backend> body_ = loom::cuda::make_host_body_backend();
+  std::unique_ptr<Backend> body_;
+  bool on_host_ = true;
+  double exact_ = 0, elementwise_ = 1e-6;  // tolerances of element-wise results (see the top)
 
  private slots:
+  void initTestCase() {
+    std::string skip;
+    body_ = loom::test::make_device_under_test(false, skip);
+    if (!body_) QSKIP(skip.c_str());
+    on_host_ = std::string(body_->name()) == "cuda-bodies-on-host";
+    if (!on_host_) exact_ = elementwise_ = 1e-5;
+    qInfo("backend under test: %s", body_->name());
+  }
+
   // Every test leaves the shared "device" backend without an error (no stray pointer).
   void cleanup() {
+    if (!body_) return;
     QVERIFY2(body_->status().ok(), body_->status().ok() ? "" : body_->status().error().describe().c_str());
   }
 
@@ -89,7 +104,27 @@ class TestKernelBackends : public QObject {
     LOOM_VERIFY_EMPTY(compare_normwise(got[1][0], got[0][0], 1e-5, "linear y"));
     LOOM_VERIFY_EMPTY(compare_normwise(got[1][1], got[0][1], 1e-5, "linear dx"));
     LOOM_VERIFY_EMPTY(compare_normwise(got[1][2], got[0][2], 1e-5, "linear dW (accumulated)"));
-    LOOM_VERIFY_EMPTY(compare(got[1][3], got[0][3], 1e-6, 1e-7, "linear db (accumulated)"));
+    LOOM_VERIFY_EMPTY(compare(got[1][3], got[0][3], elementwise_, 1e-7, "linear db (accumulated)"));
+  }
+
+  // cuBLAS with TF32 tensor cores: 10-bit mantissas in the products, so 1e-3.
+  void tf32LinearIsWithin1e3() {
+    std::string skip;
+    auto tf32 = loom::test::make_device_under_test(true, skip);
+    if (!tf32) QSKIP(skip.c_str());
+    std::mt19937_64 rng(11);
+    const int N = 64, in = 784, out = 256;
+    const auto x = random_vector<float>(N * in, rng), W = random_vector<float>(out * in, rng);
+    std::vector<float> got[2];
+    Backend* backends[2] = {cpu_.get(), tf32.get()};
+    for (int k = 0; k < 2; ++k) {
+      On on(*backends[k]);
+      float *py = on.zeros<float>(N * out);
+      on.be.linear_forward(on.put(x), on.put(W), nullptr, py, N, in, out);
+      got[k] = on.get(py, N * out);
+    }
+    LOOM_VERIFY_EMPTY(compare_normwise(got[1], got[0], 1e-3, "linear y, TF32"));
+    QVERIFY(tf32->status().ok());
   }
 
   void activationsAndDropoutMatch() {
@@ -107,8 +142,8 @@ class TestKernelBackends : public QObject {
         y[k] = on.get(py, n), dx[k] = on.get(pdx, n);
       }
       const QByteArray what = QByteArray("activation ") + QByteArray::number(int(a));
-      LOOM_VERIFY_EMPTY(compare(y[1], y[0], 1e-6, 1e-7, what + " forward"));
-      LOOM_VERIFY_EMPTY(compare(dx[1], dx[0], 1e-6, 1e-7, what + " backward"));
+      LOOM_VERIFY_EMPTY(compare(y[1], y[0], elementwise_, 1e-7, what + " forward"));
+      LOOM_VERIFY_EMPTY(compare(dx[1], dx[0], elementwise_, 1e-7, what + " backward"));
     }
     std::vector<float> y[2], mask[2], dx[2];
     for (int k = 0; k < 2; ++k) {
@@ -120,8 +155,8 @@ class TestKernelBackends : public QObject {
       y[k] = on.get(py, n), mask[k] = on.get(pm, n), dx[k] = on.get(pdx, n);
     }
     LOOM_VERIFY_EMPTY(compare(mask[1], mask[0], 0, 0, "dropout mask (same generator)"));
-    LOOM_VERIFY_EMPTY(compare(y[1], y[0], 0, 0, "dropout forward"));
-    LOOM_VERIFY_EMPTY(compare(dx[1], dx[0], 0, 0, "dropout backward"));
+    LOOM_VERIFY_EMPTY(compare(y[1], y[0], exact_, 0, "dropout forward"));
+    LOOM_VERIFY_EMPTY(compare(dx[1], dx[0], exact_, 0, "dropout backward"));
   }
 
   void convolutionMatches_data() {
@@ -155,7 +190,7 @@ class TestKernelBackends : public QObject {
     LOOM_VERIFY_EMPTY(compare_normwise(got[1][0], got[0][0], 1e-5, "conv y"));
     LOOM_VERIFY_EMPTY(compare_normwise(got[1][1], got[0][1], 1e-5, "conv dx"));
     LOOM_VERIFY_EMPTY(compare_normwise(got[1][2], got[0][2], 1e-5, "conv dW (accumulated)"));
-    LOOM_VERIFY_EMPTY(compare(got[1][3], got[0][3], 1e-6, 1e-6, "conv db (accumulated)"));
+    LOOM_VERIFY_EMPTY(compare(got[1][3], got[0][3], elementwise_, 1e-6, "conv db (accumulated)"));
   }
 
   void poolingAndConcatMatch() {
@@ -186,7 +221,7 @@ class TestKernelBackends : public QObject {
     }
     LOOM_VERIFY_EMPTY(compare(y[1], y[0], 0, 0, "maxpool y"));
     LOOM_VERIFY_EMPTY(compare(arg[1], arg[0], 0, 0, "maxpool argmax"));
-    LOOM_VERIFY_EMPTY(compare(dx[1], dx[0], 1e-6, 1e-7, "maxpool dx (overlapping windows)"));
+    LOOM_VERIFY_EMPTY(compare(dx[1], dx[0], elementwise_, 1e-7, "maxpool dx (overlapping windows)"));
     LOOM_VERIFY_EMPTY(compare(cat[1], cat[0], 0, 0, "concat"));
     LOOM_VERIFY_EMPTY(compare(da[1], da[0], 0, 0, "concat backward"));
   }
@@ -219,17 +254,19 @@ class TestKernelBackends : public QObject {
       sgd[k] = on.get(pw1, n), mom[k] = on.get(pw2, n), adam[k] = on.get(pw3, n);
     }
     QCOMPARE(hits[1], hits[0]);
-    QVERIFY2(std::abs(loss[1] - loss[0]) <= 1e-6f * std::abs(loss[0]), qPrintable(QString("loss %1 vs %2").arg(loss[1]).arg(loss[0])));
-    LOOM_VERIFY_EMPTY(compare(probs[1], probs[0], 1e-6, 1e-8, "softmax"));
-    LOOM_VERIFY_EMPTY(compare(dlogits[1], dlogits[0], 1e-6, 1e-8, "dlogits"));
-    LOOM_VERIFY_EMPTY(compare(sgd[1], sgd[0], 1e-6, 1e-7, "sgd"));
-    LOOM_VERIFY_EMPTY(compare(mom[1], mom[0], 1e-6, 1e-7, "momentum"));
-    LOOM_VERIFY_EMPTY(compare(adam[1], adam[0], 1e-6, 1e-7, "adam"));
+    QVERIFY2(std::abs(loss[1] - loss[0]) <= float(elementwise_) * std::abs(loss[0]),
+             qPrintable(QString("loss %1 vs %2").arg(loss[1]).arg(loss[0])));
+    LOOM_VERIFY_EMPTY(compare(probs[1], probs[0], elementwise_, 1e-8, "softmax"));
+    LOOM_VERIFY_EMPTY(compare(dlogits[1], dlogits[0], elementwise_, 1e-8, "dlogits"));
+    LOOM_VERIFY_EMPTY(compare(sgd[1], sgd[0], elementwise_, 1e-7, "sgd"));
+    LOOM_VERIFY_EMPTY(compare(mom[1], mom[0], elementwise_, 1e-7, "momentum"));
+    LOOM_VERIFY_EMPTY(compare(adam[1], adam[0], elementwise_, 1e-7, "adam"));
   }
 
   // The arena refuses what a GPU would fault on: a host buffer handed to a kernel. The
   // error is sticky and names the operation; the CPU backend has nothing to refuse.
   void hostPointerIsRefusedByTheDevicePath() {
+    if (!on_host_) QSKIP("a GPU answers a host pointer with an illegal address: checked by the host arena only");
     auto body = loom::cuda::make_host_body_backend();
     std::vector<float> host(16, 1.0f), out(16);
     {

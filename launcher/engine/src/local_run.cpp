@@ -11,6 +11,7 @@
 #include "loom/analysis/analysis.h"
 #include "loom/core/model_info.h"
 #include "loom/data/dataset.h"
+#include "loom/device/open_device.h"
 #include "loom/engine/run_writer.h"
 #include "loom/kernels/cpu.h"
 #include "loom/store/checkpoint_files.h"
@@ -30,14 +31,20 @@ Status train_recorded(const Plan& plan, const data::TrainTest& data, store::RunS
                       LocalRunOutcome& outcome) {
   std::vector<PlanError> ignored;
   const ModelInfo info = infer_model(plan, &ignored);
+  // The plan's one device; a gpu that cannot be opened fails the run here, with CUDA's words.
+  const DeviceSpec device = plan.parallel.devices.empty() ? DeviceSpec{} : plan.parallel.devices.front();
+  auto backend = device::open_device(device);
+  if (!backend.ok())
+    return make_error(backend.error().code, "cannot open " + device::device_label(device) + ": " + backend.error().message,
+                      backend.error().hint);
   trace::Recorder recorder;
-  trace::RankRecord rank{0, store::this_host_name(), "cpu", 0, 0, trace::now_ns(), 0};
+  trace::RankRecord rank{0, store::this_host_name(), device::device_label(device), 0, 0, trace::now_ns(), 0};
   LOOM_TRY(store.upsert_rank(run_id, rank));
   store::StoreSink sink(store, run_id);
   RunWriter writer(sink, 0, recorder);
   trace::record_setup(recorder, trace::SetupPhase::LoadData, loaded.first, loaded.second);
   const std::int64_t build_start = trace::now_ns();
-  const auto trainer = make_training_loop(plan, info, data, training_recorder(recorder));
+  const auto trainer = make_training_loop(plan, info, data, training_recorder(recorder), nullptr, **backend);
   if (!options.resume_step_dir.empty()) LOOM_TRY(trainer->resume_from(options.resume_step_dir));
   trace::record_setup(recorder, trace::SetupPhase::BuildModel, build_start);
   TrainerHooks hooks;
@@ -46,6 +53,9 @@ Status train_recorded(const Plan& plan, const data::TrainTest& data, store::RunS
   hooks.on_metrics = [&writer](std::vector<trace::MetricRecord>&& m) { writer.add_metrics(std::move(m)); };
   hooks.stop = options.stop;
   outcome.result = trainer->run(hooks);
+  // Buffers only grow, so what the backend holds at the end is its peak (docs/figures.md).
+  writer.add_metrics({{0, outcome.result.last_step - 1, trace::now_ns(), "device_memory_bytes",
+                       double((*backend)->bytes_in_use())}});
   Status written = writer.finish();
   if (!outcome.result.error.empty()) written = make_error(ErrorCode::Io, outcome.result.error);
   rank.events_recorded = std::int64_t(recorder.recorded());

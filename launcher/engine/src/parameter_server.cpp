@@ -143,8 +143,8 @@ struct ParameterServer::State {
   std::int64_t total_steps = 0;
   std::int64_t last_saved = 0;       // the clock of the newest checkpoint (or the resumed one)
 
-  State(const Plan& p, const ModelInfo& info, trace::Recorder* r, comm::Communicator* c)
-      : plan(p), recorder(r), comm(c), model(Model::build(p, info)) {}
+  State(const Plan& p, const ModelInfo& info, trace::Recorder* r, comm::Communicator* c, kernels::Backend& b)
+      : plan(p), recorder(r), comm(c), model(Model::build(p, info, b)) {}
 
   // parameter_server: gradients applied; ssp: the slowest unfinished worker's clock.
   std::int64_t version() const {
@@ -263,8 +263,8 @@ struct ParameterServer::State {
 };
 
 ParameterServer::ParameterServer(const Plan& plan, const ModelInfo& info, trace::Recorder* recorder,
-                                 comm::Communicator* comm)
-    : s_(std::make_unique<State>(plan, info, recorder, comm)) {
+                                 comm::Communicator* comm, kernels::Backend& backend)
+    : s_(std::make_unique<State>(plan, info, recorder, comm, backend)) {
   State& s = *s_;
   s.workers = plan.parallel.data_parallel;
   s.index = comm->rank() - s.workers;

@@ -110,8 +110,9 @@ struct InferenceServer::State {
     std::unique_ptr<comm::Request> request;
   };
 
-  State(const Plan& p, const ModelInfo& info, const data::Dataset& t, trace::Recorder* r, comm::Communicator* c)
-      : plan(p), serve(*p.serve), test(t), recorder(r), comm(c), model(Model::build(p, info)) {}
+  State(const Plan& p, const ModelInfo& info, const data::Dataset& t, trace::Recorder* r, comm::Communicator* c,
+        kernels::Backend& b)
+      : plan(p), serve(*p.serve), test(t), recorder(r), comm(c), model(Model::build(p, info, b)), input(b), logits(b) {}
 
   Status post_receive(int client) {
     receiving[std::size_t(client)] = comm->irecv(&inbox[std::size_t(client)], sizeof(RequestMessage), client, kServeRequestTag);
@@ -227,8 +228,8 @@ Status InferenceServer::State::run_batch() {
 }
 
 InferenceServer::InferenceServer(const Plan& plan, const ModelInfo& info, const data::Dataset& test,
-                                 trace::Recorder* recorder, comm::Communicator* comm)
-    : s_(std::make_unique<State>(plan, info, test, recorder, comm)) {}
+                                 trace::Recorder* recorder, comm::Communicator* comm, kernels::Backend& backend)
+    : s_(std::make_unique<State>(plan, info, test, recorder, comm, backend)) {}
 
 InferenceServer::~InferenceServer() = default;
 

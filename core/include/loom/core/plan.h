@@ -227,11 +227,13 @@ struct PlanResult {
 PlanResult parse_plan(std::string_view json_text);
 PlanResult load_plan_file(const std::string& path);
 
-// What the running build can execute. Today: CPU devices over MPI only. The CUDA kernels
-// and the NCCL communicator do not exist yet, so `gpu` is false and a plan that asks for
-// a gpu device or the nccl backend is refused rather than quietly run on the CPU.
+// What the running build can execute: CPU devices over MPI always; gpu devices where the
+// CUDA kernel backend was compiled (their ranks exchange tensors through host memory over
+// MPI); the nccl backend where the NCCL communicator was. A plan asking for more than the
+// build has is refused, never quietly run on the CPU.
 struct BuildCapabilities {
-  bool gpu = false;  // GPU kernels and the NCCL communicator
+  bool cuda = false;  // gpu devices (CUDA kernels, cuBLAS)
+  bool nccl = false;  // "backend": "nccl"
 };
 BuildCapabilities this_build();
 

@@ -53,7 +53,9 @@ using UpdateHook = std::function<void(std::vector<trace::UpdateRecord>&&)>;
 // One server rank: serves pulls and applies pushes until every worker is done.
 class ParameterServer {
  public:
-  ParameterServer(const Plan& plan, const ModelInfo& info, trace::Recorder* recorder, comm::Communicator* comm);
+  // The shard and its optimizer state live in `backend` (the server rank's device).
+  ParameterServer(const Plan& plan, const ModelInfo& info, trace::Recorder* recorder, comm::Communicator* comm,
+                  kernels::Backend& backend = default_backend());
   ~ParameterServer();
   Status serve(const UpdateHook& on_updates);
   // Before serve(): save this server's shard and optimizer state under `run_dir`

@@ -32,6 +32,7 @@
 #include "loom/core/plan.h"
 #include "loom/core/status.h"
 #include "loom/data/dataset.h"
+#include "loom/engine/tensor.h"
 #include "loom/trace/recorder.h"
 #include "loom/trace/records.h"
 
@@ -64,7 +65,7 @@ bool batch_due(const ServeSpec& serve, std::int64_t queued, double oldest_wait_m
 class InferenceServer {
  public:
   InferenceServer(const Plan& plan, const ModelInfo& info, const data::Dataset& test, trace::Recorder* recorder,
-                  comm::Communicator* comm);
+                  comm::Communicator* comm, kernels::Backend& backend = default_backend());
   ~InferenceServer();
   Status load_weights();  // serve.weights into the model; a no-op when it is empty
   Status serve(const ServeHooks& hooks);
