@@ -86,7 +86,7 @@ int main(int argc, char** argv) {
   const ModelInfo info = infer_model(plan, &errors);
   DeviceSpec device;
   if (o.gpu >= 0) device = DeviceSpec{DeviceKind::Gpu, "localhost", o.gpu};
-  auto backend = device::open_device(device);
+  auto backend = device::open_device(device, plan.training.tf32);
   if (!backend.ok()) {
     std::fprintf(stderr, "bench_train: %s\n", backend.error().describe().c_str());
     return 1;

@@ -312,6 +312,15 @@ void check_gpu_path(const ParallelSpec& p, const BuildCapabilities& build, Check
   }
 }
 
+// TF32 is a GPU's math mode: on a plan without a gpu device it would change nothing, so
+// asking for it is a mistake worth naming.
+void check_tf32(const Plan& plan, Checker& check) {
+  if (!plan.training.tf32) return;
+  const auto& devices = plan.parallel.devices;
+  if (std::none_of(devices.begin(), devices.end(), [](const DeviceSpec& d) { return d.kind == DeviceKind::Gpu; }))
+    check.error("/training/tf32", "TF32 is a math mode of gpu devices and this plan has none: set it to false");
+}
+
 void check_stragglers(const Plan& plan, Checker& check) {
   const int ranks = world_size(plan);
   const auto& stragglers = plan.parallel.stragglers;
@@ -394,6 +403,7 @@ std::vector<PlanError> validate_plan(const Plan& plan, const BuildCapabilities& 
   check_batch_split(plan, check);
   check_devices(plan, check);
   check_gpu_path(plan.parallel, build, check);
+  check_tf32(plan, check);
   check_stragglers(plan, check);
   check_asynchronous(plan, check);
   check_serving(plan, check);

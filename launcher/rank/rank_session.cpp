@@ -319,7 +319,7 @@ int run_rank(comm::Communicator& comm, const Plan& plan, const RankOptions& opti
   engine::apply_thread_count(plan, ranks_on_this_host(comm.size()));
   // Opened before training: no driver or no such GPU fails the rank here, with CUDA's
   // words and a hint, and the run is stored as failed.
-  auto backend = device::open_device(device);
+  auto backend = device::open_device(device, plan.training.tf32);
   if (!backend.ok()) return reporter.fail("cannot open " + device::device_label(device) + ": " + backend.error().describe(), 1);
   // An exception escaping training (std::bad_alloc for a model this machine cannot hold,
   // a bug) is reported as this rank's failure, with its message, instead of an abort that

@@ -204,6 +204,8 @@ void add_strategy_rows() {
   // devices depend on the build: gpu_plans_follow_the_build.)
   row("nccl_refused", R"({"/parallel/backend": "nccl"})", "/parallel/backend",
       "this build has no NCCL communicator: set \"backend\": \"mpi\"");
+  row("tf32_without_gpu", R"({"/training/tf32": true})", "/training/tf32",
+      "TF32 is a math mode of gpu devices and this plan has none");
   row("microbatches_zero", R"({"/parallel/microbatches": 0})", "/parallel/microbatches",
       "expected a positive integer, got 0");
   row("microbatches_not_dividing", R"({"/parallel/microbatches": 5})", "/parallel/microbatches",
@@ -543,6 +545,8 @@ void TestPlan::gpu_plans_follow_the_build() {
   QVERIFY(with_cuda[0].reason.find("exchange tensors through host memory") != std::string::npos);
   Plan over_mpi = plan;
   over_mpi.parallel.backend = loom::CommBackend::Mpi;
+  QVERIFY(loom::validate_plan(over_mpi, cuda).empty());
+  over_mpi.training.tf32 = true;  // TF32 for the gpu devices' GEMMs
   QVERIFY(loom::validate_plan(over_mpi, cuda).empty());
   QCOMPARE(paths(loom::validate_plan(over_mpi, cpu_only)), std::string("/parallel/devices/0/kind /parallel/devices/1/kind"));
   QVERIFY(loom::validate_plan(plan, nccl).empty());

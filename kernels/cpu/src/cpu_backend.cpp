@@ -52,6 +52,8 @@ class CpuBackend final : public kernels::Backend {
     in_use_ -= std::int64_t(rounded);
     std::free(block);
   }
+  void* allocate_host(std::int64_t bytes) override { return allocate(bytes); }
+  void release_host(void* ptr) override { release(ptr); }
   void upload(void* dst, const void* host, std::int64_t bytes) override { copy(dst, host, bytes); }
   void download(void* host, const void* src, std::int64_t bytes) override { copy(host, src, bytes); }
   void copy(void* dst, const void* src, std::int64_t bytes) override {

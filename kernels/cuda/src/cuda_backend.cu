@@ -59,6 +59,17 @@ class CudaExec {
     (void)cudaStreamSynchronize(stream_);
     (void)cudaFree(ptr);
   }
+  // Page-locked: uploads from it are DMA, asynchronous to the host.
+  void* allocate_host(std::int64_t bytes) {
+    void* p = nullptr;
+    if (!ok() || !LOOM_CUDA_RECORD(cudaMallocHost(&p, std::size_t(bytes > 0 ? bytes : 1)))) return nullptr;
+    return p;
+  }
+  void release_host(void* ptr) {
+    if (!ptr) return;
+    (void)cudaStreamSynchronize(stream_);  // a queued upload may still read it
+    (void)cudaFreeHost(ptr);
+  }
   void upload(void* dst, const void* host, std::int64_t bytes) {
     if (ok()) LOOM_CUDA_RECORD(cudaMemcpyAsync(dst, host, std::size_t(bytes), cudaMemcpyHostToDevice, stream_));
   }

@@ -42,6 +42,9 @@ class HostExec {
     blocks_.erase(found);
     std::free(ptr);
   }
+  // Staging memory is plain host memory outside the arena: a kernel handed it fails check().
+  void* allocate_host(std::int64_t bytes) { return std::aligned_alloc(64, std::size_t((bytes + 63) / 64 * 64 + 64)); }
+  void release_host(void* ptr) { std::free(ptr); }
   void upload(void* dst, const void* host, std::int64_t bytes) { std::memcpy(dst, host, std::size_t(bytes)); }
   void download(void* host, const void* src, std::int64_t bytes) { std::memcpy(host, src, std::size_t(bytes)); }
   void copy(void* dst, const void* src, std::int64_t bytes) { std::memmove(dst, src, std::size_t(bytes)); }

@@ -5,7 +5,7 @@
 
 namespace loom::device {
 
-Expected<std::unique_ptr<kernels::Backend>> open_device(const DeviceSpec& device) {
+Expected<std::unique_ptr<kernels::Backend>> open_device(const DeviceSpec& device, bool /*tf32*/) {
   if (device.kind != DeviceKind::Gpu) return cpu::make_cpu_backend();
   return make_error(ErrorCode::Unavailable, "this build has no CUDA support, so gpu " + std::to_string(device.gpu) +
                                                 " cannot be used",

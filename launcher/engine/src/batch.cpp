@@ -24,6 +24,7 @@ LossResult softmax_xent(const Tensor& logits, const Buffer<std::int32_t>& labels
     dlogits->data.bind(backend);
     dlogits->resize(logits.batch, logits.sample);
     backend.softmax_xent_backward(probs.ptr(), labels.data(), dlogits->ptr(), rows, classes, scale);
+    backend.synchronize();  // the caller's Loss span covers the device's work
   }
   return result;
 }

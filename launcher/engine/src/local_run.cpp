@@ -33,7 +33,7 @@ Status train_recorded(const Plan& plan, const data::TrainTest& data, store::RunS
   const ModelInfo info = infer_model(plan, &ignored);
   // The plan's one device; a gpu that cannot be opened fails the run here, with CUDA's words.
   const DeviceSpec device = plan.parallel.devices.empty() ? DeviceSpec{} : plan.parallel.devices.front();
-  auto backend = device::open_device(device);
+  auto backend = device::open_device(device, plan.training.tf32);
   if (!backend.ok())
     return make_error(backend.error().code, "cannot open " + device::device_label(device) + ": " + backend.error().message,
                       backend.error().hint);

@@ -344,6 +344,9 @@ void Sequential::forward(const Tensor& x, Tensor& y, const Pass& pass) {
   for (std::size_t i = 0; i < modules_.size(); ++i) {
     spans.next(EventKind::Forward, Stream::Compute, pass.step, modules_[i]->id.value, pass.microbatch);
     modules_[i]->forward(*input, outputs[i], pass);
+    // A device runs the layer after its launch returns: traced, the span waits for it, so
+    // it measures the layer's work, not the launch (docs/figures.md, GPU ranks).
+    if (pass.recorder) backend->synchronize();
     input = &outputs[i];
   }
   spans.close();
@@ -360,6 +363,7 @@ void Sequential::backward(const Tensor& x, const Tensor&, const Tensor& dy, Tens
     Tensor* target = i == 0 ? dx : &gradients_[i - 1];
     spans.next(EventKind::Backward, Stream::Compute, pass.step, modules_[i]->id.value, pass.microbatch);
     modules_[i]->backward(input, outputs[i], *upstream, target, pass);
+    if (pass.recorder) backend->synchronize();  // as in forward
     if (pass.observer) {
       // Outside the span: starting a bucket's all-reduce is communication, not backward.
       spans.close();

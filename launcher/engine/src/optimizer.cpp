@@ -38,6 +38,8 @@ void Optimizer::step(float lr_scale) {
         break;
     }
   }
+  // The traced Optimizer span around step() then covers a device's update, not its launch.
+  if (!params_.empty()) params_.front()->value.backend().synchronize();
 }
 
 std::vector<NamedTensor> Optimizer::state() const {

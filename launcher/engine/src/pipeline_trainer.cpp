@@ -374,6 +374,7 @@ void PipelineTrainer::run_unit_forward(int unit_index, Slot& slot, const Pass& p
   std::vector<const float*> parts;
   for (int v : unit.inputs) parts.push_back(slot.values[std::size_t(v)].ptr());
   backend_.concat_forward(parts.data(), unit.widths.data(), int(parts.size()), y.ptr(), int(batch));
+  backend_.synchronize();  // the span covers a device's work
 }
 
 void PipelineTrainer::run_unit_backward(int unit_index, Slot& slot, const Tensor& dy, const Pass& pass) {
@@ -393,6 +394,7 @@ void PipelineTrainer::run_unit_backward(int unit_index, Slot& slot, const Tensor
     parts.push_back(contributions[i].ptr());
   }
   backend_.concat_backward(dy.ptr(), unit.widths.data(), int(parts.size()), parts.data(), int(dy.batch));
+  backend_.synchronize();  // the span covers a device's work
 }
 
 void PipelineTrainer::send_input_gradients(int unit_index, const MicroBatch& mb, const Pass& pass) {

@@ -102,6 +102,9 @@ struct TrainingSpec {
   // Every rank saves a checkpoint (parameters, optimizer state, data position) every N
   // steps; 0 = only when the run is stopped. Resumed with `loom-cli resume RUN_ID`.
   std::int64_t checkpoint_every = 0;
+  // gpu devices: cuBLAS may run the fp32 matrix products on TF32 tensor cores (10-bit
+  // mantissa products, fp32 sums): faster, within 1e-3 of fp32. Refused without a gpu.
+  bool tf32 = false;
 
   bool operator==(const TrainingSpec&) const = default;
 };

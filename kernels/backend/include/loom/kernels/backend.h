@@ -63,6 +63,11 @@ class Backend {
   virtual void copy(void* dst, const void* src, std::int64_t bytes) = 0;
   virtual void fill(float* x, float value, std::int64_t n) = 0;
   virtual void accumulate(float* y, const float* x, std::int64_t n) = 0;  // y += x
+  // Host memory for staging transfers: page-locked on CUDA, so an upload from it is an
+  // asynchronous DMA the host does not wait for; ordinary memory elsewhere. Never a kernel
+  // operand.
+  virtual void* allocate_host(std::int64_t bytes) = 0;
+  virtual void release_host(void* ptr) = 0;
   // Waits for all queued work (a no-op on the CPU).
   virtual void synchronize() = 0;
   // Bytes currently allocated through this backend (device memory in use).

@@ -8,7 +8,8 @@
 //    everywhere, so the engine trains through this exact code on the CPU in the tests,
 //    and a wrong index, transpose or missing upload fails there rather than on a GPU.
 //
-// An Exec provides: status(), host_memory(), allocate/release/upload/download/copy,
+// An Exec provides: status(), host_memory(), allocate/release, allocate_host/release_host
+// (staging memory), upload/download/copy,
 // synchronize(), bytes_in_use(), launch(n, body), gemm(GemmCall, alpha, first, second,
 // beta, C) and check(ptr, what) (a no-op on the device; the host arena names a pointer
 // that is not its own, the bug a GPU would answer with an illegal address).
@@ -42,6 +43,8 @@ class BodyBackend final : public kernels::Backend {
 
   void* allocate(std::int64_t bytes) override { return exec_.allocate(bytes); }
   void release(void* ptr) override { exec_.release(ptr); }
+  void* allocate_host(std::int64_t bytes) override { return exec_.allocate_host(bytes); }
+  void release_host(void* ptr) override { exec_.release_host(ptr); }
   void upload(void* dst, const void* host, std::int64_t bytes) override {
     exec_.check(dst, "upload destination");
     exec_.upload(dst, host, bytes);

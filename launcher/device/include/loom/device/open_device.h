@@ -16,7 +16,8 @@ namespace loom::device {
 
 // An Unavailable error naming the CUDA call and with a hint where the device cannot be
 // opened (no driver, no such GPU): the rank fails at start with it.
-Expected<std::unique_ptr<kernels::Backend>> open_device(const DeviceSpec& device);
+// tf32: the plan's training.tf32 (TF32 tensor cores for a gpu's fp32 GEMMs).
+Expected<std::unique_ptr<kernels::Backend>> open_device(const DeviceSpec& device, bool tf32 = false);
 
 // What the devices table shows for it: "cpu", "gpu 0".
 std::string device_label(const DeviceSpec& device);

@@ -6,8 +6,10 @@
 // Host code never dereferences data() (it may be a device address). It reads through
 // host_read() and writes through host_write() + commit(): with a host-memory backend
 // both are the buffer itself and commit() does nothing, so the CPU path copies nothing;
-// otherwise they are a host mirror that is downloaded or uploaded. Code written this way
-// runs unchanged on every backend.
+// otherwise they are a host mirror in the backend's staging memory (page-locked on CUDA,
+// so commit() is an asynchronous copy), downloaded or uploaded. Code written this way runs
+// unchanged on every backend. A mirror is rewritten only by the next host_read/host_write,
+// after the step's loss has been read back, which waits for the previous upload.
 #pragma once
 
 #include <algorithm>
@@ -76,19 +78,14 @@ class Buffer {
   // Host access (see the file comment).
   const T* host_read() const {
     if (host()) return data_;
-    mirror_.resize(size());
-    backend().download(mirror_.data(), data_, bytes());
-    return mirror_.data();
+    backend().download(mirror(), data_, bytes());
+    return mirror_;
   }
-  T* host_write() {
-    if (host()) return data_;
-    mirror_.resize(size());
-    return mirror_.data();
-  }
+  T* host_write() { return host() ? data_ : mirror(); }
   // host_write() after reading the current contents.
   T* host_edit() { return host() ? data_ : const_cast<T*>(host_read()); }
   void commit() {
-    if (!host()) backend().upload(data_, mirror_.data(), bytes());
+    if (!host()) backend().upload(data_, mirror_, bytes());
   }
   std::vector<T> to_host() const {
     const T* p = host_read();
@@ -103,10 +100,21 @@ class Buffer {
 
  private:
   bool host() const { return backend().host_memory(); }
+  // The staging mirror, grown with the buffer's allocation.
+  T* mirror() const {
+    if (mirror_capacity_ < capacity_) {
+      if (mirror_) backend().release_host(mirror_);
+      mirror_ = static_cast<T*>(backend().allocate_host(capacity_ * std::int64_t(sizeof(T))));
+      mirror_capacity_ = mirror_ ? capacity_ : 0;
+    }
+    return mirror_;
+  }
   void release() {
     if (data_) backend().release(data_);
+    if (mirror_) backend().release_host(mirror_);
     data_ = nullptr;
-    size_ = capacity_ = 0;
+    mirror_ = nullptr;
+    size_ = capacity_ = mirror_capacity_ = 0;
   }
   void swap(Buffer& other) noexcept {
     std::swap(backend_, other.backend_);
@@ -114,12 +122,14 @@ class Buffer {
     std::swap(size_, other.size_);
     std::swap(capacity_, other.capacity_);
     std::swap(mirror_, other.mirror_);
+    std::swap(mirror_capacity_, other.mirror_capacity_);
   }
 
   kernels::Backend* backend_ = nullptr;
   T* data_ = nullptr;
   std::int64_t size_ = 0, capacity_ = 0;
-  mutable std::vector<T> mirror_;  // host copy for a device backend
+  mutable T* mirror_ = nullptr;  // host copy for a device backend, in its staging memory
+  mutable std::int64_t mirror_capacity_ = 0;
 };
 
 struct Tensor {
