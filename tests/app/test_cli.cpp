@@ -70,6 +70,7 @@ class CliTest : public QObject {
       QVERIFY2(summary.contains(key), key);
     }
     QCOMPARE(summary["status"].toString(), QString("completed"));
+    QCOMPARE(summary["ranks"].toArray()[0].toObject()["device"].toString(), QString("cpu"));
     QCOMPARE(summary["steps"].toInt(), 40);
     QCOMPARE(summary["world_size"].toInt(), 1);
     QVERIFY(summary["samples_per_s"].toDouble() > 0);
@@ -348,6 +349,9 @@ class CliTest : public QObject {
     QVERIFY2(r.err.contains("cannot open gpu 0: cudaSetDevice"), qPrintable(r.err));
     QVERIFY2(r.err.contains("hint: check the driver with nvidia-smi"), qPrintable(r.err));
     QCOMPARE(runs[0].toObject()["status"].toString(), QString("failed"));
+    const Result shown = run_cli({"show", QString::number(runs[0].toObject()["id"].toInt()), "--db", fresh, "--json"});
+    const QJsonObject summary = last_json_line(shown.out);
+    QCOMPARE(summary["ranks"].toArray()[0].toObject()["device"].toString(), QString("gpu 0"));
   }
 
   // `runs` prints names whole, however long, and each run's last test accuracy.

@@ -31,15 +31,16 @@ Status train_recorded(const Plan& plan, const data::TrainTest& data, store::RunS
                       LocalRunOutcome& outcome) {
   std::vector<PlanError> ignored;
   const ModelInfo info = infer_model(plan, &ignored);
-  // The plan's one device; a gpu that cannot be opened fails the run here, with CUDA's words.
   const DeviceSpec device = plan.parallel.devices.empty() ? DeviceSpec{} : plan.parallel.devices.front();
+  trace::Recorder recorder;
+  trace::RankRecord rank{0, store::this_host_name(), device::device_label(device), 0, 0, trace::now_ns(), 0};
+  LOOM_TRY(store.upsert_rank(run_id, rank));
+  // The plan's one device; a gpu that cannot be opened fails the run here, with CUDA's
+  // words, and the stored rank says which device it was.
   auto backend = device::open_device(device, plan.training.tf32);
   if (!backend.ok())
     return make_error(backend.error().code, "cannot open " + device::device_label(device) + ": " + backend.error().message,
                       backend.error().hint);
-  trace::Recorder recorder;
-  trace::RankRecord rank{0, store::this_host_name(), device::device_label(device), 0, 0, trace::now_ns(), 0};
-  LOOM_TRY(store.upsert_rank(run_id, rank));
   store::StoreSink sink(store, run_id);
   RunWriter writer(sink, 0, recorder);
   trace::record_setup(recorder, trace::SetupPhase::LoadData, loaded.first, loaded.second);

@@ -630,7 +630,7 @@ Status add_rank_breakdowns(store::RunStore& store, std::int64_t run_id, const st
     for (const Event& e : *events) scan.max_step = std::max(scan.max_step, e.step);
     RankBreakdown b = breakdown_rank(r, *events);
     for (const auto& rec : records)
-      if (rec.rank == r) b.events_recorded = rec.events_recorded;
+      if (rec.rank == r) b.events_recorded = rec.events_recorded, b.device = rec.device;
     s.ranks.push_back(b);
     scan.allreduce.push_back(allreduce_totals(*events));
     if (!events->empty()) scan.step_work[r] = step_work(*events);
@@ -998,6 +998,7 @@ nlohmann::json ranks_json(const std::vector<RankBreakdown>& ranks) {
   nlohmann::json out = nlohmann::json::array();
   for (const auto& r : ranks) {
     out.push_back({{"rank", r.rank},
+                   {"device", r.device},
                    {"compute_s", r.compute_s},
                    {"comm_s", r.comm_s},
                    {"optimizer_s", r.optimizer_s},

@@ -86,6 +86,7 @@ class TestTimelineData : public QObject {
   void shuffledBatchesStaySorted();
   void streamsGetTheirOwnLanes();
   void clockAlignmentShiftsRank1();
+  void gpuRanksAreNamed();
   void arrowsMatchAcrossBatches();
   void pipelineMessagesRepeatingIds();
   void parameterServerPushAndPull();
@@ -180,6 +181,21 @@ void TestTimelineData::streamsGetTheirOwnLanes() {
   QVERIFY(d.lanes()[2].key == (LaneKey{1, Stream::Comm, 0}));
   QCOMPARE(d.event_rank(2), 0);
   QCOMPARE(d.event_lane(1), 2);  // the lane table follows lanes inserted before it
+}
+
+// Lane labels name a gpu rank's device (its record says "gpu N"); cpu ranks and ranks
+// without a record say nothing extra.
+void TestTimelineData::gpuRanksAreNamed() {
+  TimelineData d;
+  loom::trace::RankRecord cpu, gpu;
+  cpu.rank = 0;
+  cpu.device = "cpu";
+  gpu.rank = 1;
+  gpu.device = "gpu 3";
+  d.set_clocks({cpu, gpu});
+  QCOMPARE(d.gpu_device(0), QString());
+  QCOMPARE(d.gpu_device(1), QString("gpu 3"));
+  QCOMPARE(d.gpu_device(2), QString());
 }
 
 void TestTimelineData::clockAlignmentShiftsRank1() {

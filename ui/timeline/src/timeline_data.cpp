@@ -57,6 +57,12 @@ void TimelineData::set_clocks(std::vector<loom::trace::RankRecord> ranks) {
   ++revision_;
 }
 
+QString TimelineData::gpu_device(int rank) const {
+  const auto it = clocks_.find(rank);
+  if (it == clocks_.end() || it->second.device.rfind("gpu", 0) != 0) return {};
+  return QString::fromStdString(it->second.device);
+}
+
 std::int64_t TimelineData::align(int rank, std::int64_t t) const {
   auto it = clocks_.find(rank);
   return it == clocks_.end() ? t : loom::clock::to_reference_clock(it->second, t);

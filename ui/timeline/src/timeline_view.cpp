@@ -544,8 +544,13 @@ void TimelineView::rebuildRows() {
     row_top_[i] = y;
     row_bottom_[i] = y + h;
     // A lane whose depth 0 is missing (not possible today) would simply go unlabelled.
-    if (k.depth == 0)
-      ticks.insert(y + h / 2, QStringLiteral("rank %1 · %2").arg(k.rank).arg(stream_label(k.stream)));
+    if (k.depth == 0) {
+      // A gpu rank says so (its compute spans are GPU work: docs/figures.md, GPU ranks).
+      const QString gpu = data_.gpu_device(k.rank);
+      const QString rank = gpu.isEmpty() ? QStringLiteral("rank %1").arg(k.rank)
+                                         : QStringLiteral("rank %1 (%2)").arg(k.rank).arg(gpu);
+      ticks.insert(y + h / 2, QStringLiteral("%1 · %2").arg(rank, stream_label(k.stream)));
+    }
     y += h;
   }
   qSharedPointerCast<QCPAxisTickerText>(plot_->yAxis->ticker())->setTicks(ticks);

@@ -81,6 +81,7 @@ std::set<std::int32_t> steady_step_numbers(const std::vector<trace::Event>& even
 // why idle uses the union of all of them.
 struct RankBreakdown {
   int rank = 0;
+  std::string device;  // what the rank computed on: "cpu", "gpu 0" (its RankRecord)
   double compute_s = 0, comm_s = 0, optimizer_s = 0, data_s = 0, idle_s = 0;
   // recorded: what the rank said it recorded (-1: it ended without saying: it died).
   std::int64_t events_recorded = 0, events_stored = 0;

@@ -55,6 +55,8 @@ class TimelineData {
   // Clock records per rank (trace::RankRecord). Applies to events appended afterwards;
   // ranks without a record keep their own clock. clear() keeps the clocks.
   void set_clocks(std::vector<loom::trace::RankRecord> ranks);
+  // The rank's device from its record ("gpu 0"), empty for a cpu rank or without a record.
+  QString gpu_device(int rank) const;
   // One live batch of one rank's events (any order within the batch, and batches may
   // reach back in time). Cost is linear in the batch plus, when the batch reaches back,
   // the stretch of its (rank, stream) since the last top-level span before that point.
