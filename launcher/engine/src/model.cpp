@@ -171,7 +171,7 @@ class Conv2d final : public Module {
   // it only grows, so a smaller last batch reuses it.
   void set_batch(std::int64_t batch) {
     geometry_.N = as_int(batch);
-    workspace_.resize(std::max<std::int64_t>(backend->conv2d_workspace(geometry_), std::int64_t(workspace_.size())));
+    workspace_.resize(backend->conv2d_workspace(geometry_));  // keeps the larger allocation
   }
 
   kernels::ConvDims geometry_;

@@ -35,7 +35,6 @@ class BodyBackend final : public kernels::Backend {
     exec_.release(row_loss_);
     exec_.release(row_correct_);
   }
-  Exec& exec() { return exec_; }
 
   const char* name() const override { return name_; }
   bool host_memory() const override { return exec_.host_memory(); }

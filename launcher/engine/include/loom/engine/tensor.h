@@ -82,8 +82,6 @@ class Buffer {
     return mirror_;
   }
   T* host_write() { return host() ? data_ : mirror(); }
-  // host_write() after reading the current contents.
-  T* host_edit() { return host() ? data_ : const_cast<T*>(host_read()); }
   void commit() {
     if (!host()) backend().upload(data_, mirror_, bytes());
   }
