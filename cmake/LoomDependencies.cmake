@@ -90,6 +90,13 @@ else()
   set(LOOM_HAVE_NCCL OFF)
 endif()
 loom_report("NCCL" LOOM_HAVE_NCCL "${LOOM_NCCL_LIBRARY} (optional; GPU collectives)")
+# this_build().nccl (core): the NCCL communicator (launcher/comm) wraps MPI's and serves
+# gpu ranks, so it is built where NCCL, the CUDA backend and MPI all are.
+if(LOOM_HAVE_NCCL AND LOOM_HAVE_CUDA_COMPILER AND LOOM_HAVE_MPI)
+  set(LOOM_BUILD_NCCL true)
+else()
+  set(LOOM_BUILD_NCCL false)
+endif()
 
 function(loom_print_dependency_report)
   message(STATUS "Loom ${PROJECT_VERSION} configuration (${CMAKE_BUILD_TYPE}):\n${LOOM_FOUND_REPORT}  tracing compiled in: ${LOOM_TRACING}")

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <new>
@@ -15,6 +16,9 @@
 #include <nlohmann/json.hpp>
 
 #include "loom/core/model_info.h"
+#ifdef LOOM_WITH_NCCL
+#include "loom/comm/nccl.h"
+#endif
 #include "loom/data/dataset.h"
 #include "loom/device/open_device.h"
 #include "loom/engine/checkpoint.h"
@@ -302,6 +306,25 @@ int train(Session& s, const RankOptions& options) {
   return 0;
 }
 
+
+// With "backend": "nccl", NCCL over the MPI communicator (which keeps carrying host
+// memory: probes, parameter-server and pipeline messages); nullptr for "mpi".
+Expected<std::unique_ptr<comm::Communicator>> open_nccl(comm::Communicator& mpi, const Plan& plan,
+                                                        const DeviceSpec& device) {
+  if (plan.parallel.backend != CommBackend::Nccl) return std::unique_ptr<comm::Communicator>();
+#ifdef LOOM_WITH_NCCL
+  comm::NcclOptions options;
+  options.device = device.gpu;
+  if (plan.training.hang_timeout_s > 0)
+    options.timeout = std::chrono::milliseconds(std::int64_t(plan.training.hang_timeout_s * 1000.0));
+  return comm::make_nccl_communicator(mpi, options);
+#else
+  (void)mpi;
+  (void)device;
+  return make_error(ErrorCode::Unavailable, "this build has no NCCL communicator", "set \"backend\": \"mpi\"");
+#endif
+}
+
 }  // namespace
 
 int run_rank(comm::Communicator& comm, const Plan& plan, const RankOptions& options) {
@@ -324,8 +347,11 @@ int run_rank(comm::Communicator& comm, const Plan& plan, const RankOptions& opti
   // An exception escaping training (std::bad_alloc for a model this machine cannot hold,
   // a bug) is reported as this rank's failure, with its message, instead of an abort that
   // leaves the host guessing.
+  auto nccl = open_nccl(comm, plan, device);
+  if (!nccl.ok()) return reporter.fail("cannot start NCCL on " + device::device_label(device) + ": " + nccl.error().describe(), 1);
+  comm::Communicator& training_comm = *nccl ? **nccl : comm;
   try {
-    Session session(comm, plan, *data, reporter, **backend);
+    Session session(training_comm, plan, *data, reporter, **backend);
     session.data_loaded = {load_start, load_end};
     return train(session, options);
   } catch (const std::bad_alloc&) {

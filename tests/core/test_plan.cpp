@@ -202,8 +202,13 @@ void add_strategy_rows() {
       "unknown device kind 'tpu'");
   // No build has the NCCL communicator yet: refused, never run over MPI instead. (gpu
   // devices depend on the build: gpu_plans_follow_the_build.)
-  row("nccl_refused", R"({"/parallel/backend": "nccl"})", "/parallel/backend",
-      "this build has no NCCL communicator: set \"backend\": \"mpi\"");
+  if (loom::this_build().nccl) {
+    row("nccl_on_cpu", R"({"/parallel/backend": "nccl"})", "/parallel/devices/0/kind",
+        "the nccl backend needs gpu devices; use \"backend\": \"mpi\" for cpu devices");
+  } else {
+    row("nccl_refused", R"({"/parallel/backend": "nccl"})", "/parallel/backend",
+        "this build has no NCCL communicator: set \"backend\": \"mpi\"");
+  }
   row("tf32_without_gpu", R"({"/training/tf32": true})", "/training/tf32",
       "TF32 is a math mode of gpu devices and this plan has none");
   row("microbatches_zero", R"({"/parallel/microbatches": 0})", "/parallel/microbatches",
@@ -522,16 +527,17 @@ std::string paths(const std::vector<loom::PlanError>& errors) {
 
 // No silent substitution: a plan for GPUs and NCCL is written and read like any other,
 // and validated against what a build can run. Without CUDA a gpu device is refused; with
-// it, a gpu device over MPI is accepted; nccl needs the NCCL communicator.
+// it, a gpu device over MPI is accepted; nccl needs the NCCL communicator (built where
+// NCCL, CUDA and MPI are).
 void TestPlan::gpu_plans_follow_the_build() {
   QCOMPARE(loom::this_build().cuda, LOOM_EXPECT_CUDA_BUILD);  // the generated capability file
-  QVERIFY(!loom::this_build().nccl);
+  QCOMPARE(loom::this_build().nccl, LOOM_EXPECT_NCCL_BUILD);
   const Plan plan = two_gpu_nccl_plan(1);
   const std::string text = loom::plan_to_json(plan);
   QVERIFY(text.find("\"backend\": \"nccl\"") != std::string::npos);
   QVERIFY(text.find("\"gpu\": 1") != std::string::npos);
   const PlanResult parsed = loom::parse_plan(text);
-  QVERIFY(!parsed.plan.has_value());
+  QCOMPARE(parsed.plan.has_value(), loom::this_build().nccl);  // valid exactly where NCCL is built
   QCOMPARE(paths(loom::validate_plan(plan)), paths(parsed.errors));  // the designer's check is the same
 
   const loom::BuildCapabilities cpu_only{false, false}, cuda{true, false}, nccl{true, true};

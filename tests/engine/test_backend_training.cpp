@@ -3,8 +3,9 @@
 // on the host (kernel bodies on the CPU launcher, GEMMs from the cuBLAS descriptors
 // through CBLAS, memory in an arena that refuses host pointers), test_backend_training_cuda
 // the CUDA backend on GPU 0 (skipped without one). Either way: the same modules, loss,
-// optimizer, batch upload and host-staged gradient and pipeline traffic a GPU rank runs,
-// on real Fashion-MNIST. 20 steps of each example
+// optimizer, batch upload and host-staged gradient and pipeline traffic a GPU rank runs
+// (and, on the host bodies, the device-memory gradient buckets of an NCCL rank), on real
+// Fashion-MNIST. 20 steps of each example
 // model must agree with the CPU backend to 1e-4 relative in every loss and every final
 // parameter (max |a-b| / max |a| per tensor), and the arena must see no stray host pointer.
 // The one exception is stated: the CNN under Adam. Its batched convolution GEMM sums the
@@ -46,17 +47,51 @@ Plan example(const char* file) {
 struct Run {
   std::vector<double> losses;               // per step, rank 0
   std::vector<engine::NamedTensor> params;  // gathered on rank 0
+  std::int64_t device_bytes = 0;            // rank 0's backend memory at the end
   QString error;
 };
 
+// A thread group's rank whose collectives take the device memory of the backend under
+// test, as NCCL does. Only for the host bodies, whose "device" memory is host memory the
+// threads can sum: GradientSync's device buckets (device-to-device packing, the bucket
+// itself handed to the communicator) then run here as they run over NCCL on a GPU.
+class DeviceMemoryThreads final : public comm::Communicator {
+ public:
+  explicit DeviceMemoryThreads(std::unique_ptr<comm::Communicator> inner) : inner_(std::move(inner)) {}
+  int rank() const override { return inner_->rank(); }
+  int size() const override { return inner_->size(); }
+  Status allreduce_sum(float* data, std::int64_t count) override { return inner_->allreduce_sum(data, count); }
+  std::unique_ptr<comm::Request> iallreduce_sum(float* data, std::int64_t count) override {
+    return inner_->iallreduce_sum(data, count);
+  }
+  Status broadcast(void* data, std::int64_t bytes, int root) override { return inner_->broadcast(data, bytes, root); }
+  std::unique_ptr<comm::Request> isend(const void* data, std::int64_t bytes, int peer, int tag) override {
+    return inner_->isend(data, bytes, peer, tag);
+  }
+  std::unique_ptr<comm::Request> irecv(void* data, std::int64_t bytes, int peer, int tag) override {
+    return inner_->irecv(data, bytes, peer, tag);
+  }
+  Status barrier() override { return inner_->barrier(); }
+  std::unique_ptr<comm::Communicator> split(int, int) override { return nullptr; }
+  std::string backend_name() const override { return "threads taking device memory"; }
+  bool allows_concurrent_threads() const override { return inner_->allows_concurrent_threads(); }
+  bool accepts_device_memory() const override { return true; }
+
+ private:
+  std::unique_ptr<comm::Communicator> inner_;
+};
+
 // Trains `plan` with one backend per rank (ranks as threads when the plan has several).
-Run train(const Plan& plan, bool device_path) {
+Run train(const Plan& plan, bool device_path, bool device_buckets = false) {
   auto data = data::load_dataset(plan.data);
   if (!data.ok()) qFatal("%s", data.error().describe().c_str());
   std::vector<PlanError> errors;
   const ModelInfo info = infer_model(plan, &errors);
   const int world = world_size(plan);
   auto comms = comm::make_thread_group(world);
+  if (device_buckets) {
+    for (auto& c : comms) c = std::make_unique<DeviceMemoryThreads>(std::move(c));
+  }
   Run run;
   std::mutex mutex;
   std::vector<std::thread> ranks;
@@ -76,6 +111,7 @@ Run train(const Plan& plan, bool device_path) {
       if (!result.error.empty()) run.error += QString::fromStdString(result.error);
       if (!backend->status().ok()) run.error += QString::fromStdString(backend->status().error().describe());
       if (r == 0) {
+        run.device_bytes = backend->bytes_in_use();
         run.losses = losses;
         if (params.ok()) run.params = *params;
       }
@@ -96,6 +132,7 @@ class BackendTraining : public QObject {
     auto device = test::make_device_under_test(false, skip);
     if (!device) QSKIP(skip.c_str());
     qInfo("backend under test: %s", device->name());
+    on_host_bodies_ = std::string(device->name()) == "cuda-bodies-on-host";
   }
 
   void devicePathTrainsLikeTheCpu_data() {
@@ -108,6 +145,8 @@ class BackendTraining : public QObject {
     QTest::newRow("CNN: conv, pool, Adam") << "cnn_fashion.json" << "" << 1e-3;
     QTest::newRow("parallel branches, dropout, GELU, Adam") << "branches_example.json" << "" << kTolerance;
     QTest::newRow("2 data-parallel ranks (host-staged all-reduce)") << "mlp_fashion.json" << "dp2" << kTolerance;
+    QTest::newRow("2 data-parallel ranks (device buckets, as over NCCL)") << "mlp_fashion.json" << "dp2-device"
+                                                                         << kTolerance;
     QTest::newRow("2 pipeline stages (host-staged sends)") << "gpipe_mlp.json" << "" << kTolerance;
   }
   void devicePathTrainsLikeTheCpu() {
@@ -123,15 +162,24 @@ class BackendTraining : public QObject {
       plan.training.optimizer.momentum = 0.9;
       plan.training.optimizer.weight_decay = 1e-4;
     }
-    if (variant == "dp2") {
+    if (variant.startsWith("dp2")) {
       plan.parallel.data_parallel = 2;
       plan.parallel.devices.assign(2, plan.parallel.devices.front());
     }
+    const bool device_buckets = variant == "dp2-device";
+    if (device_buckets && !on_host_bodies_) QSKIP("device buckets on a GPU are checked over NCCL (test_comm_nccl, gpu label)");
     QElapsedTimer timer;
     timer.start();
     const Run cpu = train(plan, false);
     const qint64 cpu_ms = timer.restart();
-    const Run device = train(plan, true);
+    const Run device = train(plan, true, device_buckets);
+    if (device_buckets) {
+      // The buckets hold every gradient once, in the device's memory, not the host's.
+      const Run staged = train(plan, true);
+      std::int64_t grad_bytes = 0;
+      for (const auto& p : cpu.params) grad_bytes += std::int64_t(p.values.size() * sizeof(float));
+      QCOMPARE(device.device_bytes - staged.device_bytes, grad_bytes);
+    }
     qInfo("%s: cpu backend %lld ms, backend under test %lld ms", qPrintable(file), cpu_ms,
           timer.elapsed());
     QVERIFY2(cpu.error.isEmpty(), qPrintable(cpu.error));
@@ -155,6 +203,9 @@ class BackendTraining : public QObject {
     }
     qInfo("largest parameter difference %.3g (tolerance %g)", worst, param_tolerance);
   }
+
+ private:
+  bool on_host_bodies_ = false;
 };
 
 QTEST_GUILESS_MAIN(BackendTraining)

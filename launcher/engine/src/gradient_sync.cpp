@@ -1,6 +1,8 @@
 // Bucketed gradient all-reduce on a communication thread, overlapped with backward.
-// Buckets are host memory: packing downloads each gradient from its backend (a plain copy
-// on the CPU) and unpacking uploads it, so an MPI communicator never sees device memory.
+// Host buckets: packing downloads each gradient from its backend (a plain copy on the
+// CPU) and unpacking uploads it, so an MPI communicator never sees device memory. Device
+// buckets (a device backend and a communicator that takes device memory): packing and
+// unpacking are device-to-device copies.
 #include "loom/engine/gradient_sync.h"
 
 #include <algorithm>
@@ -35,17 +37,23 @@ GradientSync::GradientSync(comm::Communicator& comm, const std::vector<Param*>& 
     if (owners.empty() || owners.back() != buckets_.size() - 1) owners.push_back(buckets_.size() - 1);
     params_of_layer_[std::size_t(p->layer)].push_back(p);
   }
+  kernels::Backend* backend = params.empty() ? nullptr : &params.front()->grad.backend();
+  on_device_ = backend && !backend->host_memory() && comm.accepts_device_memory();
   for (Bucket& b : buckets_) {
-    std::size_t total = 0;
-    for (const Param* p : b.params) total += p->grad.size();
-    b.buffer.resize(total);
+    for (const Param* p : b.params) b.floats += std::int64_t(p->grad.size());
+    if (on_device_) {
+      b.device.bind(*backend);
+      b.device.resize(b.floats);
+    } else {
+      b.host.resize(std::size_t(b.floats));
+    }
   }
   worker_ = std::thread([this] { communicate(); });
 }
 
 std::int64_t GradientSync::bytes_per_step() const {
   std::int64_t bytes = 0;
-  for (const Bucket& b : buckets_) bytes += std::int64_t(b.buffer.size() * sizeof(float));
+  for (const Bucket& b : buckets_) bytes += b.floats * std::int64_t(sizeof(float));
   return bytes;
 }
 
@@ -82,12 +90,17 @@ void GradientSync::layer_done(std::int32_t layer) {
 
 // Packing happens here, on the training thread, while the gradients are hot in cache;
 // the communication thread only moves the packed buffer.
+// A device bucket must be complete before the communicator's stream reads it, and that
+// stream does not wait for the compute stream: so the training thread waits for the
+// device here (it overlaps again as soon as it queues the next layer's backward).
 void GradientSync::enqueue(Bucket& b) {
   std::size_t offset = 0;
   for (const Param* p : b.params) {
-    p->grad.backend().download(b.buffer.data() + offset, p->grad.data(), p->grad.bytes());
+    if (on_device_) p->grad.backend().copy(b.data() + offset, p->grad.data(), p->grad.bytes());
+    else p->grad.backend().download(b.data() + offset, p->grad.data(), p->grad.bytes());
     offset += p->grad.size();
   }
+  if (on_device_) b.device.backend().synchronize();
   b.queued = true;
   {
     std::lock_guard lock(mutex_);
@@ -116,7 +129,7 @@ void GradientSync::reduce(Bucket& b) {
   Event e;
   const std::int64_t run_delay = recorder_ ? trace::thread_run_delay_ns() : -1;
   e.start_ns = trace::now_ns();
-  const Status s = comm_.allreduce_sum(b.buffer.data(), std::int64_t(b.buffer.size()));
+  const Status s = comm_.allreduce_sum(b.data(), b.floats);
   e.end_ns = trace::now_ns();
   if (recorder_) e.descheduled_us = trace::descheduled_us(run_delay, trace::thread_run_delay_ns());
   if (!s.ok()) {
@@ -125,7 +138,7 @@ void GradientSync::reduce(Bucket& b) {
     return;
   }
   if (!recorder_) return;
-  e.bytes = std::int64_t(b.buffer.size() * sizeof(float));
+  e.bytes = b.floats * std::int64_t(sizeof(float));
   e.step = step_;
   e.message = message_++;
   e.kind = EventKind::AllReduce;
@@ -143,7 +156,8 @@ Status GradientSync::finish_step() {
   for (Bucket& b : buckets_) {
     std::size_t offset = 0;
     for (Param* p : b.params) {
-      p->grad.backend().upload(p->grad.data(), b.buffer.data() + offset, p->grad.bytes());
+      if (on_device_) p->grad.backend().copy(p->grad.data(), b.data() + offset, p->grad.bytes());
+      else p->grad.backend().upload(p->grad.data(), b.data() + offset, p->grad.bytes());
       offset += p->grad.size();
     }
   }

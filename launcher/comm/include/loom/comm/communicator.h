@@ -63,7 +63,11 @@ class Communicator {
   // sub-communicator and gets nullptr (MPI_UNDEFINED); nullptr is also the failure result.
   virtual std::unique_ptr<Communicator> split(int color, int key) = 0;
 
-  virtual std::string backend_name() const = 0;  // "mpi", "threads"
+  virtual std::string backend_name() const = 0;  // "mpi", "threads", "nccl"
+  // True when all-reduce and broadcast also take device memory of this rank's GPU (and
+  // move it device to device, NCCL); host memory is accepted by every backend. Callers
+  // that hold device buffers hand them over directly here instead of staging them.
+  virtual bool accepts_device_memory() const { return false; }
   // True when this rank's communicators may be used by different threads at the same
   // time (one per thread): hybrid parallelism all-reduces a stage's gradients on a
   // communication thread while the training thread sends activations along the pipeline.

@@ -10,6 +10,9 @@
 // one's bandwidth (bench_allreduce). The communicator is still used by one thread at a
 // time: the training thread makes no call between begin_step() and finish_step()'s return.
 // Losses are scaled by 1/global_batch, so the sum over replicas is the full-batch gradient.
+// Buckets live in host memory, or, when the gradients are in device memory and the
+// communicator takes device memory (NCCL), in the device's memory: then nothing crosses
+// to the host and the all-reduce runs on the communicator's own stream.
 #pragma once
 
 #include <condition_variable>
@@ -53,7 +56,10 @@ class GradientSync final : public BackwardObserver {
  private:
   struct Bucket {
     std::vector<Param*> params;
-    std::vector<float> buffer;
+    std::int64_t floats = 0;
+    std::vector<float> host;  // the bucket, on the host path
+    Buffer<float> device;     // the bucket, on the device path
+    float* data() { return device.size() ? device.data() : host.data(); }
     std::int64_t pending = 0;  // parameters whose gradient is not produced yet this step
     bool queued = false;
   };
@@ -63,6 +69,7 @@ class GradientSync final : public BackwardObserver {
 
   comm::Communicator& comm_;
   trace::Recorder* recorder_;
+  bool on_device_ = false;  // buckets in device memory, handed to the communicator as they are
   std::vector<Bucket> buckets_;
   std::vector<std::vector<std::size_t>> buckets_of_layer_;  // layer id -> buckets holding its params
   std::vector<std::vector<Param*>> params_of_layer_;

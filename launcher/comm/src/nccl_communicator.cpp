@@ -1,0 +1,294 @@
+// The NCCL communicator (nccl.h). The communicator is created non-blocking
+// (config.blocking = 0) so that joining it, too, can be watched and aborted: with a
+// blocking ncclCommInitRank a rank whose peer never joins waits forever.
+#include "loom/comm/nccl.h"
+
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <utility>
+
+#include "loom/comm/unique_id.h"
+#include "loom/comm/watchdog.h"
+
+namespace loom::comm {
+namespace {
+
+static_assert(kUniqueIdBytes == NCCL_UNIQUE_ID_BYTES, "unique_id.h must match nccl.h");
+
+std::string nccl_hint(ncclResult_t r) {
+  switch (r) {
+    case ncclUnhandledCudaError: return "a CUDA call inside NCCL failed: check the GPU with nvidia-smi";
+    case ncclSystemError: return "a system call or connection failed: check that the hosts reach each other (NCCL_DEBUG=WARN says more)";
+    case ncclInvalidUsage: return "the ranks called NCCL differently, or two ranks share a GPU (NCCL_DEBUG=WARN says more)";
+    case ncclRemoteError: return "a peer rank failed or disconnected";
+    default: return "run with NCCL_DEBUG=WARN for NCCL's own account";
+  }
+}
+
+Error nccl_error(const char* call, ncclResult_t r, const char* file, int line) {
+  return make_error(ErrorCode::Unavailable,
+                    std::string(call) + " failed at " + file + ":" + std::to_string(line) + ": " + ncclGetErrorString(r),
+                    nccl_hint(r));
+}
+
+Error cuda_error(const char* call, cudaError_t e, const char* file, int line) {
+  return make_error(ErrorCode::Unavailable,
+                    std::string(call) + " failed at " + file + ":" + std::to_string(line) + ": " + cudaGetErrorName(e) +
+                        " " + cudaGetErrorString(e),
+                    "check the driver with nvidia-smi and the plan's gpu index");
+}
+
+#define LOOM_NCCL_TRY(call)                                                         \
+  do {                                                                              \
+    const ncclResult_t loom_r_ = (call);                                            \
+    if (loom_r_ != ncclSuccess && loom_r_ != ncclInProgress)                        \
+      return nccl_error(#call, loom_r_, __FILE__, __LINE__);                        \
+  } while (0)
+#define LOOM_CUDA_TRY(call)                                                         \
+  do {                                                                              \
+    const cudaError_t loom_e_ = (call);                                             \
+    if (loom_e_ != cudaSuccess) return cuda_error(#call, loom_e_, __FILE__, __LINE__); \
+  } while (0)
+
+// Device (or managed) memory goes over NCCL; anything else, page-locked staging included,
+// is host memory for the wrapped communicator.
+bool is_device_memory(const void* p) {
+  cudaPointerAttributes a{};
+  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+    (void)cudaGetLastError();  // an unknown pointer is host memory; clear the sticky-free error
+    return false;
+  }
+  return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
+}
+
+// What the communicator and its requests share: a request may finish after the call that
+// made it returned, and an abort must be seen by every later operation.
+struct NcclState {
+  ncclComm_t comm = nullptr;
+  cudaStream_t stream = nullptr;
+  int device = 0;
+  std::chrono::milliseconds timeout{};
+
+  ~NcclState() {
+    (void)cudaSetDevice(device);
+    if (comm) (void)ncclCommDestroy(comm);
+    if (stream) (void)cudaStreamDestroy(stream);
+  }
+  void abort() {
+    if (comm) (void)ncclCommAbort(comm);
+    comm = nullptr;
+  }
+  std::string async_failure() const {
+    return comm ? std::string(ncclGetLastError(comm)) : std::string("the communicator was aborted");
+  }
+  // The communicator's own state: Running while NCCL still works on a non-blocking call.
+  OpState comm_state(std::string& failure) const {
+    if (!comm) {
+      failure = "the communicator was aborted after an earlier failure";
+      return OpState::Failed;
+    }
+    ncclResult_t async = ncclSuccess;
+    const ncclResult_t r = ncclCommGetAsyncError(comm, &async);
+    const ncclResult_t state = r != ncclSuccess ? r : async;
+    if (state == ncclInProgress) return OpState::Running;
+    if (state == ncclSuccess) return OpState::Done;
+    failure = std::string(ncclGetErrorString(state)) + ": " + ncclGetLastError(comm) + " (hint: " + nccl_hint(state) + ")";
+    return OpState::Failed;
+  }
+  // Waits until NCCL has taken a non-blocking call (joined, or enqueued an operation).
+  Status settle(const std::string& what) {
+    std::string failure;
+    WatchedOp op{[&] { return comm_state(failure); }, [&] { return failure; }, [this] { abort(); }};
+    return wait_watched(op, timeout, what);
+  }
+};
+
+class DoneRequest final : public Request {
+ public:
+  explicit DoneRequest(Status s) : status_(std::move(s)) {}
+  bool test() override { return true; }
+  Status wait() override { return status_; }
+
+ private:
+  Status status_;
+};
+
+// An operation on the NCCL stream: done when the event recorded after it has passed.
+class NcclRequest final : public Request {
+ public:
+  NcclRequest(std::shared_ptr<NcclState> state, cudaEvent_t done, std::string what)
+      : state_(std::move(state)), done_(done), what_(std::move(what)) {}
+  ~NcclRequest() override {
+    (void)wait();
+    (void)cudaEventDestroy(done_);
+  }
+  bool test() override {
+    if (!finished_ && poll() != OpState::Running) (void)wait();
+    return finished_;
+  }
+  Status wait() override {
+    if (finished_) return result_;
+    WatchedOp op{[this] { return poll(); }, [this] { return failure_; }, [this] { state_->abort(); }};
+    result_ = wait_watched(op, state_->timeout, what_);
+    finished_ = true;
+    return result_;
+  }
+
+ private:
+  OpState poll() {
+    const cudaError_t e = cudaEventQuery(done_);
+    if (e == cudaSuccess) return OpState::Done;
+    if (e != cudaErrorNotReady) {
+      failure_ = std::string(cudaGetErrorName(e)) + " " + cudaGetErrorString(e);
+      return OpState::Failed;
+    }
+    const OpState comm = state_->comm_state(failure_);
+    return comm == OpState::Failed ? OpState::Failed : OpState::Running;
+  }
+
+  std::shared_ptr<NcclState> state_;
+  cudaEvent_t done_;
+  std::string what_;
+  std::string failure_;
+  Status result_;
+  bool finished_ = false;
+};
+
+Expected<std::shared_ptr<NcclState>> join(Communicator& host, const NcclOptions& options);
+
+class NcclCommunicator final : public Communicator {
+ public:
+  NcclCommunicator(Communicator& host, std::unique_ptr<Communicator> owned_host, std::shared_ptr<NcclState> state,
+                   NcclOptions options)
+      : host_(host), owned_host_(std::move(owned_host)), state_(std::move(state)), options_(options) {}
+
+  int rank() const override { return host_.rank(); }
+  int size() const override { return host_.size(); }
+
+  Status allreduce_sum(float* data, std::int64_t count) override { return iallreduce_sum(data, count)->wait(); }
+  std::unique_ptr<Request> iallreduce_sum(float* data, std::int64_t count) override {
+    if (!is_device_memory(data)) return host_.iallreduce_sum(data, count);
+    return launch("ncclAllReduce of " + std::to_string(count) + " floats", [&](ncclComm_t c, cudaStream_t s) {
+      return ncclAllReduce(data, data, std::size_t(count), ncclFloat, ncclSum, c, s);
+    });
+  }
+  Status broadcast(void* data, std::int64_t bytes, int root) override {
+    if (!is_device_memory(data)) return host_.broadcast(data, bytes, root);
+    return launch("ncclBroadcast of " + std::to_string(bytes) + " bytes", [&](ncclComm_t c, cudaStream_t s) {
+             return ncclBroadcast(data, data, std::size_t(bytes), ncclChar, root, c, s);
+           })->wait();
+  }
+  std::unique_ptr<Request> isend(const void* data, std::int64_t bytes, int peer, int tag) override {
+    if (is_device_memory(data)) return device_p2p_refused();
+    return host_.isend(data, bytes, peer, tag);
+  }
+  std::unique_ptr<Request> irecv(void* data, std::int64_t bytes, int peer, int tag) override {
+    if (is_device_memory(data)) return device_p2p_refused();
+    return host_.irecv(data, bytes, peer, tag);
+  }
+  Status barrier() override { return host_.barrier(); }
+
+  std::unique_ptr<Communicator> split(int color, int key) override {
+    std::unique_ptr<Communicator> group = host_.split(color, key);
+    if (!group) return nullptr;
+    auto state = join(*group, options_);
+    if (!state.ok()) {
+      std::fprintf(stderr, "loom: NCCL sub-communicator: %s\n", state.error().describe().c_str());
+      return nullptr;
+    }
+    Communicator& group_host = *group;
+    return std::make_unique<NcclCommunicator>(group_host, std::move(group), std::move(*state), options_);
+  }
+
+  std::string backend_name() const override { return "nccl"; }
+  bool allows_concurrent_threads() const override { return host_.allows_concurrent_threads(); }
+  bool accepts_device_memory() const override { return true; }
+
+ private:
+  // Enqueues one NCCL call on the communicator's stream (from whichever thread calls: the
+  // current device is per thread, so it is set each time) and records its end.
+  template <class Enqueue>
+  std::unique_ptr<Request> launch(const std::string& what, Enqueue enqueue) {
+    auto event = enqueue_and_record(what, enqueue);
+    if (!event.ok()) return std::make_unique<DoneRequest>(event.error());
+    return std::make_unique<NcclRequest>(state_, *event, what);
+  }
+  template <class Enqueue>
+  Expected<cudaEvent_t> enqueue_and_record(const std::string& what, Enqueue enqueue) {
+    std::string failure;
+    if (state_->comm_state(failure) == OpState::Failed) return make_error(ErrorCode::Unavailable, what + ": " + failure);
+    LOOM_CUDA_TRY(cudaSetDevice(state_->device));
+    const ncclResult_t enqueued = enqueue(state_->comm, state_->stream);
+    if (enqueued != ncclSuccess && enqueued != ncclInProgress) return nccl_error(what.c_str(), enqueued, __FILE__, __LINE__);
+    LOOM_TRY(state_->settle(what));  // a non-blocking communicator may still be enqueuing
+    cudaEvent_t done = nullptr;
+    LOOM_CUDA_TRY(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+    const cudaError_t recorded = cudaEventRecord(done, state_->stream);
+    if (recorded != cudaSuccess) {
+      (void)cudaEventDestroy(done);
+      return cuda_error("cudaEventRecord", recorded, __FILE__, __LINE__);
+    }
+    return done;
+  }
+  static std::unique_ptr<Request> device_p2p_refused() {
+    return std::make_unique<DoneRequest>(
+        make_error(ErrorCode::InvalidArgument, "the NCCL communicator takes no device memory in point-to-point messages",
+                   "stage the tensor through host memory (NCCL matches sends by order, not tag)"));
+  }
+
+  Communicator& host_;
+  std::unique_ptr<Communicator> owned_host_;  // a split's group; null for the top level
+  std::shared_ptr<NcclState> state_;
+  NcclOptions options_;
+};
+
+// Rank 0 makes the id and says first whether it could, so that a failure there ends
+// every rank with a message instead of leaving them waiting for an id.
+Status share_nccl_id(Communicator& host, ncclUniqueId& id) {
+  int made = 1;
+  Status failed;
+  if (host.rank() == 0) {
+    const ncclResult_t r = ncclGetUniqueId(&id);
+    if (r != ncclSuccess) {
+      failed = nccl_error("ncclGetUniqueId", r, __FILE__, __LINE__);
+      made = 0;
+    }
+  }
+  LOOM_TRY(host.broadcast(&made, sizeof made, 0));
+  if (!failed.ok()) return failed;
+  if (!made) return make_error(ErrorCode::Unavailable, "rank 0 could not create the NCCL unique id", "see rank 0's error");
+  UniqueId bytes{};
+  std::memcpy(bytes.data(), id.internal, kUniqueIdBytes);
+  LOOM_TRY(share_unique_id(host, bytes, 0));
+  std::memcpy(id.internal, bytes.data(), kUniqueIdBytes);
+  return {};
+}
+
+Expected<std::shared_ptr<NcclState>> join(Communicator& host, const NcclOptions& options) {
+  auto state = std::make_shared<NcclState>();
+  state->device = options.device;
+  state->timeout = options.timeout;
+  ncclUniqueId id{};
+  LOOM_TRY(share_nccl_id(host, id));
+  LOOM_CUDA_TRY(cudaSetDevice(options.device));
+  LOOM_CUDA_TRY(cudaStreamCreateWithFlags(&state->stream, cudaStreamNonBlocking));
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  LOOM_NCCL_TRY(ncclCommInitRankConfig(&state->comm, host.size(), id, host.rank(), &config));
+  LOOM_TRY(state->settle("ncclCommInitRankConfig (rank " + std::to_string(host.rank()) + " joining NCCL)"));
+  return state;
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<Communicator>> make_nccl_communicator(Communicator& host, const NcclOptions& options) {
+  auto state = join(host, options);
+  if (!state.ok()) return state.error();
+  return std::unique_ptr<Communicator>(std::make_unique<NcclCommunicator>(host, nullptr, std::move(*state), options));
+}
+
+}  // namespace loom::comm

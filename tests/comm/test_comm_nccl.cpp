@@ -1,0 +1,130 @@
+// The NCCL communicator across real processes on real GPUs, run by CTest under mpiexec
+// with label gpu: rank r on GPU r, so it needs as many GPUs as ranks and exits 77
+// (skipped) on every rank where there are fewer, or no driver. It checks:
+//   - the whole Communicator contract (comm_checks.h) on host memory, which the NCCL
+//     communicator hands to the MPI one it wraps;
+//   - all-reduce (blocking and non-blocking, small and 8M floats) and broadcast of device
+//     memory over NCCL, exact for integer-valued floats;
+//   - the same on a split sub-communicator, which joins its own NCCL communicator;
+//   - device memory in a point-to-point message is refused with an error, not sent.
+// Usage: test_comm_nccl EXPECTED_SIZE
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include "comm_checks.h"
+#include "loom/comm/mpi.h"
+#include "loom/comm/nccl.h"
+
+using namespace loom;
+using namespace loom::comm;
+
+namespace {
+
+constexpr int kSkip = 77;
+
+// A device buffer holding checks::filled(rank, count).
+struct DeviceFloats {
+  float* ptr = nullptr;
+  std::int64_t count = 0;
+  DeviceFloats(int rank, std::int64_t n) : count(n) {
+    const auto host = checks::filled(rank, n);
+    if (cudaMalloc(&ptr, std::size_t(n) * sizeof(float)) != cudaSuccess) ptr = nullptr;
+    if (ptr) cudaMemcpy(ptr, host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice);
+  }
+  ~DeviceFloats() { cudaFree(ptr); }
+  std::vector<float> to_host() const {
+    std::vector<float> host(static_cast<std::size_t>(count));
+    cudaMemcpy(host.data(), ptr, host.size() * sizeof(float), cudaMemcpyDeviceToHost);
+    return host;
+  }
+};
+
+void device_allreduce(Communicator& c, checks::Failures& f) {
+  for (std::int64_t count : {std::int64_t(1), std::int64_t(1000), std::int64_t(8) << 20}) {
+    DeviceFloats blocking(c.rank(), count), nonblocking(c.rank(), count);
+    if (!f.expect_ok(c.allreduce_sum(blocking.ptr, count), "allreduce_sum")) return;
+    checks::expect_sums(blocking.to_host(), c.size(), "device allreduce of " + std::to_string(count), f);
+    auto request = c.iallreduce_sum(nonblocking.ptr, count);
+    while (!request->test()) {
+    }
+    if (!f.expect_ok(request->wait(), "iallreduce_sum")) return;
+    checks::expect_sums(nonblocking.to_host(), c.size(), "device iallreduce of " + std::to_string(count), f);
+  }
+}
+
+void device_broadcast(Communicator& c, checks::Failures& f) {
+  const int root = c.size() - 1;
+  DeviceFloats data(c.rank(), 4096);
+  if (!f.expect_ok(c.broadcast(data.ptr, data.count * std::int64_t(sizeof(float)), root), "broadcast")) return;
+  f.expect(data.to_host() == checks::filled(root, data.count), "device broadcast: not the root's data on rank " +
+                                                                  std::to_string(c.rank()));
+}
+
+void device_split(Communicator& c, checks::Failures& f) {
+  auto group = c.split(c.rank() % 2, c.rank());
+  if (!group) return f.expect(false, "split returned no communicator");
+  f.expect(group->backend_name() == "nccl" && group->accepts_device_memory(), "a split of NCCL is NCCL");
+  device_allreduce(*group, f);
+}
+
+void device_p2p_refused(Communicator& c, checks::Failures& f) {
+  DeviceFloats data(c.rank(), 16);
+  const Status sent = c.isend(data.ptr, 64, (c.rank() + 1) % c.size(), 0)->wait();
+  f.expect(!sent.ok() && sent.error().code == ErrorCode::InvalidArgument, "device memory in isend is refused");
+}
+
+int run(Communicator& nccl) {
+  std::vector<checks::Check> all = checks::all_checks();
+  all.push_back({"device_allreduce", device_allreduce});
+  all.push_back({"device_broadcast", device_broadcast});
+  all.push_back({"device_split", device_split});
+  all.push_back({"device_p2p_refused", device_p2p_refused});
+  int failed = 0;
+  for (const checks::Check& check : all) {
+    checks::Failures f;
+    check.fn(nccl, f);
+    for (const auto& m : f.messages) std::fprintf(stderr, "[rank %d] %s: %s\n", nccl.rank(), check.name, m.c_str());
+    float failing = f.messages.empty() ? 0.0f : 1.0f;
+    if (!nccl.allreduce_sum(&failing, 1).ok()) return 1;
+    if (failing > 0) ++failed;
+    if (nccl.rank() == 0) std::printf("%s %s\n", failing > 0 ? "FAIL" : "PASS", check.name);
+  }
+  if (nccl.rank() == 0) std::printf("%d passed, %d failed\n", int(all.size()) - failed, failed);
+  return failed == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  auto world = init_mpi(&argc, &argv, {});
+  if (!world.ok() || argc < 2) {
+    std::fprintf(stderr, "usage: mpiexec -n N test_comm_nccl N\n");
+    return 2;
+  }
+  int gpus = 0;
+  if (cudaGetDeviceCount(&gpus) != cudaSuccess) gpus = 0;
+  int rc = 0;
+  if ((*world)->size() != std::atoi(argv[1])) {
+    std::fprintf(stderr, "world size %d, expected %s\n", (*world)->size(), argv[1]);
+    rc = 1;
+  } else if (gpus < (*world)->size()) {
+    if ((*world)->rank() == 0) std::printf("SKIP: %d GPU(s) here, %d ranks need one each\n", gpus, (*world)->size());
+    rc = kSkip;
+  } else {
+    NcclOptions options;
+    options.device = (*world)->rank();
+    auto nccl = make_nccl_communicator(**world, options);
+    if (!nccl.ok()) {
+      std::fprintf(stderr, "[rank %d] %s\n", (*world)->rank(), nccl.error().describe().c_str());
+      rc = 1;
+    } else {
+      rc = run(**nccl);
+    }
+  }
+  world.value().reset();
+  finalize_mpi();
+  return rc;
+}
