@@ -15,7 +15,10 @@
 // model under SGD with momentum meets 1e-4.
 #include <QtTest>
 
+#include <algorithm>
+#include <climits>
 #include <cmath>
+#include <iterator>
 #include <mutex>
 #include <thread>
 
@@ -121,6 +124,26 @@ Run train(const Plan& plan, bool device_path, bool device_buckets = false) {
   return run;
 }
 
+// The events one rank records over `steps` steps of `plan`, in the order recorded.
+std::vector<trace::Event> traced(Plan plan, kernels::Backend& backend, std::int64_t steps) {
+  plan.training.steps = steps;
+  auto data = data::load_dataset(plan.data);
+  if (!data.ok()) qFatal("%s", data.error().describe().c_str());
+  std::vector<PlanError> errors;
+  trace::Recorder recorder;
+  auto loop = engine::make_training_loop(plan, infer_model(plan, &errors), *data, &recorder, nullptr, backend);
+  const engine::TrainResult result = loop->run({});
+  if (!result.error.empty()) qFatal("%s", result.error.c_str());
+  std::vector<trace::Event> events;
+  recorder.drain(events);
+  return events;
+}
+
+bool is_layer_span(const trace::Event& e) {
+  return e.stream == trace::Stream::Compute && e.layer >= 0 &&
+         (e.kind == trace::EventKind::Forward || e.kind == trace::EventKind::Backward);
+}
+
 }  // namespace
 
 class BackendTraining : public QObject {
@@ -202,6 +225,55 @@ class BackendTraining : public QObject {
                                                  .arg(QString::fromStdString(cpu.params[i].name)).arg(rel)));
     }
     qInfo("largest parameter difference %.3g (tolerance %g)", worst, param_tolerance);
+  }
+
+  // Traced on a device, layer spans are stamped, not host-timed with a synchronize each:
+  // they reach the recorder when the step is over (after its optimizer span), and they
+  // are the CPU's spans (same kinds, steps and layers, in the same order), back to back
+  // within each step's window from its data load to its optimizer's end.
+  void layerSpansAreStampedWithinTheirStep() {
+    const Plan plan = example("mlp_fashion.json");
+    std::string skip;
+    auto device = test::make_device_under_test(false, skip);
+    const auto on_cpu = traced(plan, *cpu::make_cpu_backend(), 3);
+    const auto on_device = traced(plan, *device, 3);
+    auto layer_spans = [](const std::vector<trace::Event>& events) {
+      std::vector<trace::Event> spans;
+      std::copy_if(events.begin(), events.end(), std::back_inserter(spans), is_layer_span);
+      std::stable_sort(spans.begin(), spans.end(), [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; });
+      return spans;
+    };
+    const auto cpu_spans = layer_spans(on_cpu), device_spans = layer_spans(on_device);
+    QCOMPARE(device_spans.size(), cpu_spans.size());
+    QVERIFY(!cpu_spans.empty());
+    for (std::size_t i = 0; i < cpu_spans.size(); ++i) {
+      QCOMPARE(int(device_spans[i].kind), int(cpu_spans[i].kind));
+      QCOMPARE(device_spans[i].step, cpu_spans[i].step);
+      QCOMPARE(device_spans[i].layer, cpu_spans[i].layer);
+      QVERIFY(device_spans[i].end_ns >= device_spans[i].start_ns);
+      if (i + 1 < cpu_spans.size() && device_spans[i + 1].step == device_spans[i].step &&
+          device_spans[i + 1].kind == device_spans[i].kind)
+        QVERIFY2(device_spans[i].end_ns <= device_spans[i + 1].start_ns, "layer spans overlap");
+    }
+    for (std::int32_t step = 0; step < 3; ++step) {
+      std::int64_t window_start = INT64_MAX, window_end = 0;
+      std::size_t optimizer_at = 0, last_layer_at = 0;
+      for (std::size_t i = 0; i < on_device.size(); ++i) {
+        const trace::Event& e = on_device[i];
+        if (e.step != step) continue;
+        if (e.kind == trace::EventKind::DataLoad) window_start = std::min(window_start, e.start_ns);
+        if (e.kind == trace::EventKind::Optimizer) {
+          window_end = e.end_ns;
+          optimizer_at = i;
+        }
+        if (is_layer_span(e)) last_layer_at = i;
+      }
+      QVERIFY2(last_layer_at > optimizer_at, "layer spans were recorded as they ran, not stamped and resolved");
+      for (const trace::Event& e : device_spans) {
+        if (e.step != step) continue;
+        QVERIFY2(e.start_ns >= window_start && e.end_ns <= window_end, "a layer span outside its step");
+      }
+    }
   }
 
  private:

@@ -10,13 +10,16 @@
 // mistake a GPU would answer with an illegal address.
 #include <QtTest>
 
+#include <chrono>
 #include <memory>
+#include <thread>
 #include <random>
 #include <vector>
 
 #include "device_under_test.h"
 #include "kernel_test_util.h"
 #include "loom/cuda/host_body_backend.h"
+#include "loom/cuda/stamp_clock.h"
 #include "loom/kernels/cpu_backend.h"
 
 using loom::kernels::Backend;
@@ -290,6 +293,35 @@ class TestKernelBackends : public QObject {
       be->release(p);
       QCOMPARE(be->bytes_in_use(), before);
     }
+  }
+
+  // A stamp marks the end of the work queued so far, on the host's steady clock (the
+  // trace's time base): stamps 5 ms apart on the host resolve 5 ms apart, in order,
+  // between the host clock reads around them, and a resolve forgets them.
+  void stampsResolveToTheHostClock() {
+    using namespace std::chrono;
+    const auto slack = duration_cast<nanoseconds>(50us).count();
+    for (Backend* be : {cpu_.get(), body_.get()}) {
+      const std::int64_t before = lk::host_now_ns();
+      QCOMPARE(be->stamp(), 0);
+      std::this_thread::sleep_for(5ms);
+      QCOMPARE(be->stamp(), 1);
+      const std::vector<std::int64_t> times = be->resolve_stamps();
+      const std::int64_t after = lk::host_now_ns();
+      QVERIFY(be->status().ok());
+      QCOMPARE(times.size(), std::size_t(2));
+      QVERIFY2(times[0] >= before - slack, be->name());
+      QVERIFY2(times[1] - times[0] >= duration_cast<nanoseconds>(4900us).count(), be->name());
+      QVERIFY2(times[1] <= after + slack, be->name());
+      QVERIFY(be->resolve_stamps().empty());
+    }
+  }
+
+  // CUDA event times onto the host clock: the anchor at the midpoint of the two host
+  // reads around it, a stamp `ms` before the anchor that much earlier.
+  void eventTimesMapOntoTheHostClock() {
+    QCOMPARE(loom::cuda::stamp_host_ns(1000, 3000, 0.0f), std::int64_t(2000));
+    QCOMPARE(loom::cuda::stamp_host_ns(1'000'000'000, 1'000'004'000, 1.5f), std::int64_t(1'000'002'000 - 1'500'000));
   }
 };
 

@@ -5,7 +5,10 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <new>
+#include <utility>
+#include <vector>
 
 #include "loom/kernels/cpu.h"
 
@@ -67,6 +70,17 @@ class CpuBackend final : public kernels::Backend {
   }
   void synchronize() override {}
   std::int64_t bytes_in_use() const override { return in_use_; }
+  // The work has run when its call returns: a stamp is the host clock. (Locked: the shared
+  // CPU backend serves ranks that are threads.)
+  std::int32_t stamp() override {
+    std::lock_guard lock(stamps_mutex_);
+    stamps_.push_back(kernels::host_now_ns());
+    return std::int32_t(stamps_.size() - 1);
+  }
+  std::vector<std::int64_t> resolve_stamps() override {
+    std::lock_guard lock(stamps_mutex_);
+    return std::exchange(stamps_, {});
+  }
 
   void linear_forward(const float* x, const float* W, const float* b, float* y, int N, int in, int out) override {
     cpu::linear_forward(x, W, b, y, N, in, out);
@@ -142,6 +156,8 @@ class CpuBackend final : public kernels::Backend {
  private:
   static constexpr std::size_t kAlign = 64;
   std::atomic<std::int64_t> in_use_{0};
+  std::mutex stamps_mutex_;
+  std::vector<std::int64_t> stamps_;
 };
 
 }  // namespace

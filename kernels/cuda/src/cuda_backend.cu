@@ -7,9 +7,11 @@
 
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "cuda_check.cuh"
 #include "loom/cuda/body_backend.h"
+#include "loom/cuda/stamp_clock.h"
 
 namespace loom::cuda {
 namespace {
@@ -31,11 +33,16 @@ class CudaExec {
         blas_(std::exchange(other.blas_, nullptr)),
         sizes_(std::move(other.sizes_)),
         in_use_(other.in_use_),
+        stamps_(std::move(other.stamps_)),
+        anchor_(std::exchange(other.anchor_, nullptr)),
+        stamps_used_(other.stamps_used_),
         status_(std::move(other.status_)) {}
   CudaExec& operator=(CudaExec&&) = delete;
   ~CudaExec() {
     if (stream_) (void)cudaStreamSynchronize(stream_);
     for (auto& [ptr, bytes] : sizes_) (void)cudaFree(ptr);
+    for (cudaEvent_t e : stamps_) (void)cudaEventDestroy(e);
+    if (anchor_) (void)cudaEventDestroy(anchor_);
     if (blas_) (void)cublasDestroy(blas_);
     if (stream_) (void)cudaStreamDestroy(stream_);
   }
@@ -85,6 +92,35 @@ class CudaExec {
   }
   std::int64_t bytes_in_use() const { return in_use_; }
 
+  // One event per stamp, reused after each resolve (stamp_clock.h maps them to the host).
+  std::int32_t stamp() {
+    const std::size_t index = stamps_used_++;
+    if (index == stamps_.size()) {
+      cudaEvent_t e = nullptr;
+      if (ok()) LOOM_CUDA_RECORD(cudaEventCreate(&e));
+      stamps_.push_back(e);
+    }
+    if (ok() && stamps_[index]) LOOM_CUDA_RECORD(cudaEventRecord(stamps_[index], stream_));
+    return std::int32_t(index);
+  }
+  std::vector<std::int64_t> resolve_stamps() {
+    synchronize();
+    std::vector<std::int64_t> times(stamps_used_, kernels::host_now_ns());  // what a failure leaves
+    if (stamps_used_ > 0 && ok() && (anchor_ || LOOM_CUDA_RECORD(cudaEventCreate(&anchor_)))) {
+      const std::int64_t before = kernels::host_now_ns();
+      const bool anchored = LOOM_CUDA_RECORD(cudaEventRecord(anchor_, stream_)) &&
+                            LOOM_CUDA_RECORD(cudaEventSynchronize(anchor_));
+      const std::int64_t after = kernels::host_now_ns();
+      for (std::size_t i = 0; anchored && i < stamps_used_; ++i) {
+        float ms = 0;
+        if (stamps_[i] && LOOM_CUDA_RECORD(cudaEventElapsedTime(&ms, stamps_[i], anchor_)))
+          times[i] = stamp_host_ns(before, after, ms);
+      }
+    }
+    stamps_used_ = 0;
+    return times;
+  }
+
   template <class Body>
   void launch(std::int64_t n, const Body& body) {
     if (!ok() || n <= 0) return;
@@ -115,6 +151,9 @@ class CudaExec {
   cublasHandle_t blas_ = nullptr;
   std::unordered_map<void*, std::int64_t> sizes_;
   std::int64_t in_use_ = 0;
+  std::vector<cudaEvent_t> stamps_;
+  cudaEvent_t anchor_ = nullptr;
+  std::size_t stamps_used_ = 0;
   Status status_;
 };
 

@@ -7,6 +7,8 @@
 #include <cstring>
 #include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "loom/cuda/body_backend.h"
 
@@ -50,6 +52,12 @@ class HostExec {
   void copy(void* dst, const void* src, std::int64_t bytes) { std::memmove(dst, src, std::size_t(bytes)); }
   void synchronize() {}
   std::int64_t bytes_in_use() const { return in_use_; }
+  // The bodies have run when their call returns: a stamp is the host clock.
+  std::int32_t stamp() {
+    stamps_.push_back(kernels::host_now_ns());
+    return std::int32_t(stamps_.size() - 1);
+  }
+  std::vector<std::int64_t> resolve_stamps() { return std::exchange(stamps_, {}); }
 
   template <class Body>
   void launch(std::int64_t n, const Body& body) {
@@ -79,6 +87,7 @@ class HostExec {
   }
 
   std::map<const char*, std::int64_t> blocks_;
+  std::vector<std::int64_t> stamps_;
   std::int64_t in_use_ = 0;
   Status status_;
 };

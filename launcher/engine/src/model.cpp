@@ -6,6 +6,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "loom/engine/device_trace.h"
 #include "loom/engine/gradient_sync.h"
 #include "loom/kernels/cpu.h"  // uniform_init: weights are drawn on the host, then uploaded
 
@@ -340,13 +341,14 @@ void Sequential::forward(const Tensor& x, Tensor& y, const Pass& pass) {
   outputs.resize(modules_.size());
   for (auto& t : outputs) t.data.bind(*backend);
   const Tensor* input = &x;
-  trace::SpanChain spans(pass.recorder);
+  LayerSpans spans(pass.recorder, pass.device_trace);
   for (std::size_t i = 0; i < modules_.size(); ++i) {
     spans.next(EventKind::Forward, Stream::Compute, pass.step, modules_[i]->id.value, pass.microbatch);
     modules_[i]->forward(*input, outputs[i], pass);
-    // A device runs the layer after its launch returns: traced, the span waits for it, so
-    // it measures the layer's work, not the launch (docs/figures.md, GPU ranks).
-    if (pass.recorder) backend->synchronize();
+    // A device runs the layer after its launch returns: a host-timed span must wait for
+    // it to measure the layer's work, not the launch; stamped spans need no wait
+    // (docs/figures.md, GPU ranks).
+    if (pass.recorder && !pass.device_trace) backend->synchronize();
     input = &outputs[i];
   }
   spans.close();
@@ -357,13 +359,13 @@ void Sequential::forward(const Tensor& x, Tensor& y, const Pass& pass) {
 void Sequential::backward(const Tensor& x, const Tensor&, const Tensor& dy, Tensor* dx, const Pass& pass) {
   auto& outputs = slot_state(outputs_, pass.slot);
   const Tensor* upstream = &dy;
-  trace::SpanChain spans(pass.recorder);
+  LayerSpans spans(pass.recorder, pass.device_trace);
   for (std::size_t i = modules_.size(); i-- > 0;) {
     const Tensor& input = i == 0 ? x : outputs[i - 1];
     Tensor* target = i == 0 ? dx : &gradients_[i - 1];
     spans.next(EventKind::Backward, Stream::Compute, pass.step, modules_[i]->id.value, pass.microbatch);
     modules_[i]->backward(input, outputs[i], *upstream, target, pass);
-    if (pass.recorder) backend->synchronize();  // as in forward
+    if (pass.recorder && !pass.device_trace) backend->synchronize();  // as in forward
     if (pass.observer) {
       // Outside the span: starting a bucket's all-reduce is communication, not backward.
       spans.close();

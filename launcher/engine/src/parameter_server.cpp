@@ -416,6 +416,7 @@ Expected<TrainingLoop::StepStats> AsyncWorker::train_step(std::int64_t step, con
   }
   Pass pass{true, std::int32_t(step), -1, plan_.training.seed, first_sample(step, batch_in_epoch, slice), recorder_,
             nullptr};
+  pass.device_trace = device_trace_.get();
   model_.forward(input_, logits_, pass);
   {
     Span span(recorder_, EventKind::Loss, Stream::Compute, std::int32_t(step));

@@ -263,7 +263,7 @@ Status PipelineTrainer::run_flush(std::int64_t step, int flush, const std::vecto
       LOOM_TRY(wait_sends(*slots_[std::size_t(mb.slot)]));
       max_in_flight_ = std::max(max_in_flight_, ++in_flight_);
       const Pass pass{true, std::int32_t(step), std::int16_t(mb.index), plan_.training.seed, mb.first_sample,
-                      recorder_, nullptr, mb.slot};
+                      recorder_, nullptr, mb.slot, device_trace_.get()};
       LOOM_TRY(forward(mb, data_.train, order, pass, &stats));
     } else {
       // The last backward completes every gradient of this stage: the all-reduce of a
@@ -271,7 +271,7 @@ Status PipelineTrainer::run_flush(std::int64_t step, int flush, const std::vecto
       const bool observe = sync_ && overlap_sync_ && last_flush && it == last_backward.base() - 1;
       if (observe) sync_->begin_step(std::int32_t(step));
       const Pass pass{true, std::int32_t(step), std::int16_t(mb.index), plan_.training.seed, mb.first_sample,
-                      recorder_, observe ? sync_.get() : nullptr, mb.slot};
+                      recorder_, observe ? sync_.get() : nullptr, mb.slot, device_trace_.get()};
       LOOM_TRY(backward(mb, pass));
       release_slot(mb.slot);
       --in_flight_;

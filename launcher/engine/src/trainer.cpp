@@ -40,6 +40,7 @@ TrainingLoop::TrainingLoop(const Plan& plan, const data::TrainTest& data, trace:
       rank_(comm ? comm->rank() : 0),
       ranks_(comm ? comm->size() : 1),
       total_steps_(compute_total_steps(plan, data.train.count())) {
+  if (recorder && !backend.host_memory()) device_trace_ = std::make_unique<DeviceTrace>(backend, *recorder);
   const std::int64_t count = data.test.count();
   test_order_.resize(static_cast<std::size_t>(count));
   for (std::int64_t i = 0; i < count; ++i) test_order_[std::size_t(i)] = i;
@@ -85,6 +86,7 @@ TrainResult TrainingLoop::run(const TrainerHooks& hooks) {
         break;
       }
       auto stats_or_error = train_step(step, order, b, stop_requested);
+      if (device_trace_) device_trace_->flush();  // the step's device spans, failed or not
       if (!stats_or_error.ok()) {
         result.error = stats_or_error.error().describe();
         break;
@@ -166,6 +168,7 @@ Expected<Trainer::StepStats> Trainer::train_step(std::int64_t step, const std::v
               first_sample(step, batch_in_epoch, slice),
               recorder_,
               last_micro ? sync_.get() : nullptr};
+    pass.device_trace = device_trace_.get();
     if (sync_ && last_micro) sync_->begin_step(std::int32_t(step));
     model_.forward(input_, logits_, pass);
     {

@@ -14,8 +14,10 @@
 // ends the rank with the message). Plain C++17 so nvcc can compile implementations.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "loom/core/status.h"
 
@@ -43,6 +45,13 @@ struct AdamParams {
   float lr = 0, beta1 = 0, beta2 = 0, eps = 0, weight_decay = 0;
   std::int64_t t = 1;  // 1-based step for bias correction
 };
+
+// Steady-clock nanoseconds, the same clock as trace::now_ns() (the time base of every
+// traced event), which this C++17 header cannot include.
+inline std::int64_t host_now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 
 class Backend {
  public:
@@ -72,6 +81,16 @@ class Backend {
   virtual void synchronize() = 0;
   // Bytes currently allocated through this backend (device memory in use).
   virtual std::int64_t bytes_in_use() const = 0;
+
+  // ---- timing (tracing a device without stopping it) ------------------------------------
+  // stamp() marks the end of the work queued so far and returns the stamp's index (0, 1,
+  // ...). resolve_stamps() waits for the device and returns, in order, the moment each
+  // stamp's work had run, on the host's steady clock (host_now_ns), then forgets them. A
+  // CUDA backend records an event per stamp and maps event times onto the host clock
+  // through one event recorded while the host reads its clock; where work is done when
+  // its call returns (the CPU, the bodies on the host), a stamp is the host clock read.
+  virtual std::int32_t stamp() = 0;
+  virtual std::vector<std::int64_t> resolve_stamps() = 0;
 
   // ---- layers -----------------------------------------------------------------------
   // y[N,out] = x[N,in] W[out,in]^T + b (b may be null)

@@ -10,7 +10,7 @@
 //
 // An Exec provides: status(), host_memory(), allocate/release, allocate_host/release_host
 // (staging memory), upload/download/copy,
-// synchronize(), bytes_in_use(), launch(n, body), gemm(GemmCall, alpha, first, second,
+// synchronize(), bytes_in_use(), stamp()/resolve_stamps(), launch(n, body), gemm(GemmCall, alpha, first, second,
 // beta, C) and check(ptr, what) (a no-op on the device; the host arena names a pointer
 // that is not its own, the bug a GPU would answer with an illegal address).
 #pragma once
@@ -66,6 +66,8 @@ class BodyBackend final : public kernels::Backend {
   }
   void synchronize() override { exec_.synchronize(); }
   std::int64_t bytes_in_use() const override { return exec_.bytes_in_use(); }
+  std::int32_t stamp() override { return exec_.stamp(); }
+  std::vector<std::int64_t> resolve_stamps() override { return exec_.resolve_stamps(); }
 
   void linear_forward(const float* x, const float* W, const float* b, float* y, int N, int in, int out) override {
     check({x, W, b, y}, "linear forward");

@@ -16,6 +16,7 @@
 namespace loom::engine {
 
 class BackwardObserver;
+class DeviceTrace;
 
 // What one forward/backward pass needs to know besides its input.
 struct Pass {
@@ -30,6 +31,9 @@ struct Pass {
   // between their forward and backward; each gets its own slot, and backward must name
   // the slot its forward used.
   int slot = 0;
+  // Where a device's layer spans are stamped instead of host-timed (device_trace.h); null
+  // on the CPU and untraced.
+  DeviceTrace* device_trace = nullptr;
 };
 
 // The per-slot part of a module's state (activations saved for backward), grown on demand.

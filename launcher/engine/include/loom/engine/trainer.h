@@ -18,6 +18,7 @@
 #include "loom/core/plan.h"
 #include "loom/data/dataset.h"
 #include "loom/engine/checkpoint.h"
+#include "loom/engine/device_trace.h"
 #include "loom/engine/gradient_sync.h"
 #include "loom/engine/model.h"
 #include "loom/engine/optimizer.h"
@@ -125,6 +126,8 @@ class TrainingLoop {
   kernels::Backend& backend_;  // where the model and its batches live
   int rank_ = 0;
   int ranks_ = 1;
+  // Traced on a device: its layer spans, stamped and resolved after each step; else null.
+  std::unique_ptr<DeviceTrace> device_trace_;
 
  private:
   void report_step(std::int64_t step, int epoch, const StepStats& stats, const TrainerHooks& hooks);

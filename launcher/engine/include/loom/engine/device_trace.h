@@ -1,0 +1,75 @@
+// Tracing a device without stopping it. Traced on the CPU, a layer's span is timed by the
+// host clock around the call (trace::SpanChain); on a device the call only queues the
+// work, so a host-timed span would need a synchronize per layer, which serialises host
+// and device and slows the run being measured. Instead each span boundary is a stamp
+// (kernels::Backend::stamp: a CUDA event), and the spans are resolved to host times once a
+// step, after the device has finished the step anyway (flush), and recorded then.
+// docs/figures.md ("GPU ranks") says which spans are stamped and which are host-timed.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "loom/kernels/backend.h"
+#include "loom/trace/recorder.h"
+
+namespace loom::engine {
+
+class DeviceTrace {
+ public:
+  DeviceTrace(kernels::Backend& backend, trace::Recorder& recorder) : backend_(backend), recorder_(recorder) {}
+
+  std::int32_t stamp() { return backend_.stamp(); }
+  // A span from stamp `start` to stamp `end` with `fields` (kind, stream, step, ...).
+  void add(const trace::Event& fields, std::int32_t start, std::int32_t end) { pending_.push_back({fields, start, end}); }
+  // Waits for the device and records every pending span with its host times.
+  void flush();
+  std::size_t pending() const { return pending_.size(); }
+
+ private:
+  struct Pending {
+    trace::Event event;
+    std::int32_t start, end;
+  };
+  kernels::Backend& backend_;
+  trace::Recorder& recorder_;
+  std::vector<Pending> pending_;
+};
+
+// The spans of a run of layers, back to back like trace::SpanChain: stamped on the device
+// when there is a DeviceTrace, else host-timed by a SpanChain on `recorder` (no-op if null).
+class LayerSpans {
+ public:
+  LayerSpans(trace::Recorder* recorder, DeviceTrace* device) : host_(device ? nullptr : recorder), device_(device) {}
+  ~LayerSpans() { close(); }
+  LayerSpans(const LayerSpans&) = delete;
+  LayerSpans& operator=(const LayerSpans&) = delete;
+
+  void next(trace::EventKind kind, trace::Stream stream, std::int32_t step, std::int32_t layer, std::int16_t microbatch) {
+    if (!device_) return host_.next(kind, stream, step, layer, microbatch);
+    const std::int32_t at = device_->stamp();
+    end_open(at);
+    open_ = trace::span_event(kind, stream, step, layer, microbatch);
+    open_start_ = at;
+    is_open_ = true;
+  }
+  void close() {
+    host_.close();
+    if (device_ && is_open_) end_open(device_->stamp());
+  }
+
+ private:
+  void end_open(std::int32_t at) {
+    if (!is_open_) return;
+    device_->add(open_, open_start_, at);
+    is_open_ = false;
+  }
+
+  trace::SpanChain host_;
+  DeviceTrace* device_;
+  trace::Event open_;
+  std::int32_t open_start_ = 0;
+  bool is_open_ = false;
+};
+
+}  // namespace loom::engine
