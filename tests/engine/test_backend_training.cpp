@@ -230,7 +230,8 @@ class BackendTraining : public QObject {
   // Traced on a device, layer spans are stamped, not host-timed with a synchronize each:
   // they reach the recorder when the step is over (after its optimizer span), and they
   // are the CPU's spans (same kinds, steps and layers, in the same order), back to back
-  // within each step's window from its data load to its optimizer's end.
+  // within each step's window from its data load to its optimizer's end. The batch load
+  // span ends at a stamp after the upload, so no layer span starts before it ends.
   void layerSpansAreStampedWithinTheirStep() {
     const Plan plan = example("mlp_fashion.json");
     std::string skip;
@@ -256,12 +257,16 @@ class BackendTraining : public QObject {
         QVERIFY2(device_spans[i].end_ns <= device_spans[i + 1].start_ns, "layer spans overlap");
     }
     for (std::int32_t step = 0; step < 3; ++step) {
-      std::int64_t window_start = INT64_MAX, window_end = 0;
-      std::size_t optimizer_at = 0, last_layer_at = 0;
+      std::int64_t window_start = INT64_MAX, window_end = 0, data_end = 0;
+      std::size_t optimizer_at = 0, last_layer_at = 0, data_at = 0;
       for (std::size_t i = 0; i < on_device.size(); ++i) {
         const trace::Event& e = on_device[i];
         if (e.step != step) continue;
-        if (e.kind == trace::EventKind::DataLoad) window_start = std::min(window_start, e.start_ns);
+        if (e.kind == trace::EventKind::DataLoad) {
+          window_start = std::min(window_start, e.start_ns);
+          data_end = e.end_ns;
+          data_at = i;
+        }
         if (e.kind == trace::EventKind::Optimizer) {
           window_end = e.end_ns;
           optimizer_at = i;
@@ -269,9 +274,12 @@ class BackendTraining : public QObject {
         if (is_layer_span(e)) last_layer_at = i;
       }
       QVERIFY2(last_layer_at > optimizer_at, "layer spans were recorded as they ran, not stamped and resolved");
+      // The batch's span ends at a stamp after its upload: before the first layer's.
+      QVERIFY2(data_at > optimizer_at, "the batch load span ended on the host, not at a stamp after its upload");
       for (const trace::Event& e : device_spans) {
         if (e.step != step) continue;
         QVERIFY2(e.start_ns >= window_start && e.end_ns <= window_end, "a layer span outside its step");
+        QVERIFY2(e.start_ns >= data_end, "a layer span starts before its batch is on the device");
       }
     }
   }

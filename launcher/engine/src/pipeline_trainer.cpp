@@ -412,7 +412,7 @@ void PipelineTrainer::send_input_gradients(int unit_index, const MicroBatch& mb,
 
 void PipelineTrainer::load_batch(const data::Dataset& set, const std::vector<std::int64_t>& order, const MicroBatch& mb,
                                  Slot& slot, const Pass& pass) {
-  Span span(pass.recorder, EventKind::DataLoad, Stream::Compute, pass.step, -1, pass.microbatch);
+  BatchLoadSpan span(pass.recorder, pass.device_trace, pass.step, pass.microbatch);
   engine::load_batch(set, order, mb.slice, slot.values[kModelInput], slot.labels);
   slot.have[kModelInput] = 1;
   span.event().bytes = mb.slice.size * set.sample_size * std::int64_t(sizeof(float));

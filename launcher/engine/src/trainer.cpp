@@ -155,7 +155,7 @@ Expected<Trainer::StepStats> Trainer::train_step(std::int64_t step, const std::v
     // Each micro-step takes its own slice of the global batch; shards split that slice.
     const auto slice = chunk_of_batch(batch_in_epoch, micro * ranks_ + rank_, accumulation * ranks_);
     {
-      Span span(recorder_, EventKind::DataLoad, Stream::Compute, std::int32_t(step));
+      BatchLoadSpan span(recorder_, device_trace_.get(), std::int32_t(step));
       load_batch(data_.train, order, slice, input_, labels_);
       span.event().bytes = slice.size * data_.train.sample_size * std::int64_t(sizeof(float));
     }

@@ -22,18 +22,51 @@ class DeviceTrace {
   std::int32_t stamp() { return backend_.stamp(); }
   // A span from stamp `start` to stamp `end` with `fields` (kind, stream, step, ...).
   void add(const trace::Event& fields, std::int32_t start, std::int32_t end) { pending_.push_back({fields, start, end}); }
+  // A span that starts on the host clock (fields.start_ns) and ends at stamp `end`.
+  void add_host_started(const trace::Event& fields, std::int32_t end) { pending_.push_back({fields, kHostStart, end}); }
   // Waits for the device and records every pending span with its host times.
   void flush();
   std::size_t pending() const { return pending_.size(); }
 
  private:
+  static constexpr std::int32_t kHostStart = -1;
   struct Pending {
     trace::Event event;
-    std::int32_t start, end;
+    std::int32_t start, end;  // stamps; start kHostStart: event.start_ns is already set
   };
   kernels::Backend& backend_;
   trace::Recorder& recorder_;
   std::vector<Pending> pending_;
+};
+
+// A batch's load: from the host starting to prepare it to the device holding it (its
+// upload from page-locked memory is asynchronous, so a host-timed span would end when the
+// copy was queued, and the copy would fall between the data span and the first layer).
+// Host-timed, like trace::Span, where there is no DeviceTrace.
+class BatchLoadSpan {
+ public:
+  BatchLoadSpan(trace::Recorder* recorder, DeviceTrace* device, std::int32_t step, std::int16_t microbatch = -1)
+      : recorder_(recorder), device_(device) {
+    event_ = trace::span_event(trace::EventKind::DataLoad, trace::Stream::Compute, step, -1, microbatch);
+    if (recorder_) event_.start_ns = trace::now_ns();
+  }
+  ~BatchLoadSpan() {
+    if (!recorder_) return;
+    if (device_) {
+      device_->add_host_started(event_, device_->stamp());
+      return;
+    }
+    event_.end_ns = trace::now_ns();
+    recorder_->record(event_);
+  }
+  BatchLoadSpan(const BatchLoadSpan&) = delete;
+  BatchLoadSpan& operator=(const BatchLoadSpan&) = delete;
+  trace::Event& event() { return event_; }  // to set bytes
+
+ private:
+  trace::Recorder* recorder_;
+  DeviceTrace* device_;
+  trace::Event event_;
 };
 
 // The spans of a run of layers, back to back like trace::SpanChain: stamped on the device
