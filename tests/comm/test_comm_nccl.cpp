@@ -1,6 +1,8 @@
 // The NCCL communicator across real processes on real GPUs, run by CTest under mpiexec
-// with label gpu: rank r on GPU r, so it needs as many GPUs as ranks and exits 77
-// (skipped) on every rank where there are fewer, or no driver. It checks:
+// with label gpu: rank r on GPU r, so it needs as many GPUs as ranks. Where there are
+// fewer, or no driver, it checks only that joining NCCL ends on every rank with an error
+// and a hint (rank 0's real ncclGetUniqueId crosses MPI first; a rank whose peer cannot
+// join gives up at the watchdog's deadline), then exits 77 (skipped). With the GPUs:
 //   - the whole Communicator contract (comm_checks.h) on host memory, which the NCCL
 //     communicator hands to the MPI one it wraps;
 //   - all-reduce (blocking and non-blocking, small and 8M floats) and broadcast of device
@@ -76,6 +78,20 @@ void device_p2p_refused(Communicator& c, checks::Failures& f) {
   f.expect(!sent.ok() && sent.error().code == ErrorCode::InvalidArgument, "device memory in isend is refused");
 }
 
+// Where the GPUs are missing, joining must still end on every rank with an error that
+// names what failed and gives a hint, not hang or crash; then the GPU checks are skipped.
+bool fails_cleanly_without_gpus(Communicator& world, int gpus) {
+  NcclOptions options;
+  options.device = world.rank();
+  options.timeout = std::chrono::seconds(20);
+  auto nccl = make_nccl_communicator(world, options);
+  const bool clean = !nccl.ok() && nccl.error().code == ErrorCode::Unavailable && !nccl.error().hint.empty();
+  std::printf("[rank %d] without enough GPUs: %s\n", world.rank(),
+              nccl.ok() ? "joined?" : nccl.error().describe().c_str());
+  if (world.rank() == 0) std::printf("SKIP: %d GPU(s) here, %d ranks need one each\n", gpus, world.size());
+  return clean;
+}
+
 int run(Communicator& nccl) {
   std::vector<checks::Check> all = checks::all_checks();
   all.push_back({"device_allreduce", device_allreduce});
@@ -111,8 +127,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "world size %d, expected %s\n", (*world)->size(), argv[1]);
     rc = 1;
   } else if (gpus < (*world)->size()) {
-    if ((*world)->rank() == 0) std::printf("SKIP: %d GPU(s) here, %d ranks need one each\n", gpus, (*world)->size());
-    rc = kSkip;
+    rc = fails_cleanly_without_gpus(**world, gpus) ? kSkip : 1;
   } else {
     NcclOptions options;
     options.device = (*world)->rank();
