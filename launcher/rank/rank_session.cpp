@@ -5,8 +5,8 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <exception>
 #include <chrono>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <new>
@@ -306,7 +306,6 @@ int train(Session& s, const RankOptions& options) {
   return 0;
 }
 
-
 // With "backend": "nccl", NCCL over the MPI communicator (which keeps carrying host
 // memory: probes, parameter-server and pipeline messages); nullptr for "mpi".
 Expected<std::unique_ptr<comm::Communicator>> open_nccl(comm::Communicator& mpi, const Plan& plan,
@@ -344,12 +343,13 @@ int run_rank(comm::Communicator& comm, const Plan& plan, const RankOptions& opti
   // words and a hint, and the run is stored as failed.
   auto backend = device::open_device(device, plan.training.tf32);
   if (!backend.ok()) return reporter.fail("cannot open " + device::device_label(device) + ": " + backend.error().describe(), 1);
-  // An exception escaping training (std::bad_alloc for a model this machine cannot hold,
-  // a bug) is reported as this rank's failure, with its message, instead of an abort that
-  // leaves the host guessing.
+  // Joining NCCL is collective: every rank gets here, or fails with a message.
   auto nccl = open_nccl(comm, plan, device);
   if (!nccl.ok()) return reporter.fail("cannot start NCCL on " + device::device_label(device) + ": " + nccl.error().describe(), 1);
   comm::Communicator& training_comm = *nccl ? **nccl : comm;
+  // An exception escaping training (std::bad_alloc for a model this machine cannot hold,
+  // a bug) is reported as this rank's failure, with its message, instead of an abort that
+  // leaves the host guessing.
   try {
     Session session(training_comm, plan, *data, reporter, **backend);
     session.data_loaded = {load_start, load_end};

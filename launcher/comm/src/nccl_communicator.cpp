@@ -59,7 +59,7 @@ Error cuda_error(const char* call, cudaError_t e, const char* file, int line) {
 bool is_device_memory(const void* p) {
   cudaPointerAttributes a{};
   if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
-    (void)cudaGetLastError();  // an unknown pointer is host memory; clear the sticky-free error
+    (void)cudaGetLastError();  // an unknown pointer is host memory; clear the (not sticky) error
     return false;
   }
   return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
@@ -81,9 +81,6 @@ struct NcclState {
   void abort() {
     if (comm) (void)ncclCommAbort(comm);
     comm = nullptr;
-  }
-  std::string async_failure() const {
-    return comm ? std::string(ncclGetLastError(comm)) : std::string("the communicator was aborted");
   }
   // The communicator's own state: Running while NCCL still works on a non-blocking call.
   OpState comm_state(std::string& failure) const {
