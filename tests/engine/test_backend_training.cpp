@@ -54,10 +54,11 @@ struct Run {
   QString error;
 };
 
-// A thread group's rank whose collectives take the device memory of the backend under
-// test, as NCCL does. Only for the host bodies, whose "device" memory is host memory the
-// threads can sum: GradientSync's device buckets (device-to-device packing, the bucket
-// itself handed to the communicator) then run here as they run over NCCL on a GPU.
+// A thread group's rank that takes the device memory of the backend under test, as NCCL
+// does. Only for the host bodies, whose "device" memory is host memory the threads can
+// read: GradientSync's device buckets (device-to-device packing, the bucket itself handed
+// to the communicator) and the pipeline's direct device messages then run here as they
+// run over NCCL on a GPU.
 class DeviceMemoryThreads final : public comm::Communicator {
  public:
   explicit DeviceMemoryThreads(std::unique_ptr<comm::Communicator> inner) : inner_(std::move(inner)) {}
@@ -171,6 +172,8 @@ class BackendTraining : public QObject {
     QTest::newRow("2 data-parallel ranks (device buckets, as over NCCL)") << "mlp_fashion.json" << "dp2-device"
                                                                          << kTolerance;
     QTest::newRow("2 pipeline stages (host-staged sends)") << "gpipe_mlp.json" << "" << kTolerance;
+    QTest::newRow("2 pipeline stages, 1F1B (device messages, as over NCCL)") << "onefoneb_mlp.json" << "device-messages"
+                                                                             << kTolerance;
   }
   void devicePathTrainsLikeTheCpu() {
     QFETCH(QString, file);
@@ -189,14 +192,14 @@ class BackendTraining : public QObject {
       plan.parallel.data_parallel = 2;
       plan.parallel.devices.assign(2, plan.parallel.devices.front());
     }
-    const bool device_buckets = variant == "dp2-device";
-    if (device_buckets && !on_host_bodies_) QSKIP("device buckets on a GPU are checked over NCCL (test_comm_nccl, gpu label)");
+    const bool device_buckets = variant == "dp2-device" || variant == "device-messages";
+    if (device_buckets && !on_host_bodies_) QSKIP("device memory on a GPU is checked over NCCL (test_comm_nccl, gpu label)");
     QElapsedTimer timer;
     timer.start();
     const Run cpu = train(plan, false);
     const qint64 cpu_ms = timer.restart();
     const Run device = train(plan, true, device_buckets);
-    if (device_buckets) {
+    if (variant == "dp2-device") {
       // The buckets hold every gradient once, in the device's memory, not the host's.
       const Run staged = train(plan, true);
       std::int64_t grad_bytes = 0;

@@ -8,7 +8,11 @@
 
 #include <cstdio>
 #include <cstring>
+#include <deque>
+#include <map>
+#include <mutex>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "loom/comm/unique_id.h"
@@ -75,7 +79,12 @@ struct NcclState {
 
   ~NcclState() {
     (void)cudaSetDevice(device);
-    if (comm) (void)ncclCommDestroy(comm);
+    if (comm) {
+      // A communicator in error (or still joining) is aborted; a healthy one destroyed.
+      ncclResult_t async = ncclSuccess;
+      const bool healthy = ncclCommGetAsyncError(comm, &async) == ncclSuccess && async == ncclSuccess;
+      (void)(healthy ? ncclCommDestroy(comm) : ncclCommAbort(comm));
+    }
     if (stream) (void)cudaStreamDestroy(stream);
   }
   void abort() {
@@ -155,13 +164,202 @@ class NcclRequest final : public Request {
   bool finished_ = false;
 };
 
+
+// ---- point-to-point on device memory -------------------------------------------------
+// MPI matches a receive to the sends of its (source, tag) in the order they were sent. A
+// Link is a one-way NCCL communicator of two ranks for one (source, destination, tag):
+// its two ranks issue its sends and receives in that same order, so matching is MPI's.
+// Each link has its own stream, so a send that waits for its receiver (an NCCL send
+// blocks its stream until then) never holds up another link: on one communicator, 1F1B's
+// crossing activations and gradients would deadlock. A link is made on first use: the
+// sender makes the NCCL id and sends it over `control` (a duplicate of the wrapped
+// communicator, with the message's tag); both join without blocking. Every step of a
+// message (id, joining, submitting, the stream's event) advances only when its request
+// is polled, so nothing here blocks a thread that the peer is waiting for.
+struct P2pOp {
+  void* data = nullptr;
+  std::int64_t bytes = 0;
+  bool submitted = false;  // the NCCL call was made (a non-blocking communicator may still be taking it)
+  cudaEvent_t done = nullptr;  // recorded once NCCL has the call
+  ~P2pOp() {
+    if (done) (void)cudaEventDestroy(done);
+  }
+};
+
+struct Link {
+  bool sender = false;
+  int peer = 0;  // the other rank, in the wrapped communicator
+  int tag = 0;
+  UniqueId id{};
+  std::unique_ptr<Request> id_exchange;
+  std::shared_ptr<NcclState> state;
+  bool joined = false;
+  std::deque<std::shared_ptr<P2pOp>> queue;  // not yet recorded on the stream, in call order
+  std::string failure;                        // set once: the link is dead
+};
+
+class Links {
+ public:
+  Links(std::unique_ptr<Communicator> control, const NcclOptions& options)
+      : control_(std::move(control)), options_(options) {}
+
+  // The link for a message to (sender) or from `peer` with `tag`, made on first use.
+  std::shared_ptr<Link> link(bool sender, int peer, int tag) {
+    std::lock_guard lock(mutex_);
+    auto& slot = links_[std::make_tuple(sender, peer, tag)];
+    if (slot) return slot;
+    slot = std::make_shared<Link>();
+    slot->sender = sender;
+    slot->peer = peer;
+    slot->tag = tag;
+    if (sender) {
+      ncclUniqueId id{};
+      const ncclResult_t r = ncclGetUniqueId(&id);
+      if (r != ncclSuccess) slot->failure = std::string("ncclGetUniqueId: ") + ncclGetErrorString(r);
+      std::memcpy(slot->id.data(), id.internal, kUniqueIdBytes);
+      if (r == ncclSuccess) slot->id_exchange = control_->isend(slot->id.data(), kUniqueIdBytes, peer, tag);
+    } else {
+      slot->id_exchange = control_->irecv(slot->id.data(), kUniqueIdBytes, peer, tag);
+    }
+    return slot;
+  }
+  void enqueue(Link& link, std::shared_ptr<P2pOp> op) {
+    std::lock_guard lock(mutex_);
+    link.queue.push_back(std::move(op));
+  }
+  // Moves `link` as far as it can go without blocking; its failure, if any.
+  std::string progress(Link& link) {
+    std::lock_guard lock(mutex_);
+    if (link.failure.empty() && !link.state) start_joining(link);
+    if (link.failure.empty() && link.state && !link.joined) {
+      const OpState joined = link.state->comm_state(link.failure);
+      link.joined = joined == OpState::Done;
+    }
+    while (link.failure.empty() && link.joined && !link.queue.empty() && submit_front(link)) link.queue.pop_front();
+    return link.failure;
+  }
+  void abort(Link& link) {
+    std::lock_guard lock(mutex_);
+    if (link.state) link.state->abort();
+    if (link.failure.empty()) link.failure = "aborted";
+  }
+  std::chrono::milliseconds timeout() const { return options_.timeout; }
+
+ private:
+  void start_joining(Link& link) {
+    if (link.id_exchange) {
+      if (!link.id_exchange->test()) return;
+      const Status got = link.id_exchange->wait();
+      link.id_exchange.reset();
+      if (!got.ok()) {
+        link.failure = "the NCCL id did not cross: " + got.error().describe();
+        return;
+      }
+    }
+    auto state = std::make_shared<NcclState>();
+    state->device = options_.device;
+    state->timeout = options_.timeout;
+    ncclUniqueId id{};
+    std::memcpy(id.internal, link.id.data(), kUniqueIdBytes);
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;
+    if (cudaSetDevice(state->device) != cudaSuccess ||
+        cudaStreamCreateWithFlags(&state->stream, cudaStreamNonBlocking) != cudaSuccess) {
+      link.failure = std::string("creating the link's stream: ") + cudaGetErrorString(cudaGetLastError());
+      return;
+    }
+    const ncclResult_t r = ncclCommInitRankConfig(&state->comm, 2, id, link.sender ? 0 : 1, &config);
+    if (r != ncclSuccess && r != ncclInProgress) link.failure = std::string("ncclCommInitRankConfig: ") + ncclGetErrorString(r);
+    link.state = std::move(state);
+  }
+  // Submits the oldest message, then records its event once NCCL has taken it; true when
+  // the event is recorded (the next message may go).
+  bool submit_front(Link& link) {
+    P2pOp& op = *link.queue.front();
+    NcclState& s = *link.state;
+    if (!op.submitted) {
+      (void)cudaSetDevice(s.device);
+      const int other = link.sender ? 1 : 0;
+      const ncclResult_t r = link.sender ? ncclSend(op.data, std::size_t(op.bytes), ncclChar, other, s.comm, s.stream)
+                                         : ncclRecv(op.data, std::size_t(op.bytes), ncclChar, other, s.comm, s.stream);
+      if (r != ncclSuccess && r != ncclInProgress) {
+        link.failure = std::string(link.sender ? "ncclSend: " : "ncclRecv: ") + ncclGetErrorString(r);
+        return false;
+      }
+      op.submitted = true;
+    }
+    if (s.comm_state(link.failure) != OpState::Done) return false;  // still taking it, or failed
+    cudaEvent_t done = nullptr;
+    if (cudaEventCreateWithFlags(&done, cudaEventDisableTiming) != cudaSuccess ||
+        cudaEventRecord(done, s.stream) != cudaSuccess) {
+      if (done) (void)cudaEventDestroy(done);
+      link.failure = std::string("recording the message's event: ") + cudaGetErrorString(cudaGetLastError());
+      return false;
+    }
+    op.done = done;
+    return true;
+  }
+
+  std::unique_ptr<Communicator> control_;
+  NcclOptions options_;
+  std::mutex mutex_;
+  std::map<std::tuple<bool, int, int>, std::shared_ptr<Link>> links_;
+};
+
+// A device message: done when its link has recorded it and the event has passed.
+class P2pRequest final : public Request {
+ public:
+  P2pRequest(std::shared_ptr<Links> links, std::shared_ptr<Link> link, std::shared_ptr<P2pOp> op)
+      : links_(std::move(links)), link_(std::move(link)), op_(std::move(op)) {}
+  ~P2pRequest() override { (void)wait(); }
+  bool test() override {
+    if (!finished_ && poll() != OpState::Running) (void)wait();
+    return finished_;
+  }
+  Status wait() override {
+    if (finished_) return result_;
+    const std::string what = std::string(link_->sender ? "ncclSend to rank " : "ncclRecv from rank ") +
+                             std::to_string(link_->peer) + " (tag " + std::to_string(link_->tag) + ", " +
+                             std::to_string(op_->bytes) + " bytes)";
+    WatchedOp op{[this] { return poll(); }, [this] { return failure_; }, [this] { links_->abort(*link_); }};
+    result_ = wait_watched(op, links_->timeout(), what);
+    finished_ = true;
+    return result_;
+  }
+
+ private:
+  OpState poll() {
+    failure_ = links_->progress(*link_);
+    if (!failure_.empty()) return OpState::Failed;
+    if (!op_->done) return OpState::Running;
+    const cudaError_t e = cudaEventQuery(op_->done);
+    if (e == cudaSuccess) return OpState::Done;
+    if (e == cudaErrorNotReady) return OpState::Running;
+    failure_ = std::string(cudaGetErrorName(e)) + " " + cudaGetErrorString(e);
+    return OpState::Failed;
+  }
+
+  std::shared_ptr<Links> links_;
+  std::shared_ptr<Link> link_;
+  std::shared_ptr<P2pOp> op_;
+  std::string failure_;
+  Status result_;
+  bool finished_ = false;
+};
+
 Expected<std::shared_ptr<NcclState>> join(Communicator& host, const NcclOptions& options);
+Expected<std::unique_ptr<Communicator>> make_nccl_communicator_owning(std::unique_ptr<Communicator> host,
+                                                                      const NcclOptions& options);
 
 class NcclCommunicator final : public Communicator {
  public:
   NcclCommunicator(Communicator& host, std::unique_ptr<Communicator> owned_host, std::shared_ptr<NcclState> state,
-                   NcclOptions options)
-      : host_(host), owned_host_(std::move(owned_host)), state_(std::move(state)), options_(options) {}
+                   std::shared_ptr<Links> links, NcclOptions options)
+      : host_(host),
+        owned_host_(std::move(owned_host)),
+        state_(std::move(state)),
+        links_(std::move(links)),
+        options_(options) {}
 
   int rank() const override { return host_.rank(); }
   int size() const override { return host_.size(); }
@@ -180,25 +378,24 @@ class NcclCommunicator final : public Communicator {
            })->wait();
   }
   std::unique_ptr<Request> isend(const void* data, std::int64_t bytes, int peer, int tag) override {
-    if (is_device_memory(data)) return device_p2p_refused();
-    return host_.isend(data, bytes, peer, tag);
+    if (!is_device_memory(data)) return host_.isend(data, bytes, peer, tag);
+    return device_message(true, const_cast<void*>(data), bytes, peer, tag);
   }
   std::unique_ptr<Request> irecv(void* data, std::int64_t bytes, int peer, int tag) override {
-    if (is_device_memory(data)) return device_p2p_refused();
-    return host_.irecv(data, bytes, peer, tag);
+    if (!is_device_memory(data)) return host_.irecv(data, bytes, peer, tag);
+    return device_message(false, data, bytes, peer, tag);
   }
   Status barrier() override { return host_.barrier(); }
 
   std::unique_ptr<Communicator> split(int color, int key) override {
     std::unique_ptr<Communicator> group = host_.split(color, key);
     if (!group) return nullptr;
-    auto state = join(*group, options_);
-    if (!state.ok()) {
-      std::fprintf(stderr, "loom: NCCL sub-communicator: %s\n", state.error().describe().c_str());
+    auto made = make_nccl_communicator_owning(std::move(group), options_);
+    if (!made.ok()) {
+      std::fprintf(stderr, "loom: NCCL sub-communicator: %s\n", made.error().describe().c_str());
       return nullptr;
     }
-    Communicator& group_host = *group;
-    return std::make_unique<NcclCommunicator>(group_host, std::move(group), std::move(*state), options_);
+    return std::move(*made);
   }
 
   std::string backend_name() const override { return "nccl"; }
@@ -231,15 +428,26 @@ class NcclCommunicator final : public Communicator {
     }
     return done;
   }
-  static std::unique_ptr<Request> device_p2p_refused() {
-    return std::make_unique<DoneRequest>(
-        make_error(ErrorCode::InvalidArgument, "the NCCL communicator takes no device memory in point-to-point messages",
-                   "stage the tensor through host memory (NCCL matches sends by order, not tag)"));
+  std::unique_ptr<Request> device_message(bool send, void* data, std::int64_t bytes, int peer, int tag) {
+    if (peer < 0 || peer >= size() || peer == rank()) {
+      return std::make_unique<DoneRequest>(make_error(ErrorCode::InvalidArgument,
+                                                      "device message to or from rank " + std::to_string(peer) +
+                                                          ": not another rank of " + std::to_string(size())));
+    }
+    auto link = links_->link(send, peer, tag);
+    auto op = std::make_shared<P2pOp>();
+    op->data = data;
+    op->bytes = bytes;
+    links_->enqueue(*link, op);
+    auto request = std::make_unique<P2pRequest>(links_, std::move(link), std::move(op));
+    (void)request->test();  // start it: a send is on its way before anyone waits
+    return request;
   }
 
   Communicator& host_;
   std::unique_ptr<Communicator> owned_host_;  // a split's group; null for the top level
   std::shared_ptr<NcclState> state_;
+  std::shared_ptr<Links> links_;  // device point-to-point
   NcclOptions options_;
 };
 
@@ -280,12 +488,30 @@ Expected<std::shared_ptr<NcclState>> join(Communicator& host, const NcclOptions&
   return state;
 }
 
+// `host` is `owned` when not null (a split's group), else borrowed.
+Expected<std::unique_ptr<Communicator>> make_over(Communicator& host, std::unique_ptr<Communicator> owned,
+                                                  const NcclOptions& options) {
+  // Collective, like the join, and first: it needs no GPU, so a rank whose GPU fails in
+  // the join below cannot leave the others waiting in it.
+  std::unique_ptr<Communicator> control = host.split(0, host.rank());
+  if (!control) return make_error(ErrorCode::Unavailable, "could not duplicate the communicator for NCCL's link ids");
+  auto state = join(host, options);
+  if (!state.ok()) return state.error();
+  auto links = std::make_shared<Links>(std::move(control), options);
+  return std::unique_ptr<Communicator>(
+      std::make_unique<NcclCommunicator>(host, std::move(owned), std::move(*state), std::move(links), options));
+}
+
+Expected<std::unique_ptr<Communicator>> make_nccl_communicator_owning(std::unique_ptr<Communicator> host,
+                                                                      const NcclOptions& options) {
+  Communicator& borrowed = *host;
+  return make_over(borrowed, std::move(host), options);
+}
+
 }  // namespace
 
 Expected<std::unique_ptr<Communicator>> make_nccl_communicator(Communicator& host, const NcclOptions& options) {
-  auto state = join(host, options);
-  if (!state.ok()) return state.error();
-  return std::unique_ptr<Communicator>(std::make_unique<NcclCommunicator>(host, nullptr, std::move(*state), options));
+  return make_over(host, nullptr, options);
 }
 
 }  // namespace loom::comm

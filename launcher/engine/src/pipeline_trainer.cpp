@@ -478,9 +478,13 @@ void PipelineTrainer::send(const Tensor& tensor, int stage, int tag, int channel
   span.event().peer = peer;
   span.event().message = message_id(pass, channel);
   auto& sends = slots_[std::size_t(mb.slot)]->sends;
-  // From host memory: the tensor itself on the CPU, its host mirror (alive as long as the
-  // slot's tensor, past the send's completion) for a device.
-  sends.push_back(comm_->isend(tensor.data.host_read(), bytes, peer, tag));
+  // A device tensor goes as it is where the communicator takes device memory (NCCL), once
+  // the device has written it; else from host memory: the tensor itself on the CPU, its
+  // host mirror for a device. Either stays alive and untouched until the slot's sends are
+  // waited for.
+  const bool direct = sends_device_memory();
+  if (direct) backend_.synchronize();
+  sends.push_back(comm_->isend(direct ? tensor.data.data() : tensor.data.host_read(), bytes, peer, tag));
   if (progress_) progress_->watch(sends.back().get());
 }
 
@@ -494,6 +498,7 @@ Status PipelineTrainer::receive(Tensor& tensor, std::int64_t batch, const Shape&
   span.event().message = message_id(pass, channel);
   // Waiting for a neighbour is the pipeline bubble: marked on the compute stream too.
   span.also_record_as(EventKind::Idle, Stream::Compute);
+  if (sends_device_memory()) return comm_->recv(tensor.data.data(), bytes, peer, tag);
   LOOM_TRY(comm_->recv(tensor.data.host_write(), bytes, peer, tag));
   tensor.data.commit();
   return {};

@@ -64,9 +64,11 @@ class Communicator {
   virtual std::unique_ptr<Communicator> split(int color, int key) = 0;
 
   virtual std::string backend_name() const = 0;  // "mpi", "threads", "nccl"
-  // True when all-reduce and broadcast also take device memory of this rank's GPU (and
-  // move it device to device, NCCL); host memory is accepted by every backend. Callers
-  // that hold device buffers hand them over directly here instead of staging them.
+  // True when all-reduce, broadcast and point-to-point messages also take device memory
+  // of this rank's GPU (and move it device to device, NCCL); host memory is accepted by
+  // every backend. Callers that hold device buffers hand them over directly here instead
+  // of staging them, once the device has finished writing them (the communicator's own
+  // stream does not wait for the caller's).
   virtual bool accepts_device_memory() const { return false; }
   // True when this rank's communicators may be used by different threads at the same
   // time (one per thread): hybrid parallelism all-reduces a stage's gradients on a

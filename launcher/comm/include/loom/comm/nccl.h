@@ -1,16 +1,15 @@
-// The NCCL communicator (built where NCCL and the CUDA compiler are found; see
+// The NCCL communicator (built where NCCL, the CUDA backend and MPI are found; see
 // this_build().nccl). It wraps the communicator the ranks already share (MPI in a real
-// run): that one carries the NCCL unique id at start, every point-to-point message and
-// barrier, and any collective on host memory; all-reduce and broadcast on device memory
-// of this rank's GPU run over NCCL on a stream of the communicator's own, so gradient
-// buckets go device to device. Every NCCL operation is waited for with wait_watched
-// (watchdog.h): NCCL's asynchronous errors (ncclCommGetAsyncError) are polled, and a
-// failing or timed-out communicator is aborted (ncclCommAbort) rather than left hanging.
-//
-// Device-memory point-to-point is refused with an error: NCCL matches sends by order, not
-// tag, and a send blocks its stream until the peer receives, so 1F1B's crossing
-// activations and gradients deadlock on one communicator. The pipeline sends host-staged
-// tensors, which go over the wrapped communicator.
+// run): that one carries the NCCL unique ids, barriers, and every message and collective
+// on host memory. On device memory of this rank's GPU, all-reduce and broadcast run over
+// NCCL on a stream of the communicator's own (gradient buckets go device to device), and
+// point-to-point messages over NCCL too: one two-rank NCCL communicator per (source,
+// destination, tag), made on first use, which keeps MPI's matching rule (a receive takes
+// the sends of its source and tag in order; NCCL itself matches by order alone) and lets
+// crossing sends progress (nccl_communicator.cpp says why one communicator would not).
+// Every NCCL operation is waited for with wait_watched (watchdog.h): NCCL's asynchronous
+// errors (ncclCommGetAsyncError) are polled, and a failing or timed-out communicator is
+// aborted (ncclCommAbort) rather than left hanging.
 #pragma once
 
 #include <chrono>

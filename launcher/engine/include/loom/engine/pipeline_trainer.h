@@ -94,6 +94,8 @@ class PipelineTrainer final : public TrainingLoop {
   Status receive(Tensor& tensor, std::int64_t batch, const Shape& shape, int stage, int tag, int channel,
                  const MicroBatch& mb, const Pass& pass);
   std::int32_t message_id(const Pass& pass, int channel) const;
+  // Activations and gradients cross as device memory (NCCL), not staged through the host.
+  bool sends_device_memory() const { return comm_->accepts_device_memory() && !backend_.host_memory(); }
   Status wait_sends(Slot& slot);
   Status wait_all_sends();
   int acquire_slot();
