@@ -37,6 +37,7 @@ struct DeviceFloats {
     const auto host = checks::filled(rank, n);
     if (cudaMalloc(&ptr, std::size_t(n) * sizeof(float)) != cudaSuccess) ptr = nullptr;
     if (ptr) cudaMemcpy(ptr, host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice);
+    cudaDeviceSynchronize();  // written before NCCL's own stream reads it (communicator.h)
   }
   ~DeviceFloats() { cudaFree(ptr); }
   std::vector<float> to_host() const {

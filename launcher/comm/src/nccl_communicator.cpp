@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <deque>
@@ -69,6 +70,16 @@ bool is_device_memory(const void* p) {
   return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
 }
 
+// NCCL's thread-safety rules: operations on independent communicators of one GPU must
+// not be issued from several threads at once, ncclCommGetAsyncError is not thread-safe,
+// and ncclCommAbort needs that no thread is inside NCCL. Ranks here call NCCL from up to
+// three threads (training, gradient communication, pipeline send progress), so every NCCL
+// call is made holding this lock. Calls are short: waiting happens between them.
+std::mutex& nccl_calls() {
+  static std::mutex m;
+  return m;
+}
+
 // What the communicator and its requests share: a request may finish after the call that
 // made it returned, and an abort must be seen by every later operation.
 struct NcclState {
@@ -77,17 +88,32 @@ struct NcclState {
   int device = 0;
   std::chrono::milliseconds timeout{};
 
+  // A healthy communicator is finalized (its pending work flushed; on a non-blocking
+  // communicator that completes in the background, so it is waited for, briefly) and then
+  // destroyed; one in error, still joining, or not quiescent in time is aborted.
   ~NcclState() {
     (void)cudaSetDevice(device);
     if (comm) {
-      // A communicator in error (or still joining) is aborted; a healthy one destroyed.
-      ncclResult_t async = ncclSuccess;
-      const bool healthy = ncclCommGetAsyncError(comm, &async) == ncclSuccess && async == ncclSuccess;
-      (void)(healthy ? ncclCommDestroy(comm) : ncclCommAbort(comm));
+      std::string failure;
+      bool finalized = comm_state(failure) == OpState::Done;
+      if (finalized) {
+        {
+          std::lock_guard lock(nccl_calls());
+          const ncclResult_t r = ncclCommFinalize(comm);
+          finalized = r == ncclSuccess || r == ncclInProgress;
+        }
+        if (finalized) {
+          WatchedOp op{[&] { return comm_state(failure); }, [&] { return failure; }, [] {}};
+          finalized = wait_watched(op, std::min(timeout, std::chrono::milliseconds(10000)), "ncclCommFinalize").ok();
+        }
+      }
+      std::lock_guard lock(nccl_calls());
+      (void)(finalized ? ncclCommDestroy(comm) : ncclCommAbort(comm));
     }
     if (stream) (void)cudaStreamDestroy(stream);
   }
   void abort() {
+    std::lock_guard lock(nccl_calls());
     if (comm) (void)ncclCommAbort(comm);
     comm = nullptr;
   }
@@ -97,6 +123,7 @@ struct NcclState {
       failure = "the communicator was aborted after an earlier failure";
       return OpState::Failed;
     }
+    std::lock_guard lock(nccl_calls());
     ncclResult_t async = ncclSuccess;
     const ncclResult_t r = ncclCommGetAsyncError(comm, &async);
     const ncclResult_t state = r != ncclSuccess ? r : async;
@@ -145,15 +172,15 @@ class NcclRequest final : public Request {
   }
 
  private:
+  // The communicator's state first: after an error or an abort the event may pass with
+  // the operation's result undefined, and that must not read as success.
   OpState poll() {
+    if (state_->comm_state(failure_) == OpState::Failed) return OpState::Failed;
     const cudaError_t e = cudaEventQuery(done_);
     if (e == cudaSuccess) return OpState::Done;
-    if (e != cudaErrorNotReady) {
-      failure_ = std::string(cudaGetErrorName(e)) + " " + cudaGetErrorString(e);
-      return OpState::Failed;
-    }
-    const OpState comm = state_->comm_state(failure_);
-    return comm == OpState::Failed ? OpState::Failed : OpState::Running;
+    if (e == cudaErrorNotReady) return OpState::Running;
+    failure_ = std::string(cudaGetErrorName(e)) + " " + cudaGetErrorString(e);
+    return OpState::Failed;
   }
 
   std::shared_ptr<NcclState> state_;
@@ -174,8 +201,11 @@ class NcclRequest final : public Request {
 // crossing activations and gradients would deadlock. A link is made on first use: the
 // sender makes the NCCL id and sends it over `control` (a duplicate of the wrapped
 // communicator, with the message's tag); both join without blocking. Every step of a
-// message (id, joining, submitting, the stream's event) advances only when its request
-// is polled, so nothing here blocks a thread that the peer is waiting for.
+// message (id, joining, submitting, the stream's event) advances whenever any device
+// message of the communicator is polled, and nothing here blocks a thread that the peer
+// may be waiting for. Both ranks must pass the same kind of memory: a device send meets a
+// device receive (a host one would go over MPI and never match), of the same size (NCCL
+// cannot tell a mismatch; it hangs until the watchdog aborts the link).
 struct P2pOp {
   void* data = nullptr;
   std::int64_t bytes = 0;
@@ -202,11 +232,17 @@ class Links {
  public:
   Links(std::unique_ptr<Communicator> control, const NcclOptions& options)
       : control_(std::move(control)), options_(options) {}
+  // In (source, destination, tag) order, the same on both ranks of every link: finalizing
+  // a link waits for its other rank to finalize it too.
+  ~Links() {
+    for (auto& [key, link] : links_) link->state.reset();
+  }
 
   // The link for a message to (sender) or from `peer` with `tag`, made on first use.
   std::shared_ptr<Link> link(bool sender, int peer, int tag) {
     std::lock_guard lock(mutex_);
-    auto& slot = links_[std::make_tuple(sender, peer, tag)];
+    const int me = control_->rank();
+    auto& slot = links_[sender ? std::make_tuple(me, peer, tag) : std::make_tuple(peer, me, tag)];
     if (slot) return slot;
     slot = std::make_shared<Link>();
     slot->sender = sender;
@@ -227,16 +263,17 @@ class Links {
     std::lock_guard lock(mutex_);
     link.queue.push_back(std::move(op));
   }
-  // Moves `link` as far as it can go without blocking; its failure, if any.
-  std::string progress(Link& link) {
+  struct Progress {
+    std::string failure;         // of the polled message's link
+    cudaEvent_t done = nullptr;  // the polled message's event, once recorded
+  };
+  // Moves every link as far as it can go without blocking, not only the polled one: a
+  // rank blocked in a receive must still get its earlier sends to NCCL, or its peer,
+  // blocked the same way, would never see them.
+  Progress progress(Link& polled, const P2pOp& op) {
     std::lock_guard lock(mutex_);
-    if (link.failure.empty() && !link.state) start_joining(link);
-    if (link.failure.empty() && link.state && !link.joined) {
-      const OpState joined = link.state->comm_state(link.failure);
-      link.joined = joined == OpState::Done;
-    }
-    while (link.failure.empty() && link.joined && !link.queue.empty() && submit_front(link)) link.queue.pop_front();
-    return link.failure;
+    for (auto& [key, link] : links_) advance(*link);
+    return {polled.failure, op.done};
   }
   void abort(Link& link) {
     std::lock_guard lock(mutex_);
@@ -246,6 +283,11 @@ class Links {
   std::chrono::milliseconds timeout() const { return options_.timeout; }
 
  private:
+  void advance(Link& link) {
+    if (link.failure.empty() && !link.state) start_joining(link);
+    if (link.failure.empty() && link.state && !link.joined) link.joined = link.state->comm_state(link.failure) == OpState::Done;
+    while (link.failure.empty() && link.joined && !link.queue.empty() && submit_front(link)) link.queue.pop_front();
+  }
   void start_joining(Link& link) {
     if (link.id_exchange) {
       if (!link.id_exchange->test()) return;
@@ -268,7 +310,11 @@ class Links {
       link.failure = std::string("creating the link's stream: ") + cudaGetErrorString(cudaGetLastError());
       return;
     }
-    const ncclResult_t r = ncclCommInitRankConfig(&state->comm, 2, id, link.sender ? 0 : 1, &config);
+    ncclResult_t r;
+    {
+      std::lock_guard lock(nccl_calls());
+      r = ncclCommInitRankConfig(&state->comm, 2, id, link.sender ? 0 : 1, &config);
+    }
     if (r != ncclSuccess && r != ncclInProgress) link.failure = std::string("ncclCommInitRankConfig: ") + ncclGetErrorString(r);
     link.state = std::move(state);
   }
@@ -277,11 +323,15 @@ class Links {
   bool submit_front(Link& link) {
     P2pOp& op = *link.queue.front();
     NcclState& s = *link.state;
+    (void)cudaSetDevice(s.device);  // this thread's current GPU, for the call and the event
     if (!op.submitted) {
-      (void)cudaSetDevice(s.device);
       const int other = link.sender ? 1 : 0;
-      const ncclResult_t r = link.sender ? ncclSend(op.data, std::size_t(op.bytes), ncclChar, other, s.comm, s.stream)
-                                         : ncclRecv(op.data, std::size_t(op.bytes), ncclChar, other, s.comm, s.stream);
+      ncclResult_t r;
+      {
+        std::lock_guard lock(nccl_calls());
+        r = link.sender ? ncclSend(op.data, std::size_t(op.bytes), ncclChar, other, s.comm, s.stream)
+                        : ncclRecv(op.data, std::size_t(op.bytes), ncclChar, other, s.comm, s.stream);
+      }
       if (r != ncclSuccess && r != ncclInProgress) {
         link.failure = std::string(link.sender ? "ncclSend: " : "ncclRecv: ") + ncclGetErrorString(r);
         return false;
@@ -303,7 +353,7 @@ class Links {
   std::unique_ptr<Communicator> control_;
   NcclOptions options_;
   std::mutex mutex_;
-  std::map<std::tuple<bool, int, int>, std::shared_ptr<Link>> links_;
+  std::map<std::tuple<int, int, int>, std::shared_ptr<Link>> links_;  // by (source, destination, tag)
 };
 
 // A device message: done when its link has recorded it and the event has passed.
@@ -329,10 +379,11 @@ class P2pRequest final : public Request {
 
  private:
   OpState poll() {
-    failure_ = links_->progress(*link_);
+    const Links::Progress now = links_->progress(*link_, *op_);
+    failure_ = now.failure;
     if (!failure_.empty()) return OpState::Failed;
-    if (!op_->done) return OpState::Running;
-    const cudaError_t e = cudaEventQuery(op_->done);
+    if (!now.done) return OpState::Running;
+    const cudaError_t e = cudaEventQuery(now.done);
     if (e == cudaSuccess) return OpState::Done;
     if (e == cudaErrorNotReady) return OpState::Running;
     failure_ = std::string(cudaGetErrorName(e)) + " " + cudaGetErrorString(e);
@@ -416,7 +467,11 @@ class NcclCommunicator final : public Communicator {
     std::string failure;
     if (state_->comm_state(failure) == OpState::Failed) return make_error(ErrorCode::Unavailable, what + ": " + failure);
     LOOM_CUDA_TRY(cudaSetDevice(state_->device));
-    const ncclResult_t enqueued = enqueue(state_->comm, state_->stream);
+    ncclResult_t enqueued;
+    {
+      std::lock_guard lock(nccl_calls());
+      enqueued = enqueue(state_->comm, state_->stream);
+    }
     if (enqueued != ncclSuccess && enqueued != ncclInProgress) return nccl_error(what.c_str(), enqueued, __FILE__, __LINE__);
     LOOM_TRY(state_->settle(what));  // a non-blocking communicator may still be enqueuing
     cudaEvent_t done = nullptr;
@@ -483,7 +538,12 @@ Expected<std::shared_ptr<NcclState>> join(Communicator& host, const NcclOptions&
   LOOM_CUDA_TRY(cudaStreamCreateWithFlags(&state->stream, cudaStreamNonBlocking));
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;
-  LOOM_NCCL_TRY(ncclCommInitRankConfig(&state->comm, host.size(), id, host.rank(), &config));
+  ncclResult_t initialized;
+  {
+    std::lock_guard lock(nccl_calls());
+    initialized = ncclCommInitRankConfig(&state->comm, host.size(), id, host.rank(), &config);
+  }
+  LOOM_NCCL_TRY(initialized);
   LOOM_TRY(state->settle("ncclCommInitRankConfig (rank " + std::to_string(host.rank()) + " joining NCCL)"));
   return state;
 }
