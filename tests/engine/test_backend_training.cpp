@@ -234,7 +234,8 @@ class BackendTraining : public QObject {
   // they reach the recorder when the step is over (after its optimizer span), and they
   // are the CPU's spans (same kinds, steps and layers, in the same order), back to back
   // within each step's window from its data load to its optimizer's end. The batch load
-  // span ends at a stamp after the upload, so no layer span starts before it ends.
+  // span ends at a stamp after the upload, so no layer span starts before it ends, and
+  // the upload has its own span on the copy lane (none on the CPU, which copies nothing).
   void layerSpansAreStampedWithinTheirStep() {
     const Plan plan = example("mlp_fashion.json");
     std::string skip;
@@ -248,6 +249,7 @@ class BackendTraining : public QObject {
       return spans;
     };
     const auto cpu_spans = layer_spans(on_cpu), device_spans = layer_spans(on_device);
+    QVERIFY(std::none_of(on_cpu.begin(), on_cpu.end(), [](const trace::Event& e) { return e.stream == trace::Stream::Copy; }));
     QCOMPARE(device_spans.size(), cpu_spans.size());
     QVERIFY(!cpu_spans.empty());
     for (std::size_t i = 0; i < cpu_spans.size(); ++i) {
@@ -279,6 +281,15 @@ class BackendTraining : public QObject {
       QVERIFY2(last_layer_at > optimizer_at, "layer spans were recorded as they ran, not stamped and resolved");
       // The batch's span ends at a stamp after its upload: before the first layer's.
       QVERIFY2(data_at > optimizer_at, "the batch load span ended on the host, not at a stamp after its upload");
+      // The upload itself, on the copy lane, inside the batch's span, with the batch's bytes.
+      const trace::Event& data = on_device[data_at];
+      const auto copy = std::find_if(on_device.begin(), on_device.end(), [&](const trace::Event& e) {
+        return e.stream == trace::Stream::Copy && e.step == step;
+      });
+      QVERIFY2(copy != on_device.end(), "no copy-lane span for the batch upload");
+      QCOMPARE(int(copy->kind), int(trace::EventKind::DataLoad));
+      QVERIFY(copy->start_ns >= data.start_ns && copy->end_ns <= data.end_ns);
+      QCOMPARE(copy->bytes, plan.training.batch * (28 * 28 + 1) * std::int64_t(sizeof(float)));
       for (const trace::Event& e : device_spans) {
         if (e.step != step) continue;
         QVERIFY2(e.start_ns >= window_start && e.end_ns <= window_end, "a layer span outside its step");

@@ -200,6 +200,18 @@ class TestAnalysis : public QObject {
     QCOMPARE(b.exposed_comm_s, 0.010);
   }
 
+  // A gpu rank's copy lane only shows its uploads: their time lies in DataLoad spans
+  // already, so a copy span (here placed after everything else) changes no category.
+  void copyLaneIsShownNotCounted() {
+    std::vector<Event> events = rank0_events();
+    events.push_back(span(EventKind::DataLoad, Stream::Copy, 95, 99));
+    RankBreakdown b = loom::analysis::breakdown_rank(0, events);
+    QCOMPARE(b.data_s, 0.010);
+    QCOMPARE(b.idle_s, 0.010);
+    QCOMPARE(b.compute_s, 0.065);
+    QCOMPARE(b.events_stored, std::int64_t(12));
+  }
+
   // A stage blocked in a receive it marked Idle waits for its neighbour: bubble, not comm.
   void pipelineReceiveWaitIsIdle() {
     std::vector<Event> events = {

@@ -191,7 +191,6 @@ class NcclRequest final : public Request {
   bool finished_ = false;
 };
 
-
 // ---- point-to-point on device memory -------------------------------------------------
 // MPI matches a receive to the sends of its (source, tag) in the order they were sent. A
 // Link is a one-way NCCL communicator of two ranks for one (source, destination, tag):

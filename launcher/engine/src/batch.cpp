@@ -4,12 +4,14 @@
 namespace loom::engine {
 
 void load_batch(const data::Dataset& set, const std::vector<std::int64_t>& order, data::BatchSlice slice,
-                Tensor& input, Buffer<std::int32_t>& labels) {
+                Tensor& input, Buffer<std::int32_t>& labels, BatchLoadSpan* span) {
   input.resize(slice.size, set.sample_shape);
   labels.resize(slice.size);
   data::gather_batch(set, order, slice, input.data.host_write(), labels.host_write());
+  if (span) span->upload_starts();
   input.data.commit();
   labels.commit();
+  if (span) span->upload_ends(input.data.bytes() + labels.bytes());
 }
 
 LossResult softmax_xent(const Tensor& logits, const Buffer<std::int32_t>& labels, Tensor& probs, Tensor* dlogits,

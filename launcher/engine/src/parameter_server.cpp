@@ -412,7 +412,7 @@ Expected<TrainingLoop::StepStats> AsyncWorker::train_step(std::int64_t step, con
   const auto slice = chunk_of_batch(batch_in_epoch, rank_, workers_);
   {
     BatchLoadSpan span(recorder_, device_trace_.get(), std::int32_t(step));
-    load_batch(data_.train, order, slice, input_, labels_);
+    load_batch(data_.train, order, slice, input_, labels_, &span);
   }
   Pass pass{true, std::int32_t(step), -1, plan_.training.seed, first_sample(step, batch_in_epoch, slice), recorder_,
             nullptr};

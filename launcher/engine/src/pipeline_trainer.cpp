@@ -413,7 +413,7 @@ void PipelineTrainer::send_input_gradients(int unit_index, const MicroBatch& mb,
 void PipelineTrainer::load_batch(const data::Dataset& set, const std::vector<std::int64_t>& order, const MicroBatch& mb,
                                  Slot& slot, const Pass& pass) {
   BatchLoadSpan span(pass.recorder, pass.device_trace, pass.step, pass.microbatch);
-  engine::load_batch(set, order, mb.slice, slot.values[kModelInput], slot.labels);
+  engine::load_batch(set, order, mb.slice, slot.values[kModelInput], slot.labels, &span);
   slot.have[kModelInput] = 1;
   span.event().bytes = mb.slice.size * set.sample_size * std::int64_t(sizeof(float));
 }

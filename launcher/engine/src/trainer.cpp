@@ -156,7 +156,7 @@ Expected<Trainer::StepStats> Trainer::train_step(std::int64_t step, const std::v
     const auto slice = chunk_of_batch(batch_in_epoch, micro * ranks_ + rank_, accumulation * ranks_);
     {
       BatchLoadSpan span(recorder_, device_trace_.get(), std::int32_t(step));
-      load_batch(data_.train, order, slice, input_, labels_);
+      load_batch(data_.train, order, slice, input_, labels_, &span);
       span.event().bytes = slice.size * data_.train.sample_size * std::int64_t(sizeof(float));
     }
     // Gradients are summed across replicas only after the last micro-step.

@@ -26,6 +26,8 @@ using Intervals = std::vector<std::pair<std::int64_t, std::int64_t>>;
 enum Category { kCompute, kComm, kOptimizer, kData, kNone };
 
 Category category_of(const Event& e) {
+  // A copy lies inside the DataLoad span that counts it; on its own lane it only shows.
+  if (e.stream == trace::Stream::Copy) return kNone;
   if (trace::is_communication(e.kind)) return kComm;
   switch (e.kind) {
     case EventKind::Forward:

@@ -15,7 +15,7 @@ constexpr std::array<std::string_view, kEventKindCount> kKindNames = {
 };
 constexpr std::array<std::string_view, kSetupPhaseCount> kSetupPhaseNames = {
     "load data", "clock alignment", "bandwidth probe", "build model"};
-constexpr std::array<std::string_view, kStreamCount> kStreamNames = {"compute", "comm", "host"};
+constexpr std::array<std::string_view, kStreamCount> kStreamNames = {"compute", "comm", "host", "copy"};
 }  // namespace
 
 std::string_view event_kind_name(EventKind kind) {

@@ -113,10 +113,11 @@ std::vector<Term> build() {
           "another process. It is not communication, even when it happens inside a communication call."),
        {}},
       {"timeline_rows", tr("Timeline rows"),
-       tr("Each rank has up to three rows. compute: forward, backward, loss and optimizer. collectives: the "
-          "background thread's all-reduces (they can overlap the backward pass) and the setup's probes. "
-          "steps · messages: the rank's main thread, with each step as a bar and, under it, the point-to-point "
-          "sends, receives, pushes and pulls it waits on."),
+       tr("Each rank has up to three rows (four on a GPU). compute: forward, backward, loss and optimizer (on a "
+          "GPU, timed on the GPU itself). collectives: the background thread's all-reduces (they can overlap the "
+          "backward pass) and the setup's probes. steps · messages: the rank's main thread, with each step as a "
+          "bar and, under it, the point-to-point sends, receives, pushes and pulls it waits on. copies (GPU "
+          "ranks): each batch's copy from host to GPU memory."),
        {}},
       {"busbw", tr("algbw / busbw"),
        tr("Algorithm bandwidth is the tensor's bytes divided by the collective's time. Bus bandwidth scales it by "

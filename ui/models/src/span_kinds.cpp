@@ -160,6 +160,7 @@ QString stream_label(loom::trace::Stream stream) {
     case loom::trace::Stream::Compute: return QStringLiteral("compute");
     case loom::trace::Stream::Comm: return QStringLiteral("collectives");
     case loom::trace::Stream::Host: return QStringLiteral("steps · messages");
+    case loom::trace::Stream::Copy: return QStringLiteral("copies");
   }
   return QString::fromUtf8(loom::trace::stream_name(stream));
 }

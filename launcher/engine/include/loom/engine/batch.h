@@ -6,14 +6,16 @@
 #include <vector>
 
 #include "loom/data/dataset.h"
+#include "loom/engine/device_trace.h"
 #include "loom/engine/tensor.h"
 
 namespace loom::engine {
 
 // Samples order[slice] into input [slice.size, sample shape] and their labels, gathered on
-// the host straight into the buffers (CPU) or into host mirrors then uploaded (device).
+// the host straight into the buffers (CPU) or into host mirrors then uploaded (device);
+// `span`, when given, is told where the upload is (its copy-lane span on a device).
 void load_batch(const data::Dataset& set, const std::vector<std::int64_t>& order, data::BatchSlice slice,
-                Tensor& input, Buffer<std::int32_t>& labels);
+                Tensor& input, Buffer<std::int32_t>& labels, BatchLoadSpan* span = nullptr);
 
 struct LossResult {
   float loss = 0;   // mean over the rows

@@ -50,10 +50,23 @@ class BatchLoadSpan {
     event_ = trace::span_event(trace::EventKind::DataLoad, trace::Stream::Compute, step, -1, microbatch);
     if (recorder_) event_.start_ns = trace::now_ns();
   }
+  // Around the batch's upload (load_batch): on a device, the copy's own span on the copy
+  // lane, from a stamp just before it was queued to one just after.
+  void upload_starts() {
+    if (recorder_ && device_) upload_start_ = device_->stamp();
+  }
+  void upload_ends(std::int64_t bytes) {
+    if (!recorder_ || !device_) return;
+    upload_end_ = device_->stamp();
+    trace::Event copy = event_;
+    copy.stream = trace::Stream::Copy;
+    copy.bytes = bytes;
+    device_->add(copy, upload_start_, upload_end_);
+  }
   ~BatchLoadSpan() {
     if (!recorder_) return;
     if (device_) {
-      device_->add_host_started(event_, device_->stamp());
+      device_->add_host_started(event_, upload_end_ >= 0 ? upload_end_ : device_->stamp());
       return;
     }
     event_.end_ns = trace::now_ns();
@@ -67,6 +80,7 @@ class BatchLoadSpan {
   trace::Recorder* recorder_;
   DeviceTrace* device_;
   trace::Event event_;
+  std::int32_t upload_start_ = -1, upload_end_ = -1;
 };
 
 // The spans of a run of layers, back to back like trace::SpanChain: stamped on the device

@@ -43,8 +43,10 @@ inline constexpr int kSetupPhaseCount = 4;
 
 // Streams separate work that may overlap in time (compute vs communication) so that
 // spans on one stream always nest properly.
-enum class Stream : std::uint8_t { Compute = 0, Comm = 1, Host = 2 };
-inline constexpr int kStreamCount = 3;
+// Copy: a gpu rank's copies between host and device memory (the batch upload), shown on a
+// lane of their own; their time also lies inside the DataLoad span that counts it.
+enum class Stream : std::uint8_t { Compute = 0, Comm = 1, Host = 2, Copy = 3 };
+inline constexpr int kStreamCount = 4;
 
 struct Event {
   std::int64_t start_ns = 0;  // steady clock, this rank's clock

@@ -80,8 +80,9 @@ QString kind_tooltip(const SpanKindStyle& style);
 // What a timeline row of this stream holds, in the user's words: "compute" (forward,
 // backward, loss, optimizer), "collectives" (the background thread's all-reduces and the
 // setup's probes), "steps · messages" (the rank's main thread: steps, setup, data, and
-// the point-to-point sends, receives, pushes and pulls it blocks on). The stored stream
-// names ("host") describe the recorder, not what a student looks for.
+// the point-to-point sends, receives, pushes and pulls it blocks on), "copies" (a gpu
+// rank's batch uploads). The stored stream names ("host") describe the recorder, not what
+// a student looks for.
 QString stream_label(loom::trace::Stream stream);
 
 // Whether a palette is dark (its base colour is), to pick the table's dark colours.
