@@ -250,7 +250,7 @@ class Links {
     if (sender) {
       ncclUniqueId id{};
       const ncclResult_t r = ncclGetUniqueId(&id);
-      if (r != ncclSuccess) slot->failure = std::string("ncclGetUniqueId: ") + ncclGetErrorString(r);
+      if (r != ncclSuccess) slot->failure = nccl_error("ncclGetUniqueId", r, __FILE__, __LINE__).describe();
       std::memcpy(slot->id.data(), id.internal, kUniqueIdBytes);
       if (r == ncclSuccess) slot->id_exchange = control_->isend(slot->id.data(), kUniqueIdBytes, peer, tag);
     } else {
@@ -304,9 +304,11 @@ class Links {
     std::memcpy(id.internal, link.id.data(), kUniqueIdBytes);
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 0;
-    if (cudaSetDevice(state->device) != cudaSuccess ||
-        cudaStreamCreateWithFlags(&state->stream, cudaStreamNonBlocking) != cudaSuccess) {
-      link.failure = std::string("creating the link's stream: ") + cudaGetErrorString(cudaGetLastError());
+    cudaError_t e = cudaSetDevice(state->device);
+    if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&state->stream, cudaStreamNonBlocking);
+    if (e != cudaSuccess) {
+      link.failure = cuda_error("creating the link's stream (cudaSetDevice, cudaStreamCreateWithFlags)", e, __FILE__,
+                                __LINE__).describe();
       return;
     }
     ncclResult_t r;
@@ -314,7 +316,8 @@ class Links {
       std::lock_guard lock(nccl_calls());
       r = ncclCommInitRankConfig(&state->comm, 2, id, link.sender ? 0 : 1, &config);
     }
-    if (r != ncclSuccess && r != ncclInProgress) link.failure = std::string("ncclCommInitRankConfig: ") + ncclGetErrorString(r);
+    if (r != ncclSuccess && r != ncclInProgress)
+      link.failure = nccl_error("ncclCommInitRankConfig (a link)", r, __FILE__, __LINE__).describe();
     link.state = std::move(state);
   }
   // Submits the oldest message, then records its event once NCCL has taken it; true when
@@ -332,17 +335,19 @@ class Links {
                         : ncclRecv(op.data, std::size_t(op.bytes), ncclChar, other, s.comm, s.stream);
       }
       if (r != ncclSuccess && r != ncclInProgress) {
-        link.failure = std::string(link.sender ? "ncclSend: " : "ncclRecv: ") + ncclGetErrorString(r);
+        link.failure = nccl_error(link.sender ? "ncclSend" : "ncclRecv", r, __FILE__, __LINE__).describe();
         return false;
       }
       op.submitted = true;
     }
     if (s.comm_state(link.failure) != OpState::Done) return false;  // still taking it, or failed
     cudaEvent_t done = nullptr;
-    if (cudaEventCreateWithFlags(&done, cudaEventDisableTiming) != cudaSuccess ||
-        cudaEventRecord(done, s.stream) != cudaSuccess) {
+    cudaError_t e = cudaEventCreateWithFlags(&done, cudaEventDisableTiming);
+    if (e == cudaSuccess) e = cudaEventRecord(done, s.stream);
+    if (e != cudaSuccess) {
       if (done) (void)cudaEventDestroy(done);
-      link.failure = std::string("recording the message's event: ") + cudaGetErrorString(cudaGetLastError());
+      link.failure = cuda_error("recording the message's event (cudaEventCreate, cudaEventRecord)", e, __FILE__,
+                                __LINE__).describe();
       return false;
     }
     op.done = done;
