@@ -18,6 +18,7 @@
 
 #include "loom/comm/unique_id.h"
 #include "loom/comm/watchdog.h"
+#include "ready_request.h"
 
 namespace loom::comm {
 namespace {
@@ -138,16 +139,6 @@ struct NcclState {
     WatchedOp op{[&] { return comm_state(failure); }, [&] { return failure; }, [this] { abort(); }};
     return wait_watched(op, timeout, what);
   }
-};
-
-class DoneRequest final : public Request {
- public:
-  explicit DoneRequest(Status s) : status_(std::move(s)) {}
-  bool test() override { return true; }
-  Status wait() override { return status_; }
-
- private:
-  Status status_;
 };
 
 // An operation on the NCCL stream: done when the event recorded after it has passed.
@@ -463,7 +454,7 @@ class NcclCommunicator final : public Communicator {
   template <class Enqueue>
   std::unique_ptr<Request> launch(const std::string& what, Enqueue enqueue) {
     auto event = enqueue_and_record(what, enqueue);
-    if (!event.ok()) return std::make_unique<DoneRequest>(event.error());
+    if (!event.ok()) return std::make_unique<ReadyRequest>(event.error());
     return std::make_unique<NcclRequest>(state_, *event, what);
   }
   template <class Enqueue>
@@ -489,7 +480,7 @@ class NcclCommunicator final : public Communicator {
   }
   std::unique_ptr<Request> device_message(bool send, void* data, std::int64_t bytes, int peer, int tag) {
     if (peer < 0 || peer >= size() || peer == rank()) {
-      return std::make_unique<DoneRequest>(make_error(ErrorCode::InvalidArgument,
+      return std::make_unique<ReadyRequest>(make_error(ErrorCode::InvalidArgument,
                                                       "device message to or from rank " + std::to_string(peer) +
                                                           ": not another rank of " + std::to_string(size())));
     }

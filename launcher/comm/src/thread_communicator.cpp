@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "loom/comm/threads.h"
+#include "ready_request.h"
 
 namespace loom::comm {
 namespace {
@@ -98,16 +99,6 @@ Status deliver(const std::byte* msg, std::int64_t bytes, void* dst, std::int64_t
   if (bytes > 0) std::memcpy(dst, msg, static_cast<std::size_t>(bytes));
   return Status();
 }
-
-class ReadyRequest final : public Request {
- public:
-  explicit ReadyRequest(Status status) : status_(std::move(status)) {}
-  bool test() override { return true; }
-  Status wait() override { return status_; }
-
- private:
-  Status status_;
-};
 
 class RecvRequest final : public Request {
  public:

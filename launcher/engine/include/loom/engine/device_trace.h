@@ -26,7 +26,6 @@ class DeviceTrace {
   void add_host_started(const trace::Event& fields, std::int32_t end) { pending_.push_back({fields, kHostStart, end}); }
   // Waits for the device and records every pending span with its host times.
   void flush();
-  std::size_t pending() const { return pending_.size(); }
 
  private:
   static constexpr std::int32_t kHostStart = -1;
