@@ -5,9 +5,14 @@
 // ...) over float buffers from 4 KiB to 256 MiB (x4 steps, plus the 25 MiB default
 // bucket); the median per-call time of each, as the slowest rank saw it. Figures follow
 // nccl-tests (doc/PERFORMANCE.md): algbw = bytes / time, busbw = algbw * 2(n-1)/n.
-// Target: Loom's busbw >= 90% of raw NCCL's from 1 MiB up (below, the watchdog's polling
-// and the pointer query are a visible share of a few-microsecond call). Ready to run on a
-// machine with one GPU per rank; it has not run on one.
+// Target: Loom's busbw >= 95% of raw NCCL's from 1 MiB up (below, the watchdog's polling
+// and the pointer query are a visible share of a few-microsecond call).
+// On an H200 (one rank, 2026-11-26) Loom reached only 0.56-0.65 of raw at every size, 4
+// KiB to 256 MiB. Two more contenders, interleaved with the others, tell where that goes:
+// raw NCCL on a non-blocking communicator (config.blocking = 0, as Loom's; the call
+// settled by polling ncclCommGetAsyncError, then a stream synchronize), and raw NCCL on
+// a blocking one whose completion is polled through an event as Loom's watchdog polls it.
+// If the first is slow, the non-blocking mode costs it; if the second, the polling.
 //   mpirun -n 2 bench_allreduce_nccl [--seconds S]
 #include <cuda_runtime.h>
 #include <mpi.h>
@@ -18,6 +23,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -44,29 +50,52 @@ void check_nccl(ncclResult_t r, const char* what) {
 struct Raw {
   ncclComm_t comm = nullptr;
   cudaStream_t stream = nullptr;
+  cudaEvent_t done = nullptr;
 };
 
-Raw open_raw(int rank, int size) {
+Raw open_raw(int rank, int size, bool blocking) {
   ncclUniqueId id{};
   if (rank == 0) check_nccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
   MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
   Raw raw;
   check_cuda(cudaStreamCreateWithFlags(&raw.stream, cudaStreamNonBlocking), "cudaStreamCreate");
-  check_nccl(ncclCommInitRank(&raw.comm, size, id, rank), "ncclCommInitRank");
+  check_cuda(cudaEventCreateWithFlags(&raw.done, cudaEventDisableTiming), "cudaEventCreate");
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = blocking ? 1 : 0;
+  ncclResult_t r = ncclCommInitRankConfig(&raw.comm, size, id, rank, &config);
+  while (r == ncclInProgress) check_nccl(ncclCommGetAsyncError(raw.comm, &r), "ncclCommGetAsyncError");
+  check_nccl(r, "ncclCommInitRankConfig");
   return raw;
 }
 
+enum class Contender { Raw, Loom, RawNonBlocking, RawEventPolled };
+constexpr const char* kContenderNames[] = {"raw", "loom", "raw_nonblocking", "raw_event_polled"};
+
+void raw_call(const Raw& raw, float* data, std::int64_t count, Contender how) {
+  ncclResult_t r = ncclAllReduce(data, data, std::size_t(count), ncclFloat, ncclSum, raw.comm, raw.stream);
+  while (r == ncclInProgress) check_nccl(ncclCommGetAsyncError(raw.comm, &r), "ncclCommGetAsyncError");
+  check_nccl(r, "ncclAllReduce");
+  if (how != Contender::RawEventPolled) return check_cuda(cudaStreamSynchronize(raw.stream), "cudaStreamSynchronize");
+  check_cuda(cudaEventRecord(raw.done, raw.stream), "cudaEventRecord");
+  for (;;) {
+    const cudaError_t e = cudaEventQuery(raw.done);
+    if (e == cudaSuccess) return;
+    if (e != cudaErrorNotReady) check_cuda(e, "cudaEventQuery");
+    std::this_thread::yield();
+  }
+}
+
 // Seconds per call over `calls` calls, the slowest rank's.
-double time_batch(bool loom, float* data, std::int64_t count, int calls, comm::Communicator& nccl, const Raw& raw) {
+double time_batch(Contender how, float* data, std::int64_t count, int calls, comm::Communicator& nccl,
+                  const Raw& raw, const Raw& nonblocking) {
   MPI_Barrier(MPI_COMM_WORLD);
   const double t0 = MPI_Wtime();
   for (int i = 0; i < calls; ++i) {
-    if (loom) {
+    if (how == Contender::Loom) {
       const Status s = nccl.allreduce_sum(data, count);
       if (!s.ok()) die("allreduce_sum: " + s.error().describe());
     } else {
-      check_nccl(ncclAllReduce(data, data, std::size_t(count), ncclFloat, ncclSum, raw.comm, raw.stream), "ncclAllReduce");
-      check_cuda(cudaStreamSynchronize(raw.stream), "cudaStreamSynchronize");
+      raw_call(how == Contender::RawNonBlocking ? nonblocking : raw, data, count, how);
     }
   }
   double per_call = (MPI_Wtime() - t0) / calls;
@@ -100,7 +129,8 @@ int main(int argc, char** argv) {
   options.device = rank;
   auto nccl = comm::make_nccl_communicator(**world, options);
   if (!nccl.ok()) die(nccl.error().describe());
-  const Raw raw = open_raw(rank, size);
+  const Raw raw = open_raw(rank, size, true);
+  const Raw nonblocking = open_raw(rank, size, false);
 
   std::vector<std::int64_t> sizes;
   for (std::int64_t b = 4 << 10; b <= (std::int64_t(256) << 20); b *= 4) sizes.push_back(b);
@@ -111,34 +141,42 @@ int main(int argc, char** argv) {
   check_cuda(cudaMemset(data, 0, std::size_t(sizes.back())), "cudaMemset");
 
   nlohmann::json rows = nlohmann::json::array();
-  if (rank == 0) std::printf("| bytes | raw NCCL busbw GB/s | Loom busbw GB/s | Loom / raw |\n|---|---|---|---|\n");
+  if (rank == 0)
+    std::printf("| bytes | raw NCCL busbw GB/s | Loom busbw GB/s | Loom / raw | raw non-blocking / raw | "
+                "raw event-polled / raw |\n|---|---|---|---|---|---|\n");
+  constexpr int kContenders = 4;
   for (std::int64_t bytes : sizes) {
     const std::int64_t count = bytes / std::int64_t(sizeof(float));
-    time_batch(true, data, count, 3, **nccl, raw);  // warm-up
-    const double probe = time_batch(false, data, count, 3, **nccl, raw);
+    for (int c = 0; c < kContenders; ++c) time_batch(Contender(c), data, count, 3, **nccl, raw, nonblocking);  // warm-up
+    const double probe = time_batch(Contender::Raw, data, count, 3, **nccl, raw, nonblocking);
     const int calls = std::clamp(int(1e-3 / std::max(probe, 1e-9)) + 1, 1, 1000);
-    std::vector<double> raw_s, loom_s;
+    std::vector<double> seconds_of[kContenders];
     double spent = 0;
     for (int round = 0; round < 200 && (round < 5 || spent < seconds); ++round) {
-      const bool loom_first = round % 2 == 1;  // A B B A ...: neither always runs second
-      for (int i = 0; i < 2; ++i) {
-        const bool loom = (i == 0) == loom_first;
-        const double t = time_batch(loom, data, count, calls, **nccl, raw);
-        (loom ? loom_s : raw_s).push_back(t);
+      for (int i = 0; i < kContenders; ++i) {  // rotated each round: none always runs first
+        const int c = (i + round) % kContenders;
+        const double t = time_batch(Contender(c), data, count, calls, **nccl, raw, nonblocking);
+        seconds_of[c].push_back(t);
         spent += t * calls;
       }
     }
     const double factor = size > 1 ? 2.0 * (size - 1) / size : 1.0;
-    const double raw_bus = double(bytes) / median(raw_s) / 1e9 * factor;
-    const double loom_bus = double(bytes) / median(loom_s) / 1e9 * factor;
-    if (rank == 0) std::printf("| %lld | %.2f | %.2f | %.3f |\n", (long long)bytes, raw_bus, loom_bus, loom_bus / raw_bus);
-    rows.push_back({{"bytes", bytes}, {"raw_busbw_gbs", raw_bus}, {"loom_busbw_gbs", loom_bus},
-                    {"ratio", loom_bus / raw_bus}, {"rounds", raw_s.size()}});
+    double bus[kContenders];
+    for (int c = 0; c < kContenders; ++c) bus[c] = double(bytes) / median(seconds_of[c]) / 1e9 * factor;
+    if (rank == 0)
+      std::printf("| %lld | %.2f | %.2f | %.3f | %.3f | %.3f |\n", (long long)bytes, bus[0], bus[1], bus[1] / bus[0],
+                  bus[2] / bus[0], bus[3] / bus[0]);
+    nlohmann::json row{{"bytes", bytes}, {"ratio", bus[1] / bus[0]}, {"rounds", seconds_of[0].size()}};
+    for (int c = 0; c < kContenders; ++c) row[std::string(kContenderNames[c]) + "_busbw_gbs"] = bus[c];
+    rows.push_back(row);
   }
   if (rank == 0) std::printf("%s\n", nlohmann::json{{"ranks", size}, {"sizes", rows}}.dump().c_str());
   cudaFree(data);
-  ncclCommDestroy(raw.comm);
-  cudaStreamDestroy(raw.stream);
+  for (const Raw* r : {&raw, &nonblocking}) {
+    ncclCommDestroy(r->comm);
+    cudaEventDestroy(r->done);
+    cudaStreamDestroy(r->stream);
+  }
   nccl->reset();
   world->reset();
   comm::finalize_mpi();

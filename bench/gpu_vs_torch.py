@@ -10,11 +10,13 @@ builds bench_train (with --gpu) and bench_gemm_cuda, and PyTorch with CUDA:
 
 It prints (and writes to bench/results/gpu_vs_torch.md):
   1. Step time and samples/s of the default MLP and CNN plans (batch 64, Adam, Fashion-
-     MNIST) on GPU --gpu: Loom (bench_train --gpu N, recorder off and on) and PyTorch
-     (bench/torch_train.py --device cuda:N: the same model, optimizer, batch, and the same
-     per-step host gather and copy to the device). Runs are interleaved A B A B ...; the
-     ratio PyTorch step / Loom step is the median over pairs with its min-max (target: >= 1,
-     Loom no slower than PyTorch).
+     MNIST) on GPU --gpu: Loom (bench_train --gpu N, recorder off and on) and two PyTorch
+     peers (bench/torch_train.py --device cuda:N: the same model, optimizer, batch, and the
+     same per-step host gather and copy to the device): eager, and the whole step captured
+     as one CUDA graph (--cuda-graph, capturable Adam). Runs are interleaved A B C A B C
+     ...; each ratio PyTorch step / Loom step is the median over rounds with its min-max
+     (targets: >= 1 against both, Loom no slower than PyTorch). The tracing cost is Loom
+     traced over untraced (target <= 1.02).
   2. GEMM TFLOP/s for every GEMM shape the example models run, Loom's cuBLAS call against
      cuBLAS's fastest algorithm for that shape (bench_gemm_cuda; target >= 70%), in fp32 and
      TF32.
@@ -37,24 +39,31 @@ def run_json(cmd):
 
 def compare_training(args, out):
     loom = os.path.join(args.build, "bench", "bench_train")
-    out.append("| plan | Loom step ms (median) | Loom, traced | PyTorch step ms (median) | PyTorch / Loom (median, min-max) | Loom device memory |")
-    out.append("|---|---|---|---|---|---|")
+    out.append("| plan | Loom ms | Loom traced ms (traced / untraced) | PyTorch eager ms | eager / Loom | "
+               "PyTorch CUDA graph ms | graph / Loom | Loom device memory |")
+    out.append("|---|---|---|---|---|---|---|---|")
+    torch_cmd = [sys.executable, "bench/torch_train.py"]
     for plan, steps in PLANS:
         common = [plan, "--steps", str(steps), "--warmup", str(steps // 10)]
-        ours, traced, peer, ratios = [], [], [], []
-        for _ in range(args.pairs):  # interleaved: A B A B ...
+        ours, traced, eager, graph = [], [], [], []
+        for _ in range(args.pairs):  # interleaved: A B C D A B C D ...
             a = run_json([loom] + common + ["--gpu", str(args.gpu), "--notrace"])[-1]
-            b = run_json([sys.executable, "bench/torch_train.py"] + common + ["--device", f"cuda:{args.gpu}"])[-1]
             ours.append(a["step_ms"])
-            peer.append(b["step_ms"])
-            ratios.append(b["step_ms"] / a["step_ms"])
+            eager.append(run_json(torch_cmd + common + ["--device", f"cuda:{args.gpu}"])[-1]["step_ms"])
+            graph.append(run_json(torch_cmd + common + ["--device", f"cuda:{args.gpu}", "--cuda-graph"])[-1]["step_ms"])
             traced.append(run_json([loom] + common + ["--gpu", str(args.gpu)])[-1]["step_ms"])
         memory = a.get("device_memory_bytes", 0) / 2**20
-        out.append(f"| {os.path.basename(plan)} | {statistics.median(ours):.3f} | {statistics.median(traced):.3f} | "
-                   f"{statistics.median(peer):.3f} | {statistics.median(ratios):.2f}x ({min(ratios):.2f}-{max(ratios):.2f}) | "
-                   f"{memory:.1f} MiB |")
-        if max(ratios) > 1.5 * min(ratios):
-            out.append(f"|  | spread too wide to conclude ({min(ratios):.2f}-{max(ratios):.2f}) |  |  |  |  |")
+        cells = [ratio_cell([t / o for t, o in zip(traced, ours)]), ratio_cell([e / o for e, o in zip(eager, ours)]),
+                 ratio_cell([g / o for g, o in zip(graph, ours)])]
+        out.append(f"| {os.path.basename(plan)} | {statistics.median(ours):.3f} | {statistics.median(traced):.3f} "
+                   f"({cells[0]}) | {statistics.median(eager):.3f} | {cells[1]} | {statistics.median(graph):.3f} | "
+                   f"{cells[2]} | {memory:.1f} MiB |")
+
+
+def ratio_cell(ratios):
+    """Median ratio with its min-max, and a warning when the spread is too wide to conclude."""
+    cell = f"{statistics.median(ratios):.2f}x ({min(ratios):.2f}-{max(ratios):.2f})"
+    return cell + (" spread too wide" if max(ratios) > 1.5 * min(ratios) else "")
 
 
 def compare_gemms(args, out):

@@ -12,6 +12,11 @@ Either way it prints ONE JSON line, so bench scripts can parse it.
 
 `--device cuda` (or cuda:N) trains on a GPU: batches are gathered on the host and copied
 to the device each step, as Loom's gpu ranks do; the clock reads after a synchronize.
+`--cuda-graph` (with a CUDA device) captures the whole training step, forward, loss,
+backward and optimizer, as one CUDA graph and replays it each step: PyTorch's documented
+whole-network capture (torch.cuda.graph, warm-up on a side stream, Adam and SGD with
+capturable state where the version has it), the fastest a PyTorch step of this model
+gets. The batch still goes host gather -> copy into the graph's static input each step.
 
 Run with Debian's interpreter, which has PyTorch: /usr/bin/python3 bench/torch_train.py plan.json
 """
@@ -230,6 +235,48 @@ def train_step(model, loss_fn, optimizer, x, y, device=None):
     return loss
 
 
+def build_optimizer_capturable(spec, params):
+    """The plan's optimizer with its step count on the device, so a captured graph can
+    replay it (Adam's bias correction reads the step)."""
+    if isinstance(spec, str):
+        spec = {"type": spec}
+    if spec.get("type", "sgd") == "adam":
+        betas = (spec.get("beta1", 0.9), spec.get("beta2", 0.999))
+        return torch.optim.Adam(params, lr=spec.get("lr", 0.01), betas=betas, eps=spec.get("eps", 1e-8),
+                                weight_decay=spec.get("weight_decay", 0.0), capturable=True)
+    return build_optimizer(spec, params)
+
+
+class GraphedStep:
+    """The whole step captured once and replayed (PyTorch's CUDA notes, whole-network
+    capture): static input and target tensors, three warm-up steps on a side stream,
+    then torch.cuda.graph around zero_grad-free forward, loss, backward and step."""
+
+    def __init__(self, model, loss_fn, optimizer, x, y, device):
+        self.static_x = x.to(device).clone()
+        self.static_y = y.to(device).clone()
+        side = torch.cuda.Stream(device)
+        side.wait_stream(torch.cuda.current_stream(device))
+        with torch.cuda.stream(side):
+            for _ in range(3):
+                optimizer.zero_grad(set_to_none=True)
+                loss_fn(model(self.static_x), self.static_y).backward()
+                optimizer.step()
+        torch.cuda.current_stream(device).wait_stream(side)
+        self.graph = torch.cuda.CUDAGraph()
+        optimizer.zero_grad(set_to_none=True)
+        with torch.cuda.graph(self.graph):
+            self.static_loss = loss_fn(model(self.static_x), self.static_y)
+            self.static_loss.backward()
+            optimizer.step()
+
+    def __call__(self, x, y):
+        self.static_x.copy_(x)
+        self.static_y.copy_(y)
+        self.graph.replay()
+        return self.static_loss
+
+
 def evaluate(model, loss_fn, x, y, batch=1000):
     model.eval()
     correct, total_loss = 0, 0.0
@@ -254,24 +301,32 @@ def run(args, plan):
     device = torch.device(args.device)
     model = model.to(device)
     loss_fn = nn.CrossEntropyLoss()
-    optimizer = build_optimizer(training.get("optimizer", "sgd"), model.parameters())
+    graphed = args.cuda_graph and device.type == "cuda"
+    if args.cuda_graph and not graphed:
+        sys.exit("error: --cuda-graph needs --device cuda")
+    make_optimizer = build_optimizer_capturable if graphed else build_optimizer
+    optimizer = make_optimizer(training.get("optimizer", "sgd"), model.parameters())
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     batches = Batches(x, y, batch, seed)
     model.train()
-    result = {"threads": torch.get_num_threads(), "batch": batch, "torch": torch.__version__, "device": str(device)}
+    result = {"threads": torch.get_num_threads(), "batch": batch, "torch": torch.__version__, "device": str(device),
+              "cuda_graph": graphed}
+    step = lambda bx, by: train_step(model, loss_fn, optimizer, bx, by, device)  # noqa: E731
+    if graphed:
+        step = GraphedStep(model, loss_fn, optimizer, *batches.next(), device)
 
     if args.eval or args.epochs:
         epochs = args.epochs or training.get("epochs", 1)
         steps = epochs * batches.per_epoch
     else:
         for _ in range(args.warmup):
-            train_step(model, loss_fn, optimizer, *batches.next(), device)
+            step(*batches.next())
         steps = args.steps or training.get("steps", 0) or 200
     steps = max(steps, 1)
     sync()
     start = time.perf_counter()
     for _ in range(steps):
-        loss = train_step(model, loss_fn, optimizer, *batches.next(), device)
+        loss = step(*batches.next())
     sync()
     elapsed = time.perf_counter() - start
     result.update(samples_per_s=steps * batch / elapsed, step_ms=1000 * elapsed / steps, steps=steps,
@@ -293,6 +348,7 @@ def main():
     parser.add_argument("--eval", action="store_true", help="train epochs and report test accuracy")
     parser.add_argument("--data", default=None, help="override data.path")
     parser.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
+    parser.add_argument("--cuda-graph", action="store_true", help="capture the training step as one CUDA graph")
     parser.add_argument("--omp-wait", choices=["passive", "active", "default"], default="passive",
                         help="OMP_WAIT_POLICY for torch's OpenMP pool (default: passive, see above)")
     args = parser.parse_args()

@@ -110,6 +110,7 @@ Json training_to_json(const TrainingSpec& training) {
   j["hang_timeout_s"] = training.hang_timeout_s;
   j["checkpoint_every"] = training.checkpoint_every;
   j["tf32"] = training.tf32;
+  j["graph"] = training.graph;
   j["optimizer"] = std::move(optimizer);
   return j;
 }

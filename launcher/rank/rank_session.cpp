@@ -290,8 +290,7 @@ int train(Session& s, const RankOptions& options) {
   if (!result.error.empty()) return s.reporter.fail(result.error, 1);
   if (writer) {
     // Buffers only grow, so what the backend holds at the end is its peak (docs/figures.md).
-    writer->add_metrics({{s.comm.rank(), result.last_step - 1, trace::now_ns(), "device_memory_bytes",
-                          double(s.backend.bytes_in_use())}});
+    writer->add_metrics(engine::device_memory_metrics(*trainer, s.comm.rank(), result.last_step - 1));
   }
   if (const int failed = align_and_flush(s, writer.get())) return failed;
   if (!options.dump_params.empty()) {

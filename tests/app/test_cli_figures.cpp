@@ -9,6 +9,7 @@
 #include <QtTest>
 
 #include <algorithm>
+#include <cmath>
 
 #include "cli_runner.h"
 
@@ -53,6 +54,58 @@ class CliFiguresTest : public QObject {
   }
 
  private slots:
+  // Every example plan, run for real (mpirun where it has several ranks): on every rank
+  // the breakdown's categories partition the training window, and the POP efficiencies
+  // computed from them (docs/figures.md) are fractions.
+  void everyExampleAddsUpToItsWindow_data() {
+    QTest::addColumn<QString>("file");
+    for (const char* file : {"mlp_fashion.json", "cnn_fashion.json", "branches_example.json", "spirals_synthetic.json",
+                             "dp4_mlp_fashion.json", "local_sgd_mlp.json", "gpipe_mlp.json", "onefoneb_mlp.json",
+                             "layer_split_mlp.json", "pipeline_unbalanced_mlp.json", "branches_two_devices.json",
+                             "hybrid_mlp.json", "parameter_server_mlp.json", "ssp_straggler_mlp.json",
+                             "serve_cnn_fashion.json"})
+      QTest::newRow(file) << QString(file);
+  }
+  void everyExampleAddsUpToItsWindow() {
+    QFETCH(QString, file);
+    QJsonObject plan = read_json_file(LOOM_SOURCE_DIR "/resources/plans/" + file);
+    QJsonObject training = plan["training"].toObject();
+    training["steps"] = 12;
+    training["eval_every"] = 12;
+    plan["training"] = training;
+    if (plan.contains("serve")) {
+      QJsonObject serve = plan["serve"].toObject();
+      serve["requests"] = 60;
+      plan["serve"] = serve;
+    }
+    const auto result = loom::test::run_plan(plan, dir_.filePath(file), dir_.filePath("examples.db"));
+    QCOMPARE(result.exit_code, 0);
+    const QJsonObject shown = last_json_line(result.out);
+    const QJsonArray ranks = shown["ranks"].toArray();
+    QVERIFY(!ranks.isEmpty());
+    double useful_sum = 0, useful_max = 0, runtime = 0;
+    int workers = 0;
+    for (const QJsonValue& value : ranks) {
+      const QJsonObject r = value.toObject();
+      const double window = r["window_s"].toDouble();
+      double sum = 0;
+      for (const char* key : {"compute_s", "exposed_comm_s", "optimizer_s", "data_s", "idle_s", "descheduled_s"})
+        sum += r[key].toDouble();
+      QVERIFY2(std::abs(sum - window) <= 1e-8 * std::max(1.0, window),
+               qPrintable(QString("rank %1: categories %2 s, window %3 s").arg(r["rank"].toInt()).arg(sum, 0, 'g', 12)
+                              .arg(window, 0, 'g', 12)));
+      if (r["steady_steps"].toInt() <= 0) continue;
+      const double useful = r["compute_s"].toDouble() + r["optimizer_s"].toDouble() + r["data_s"].toDouble();
+      useful_sum += useful;
+      useful_max = std::max(useful_max, useful);
+      runtime = std::max(runtime, window);
+      ++workers;
+    }
+    if (workers == 0) return;  // serving: no training steps
+    QVERIFY2(useful_max <= runtime, qPrintable(QString("communication efficiency %1").arg(useful_max / runtime)));
+    QVERIFY(useful_sum / workers <= useful_max);
+  }
+
   void slowSetupLeavesTrainingFiguresAlone() {
     // Interleaved, so a slow spell of the machine hits both kinds of run alike.
     const QJsonObject quick = run("quick", 0);

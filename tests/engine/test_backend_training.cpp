@@ -231,7 +231,7 @@ class BackendTraining : public QObject {
   }
 
   // Traced on a device, layer spans are stamped, not host-timed with a synchronize each:
-  // they reach the recorder when the step is over (after its optimizer span), and they
+  // they reach the recorder when the step is over (after its host-timed Step span), and they
   // are the CPU's spans (same kinds, steps and layers, in the same order), back to back
   // within each step's window from its data load to its optimizer's end. The batch load
   // span ends at a stamp after the upload, so no layer span starts before it ends, and
@@ -263,31 +263,29 @@ class BackendTraining : public QObject {
     }
     for (std::int32_t step = 0; step < 3; ++step) {
       std::int64_t window_start = INT64_MAX, window_end = 0, data_end = 0;
-      std::size_t optimizer_at = 0, last_layer_at = 0, data_at = 0;
+      std::size_t step_at = 0, last_layer_at = 0, data_at = 0;
       for (std::size_t i = 0; i < on_device.size(); ++i) {
         const trace::Event& e = on_device[i];
         if (e.step != step) continue;
-        if (e.kind == trace::EventKind::DataLoad) {
+        if (e.kind == trace::EventKind::DataLoad && e.stream == trace::Stream::Compute) {
           window_start = std::min(window_start, e.start_ns);
           data_end = e.end_ns;
           data_at = i;
         }
-        if (e.kind == trace::EventKind::Optimizer) {
-          window_end = e.end_ns;
-          optimizer_at = i;
-        }
+        if (e.kind == trace::EventKind::Optimizer) window_end = e.end_ns;
+        if (e.kind == trace::EventKind::Step) step_at = i;
         if (is_layer_span(e)) last_layer_at = i;
       }
-      QVERIFY2(last_layer_at > optimizer_at, "layer spans were recorded as they ran, not stamped and resolved");
+      QVERIFY2(last_layer_at > step_at, "layer spans were recorded as they ran, not stamped and resolved");
       // The batch's span ends at a stamp after its upload: before the first layer's.
-      QVERIFY2(data_at > optimizer_at, "the batch load span ended on the host, not at a stamp after its upload");
+      QVERIFY2(data_at > step_at, "the batch load span ended on the host, not at a stamp after its upload");
       // The upload itself, on the copy lane, inside the batch's span, with the batch's bytes.
       const trace::Event& data = on_device[data_at];
       const auto copy = std::find_if(on_device.begin(), on_device.end(), [&](const trace::Event& e) {
         return e.stream == trace::Stream::Copy && e.step == step;
       });
       QVERIFY2(copy != on_device.end(), "no copy-lane span for the batch upload");
-      QCOMPARE(int(copy->kind), int(trace::EventKind::DataLoad));
+      QCOMPARE(int(copy->kind), int(trace::EventKind::Copy));
       QVERIFY(copy->start_ns >= data.start_ns && copy->end_ns <= data.end_ns);
       QCOMPARE(copy->bytes, plan.training.batch * (28 * 28 + 1) * std::int64_t(sizeof(float)));
       for (const trace::Event& e : device_spans) {

@@ -37,6 +37,29 @@ class TestStoreFeeder : public QObject {
     for (int i = 0; i < 3; ++i) QVERIFY2((*stored)[std::size_t(i)] == update(i), qPrintable(QString("update %1").arg(i)));
   }
 
+  // A parameter server records no steps: its setup allowance ends when it has built its
+  // model, so a stopped worker freezing every rank is found within the plan's limit.
+  void setupEndsWhenTheModelIsBuilt() {
+    QTemporaryDir dir;
+    auto store = store::RunStore::open(dir.filePath("runs.db").toStdString());
+    QVERIFY(store.ok());
+    const std::int64_t id = *store->create_run({});
+    host::StoreFeeder feeder(std::move(store).value(), id, 2, "here");
+    trace::Event load;
+    load.kind = trace::EventKind::Setup;
+    load.message = std::int32_t(trace::SetupPhase::LoadData);
+    feeder.on_events(1, {load});
+    QVERIFY2(!feeder.activity()[1].training, "loading data is setup");
+    trace::Event build = load;
+    build.message = std::int32_t(trace::SetupPhase::BuildModel);
+    feeder.on_events(1, {build});
+    QVERIFY2(feeder.activity()[1].training, "a server with its model built is past setup");
+    trace::Event update;
+    update.kind = trace::EventKind::Optimizer;
+    feeder.on_events(0, {update});
+    QVERIFY2(feeder.activity()[0].training, "work ends setup too");
+  }
+
   void storeFailureIsReported() {
     QTemporaryDir dir;
     auto store = store::RunStore::open(dir.filePath("runs.db").toStdString());

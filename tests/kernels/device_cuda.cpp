@@ -17,4 +17,8 @@ std::unique_ptr<kernels::Backend> make_device_under_test(bool tf32, std::string&
   return std::move(*backend);
 }
 
+std::unique_ptr<kernels::Backend> make_async_device_under_test(std::string& skip) {
+  return make_device_under_test(false, skip);
+}
+
 }  // namespace loom::test

@@ -13,4 +13,8 @@ std::unique_ptr<kernels::Backend> make_device_under_test(bool tf32, std::string&
   return cuda::make_host_body_backend();
 }
 
+std::unique_ptr<kernels::Backend> make_async_device_under_test(std::string&) {
+  return cuda::make_host_body_backend({true, kAsyncLagUs});
+}
+
 }  // namespace loom::test

@@ -204,12 +204,47 @@ class TestAnalysis : public QObject {
   // already, so a copy span (here placed after everything else) changes no category.
   void copyLaneIsShownNotCounted() {
     std::vector<Event> events = rank0_events();
-    events.push_back(span(EventKind::DataLoad, Stream::Copy, 95, 99));
+    events.push_back(span(EventKind::Copy, Stream::Copy, 95, 99));
     RankBreakdown b = loom::analysis::breakdown_rank(0, events);
     QCOMPARE(b.data_s, 0.010);
     QCOMPARE(b.idle_s, 0.010);
     QCOMPARE(b.compute_s, 0.065);
     QCOMPARE(b.events_stored, std::int64_t(12));
+  }
+
+  // A gpu rank as measured on an H200 before the fix: a host-timed optimizer span over
+  // stamped backward work, a host-timed loss starting before the forward spans. The
+  // categories still partition the window: an instant is compute if any compute span
+  // covers it, else optimizer, else data, else exposed communication, else idle. Step
+  // [0,100): data [0,10), forward [10,40), loss (host-timed) [5,45), backward [45,80),
+  // optimizer (host-timed) [60,90), all-reduce [70,95) on comm.
+  void categoriesPartitionTheWindowWhenSpansOverlap() {
+    const std::vector<Event> events = {
+        span(EventKind::Step, Stream::Host, 0, 100),        span(EventKind::DataLoad, Stream::Compute, 0, 10),
+        span(EventKind::Forward, Stream::Compute, 10, 40), span(EventKind::Loss, Stream::Compute, 5, 45),
+        span(EventKind::Backward, Stream::Compute, 45, 80), span(EventKind::Optimizer, Stream::Compute, 60, 90),
+        span(EventKind::AllReduce, Stream::Comm, 70, 95),
+    };
+    const RankBreakdown b = loom::analysis::breakdown_rank(0, events);
+    QCOMPARE(b.compute_s, 0.075);   // [5,80)
+    QCOMPARE(b.optimizer_s, 0.010);  // [80,90)
+    QCOMPARE(b.data_s, 0.005);       // [0,5)
+    QCOMPARE(b.comm_s, 0.025);
+    QCOMPARE(b.exposed_comm_s, 0.005);  // [90,95)
+    QCOMPARE(b.idle_s, 0.005);          // [95,100)
+    QCOMPARE(b.compute_s + b.optimizer_s + b.data_s + b.exposed_comm_s + b.idle_s + b.descheduled_s, b.window_s);
+  }
+
+  // A communication thread waiting for a core while the rank computes cost the rank
+  // nothing: only descheduling inside exposed communication (or waits) is descheduled time.
+  void descheduledHiddenCommunicationIsNotLostTime() {
+    std::vector<Event> events = rank0_events();
+    events[7].descheduled_us = 20'000;  // the all-reduce [60,85): 15 ms hidden, 10 exposed
+    const RankBreakdown b = loom::analysis::breakdown_rank(0, events);
+    QCOMPARE(b.descheduled_s, 0.010);   // no more than was exposed
+    QCOMPARE(b.exposed_comm_s, 0.0);
+    QCOMPARE(b.comm_s, 0.005);          // 25 ms of communication less the 20 descheduled
+    QCOMPARE(b.compute_s + b.optimizer_s + b.data_s + b.exposed_comm_s + b.idle_s + b.descheduled_s, b.window_s);
   }
 
   // A stage blocked in a receive it marked Idle waits for its neighbour: bubble, not comm.

@@ -36,6 +36,7 @@ class CudaExec {
         stamps_(std::move(other.stamps_)),
         anchor_(std::exchange(other.anchor_, nullptr)),
         stamps_used_(other.stamps_used_),
+        graph_(std::exchange(other.graph_, nullptr)),
         status_(std::move(other.status_)) {}
   CudaExec& operator=(CudaExec&&) = delete;
   ~CudaExec() {
@@ -43,6 +44,7 @@ class CudaExec {
     for (auto& [ptr, bytes] : sizes_) (void)cudaFree(ptr);
     for (cudaEvent_t e : stamps_) (void)cudaEventDestroy(e);
     if (anchor_) (void)cudaEventDestroy(anchor_);
+    if (graph_) (void)cudaGraphExecDestroy(graph_);
     if (blas_) (void)cublasDestroy(blas_);
     if (stream_) (void)cudaStreamDestroy(stream_);
   }
@@ -100,9 +102,54 @@ class CudaExec {
       if (ok()) LOOM_CUDA_RECORD(cudaEventCreate(&e));
       stamps_.push_back(e);
     }
-    if (ok() && stamps_[index]) LOOM_CUDA_RECORD(cudaEventRecord(stamps_[index], stream_));
+    // Inside a capture the record becomes a node of the graph that every replay runs.
+    if (ok() && stamps_[index])
+      LOOM_CUDA_RECORD(capturing_ ? cudaEventRecordWithFlags(stamps_[index], stream_, cudaEventRecordExternal)
+                                  : cudaEventRecord(stamps_[index], stream_));
     return std::int32_t(index);
   }
+
+  // Stream capture into a CUDA graph. Thread-local mode: another thread's CUDA calls (an
+  // NCCL progress thread) cannot break it. A failed capture is not sticky: the error is
+  // returned, the stream leaves capture mode, and the caller runs the step eagerly.
+  bool capture_begin() {
+    if (!ok() || capturing_) return false;
+    if (cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return false;
+    }
+    capturing_ = true;
+    capture_first_stamp_ = stamps_used_;
+    return true;
+  }
+  Status capture_end() {
+    capturing_ = false;
+    const std::size_t captured_stamps = stamps_used_ - capture_first_stamp_;
+    stamps_used_ = capture_first_stamp_;  // nothing ran: the replay records them
+    cudaGraph_t graph = nullptr;
+    cudaError_t e = cudaStreamEndCapture(stream_, &graph);
+    cudaGraphExec_t exec = nullptr;
+    if (e == cudaSuccess) e = cudaGraphInstantiate(&exec, graph, 0);
+    if (graph) (void)cudaGraphDestroy(graph);
+    if (e != cudaSuccess || !status_.ok()) {
+      (void)cudaGetLastError();
+      if (exec) (void)cudaGraphExecDestroy(exec);
+      return e != cudaSuccess ? Status(cuda_error("capturing the step (cudaStreamEndCapture, cudaGraphInstantiate)",
+                                                  __FILE__, __LINE__, e))
+                              : status_;
+    }
+    if (graph_) (void)cudaGraphExecDestroy(graph_);
+    graph_ = exec;
+    graph_stamps_ = captured_stamps;
+    graph_first_stamp_ = capture_first_stamp_;
+    return {};
+  }
+  void replay() {
+    if (!ok() || !graph_) return;
+    if (stamps_used_ != graph_first_stamp_) return fail("a replay must start at the stamp its capture started at");
+    if (LOOM_CUDA_RECORD(cudaGraphLaunch(graph_, stream_))) stamps_used_ += graph_stamps_;
+  }
+  void fail(const std::string& what) { fail(make_error(ErrorCode::Internal, "cuda: " + what)); }
   std::vector<std::int64_t> resolve_stamps() {
     synchronize();
     std::vector<std::int64_t> times(stamps_used_, kernels::host_now_ns());  // what a failure leaves
@@ -154,6 +201,9 @@ class CudaExec {
   std::vector<cudaEvent_t> stamps_;
   cudaEvent_t anchor_ = nullptr;
   std::size_t stamps_used_ = 0;
+  cudaGraphExec_t graph_ = nullptr;
+  bool capturing_ = false;
+  std::size_t capture_first_stamp_ = 0, graph_first_stamp_ = 0, graph_stamps_ = 0;
   Status status_;
 };
 
@@ -179,6 +229,12 @@ Expected<std::unique_ptr<kernels::Backend>> make_cuda_backend(const CudaOptions&
   auto backend = std::make_unique<BodyBackend<CudaExec>>(CudaExec(stream, blas), "cuda");
   LOOM_CUBLAS_CHECK(cublasSetStream(blas, stream));
   LOOM_CUBLAS_CHECK(cublasSetMathMode(blas, options.tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+  // A workspace of cuBLAS's own from the start: it would otherwise allocate one at its
+  // first GEMM on the stream, which must not happen inside a captured step.
+  constexpr std::int64_t kBlasWorkspace = std::int64_t(32) << 20;
+  void* workspace = backend->allocate_library_workspace(kBlasWorkspace);
+  if (!workspace) return backend->status().error();
+  LOOM_CUBLAS_CHECK(cublasSetWorkspace(blas, workspace, std::size_t(kBlasWorkspace)));
   return std::unique_ptr<kernels::Backend>(std::move(backend));
 }
 

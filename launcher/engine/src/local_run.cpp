@@ -55,8 +55,7 @@ Status train_recorded(const Plan& plan, const data::TrainTest& data, store::RunS
   hooks.stop = options.stop;
   outcome.result = trainer->run(hooks);
   // Buffers only grow, so what the backend holds at the end is its peak (docs/figures.md).
-  writer.add_metrics({{0, outcome.result.last_step - 1, trace::now_ns(), "device_memory_bytes",
-                       double((*backend)->bytes_in_use())}});
+  writer.add_metrics(device_memory_metrics(*trainer, 0, outcome.result.last_step - 1));
   Status written = writer.finish();
   if (!outcome.result.error.empty()) written = make_error(ErrorCode::Io, outcome.result.error);
   rank.events_recorded = std::int64_t(recorder.recorded());

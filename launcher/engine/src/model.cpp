@@ -166,6 +166,7 @@ class Conv2d final : public Module {
     out.push_back(&weight_);
     if (has_bias_) out.push_back(&bias_);
   }
+  std::int64_t workspace_bytes() const override { return workspace_.capacity_bytes(); }
 
  private:
   // The kernels' workspace holds a block of samples, so its size depends on the batch;
@@ -243,6 +244,11 @@ class Parallel final : public Module {
   }
   void collect_params(std::vector<Param*>& out) override {
     for (auto& branch : branches_) branch->collect_params(out);
+  }
+  std::int64_t workspace_bytes() const override {
+    std::int64_t bytes = 0;
+    for (const auto& branch : branches_) bytes += branch->workspace_bytes();
+    return bytes;
   }
   void set_widths(std::vector<std::int64_t> widths) { widths_ = std::move(widths); }
 
@@ -374,6 +380,12 @@ void Sequential::backward(const Tensor& x, const Tensor&, const Tensor& dy, Tens
     upstream = target;
   }
   spans.close();
+}
+
+std::int64_t Sequential::workspace_bytes() const {
+  std::int64_t bytes = 0;
+  for (const auto& module : modules_) bytes += module->workspace_bytes();
+  return bytes;
 }
 
 void Sequential::collect_params(std::vector<Param*>& out) {

@@ -204,6 +204,7 @@ struct ParameterServer::State {
       Span span(recorder, EventKind::Optimizer, Stream::Compute, std::int32_t(r.step));
       const bool aware = plan.parallel.sync.staleness_aware_lr && staleness > 0;
       optimizer->step(aware ? 1.0f / float(staleness) : 1.0f);
+      optimizer->wait();  // the server has no stamps: its host-timed span covers the update
     }
     ++updates_applied;
     clocks[std::size_t(worker)] = std::max(clocks[std::size_t(worker)], r.step + 1);
@@ -375,7 +376,7 @@ Status AsyncWorker::pull(std::int32_t request_type, std::int64_t step) {
   }
   const Request header{RequestType(request_type), 0, step, 0};
   for (int s = 0; s < servers_; ++s) LOOM_TRY(comm_->send(&header, sizeof header, workers_ + s, kRequestTag));
-  Span wait(recorder_, EventKind::Wait, Stream::Compute, std::int32_t(step));
+  Span wait(recorder_, EventKind::Wait, waiting_stream(device_trace_.get()), std::int32_t(step));
   for (int s = 0; s < servers_; ++s) {
     Span span(recorder_, EventKind::Pull, Stream::Host, std::int32_t(step), -1, -1, bytes_of(replies_[std::size_t(s)]));
     span.event().peer = workers_ + s;
@@ -419,7 +420,7 @@ Expected<TrainingLoop::StepStats> AsyncWorker::train_step(std::int64_t step, con
   pass.device_trace = device_trace_.get();
   model_.forward(input_, logits_, pass);
   {
-    Span span(recorder_, EventKind::Loss, Stream::Compute, std::int32_t(step));
+    ComputeSpan span(recorder_, device_trace_.get(), EventKind::Loss, std::int32_t(step));
     // 1/global batch: the W workers' gradients of one clock add up to the full batch's.
     const LossResult loss = softmax_xent(logits_, labels_, probs_, &dlogits_, 1.0f / float(plan_.training.batch));
     stats.loss = loss.loss;
@@ -427,6 +428,8 @@ Expected<TrainingLoop::StepStats> AsyncWorker::train_step(std::int64_t step, con
     stats.samples = slice.size;
   }
   model_.backward(input_, logits_, dlogits_, pass);
+  // A device's compute ends when its queue drains, not when the host has queued it.
+  if (straggler_.active()) backend_.synchronize();
   straggler_.inject(std::int32_t(step), trace::now_ns() - compute_start, recorder_);
   LOOM_TRY(push(step));
   return stats;

@@ -204,7 +204,8 @@ PipelineTrainer::PipelineTrainer(const Plan& plan, const ModelInfo& info, const 
   if (edges > kMaxChannels) throw std::invalid_argument("the model has too many stage connections");
   needs_input_batch_ = consumes_input_batch();
   for (std::size_t v = 0; v < graph_.values.size(); ++v) remote_stages_.push_back(graph_.remote_consumer_stages(int(v)));
-  optimizer_ = Optimizer(plan.training.optimizer, params_);
+  arena_ = ParamArena::pack(params_, backend_);
+  optimizer_ = Optimizer(plan.training.optimizer, params_, &arena_);
   const ParallelSpec& p = plan.parallel;
   const std::int64_t chunks = std::int64_t(p.grad_accumulation) * p.data_parallel * p.microbatches;
   microbatch_activation_bytes_ = per_sample_bytes * (plan.training.batch / std::max<std::int64_t>(chunks, 1));
@@ -219,11 +220,18 @@ PipelineTrainer::PipelineTrainer(const Plan& plan, const ModelInfo& info, const 
 
 PipelineTrainer::~PipelineTrainer() = default;
 
+std::int64_t PipelineTrainer::workspace_bytes() const {
+  std::int64_t bytes = 0;
+  for (const auto& module : modules_)
+    if (module) bytes += module->workspace_bytes();
+  return bytes;
+}
+
 Expected<TrainingLoop::StepStats> PipelineTrainer::train_step(std::int64_t step, const std::vector<std::int64_t>& order,
                                                               std::int64_t batch_in_epoch, bool stop_requested) {
   Span step_span(recorder_, EventKind::Step, Stream::Host, std::int32_t(step));
   message_step_ = std::int32_t(step % 4096);
-  for (Param* p : params_) p->grad.fill(0.0f);
+  arena_.zero_grads();
   StepStats stats;
   stats.stop = stop_requested;
   const int accumulation = plan_.parallel.grad_accumulation;
@@ -234,11 +242,11 @@ Expected<TrainingLoop::StepStats> PipelineTrainer::train_step(std::int64_t step,
   if (sync_) {
     // Without two busy threads allowed, the all-reduce starts only now, after backward.
     if (!overlap_sync_) sync_->begin_step(std::int32_t(step));
-    Span wait(recorder_, EventKind::Wait, Stream::Compute, std::int32_t(step));
+    Span wait(recorder_, EventKind::Wait, waiting_stream(device_trace_.get()), std::int32_t(step));
     LOOM_TRY(sync_->finish_step());
   }
   LOOM_TRY(reduce_stats(stats));
-  Span span(recorder_, EventKind::Optimizer, Stream::Compute, std::int32_t(step));
+  ComputeSpan span(recorder_, device_trace_.get(), EventKind::Optimizer, std::int32_t(step));
   optimizer_.step();
   return stats;
 }
@@ -368,13 +376,12 @@ void PipelineTrainer::run_unit_forward(int unit_index, Slot& slot, const Pass& p
     modules_[std::size_t(unit_index)]->forward(slot.values[std::size_t(unit.inputs[0])], y, pass);
     return;
   }
-  Span span(pass.recorder, EventKind::Forward, Stream::Compute, pass.step, unit.layer, pass.microbatch);
+  ComputeSpan span(pass.recorder, pass.device_trace, EventKind::Forward, pass.step, unit.layer, pass.microbatch);
   const std::int64_t batch = slot.values[std::size_t(unit.inputs[0])].batch;
   y.resize(batch, graph_.values[std::size_t(unit.output)].shape);
   std::vector<const float*> parts;
   for (int v : unit.inputs) parts.push_back(slot.values[std::size_t(v)].ptr());
   backend_.concat_forward(parts.data(), unit.widths.data(), int(parts.size()), y.ptr(), int(batch));
-  backend_.synchronize();  // the span covers a device's work
 }
 
 void PipelineTrainer::run_unit_backward(int unit_index, Slot& slot, const Tensor& dy, const Pass& pass) {
@@ -387,14 +394,13 @@ void PipelineTrainer::run_unit_backward(int unit_index, Slot& slot, const Tensor
                                                 dy, dx, pass);
     return;
   }
-  Span span(pass.recorder, EventKind::Backward, Stream::Compute, pass.step, unit.layer, pass.microbatch);
+  ComputeSpan span(pass.recorder, pass.device_trace, EventKind::Backward, pass.step, unit.layer, pass.microbatch);
   std::vector<float*> parts;
   for (std::size_t i = 0; i < unit.inputs.size(); ++i) {
     contributions[i].resize(dy.batch, graph_.values[std::size_t(unit.inputs[i])].shape);
     parts.push_back(contributions[i].ptr());
   }
   backend_.concat_backward(dy.ptr(), unit.widths.data(), int(parts.size()), parts.data(), int(dy.batch));
-  backend_.synchronize();  // the span covers a device's work
 }
 
 void PipelineTrainer::send_input_gradients(int unit_index, const MicroBatch& mb, const Pass& pass) {
@@ -421,7 +427,7 @@ void PipelineTrainer::load_batch(const data::Dataset& set, const std::vector<std
 // Mean loss and correct count of one micro-batch; in training also the loss gradient,
 // scaled by 1/global_batch so micro-batches and replicas add up to the full batch's.
 std::pair<float, int> PipelineTrainer::compute_loss(Slot& slot, std::int64_t batch, const Pass& pass) {
-  Span span(pass.recorder, EventKind::Loss, Stream::Compute, pass.step, -1, pass.microbatch);
+  ComputeSpan span(pass.recorder, pass.device_trace, EventKind::Loss, pass.step, -1, pass.microbatch);
   const Tensor& logits = slot.values[std::size_t(graph_.output)];
   const LossResult loss = softmax_xent(logits, slot.labels, slot.probs, pass.training ? &slot.dlogits : nullptr,
                                        1.0f / float(plan_.training.batch));

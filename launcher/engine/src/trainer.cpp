@@ -21,7 +21,18 @@ using trace::EventKind;
 using trace::Span;
 using trace::Stream;
 
-constexpr std::int64_t kEvalBatch = 1000;
+constexpr std::int64_t kMaxEvalBatch = 1000;
+
+// Evaluation runs in batches no larger than the largest batch the rank's model computes in
+// training (one shard of one micro-step or micro-batch), so it reuses the buffers training
+// sized: buffers only grow, and batches of 1000 test samples used to grow the CNN's
+// activations and convolution workspace from about 11 MiB to 400 MiB of device memory.
+std::int64_t evaluation_batch(const Plan& plan) {
+  const ParallelSpec& p = plan.parallel;
+  const std::int64_t chunks = std::int64_t(std::max(1, p.data_parallel)) * std::max(1, p.grad_accumulation) *
+                              std::max(1, p.microbatches);
+  return std::clamp<std::int64_t>(plan.training.batch / chunks, 1, kMaxEvalBatch);
+}
 
 }  // namespace
 
@@ -44,8 +55,9 @@ TrainingLoop::TrainingLoop(const Plan& plan, const data::TrainTest& data, trace:
   const std::int64_t count = data.test.count();
   test_order_.resize(static_cast<std::size_t>(count));
   for (std::int64_t i = 0; i < count; ++i) test_order_[std::size_t(i)] = i;
-  for (std::int64_t begin = 0; begin < count; begin += kEvalBatch) {
-    test_batches_.push_back({begin, std::min(kEvalBatch, count - begin)});
+  const std::int64_t eval_batch = evaluation_batch(plan);
+  for (std::int64_t begin = 0; begin < count; begin += eval_batch) {
+    test_batches_.push_back({begin, std::min(eval_batch, count - begin)});
   }
 }
 
@@ -53,7 +65,8 @@ Trainer::Trainer(const Plan& plan, const ModelInfo& info, const data::TrainTest&
                  comm::Communicator* comm, kernels::Backend& backend)
     : TrainingLoop(plan, data, recorder, comm, backend),
       model_(Model::build(plan, info, backend)),
-      optimizer_(plan.training.optimizer, model_.params()),
+      arena_(ParamArena::pack(model_.params(), backend)),
+      optimizer_(plan.training.optimizer, model_.params(), &arena_),
       local_sgd_(plan.parallel.sync.mode == SyncMode::LocalSgd && ranks_ > 1),
       straggler_(plan, rank_),
       input_(backend),
@@ -64,6 +77,7 @@ Trainer::Trainer(const Plan& plan, const ModelInfo& info, const data::TrainTest&
   if (ranks_ > 1 && !local_sgd_) {
     sync_ = std::make_unique<GradientSync>(*comm_, model_.params(), plan.parallel.bucket_mb, recorder_);
   }
+  if (step_graph_allowed(plan, ranks_, backend)) graph_ = GraphState::Waiting;
 }
 
 TrainResult TrainingLoop::run(const TrainerHooks& hooks) {
@@ -136,13 +150,16 @@ TrainResult TrainingLoop::run(const TrainerHooks& hooks) {
   result.samples = result.steps * plan_.training.batch;
   result.wall_s = double(trace::now_ns() - start_ns_) * 1e-9;
   result.final_loss = last_loss;
+  result.replayed_steps = replayed_steps();
+  result.graph_note = graph_note();
   return result;
 }
 
 Expected<Trainer::StepStats> Trainer::train_step(std::int64_t step, const std::vector<std::int64_t>& order,
                                                  std::int64_t batch_in_epoch, bool stop_requested) {
+  if (auto graphed = graphed_step(step, order, batch_in_epoch, stop_requested)) return std::move(*graphed);
   Span step_span(recorder_, EventKind::Step, Stream::Host, std::int32_t(step));
-  model_.zero_grad();
+  arena_.zero_grads();
   StepStats stats;
   stats.stop = stop_requested;
   const int accumulation = plan_.parallel.grad_accumulation;
@@ -172,33 +189,46 @@ Expected<Trainer::StepStats> Trainer::train_step(std::int64_t step, const std::v
     if (sync_ && last_micro) sync_->begin_step(std::int32_t(step));
     model_.forward(input_, logits_, pass);
     {
-      Span span(recorder_, EventKind::Loss, Stream::Compute, std::int32_t(step));
-      const LossResult loss = softmax_xent(logits_, labels_, probs_, &dlogits_, scale);
-      stats.loss += double(loss.loss) * double(slice.size) / double(plan_.training.batch);
-      stats.correct += loss.correct;
+      ComputeSpan span(recorder_, device_trace_.get(), EventKind::Loss, std::int32_t(step));
+      losses_.add(logits_, labels_, probs_, dlogits_, scale, double(slice.size) / double(plan_.training.batch));
     }
     model_.backward(input_, logits_, dlogits_, pass);
   }
+  // A device's compute ends when its queue drains, not when the host has queued it.
+  if (straggler_.active()) backend_.synchronize();
   straggler_.inject(std::int32_t(step), trace::now_ns() - compute_start, recorder_);
   if (local_sgd_) return local_sgd_step(step, stats);
   if (sync_) {
     // What is left of the all-reduce after backward: the exposed communication.
-    Span wait(recorder_, EventKind::Wait, Stream::Compute, std::int32_t(step));
+    Span wait(recorder_, EventKind::Wait, waiting_stream(device_trace_.get()), std::int32_t(step));
     LOOM_TRY(sync_->finish_step());
   }
+  // Replicas meet with their losses; one process reads its loss after queueing the update,
+  // the step's only wait for a device.
+  if (ranks_ > 1) take_losses(stats);
   LOOM_TRY(meet_replicas(step, stats));
-  Span span(recorder_, EventKind::Optimizer, Stream::Compute, std::int32_t(step));
-  optimizer_.step();
+  {
+    ComputeSpan span(recorder_, device_trace_.get(), EventKind::Optimizer, std::int32_t(step));
+    optimizer_.step();
+  }
+  if (ranks_ == 1) take_losses(stats);
   return stats;
+}
+
+void Trainer::take_losses(StepStats& stats) {
+  const auto [loss, correct] = losses_.take();
+  stats.loss += loss;
+  stats.correct += correct;
 }
 
 // Replicas step on their own and meet every `period` steps (and after the last step, so
 // the run ends with one model). Between meetings a rank reports its own shard's loss.
 Expected<Trainer::StepStats> Trainer::local_sgd_step(std::int64_t step, StepStats& stats) {
   {
-    Span span(recorder_, EventKind::Optimizer, Stream::Compute, std::int32_t(step));
+    ComputeSpan span(recorder_, device_trace_.get(), EventKind::Optimizer, std::int32_t(step));
     optimizer_.step();
   }
+  take_losses(stats);
   const bool meet = (step + 1) % plan_.parallel.sync.period == 0 || step + 1 == total_steps();
   if (!meet) {
     stats.loss *= double(ranks_);  // this shard's mean loss
@@ -215,7 +245,7 @@ Expected<Trainer::StepStats> Trainer::local_sgd_step(std::int64_t step, StepStat
 
 Status Trainer::meet_replicas(std::int64_t step, StepStats& stats) {
   if (ranks_ == 1) return {};
-  Span wait(recorder_, EventKind::Wait, Stream::Compute, std::int32_t(step));
+  Span wait(recorder_, EventKind::Wait, waiting_stream(device_trace_.get()), std::int32_t(step));
   return reduce_stats(stats);
 }
 
@@ -237,6 +267,29 @@ Expected<double> Trainer::average_parameters() {
   float total = float(local_sq);
   LOOM_TRY(comm_->allreduce_sum(&total, 1));
   return std::sqrt(double(total) / double(ranks_));
+}
+
+DeviceMemory TrainingLoop::device_memory() {
+  DeviceMemory m;
+  m.total = backend_.bytes_in_use();
+  for (const Param* p : params()) {
+    m.parameters += p->value.capacity_bytes();
+    m.gradients += p->grad.capacity_bytes();
+  }
+  if (const Optimizer* opt = optimizer()) m.optimizer_state = opt->state_bytes();
+  m.workspace = workspace_bytes() + backend_.library_workspace_bytes();
+  return m;
+}
+
+std::vector<trace::MetricRecord> device_memory_metrics(TrainingLoop& loop, int rank, std::int64_t step) {
+  const DeviceMemory m = loop.device_memory();
+  const std::int64_t now = trace::now_ns();
+  return {{rank, step, now, "device_memory_bytes", double(m.total)},
+          {rank, step, now, "device_memory_parameters_bytes", double(m.parameters)},
+          {rank, step, now, "device_memory_gradients_bytes", double(m.gradients)},
+          {rank, step, now, "device_memory_optimizer_bytes", double(m.optimizer_state)},
+          {rank, step, now, "device_memory_workspace_bytes", double(m.workspace)},
+          {rank, step, now, "device_memory_activations_bytes", double(m.activations_and_buffers())}};
 }
 
 // An asynchronous worker (no optimizer here: the servers hold parameters and state) saves

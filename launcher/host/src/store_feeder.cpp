@@ -24,6 +24,14 @@ StoreFeeder::StoreFeeder(store::RunStore store, std::int64_t run_id, int world_s
 namespace {
 constexpr std::size_t kRecentSteps = 256;
 
+// Setup is over for a rank once it has built its model (the last setup phase of every
+// role) or recorded anything but setup. A rank that never records a step (a parameter
+// server, an inference server) is then held to the plan's limit like the others, not to
+// the setup allowance for the rest of the run.
+bool ends_setup(const trace::Event& e) {
+  return e.kind != trace::EventKind::Setup || e.message == std::int32_t(trace::SetupPhase::BuildModel);
+}
+
 // What a batch of a rank's events says about its progress (called under the lock).
 void note_progress(RankActivity& a, const std::vector<trace::Event>& events, std::deque<double>& recent_steps_s) {
   if (events.empty()) return;
@@ -31,8 +39,8 @@ void note_progress(RankActivity& a, const std::vector<trace::Event>& events, std
   for (const trace::Event& e : events) {
     if (!a.has_last_span || e.end_ns >= a.last_span.end_ns) a.last_span = e;
     a.has_last_span = true;
+    if (ends_setup(e)) a.training = true;
     if (e.kind != trace::EventKind::Step) continue;
-    a.training = true;
     recent_steps_s.push_back(double(e.end_ns - e.start_ns) * 1e-9);
     if (recent_steps_s.size() > kRecentSteps) recent_steps_s.pop_front();
   }

@@ -27,7 +27,7 @@ enum Category { kCompute, kComm, kOptimizer, kData, kNone };
 
 Category category_of(const Event& e) {
   // A copy lies inside the DataLoad span that counts it; on its own lane it only shows.
-  if (e.stream == trace::Stream::Copy) return kNone;
+  if (e.stream == trace::Stream::Copy || e.kind == EventKind::Copy) return kNone;
   if (trace::is_communication(e.kind)) return kComm;
   switch (e.kind) {
     case EventKind::Forward:
@@ -193,14 +193,18 @@ struct Descheduled {
 };
 
 // Moves descheduled time out of communication (exposed first: a rank waiting for a core
-// while its compute waits too) and out of idle, into its own category.
+// while its compute waits too) and out of idle, into its own category. Only what leaves
+// exposed communication or idle becomes descheduled: the categories partition the window,
+// and a communication thread waiting for a core while the rank computes lost the rank no
+// time (that part leaves the communication total alone).
 void take_out_descheduled(RankBreakdown& b, const Descheduled& d) {
   const double comm = std::min(b.comm_s, static_cast<double>(d.comm_ns) / kNsPerS);
+  const double exposed = std::min(b.exposed_comm_s, comm);
   const double wait = std::min(b.idle_s, static_cast<double>(d.wait_ns) / kNsPerS);
   b.comm_s -= comm;
-  b.exposed_comm_s -= std::min(b.exposed_comm_s, comm);
+  b.exposed_comm_s -= exposed;
   b.idle_s -= wait;
-  b.descheduled_s = comm + wait;
+  b.descheduled_s = exposed + wait;
 }
 
 // Descheduled time (docs/figures.md) inside communication and inside waiting. A span's
@@ -257,6 +261,49 @@ std::set<std::int32_t> steady_step_numbers(const std::vector<Event>& events, std
   return steady;
 }
 
+namespace {
+// The part of `more` that `claimed` (merged) does not cover; `claimed` grows by it.
+// Both lists usually arrive sorted by start (a rank's spans in recorded order), so this is
+// a linear merge, not a sort: the breakdown of a million-event run stays cheap.
+std::int64_t claim(Intervals& claimed, Intervals& more) {
+  const std::int64_t before = union_length_ns(claimed);
+  sort_by_start(more);
+  Intervals both;
+  both.reserve(claimed.size() + more.size());
+  std::merge(claimed.begin(), claimed.end(), more.begin(), more.end(), std::back_inserter(both),
+             [](const auto& a, const auto& b) { return a.first < b.first; });
+  claimed = merged(both);
+  return union_length_ns(claimed) - before;
+}
+
+// The window split into categories that cannot overlap, so they add up to it on every
+// rank, whatever its spans: an instant counts as compute if any compute span covers it,
+// else optimizer, else data, else exposed communication (communication outside work and
+// outside pipeline bubbles), else idle. On a CPU rank these spans never overlap and each
+// is its union; on a gpu rank a host-timed span can lie over stamped device work, and the
+// device's work wins. Communication (all of it, hidden included) is reported beside them.
+void set_partition(RankBreakdown& b, Intervals (&per_category)[kNone], Intervals& bubbles, std::int64_t window_ns) {
+  Intervals work = merged(per_category[kCompute]);
+  const std::int64_t compute_ns = union_length_ns(work);
+  const std::int64_t optimizer_ns = claim(work, per_category[kOptimizer]);
+  const std::int64_t data_ns = claim(work, per_category[kData]);
+  const std::int64_t work_ns = compute_ns + optimizer_ns + data_ns;
+  // A pipeline receive marked Idle is a wait for the neighbour's compute (the bubble),
+  // so that part of it counts as idle rather than as communication.
+  const std::int64_t waited_ns = overlap_length_ns(per_category[kComm], bubbles);
+  const std::int64_t comm_ns = union_length_ns(per_category[kComm]) - waited_ns;
+  Intervals outside_comm = work;
+  claim(outside_comm, bubbles);
+  const std::int64_t exposed_ns = claim(outside_comm, per_category[kComm]);
+  b.compute_s = static_cast<double>(compute_ns) / kNsPerS;
+  b.optimizer_s = static_cast<double>(optimizer_ns) / kNsPerS;
+  b.data_s = static_cast<double>(data_ns) / kNsPerS;
+  b.comm_s = static_cast<double>(comm_ns) / kNsPerS;
+  b.exposed_comm_s = static_cast<double>(exposed_ns) / kNsPerS;
+  b.idle_s = static_cast<double>(std::max<std::int64_t>(0, window_ns - work_ns - exposed_ns)) / kNsPerS;
+}
+}  // namespace
+
 RankBreakdown breakdown_rank(int rank, const std::vector<Event>& events) {
   RankBreakdown b;
   b.rank = rank;
@@ -268,13 +315,12 @@ RankBreakdown breakdown_rank(int rank, const std::vector<Event>& events) {
   b.warmup_s = static_cast<double>(w.warmup_ns) / kNsPerS;
   b.steady_steps = w.steady_steps;
   Intervals per_category[kNone];
-  Intervals busy, bubbles;
+  Intervals bubbles;
   // Sized once: growing these by doubling cost a tenth of a million-event comparison.
   std::size_t counts[kNone] = {};
   for (const Event& e : events)
     if (const Category c = category_of(e); c != kNone) ++counts[c];
   for (int c = 0; c < kNone; ++c) per_category[c].reserve(counts[c]);
-  busy.reserve(events.size());
   std::int64_t sends = 0;
   for (const Event& e : events) {
     if (e.kind == EventKind::Send && e.start_ns >= w.start_ns && e.start_ns < w.end_ns) ++sends;
@@ -282,23 +328,8 @@ RankBreakdown breakdown_rank(int rank, const std::vector<Event>& events) {
     Category c = category_of(e);
     if (c == kNone) continue;
     add_clipped(per_category[c], e, w);
-    add_clipped(busy, e, w);
   }
-  b.compute_s = static_cast<double>(union_length_ns(per_category[kCompute])) / kNsPerS;
-  // A pipeline receive marked Idle is a wait for the neighbour's compute (the bubble),
-  // so that part of it counts as idle rather than as communication.
-  const std::int64_t waited_ns = overlap_length_ns(per_category[kComm], bubbles);
-  const std::int64_t comm_ns = union_length_ns(per_category[kComm]) - waited_ns;
-  b.comm_s = static_cast<double>(comm_ns) / kNsPerS;
-  b.optimizer_s = static_cast<double>(union_length_ns(per_category[kOptimizer])) / kNsPerS;
-  b.data_s = static_cast<double>(union_length_ns(per_category[kData])) / kNsPerS;
-  const std::int64_t window_ns = w.end_ns - w.start_ns;
-  b.idle_s = static_cast<double>(std::max<std::int64_t>(0, window_ns - union_length_ns(busy) + waited_ns)) / kNsPerS;
-  Intervals work = per_category[kCompute];
-  work.insert(work.end(), per_category[kOptimizer].begin(), per_category[kOptimizer].end());
-  work.insert(work.end(), per_category[kData].begin(), per_category[kData].end());
-  const std::int64_t hidden_ns = overlap_length_ns(per_category[kComm], work);
-  b.exposed_comm_s = static_cast<double>(comm_ns - hidden_ns) / kNsPerS;
+  set_partition(b, per_category, bubbles, w.end_ns - w.start_ns);
   b.sends_per_step = b.steady_steps > 0 ? static_cast<double>(sends) / static_cast<double>(b.steady_steps) : 0.0;
   take_out_descheduled(b, descheduled_time(events, w, bubbles));
   return b;
@@ -823,6 +854,33 @@ bool same_plan_but_parallelism(const std::string& plan_json_a, const std::string
   return !a.is_null() && a == plan_without_parallelism(plan_json_b);
 }
 
+namespace {
+// Every rank's device_memory_* metrics (the last of each name), as RankMemory rows.
+Expected<std::vector<RankMemory>> memory_of_run(store::RunStore& store, std::int64_t run_id) {
+  std::map<int, RankMemory> by_rank;
+  const std::pair<const char*, std::int64_t RankMemory::*> parts[] = {
+      {"device_memory_bytes", &RankMemory::total},
+      {"device_memory_parameters_bytes", &RankMemory::parameters},
+      {"device_memory_gradients_bytes", &RankMemory::gradients},
+      {"device_memory_optimizer_bytes", &RankMemory::optimizer},
+      {"device_memory_workspace_bytes", &RankMemory::workspace},
+      {"device_memory_activations_bytes", &RankMemory::activations}};
+  for (const auto& [name, field] : parts) {
+    auto metrics = store.load_metrics(run_id, name);
+    if (!metrics.ok()) return metrics.error();
+    for (const trace::MetricRecord& m : *metrics) {
+      if (field != &RankMemory::total && !by_rank.count(m.rank)) continue;  // parts without a total
+      RankMemory& row = by_rank[m.rank];
+      row.rank = m.rank;
+      row.*field = std::int64_t(m.value);
+    }
+  }
+  std::vector<RankMemory> rows;
+  for (const auto& [rank, row] : by_rank) rows.push_back(row);
+  return rows;
+}
+}  // namespace
+
 Expected<RunSummary> summarize_run(store::RunStore& store, std::int64_t run_id,
                                    const RankEventsVisitor& visit_rank_events) {
   auto run = store.load_run(run_id);
@@ -873,6 +931,9 @@ Expected<RunSummary> summarize_run(store::RunStore& store, std::int64_t run_id,
   if (!serving.ok()) return serving.error();
   s.serving = std::move(serving).value();
   set_serving_throughput(s);
+  auto memory = memory_of_run(store, run_id);
+  if (!memory.ok()) return memory.error();
+  s.memory = std::move(memory).value();
   return s;
 }
 
@@ -1020,6 +1081,20 @@ nlohmann::json ranks_json(const std::vector<RankBreakdown>& ranks) {
 }
 }  // namespace
 
+nlohmann::json memory_json(const std::vector<RankMemory>& rows) {
+  nlohmann::json out = nlohmann::json::array();
+  auto part = [](std::int64_t v) { return v >= 0 ? nlohmann::json(v) : nlohmann::json(); };
+  for (const RankMemory& m : rows)
+    out.push_back({{"rank", m.rank},
+                   {"total_bytes", m.total},
+                   {"parameters_bytes", part(m.parameters)},
+                   {"gradients_bytes", part(m.gradients)},
+                   {"optimizer_bytes", part(m.optimizer)},
+                   {"workspace_bytes", part(m.workspace)},
+                   {"activations_bytes", part(m.activations)}});
+  return out;
+}
+
 nlohmann::json summary_to_json(const RunSummary& s) {
   nlohmann::json plan = nlohmann::json::parse(s.run.plan_json, nullptr, /*allow_exceptions=*/false);
   if (plan.is_discarded()) plan = nullptr;
@@ -1050,6 +1125,7 @@ nlohmann::json summary_to_json(const RunSummary& s) {
           {"test_accuracy", number_or_null(s.test_accuracy)},
           {"final_param_norm", number_or_null(s.param_norm)},
           {"ranks", ranks_json(s.ranks)},
+          {"device_memory", memory_json(s.memory)},
           {"allreduce", allreduce_json(s.allreduce)},
           {"clock", clock_json(s.clock)},
           {"scaling", scaling_json(s.scaling)},

@@ -38,6 +38,21 @@ std::string format_ranks(const std::vector<RankBreakdown>& ranks) {
   return out;
 }
 
+// One line per rank: the total and its parts in MiB (parts a run did not report: none).
+std::string format_memory(const std::vector<RankMemory>& rows) {
+  std::string out = "\n  memory per rank at the end (buffers only grow: the peak), MiB:\n";
+  auto mib = [](std::int64_t bytes) { return double(bytes) / double(1 << 20); };
+  for (const RankMemory& m : rows) {
+    out += format("  rank %d: %.1f", m.rank, mib(m.total));
+    if (m.parameters >= 0)
+      out += format(" = parameters %.1f + gradients %.1f + optimizer state %.1f + activations and buffers %.1f + "
+                    "workspace %.1f",
+                    mib(m.parameters), mib(m.gradients), mib(m.optimizer), mib(m.activations), mib(m.workspace));
+    out += "\n";
+  }
+  return out;
+}
+
 // One line, or nothing when the run neither all-reduced nor probed the network.
 std::string format_allreduce(const AllReduceStats& a) {
   if (a.count == 0) return std::isfinite(a.p2p_gbs) ? format("  p2p probe:     %.2f GB/s\n", a.p2p_gbs) : "";
@@ -200,6 +215,7 @@ std::string format_summary(const RunSummary& s) {
   if (s.divergence) out += format_divergence(*s.divergence);
   if (s.world_size > 1) out += format_clock(s.clock);
   if (!s.ranks.empty()) out += format_ranks(s.ranks);
+  if (!s.memory.empty()) out += format_memory(s.memory);
   if (s.pipeline && s.pipeline->stages > 1) out += format_stages(*s.pipeline);
   if (s.staleness.present) out += format_staleness(s.staleness);
   return out;

@@ -11,7 +11,7 @@ constexpr std::array<std::string_view, kEventKindCount> kKindNames = {
     "forward", "backward", "optimizer", "data",  "evaluate", "allreduce",
     "send",    "recv",     "push",      "pull",  "wait",     "idle",
     "delay",   "step",     "loss",      "broadcast", "barrier",
-    "setup",
+    "setup",   "copy",
 };
 constexpr std::array<std::string_view, kSetupPhaseCount> kSetupPhaseNames = {
     "load data", "clock alignment", "bandwidth probe", "build model"};

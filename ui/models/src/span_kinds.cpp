@@ -32,6 +32,10 @@ const std::array<SpanKindStyle, loom::trace::kEventKindCount>& kind_table() {
                BC::Setup, 0x8d6e4a, 0xa9855a),
       kind_row(EventKind::DataLoad, "data loading", "Reading and preparing the next batch.", BC::Data, 0xa6ad22,
                0xb9c43a),
+      kind_row(EventKind::Copy, "host-device copy",
+               "A gpu rank copying between host and device memory (the batch upload), on the copies lane. It lies "
+               "inside the data loading span, which counts it once.",
+               BC::Data, 0x7d6b1e, 0xb39c3c),
       kind_row(EventKind::Forward, "forward", "Forward pass: a layer computing its output from its input.",
                BC::Compute, 0x3a7bd5, 0x5c9bf0),
       kind_row(EventKind::Loss, "loss", "Softmax cross-entropy: the loss and its gradient.", BC::Compute, 0x72c0f0,

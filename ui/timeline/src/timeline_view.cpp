@@ -530,7 +530,8 @@ void TimelineView::changeEvent(QEvent* event) {
 }
 
 // Row heights in y-axis units: a full row for each stream's top level, compact rows for
-// deeper levels, and a gap between ranks. Labels go on the top-level rows only.
+// deeper levels (spans that lie inside or across a span of the row above), and a gap
+// between ranks. A deeper row says what it is, so no row is left unnamed.
 void TimelineView::rebuildRows() {
   const auto& lanes = data_.lanes();
   row_top_.assign(lanes.size(), 0);
@@ -543,13 +544,14 @@ void TimelineView::rebuildRows() {
     const double h = k.depth == 0 ? kRowHeight : kDepthRowHeight;
     row_top_[i] = y;
     row_bottom_[i] = y + h;
-    // A lane whose depth 0 is missing (not possible today) would simply go unlabelled.
     if (k.depth == 0) {
       // A gpu rank says so (its compute spans are GPU work: docs/figures.md, GPU ranks).
       const QString gpu = data_.gpu_device(k.rank);
       const QString rank = gpu.isEmpty() ? QStringLiteral("rank %1").arg(k.rank)
                                          : QStringLiteral("rank %1 (%2)").arg(k.rank).arg(gpu);
       ticks.insert(y + h / 2, QStringLiteral("%1 · %2").arg(rank, stream_label(k.stream)));
+    } else {
+      ticks.insert(y + h / 2, QStringLiteral("↳ overlapping spans, level %1").arg(k.depth + 1));
     }
     y += h;
   }

@@ -105,6 +105,10 @@ struct TrainingSpec {
   // gpu devices: cuBLAS may run the fp32 matrix products on TF32 tensor cores (10-bit
   // mantissa products, fp32 sums): faster, within 1e-3 of fp32. Refused without a gpu.
   bool tf32 = false;
+  // gpu devices: capture the steady step of a one-process run as one device graph and
+  // replay it (one launch instead of one per kernel) where the plan allows it: static
+  // shapes, no gradient accumulation, no dropout, no straggler (docs/plan-format.md).
+  bool graph = true;
 
   bool operator==(const TrainingSpec&) const = default;
 };

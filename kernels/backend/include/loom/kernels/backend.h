@@ -17,6 +17,8 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <mutex>
+#include <utility>
 #include <vector>
 
 #include "loom/core/status.h"
@@ -39,6 +41,12 @@ struct PoolDims {
   int kernel = 2, stride = 2;
   int out_h() const { return (H - kernel) / stride + 1; }
   int out_w() const { return (W - kernel) / stride + 1; }
+};
+
+// A loss read back: the mean over its rows and how many rows were right.
+struct LossValue {
+  float loss = 0;
+  int correct = 0;
 };
 
 struct AdamParams {
@@ -81,6 +89,8 @@ class Backend {
   virtual void synchronize() = 0;
   // Bytes currently allocated through this backend (device memory in use).
   virtual std::int64_t bytes_in_use() const = 0;
+  // Of those, what the backend keeps for its own libraries (cuBLAS's workspace).
+  virtual std::int64_t library_workspace_bytes() const { return 0; }
 
   // ---- timing (tracing a device without stopping it) ------------------------------------
   // stamp() marks the end of the work queued so far and returns the stamp's index (0, 1,
@@ -91,6 +101,18 @@ class Backend {
   // its call returns (the CPU, the bodies on the host), a stamp is the host clock read.
   virtual std::int32_t stamp() = 0;
   virtual std::vector<std::int64_t> resolve_stamps() = 0;
+
+  // ---- captured work (a training step recorded once, replayed every step) ---------------
+  // Between capture_begin() and capture_end() nothing runs: what is queued is recorded, with
+  // the pointers and arguments it had, and replay() runs the record as a whole (a CUDA
+  // graph: one launch instead of one per kernel). Stamps and queued losses inside it come
+  // back at each replay as they were captured. Nothing in a capture may wait for the
+  // device (download, synchronize, take_losses) or allocate or release. capture_begin()
+  // is false where the backend cannot capture (the default); capture_end() says why a
+  // capture failed, and then nothing is recorded and the caller runs the work itself.
+  virtual bool capture_begin() { return false; }
+  virtual Status capture_end() { return make_error(ErrorCode::Unavailable, "this backend does not capture work"); }
+  virtual void replay() {}
 
   // ---- layers -----------------------------------------------------------------------
   // y[N,out] = x[N,in] W[out,in]^T + b (b may be null)
@@ -127,12 +149,31 @@ class Backend {
                                      int* correct) = 0;
   virtual void softmax_xent_backward(const float* probs, const std::int32_t* labels, float* dlogits, int N, int C,
                                      float scale) = 0;
+  // The same loss without waiting for it: the work is queued, and take_losses() returns
+  // the mean loss and correct count of every loss queued since the last take, in queue
+  // order, waiting for the device once. A training step reads its losses at its end, so
+  // the host queues the backward pass while the device still computes the forward one.
+  // By default the loss is computed at once (work that is done when its call returns).
+  virtual void softmax_xent_queue(const float* logits, const std::int32_t* labels, float* probs, int N, int C) {
+    LossValue v;
+    v.loss = softmax_xent_forward(logits, labels, probs, N, C, &v.correct);
+    std::lock_guard lock(queued_mutex_);  // the shared CPU backend serves ranks that are threads
+    queued_losses_.push_back(v);
+  }
+  virtual std::vector<LossValue> take_losses() {
+    std::lock_guard lock(queued_mutex_);
+    return std::exchange(queued_losses_, {});
+  }
 
   // ---- optimizers (state zero-initialised by the caller) --------------------------------
   virtual void sgd_step(float* w, const float* dw, std::int64_t n, float lr, float weight_decay) = 0;
   virtual void momentum_step(float* w, const float* dw, float* v, std::int64_t n, float lr, float mu,
                              float weight_decay) = 0;
   virtual void adam_step(float* w, const float* dw, float* m, float* v, std::int64_t n, const AdamParams& a) = 0;
+
+ private:
+  std::mutex queued_mutex_;
+  std::vector<LossValue> queued_losses_;
 };
 
 }  // namespace loom::kernels

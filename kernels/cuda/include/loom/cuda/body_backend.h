@@ -11,8 +11,10 @@
 // An Exec provides: status(), host_memory(), allocate/release, allocate_host/release_host
 // (staging memory), upload/download/copy,
 // synchronize(), bytes_in_use(), stamp()/resolve_stamps(), launch(n, body), gemm(GemmCall, alpha, first, second,
-// beta, C) and check(ptr, what) (a no-op on the device; the host arena names a pointer
-// that is not its own, the bug a GPU would answer with an illegal address).
+// beta, C), check(ptr, what) (a no-op on the device; the host arena names a pointer
+// that is not its own, the bug a GPU would answer with an illegal address), fail(what)
+// (a sticky error), and capture_begin()/capture_end()/replay() (kernels::Backend's
+// captured work: a CUDA graph, or the host executor's recorded list).
 #pragma once
 
 #include <cstdint>
@@ -66,8 +68,37 @@ class BodyBackend final : public kernels::Backend {
   }
   void synchronize() override { exec_.synchronize(); }
   std::int64_t bytes_in_use() const override { return exec_.bytes_in_use(); }
+  std::int64_t library_workspace_bytes() const override { return library_workspace_; }
+  // Memory allocated here for a library's own use (make_cuda_backend: cuBLAS's workspace).
+  void* allocate_library_workspace(std::int64_t bytes) {
+    void* p = exec_.allocate(bytes);
+    if (p) library_workspace_ += bytes;
+    return p;
+  }
   std::int32_t stamp() override { return exec_.stamp(); }
   std::vector<std::int64_t> resolve_stamps() override { return exec_.resolve_stamps(); }
+
+  // The losses queued in a capture come back at each replay, in the rows they were
+  // captured writing (so those rows must not move: growing them afterwards is an error).
+  bool capture_begin() override { return queued_.empty() && carried_.empty() && exec_.capture_begin(); }
+  Status capture_end() override {
+    const Status captured = exec_.capture_end();
+    graph_queued_ = captured.ok() ? std::exchange(queued_, {}) : std::vector<std::pair<int, int>>{};
+    graph_rows_ = captured.ok() ? queued_rows_ : 0;
+    graph_row_loss_ = row_loss_;
+    queued_.clear();
+    queued_rows_ = 0;
+    return captured;
+  }
+  void replay() override {
+    if (row_loss_ != graph_row_loss_) {
+      exec_.fail("the captured step's loss rows were reallocated after the capture");
+      return;
+    }
+    exec_.replay();
+    queued_ = graph_queued_;
+    queued_rows_ = graph_rows_;
+  }
 
   void linear_forward(const float* x, const float* W, const float* b, float* y, int N, int in, int out) override {
     check({x, W, b, y}, "linear forward");
@@ -180,24 +211,40 @@ class BodyBackend final : public kernels::Backend {
   // kernels/cpu): N values cross the bus, and the mean matches the CPU's summation.
   float softmax_xent_forward(const float* logits, const std::int32_t* labels, float* probs, int N, int C,
                              int* correct) override {
+    // Read with whatever was queued before it, which the next take_losses still returns.
+    softmax_xent_queue(logits, labels, probs, N, C);
+    std::vector<kernels::LossValue> values = take_losses();
+    const kernels::LossValue v = values.back();
+    values.pop_back();
+    carried_ = std::move(values);
+    if (correct) *correct = v.correct;
+    return v.loss;
+  }
+  // Each queued loss writes its rows after the rows queued before it; take_losses reads
+  // them all in one download.
+  void softmax_xent_queue(const float* logits, const std::int32_t* labels, float* probs, int N, int C) override {
     check({logits, labels, probs}, "softmax cross-entropy");
-    if (!reserve_rows(N) || N <= 0) {
-      if (correct) *correct = 0;
-      return 0.0f;
+    if (N <= 0 || !reserve_rows(queued_rows_ + N)) {
+      queued_.push_back({queued_rows_, 0});
+      return;
     }
-    exec_.launch(N, SoftmaxXentRow{logits, labels, probs, row_loss_, row_correct_, C});
-    host_loss_.resize(std::size_t(N));
-    host_correct_.resize(std::size_t(N));
-    exec_.download(host_loss_.data(), row_loss_, std::int64_t(N) * 4);
-    exec_.download(host_correct_.data(), row_correct_, std::int64_t(N) * 4);
-    float total = 0.0f;
-    int hits = 0;
-    for (int n = 0; n < N; ++n) {
-      total += host_loss_[std::size_t(n)];
-      hits += host_correct_[std::size_t(n)];
+    exec_.launch(N, SoftmaxXentRow{logits, labels, probs, row_loss_ + queued_rows_, row_correct_ + queued_rows_, C});
+    queued_.push_back({queued_rows_, N});
+    queued_rows_ += N;
+  }
+  std::vector<kernels::LossValue> take_losses() override {
+    std::vector<kernels::LossValue> values = std::exchange(carried_, {});
+    if (queued_.empty()) return values;
+    host_loss_.resize(std::size_t(queued_rows_));
+    host_correct_.resize(std::size_t(queued_rows_));
+    if (queued_rows_ > 0) {
+      exec_.download(host_loss_.data(), row_loss_, std::int64_t(queued_rows_) * 4);
+      exec_.download(host_correct_.data(), row_correct_, std::int64_t(queued_rows_) * 4);
     }
-    if (correct) *correct = hits;
-    return total / float(N);
+    for (const auto& [first, rows] : queued_) values.push_back(row_mean(first, rows));
+    queued_.clear();
+    queued_rows_ = 0;
+    return values;
   }
   void softmax_xent_backward(const float* probs, const std::int32_t* labels, float* dlogits, int N, int C,
                              float scale) override {
@@ -229,14 +276,34 @@ class BodyBackend final : public kernels::Backend {
     for (const void* p : pointers)
       if (p) exec_.check(p, what);
   }
+  // Room for N rows, keeping the queued rows before queued_rows_ (a rare device copy:
+  // the rows only grow to the largest step's).
   bool reserve_rows(int N) {
     if (N <= rows_) return true;
+    auto* loss = static_cast<float*>(exec_.allocate(std::int64_t(N) * 4));
+    auto* hits = static_cast<std::int32_t*>(exec_.allocate(std::int64_t(N) * 4));
+    if (loss && hits && queued_rows_ > 0) {
+      exec_.copy(loss, row_loss_, std::int64_t(queued_rows_) * 4);
+      exec_.copy(hits, row_correct_, std::int64_t(queued_rows_) * 4);
+    }
     exec_.release(row_loss_);
     exec_.release(row_correct_);
-    row_loss_ = static_cast<float*>(exec_.allocate(std::int64_t(N) * 4));
-    row_correct_ = static_cast<std::int32_t*>(exec_.allocate(std::int64_t(N) * 4));
+    row_loss_ = loss;
+    row_correct_ = hits;
     rows_ = row_loss_ && row_correct_ ? N : 0;
     return rows_ > 0;
+  }
+  // The mean of `rows` rows from `first`, summed in row order in float as kernels/cpu does.
+  kernels::LossValue row_mean(int first, int rows) const {
+    kernels::LossValue v;
+    if (rows <= 0) return v;
+    float total = 0.0f;
+    for (int n = first; n < first + rows; ++n) {
+      total += host_loss_[std::size_t(n)];
+      v.correct += host_correct_[std::size_t(n)];
+    }
+    v.loss = total / float(rows);
+    return v;
   }
   static ConvShape shape(const kernels::ConvDims& d) { return ConvShape{d.C, d.H, d.W, d.K, d.R, d.stride, d.pad}; }
   static std::int64_t spatial(const kernels::ConvDims& d) { return std::int64_t(d.out_h()) * d.out_w(); }
@@ -251,6 +318,13 @@ class BodyBackend final : public kernels::Backend {
   float* row_loss_ = nullptr;
   std::int32_t* row_correct_ = nullptr;
   int rows_ = 0;
+  int queued_rows_ = 0;                       // rows written by queued losses
+  std::vector<std::pair<int, int>> queued_;   // each queued loss: first row, rows
+  std::vector<kernels::LossValue> carried_;   // read by a waiting loss before their take
+  std::int64_t library_workspace_ = 0;
+  std::vector<std::pair<int, int>> graph_queued_;  // the captured losses' rows
+  int graph_rows_ = 0;
+  const float* graph_row_loss_ = nullptr;
   std::vector<float> host_loss_;
   std::vector<std::int32_t> host_correct_;
 };

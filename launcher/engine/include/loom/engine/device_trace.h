@@ -24,7 +24,18 @@ class DeviceTrace {
   void add(const trace::Event& fields, std::int32_t start, std::int32_t end) { pending_.push_back({fields, start, end}); }
   // A span that starts on the host clock (fields.start_ns) and ends at stamp `end`.
   void add_host_started(const trace::Event& fields, std::int32_t end) { pending_.push_back({fields, kHostStart, end}); }
-  // Waits for the device and records every pending span with its host times.
+  // A captured step (kernels::Backend::capture_begin) runs its stamps again at every
+  // replay: the spans added while it was captured are kept as a template, and
+  // add_template gives each replay the same spans with its step number, the host-started
+  // ones (the batch load) starting at `host_start_ns`.
+  void begin_template() { template_from_ = pending_.size(); }
+  void end_template() { template_.assign(pending_.begin() + std::ptrdiff_t(template_from_), pending_.end()); }
+  void drop_template_spans() { pending_.resize(template_from_), template_.clear(); }
+  void add_template(std::int32_t step, std::int64_t host_start_ns);
+  // Waits for the device and records every pending span with its host times. A span that
+  // started on the host clock (a batch load) starts on the compute lane no earlier than
+  // the device finished the span before it: the host may prepare a batch while the device
+  // still runs earlier work, and that stretch is the device's, not the load's.
   void flush();
 
  private:
@@ -36,6 +47,8 @@ class DeviceTrace {
   kernels::Backend& backend_;
   trace::Recorder& recorder_;
   std::vector<Pending> pending_;
+  std::vector<Pending> template_;
+  std::size_t template_from_ = 0;
 };
 
 // A batch's load: from the host starting to prepare it to the device holding it (its
@@ -58,6 +71,7 @@ class BatchLoadSpan {
     if (!recorder_ || !device_) return;
     upload_end_ = device_->stamp();
     trace::Event copy = event_;
+    copy.kind = trace::EventKind::Copy;
     copy.stream = trace::Stream::Copy;
     copy.bytes = bytes;
     device_->add(copy, upload_start_, upload_end_);
@@ -81,6 +95,40 @@ class BatchLoadSpan {
   trace::Event event_;
   std::int32_t upload_start_ = -1, upload_end_ = -1;
 };
+
+// A span of work queued on the rank's device, on the compute lane: between two stamps
+// where there is a DeviceTrace (its start stamp marks the end of the work queued before,
+// so spans on the lane never overlap), host-timed by a trace::Span on the CPU, where the
+// work is done when its call returns.
+class ComputeSpan {
+ public:
+  ComputeSpan(trace::Recorder* recorder, DeviceTrace* device, trace::EventKind kind, std::int32_t step,
+              std::int32_t layer = -1, std::int16_t microbatch = -1)
+      : host_(device ? nullptr : recorder, kind, trace::Stream::Compute, step, layer, microbatch), device_(device) {
+    if (!device_) return;
+    event_ = trace::span_event(kind, trace::Stream::Compute, step, layer, microbatch);
+    start_ = device_->stamp();
+  }
+  ~ComputeSpan() {
+    if (device_) device_->add(event_, start_, device_->stamp());
+  }
+  ComputeSpan(const ComputeSpan&) = delete;
+  ComputeSpan& operator=(const ComputeSpan&) = delete;
+
+ private:
+  trace::Span host_;
+  DeviceTrace* device_;
+  trace::Event event_;
+  std::int32_t start_ = 0;
+};
+
+// Where a span of the host waiting (for a peer, a collective, a server) goes. On the CPU
+// the waiting thread is the one that computes, so the compute lane; on a traced device the
+// device may still be working through what was queued, and the compute lane is the
+// device's, so the host lane (the device's own time stays its spans').
+inline trace::Stream waiting_stream(const DeviceTrace* device) {
+  return device ? trace::Stream::Host : trace::Stream::Compute;
+}
 
 // The spans of a run of layers, back to back like trace::SpanChain: stamped on the device
 // when there is a DeviceTrace, else host-timed by a SpanChain on `recorder` (no-op if null).

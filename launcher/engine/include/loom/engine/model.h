@@ -57,6 +57,9 @@ class Module {
   // Parameter gradients accumulate.
   virtual void backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx, const Pass& pass) = 0;
   virtual void collect_params(std::vector<Param*>& /*out*/) {}
+  // Bytes of scratch memory the layer keeps for its kernels (a convolution's im2col
+  // columns), for the device memory by part (docs/figures.md).
+  virtual std::int64_t workspace_bytes() const { return 0; }
 
   LayerId id;
   Shape out_shape;  // per-sample output shape
@@ -70,6 +73,7 @@ class Sequential final : public Module {
   void forward(const Tensor& x, Tensor& y, const Pass& pass) override;
   void backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx, const Pass& pass) override;
   void collect_params(std::vector<Param*>& out) override;
+  std::int64_t workspace_bytes() const override;
   bool empty() const { return modules_.empty(); }
 
  private:
@@ -97,6 +101,7 @@ class Model {
   void zero_grad();
   const std::vector<Param*>& params() const { return params_; }
   std::int64_t parameter_count() const;
+  std::int64_t workspace_bytes() const { return body_->workspace_bytes(); }
   kernels::Backend& backend() const { return *backend_; }
 
  private:

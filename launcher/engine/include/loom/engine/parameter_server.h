@@ -88,6 +88,7 @@ class AsyncWorker final : public TrainingLoop {
                                  std::int64_t batch_in_epoch, bool stop_requested) override;
   Expected<std::optional<Evaluation>> evaluate_due() override;
   void finish(const TrainerHooks& hooks, std::int64_t steps) override;
+  std::int64_t workspace_bytes() const override { return model_.workspace_bytes(); }
   Status pull(std::int32_t request, std::int64_t step);
   Status push(std::int64_t step);
   Evaluation evaluate();

@@ -72,6 +72,7 @@ class PipelineTrainer final : public TrainingLoop {
   Expected<std::optional<Evaluation>> evaluate_due() override;
   void finish(const TrainerHooks& hooks, std::int64_t steps) override;
   Optimizer* optimizer() override { return &optimizer_; }
+  std::int64_t workspace_bytes() const override;
 
   Status run_flush(std::int64_t step, int flush, const std::vector<std::int64_t>& order, std::int64_t batch_in_epoch,
                    bool last_flush, StepStats& stats);
@@ -114,6 +115,7 @@ class PipelineTrainer final : public TrainingLoop {
   std::vector<std::vector<int>> remote_stages_;       // by value: stages it is sent to
   bool needs_input_batch_ = false;                    // loads the batch (input or labels)
   std::vector<Param*> params_;
+  ParamArena arena_;  // params_, packed
   Optimizer optimizer_;
   std::unique_ptr<comm::Communicator> stage_comm_;    // this stage's replicas (hybrid)
   std::unique_ptr<GradientSync> sync_;

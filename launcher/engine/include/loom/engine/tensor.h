@@ -8,12 +8,14 @@
 // both are the buffer itself and commit() does nothing, so the CPU path copies nothing;
 // otherwise they are a host mirror in the backend's staging memory (page-locked on CUDA,
 // so commit() is an asynchronous copy), downloaded or uploaded. Code written this way runs
-// unchanged on every backend. A mirror is rewritten only by the next host_read/host_write,
-// after the step's loss has been read back, which waits for the previous upload.
+// unchanged on every backend. An upload from the mirror reads it when the device gets to
+// it, so host_write first waits for the device (at the start of a step it is idle: the
+// step before ended reading its loss back).
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -46,6 +48,15 @@ class Buffer {
     return *this;
   }
   ~Buffer() { release(); }
+  // A buffer of n elements over memory another buffer owns (a parameter's slice of a
+  // ParamArena): never released here, and it cannot grow past n.
+  static Buffer view(kernels::Backend& backend, T* data, std::int64_t n) {
+    Buffer b(backend);
+    b.data_ = data;
+    b.size_ = b.capacity_ = n;
+    b.owns_ = false;
+    return b;
+  }
 
   kernels::Backend& backend() const { return backend_ ? *backend_ : default_backend(); }
   // Moves an empty buffer to `backend` (a non-empty one keeps its memory where it is).
@@ -56,6 +67,7 @@ class Buffer {
   // Sets the size to n elements; grows the allocation when needed (contents are then lost).
   void resize(std::int64_t n) {
     if (n > capacity_) {
+      if (!owns_) throw std::logic_error("a view of another buffer's memory cannot grow");
       release();
       data_ = static_cast<T*>(backend().allocate(n * std::int64_t(sizeof(T))));
       capacity_ = data_ ? n : 0;
@@ -64,6 +76,8 @@ class Buffer {
   }
   std::size_t size() const { return std::size_t(size_); }
   std::int64_t bytes() const { return size_ * std::int64_t(sizeof(T)); }
+  // What the allocation holds (at least bytes(): buffers keep their largest size).
+  std::int64_t capacity_bytes() const { return capacity_ * std::int64_t(sizeof(T)); }
   T* data() { return data_; }
   const T* data() const { return data_; }
 
@@ -81,7 +95,11 @@ class Buffer {
     backend().download(mirror(), data_, bytes());
     return mirror_;
   }
-  T* host_write() { return host() ? data_ : mirror(); }
+  T* host_write() {
+    if (host()) return data_;
+    backend().synchronize();  // an upload queued earlier may still read the mirror
+    return mirror();
+  }
   void commit() {
     if (!host()) backend().upload(data_, mirror_, bytes());
   }
@@ -108,11 +126,12 @@ class Buffer {
     return mirror_;
   }
   void release() {
-    if (data_) backend().release(data_);
+    if (data_ && owns_) backend().release(data_);
     if (mirror_) backend().release_host(mirror_);
     data_ = nullptr;
     mirror_ = nullptr;
     size_ = capacity_ = mirror_capacity_ = 0;
+    owns_ = true;
   }
   void swap(Buffer& other) noexcept {
     std::swap(backend_, other.backend_);
@@ -121,6 +140,7 @@ class Buffer {
     std::swap(capacity_, other.capacity_);
     std::swap(mirror_, other.mirror_);
     std::swap(mirror_capacity_, other.mirror_capacity_);
+    std::swap(owns_, other.owns_);
   }
 
   kernels::Backend* backend_ = nullptr;
@@ -128,6 +148,7 @@ class Buffer {
   std::int64_t size_ = 0, capacity_ = 0;
   mutable T* mirror_ = nullptr;  // host copy for a device backend, in its staging memory
   mutable std::int64_t mirror_capacity_ = 0;
+  bool owns_ = true;  // false: a view (see view())
 };
 
 struct Tensor {
@@ -155,6 +176,22 @@ struct Param {
   std::int32_t layer = -1;
   Buffer<float> value;
   Buffer<float> grad;
+};
+
+// Every parameter of a rank in one allocation and every gradient in another, each tensor
+// at an offset rounded up to 64 floats (256 bytes, the alignment cudaMalloc gives GEMMs);
+// the Params' value and grad become views into them. One kernel launch then updates every
+// parameter and one zeroes every gradient, on a GPU where a launch per tensor costs more
+// than the small tensors' work. The gaps stay zero: every update leaves a zero weight
+// with zero gradient and zero state at zero.
+struct ParamArena {
+  Buffer<float> values, grads;
+  std::vector<std::int64_t> offsets;  // per parameter, in floats
+
+  // Moves the values of `params` (all in `backend`) into the arena; gradients start at zero.
+  static ParamArena pack(const std::vector<Param*>& params, kernels::Backend& backend);
+  std::int64_t size() const { return std::int64_t(values.size()); }
+  void zero_grads() { grads.fill(0.0f); }
 };
 
 }  // namespace loom::engine

@@ -17,6 +17,7 @@
 #include "loom/core/model_info.h"
 #include "loom/core/plan.h"
 #include "loom/data/dataset.h"
+#include "loom/engine/batch.h"
 #include "loom/engine/checkpoint.h"
 #include "loom/engine/device_trace.h"
 #include "loom/engine/gradient_sync.h"
@@ -64,8 +65,19 @@ struct TrainResult {
   Evaluation test;
   bool stopped = false;
   std::string error;  // set when a step failed (a peer died, a collective failed)
+  std::int64_t replayed_steps = 0;  // steps run as a replay of a captured step (training.graph)
+  std::string graph_note;           // why a capture the plan allowed was not used, if one failed
 };
 
+
+// What a rank's backend memory holds at the end of a run, by part (docs/figures.md,
+// "Device memory"). Buffers only grow, so the total is the run's peak. The rest is
+// activations (every layer's outputs and their gradients, per pipeline slot), the batch
+// and its labels, the loss rows, and gradient buckets kept in device memory.
+struct DeviceMemory {
+  std::int64_t total = 0, parameters = 0, gradients = 0, optimizer_state = 0, workspace = 0;
+  std::int64_t activations_and_buffers() const { return total - parameters - gradients - optimizer_state - workspace; }
+};
 
 // The training loop shared by every strategy: epochs, shuffling, stopping, evaluation
 // and reporting. A strategy supplies one optimizer step and one evaluation; with several
@@ -85,6 +97,8 @@ class TrainingLoop {
   // with more replicas) takes rank 0's, which synchronous replicas share.
   Status resume_from(const std::string& step_dir);
   std::int64_t first_step() const { return start_step_; }
+  // This rank's backend memory by part (its backend's bytes in use, split).
+  DeviceMemory device_memory();
 
  protected:
   TrainingLoop(const Plan& plan, const data::TrainTest& data, trace::Recorder* recorder, comm::Communicator* comm,
@@ -107,6 +121,11 @@ class TrainingLoop {
   // The optimizer whose state a checkpoint keeps; nullptr: an asynchronous worker, whose
   // parameters and state live on the servers (its checkpoint holds only its step).
   virtual Optimizer* optimizer() { return nullptr; }
+  // What training.graph did: steps replayed, and why a capture failed (run() reports them).
+  virtual std::int64_t replayed_steps() const { return 0; }
+  virtual std::string graph_note() const { return {}; }
+  // The layers' kernel scratch memory (DeviceMemory::workspace).
+  virtual std::int64_t workspace_bytes() const = 0;
 
   Status reduce_stats(StepStats& stats);
   // Metrics a step produced beyond loss and accuracy; reported with the step.
@@ -164,7 +183,17 @@ class Trainer final : public TrainingLoop {
   // figure of the parameters themselves, which runs meant to be equivalent share.
   void finish(const TrainerHooks& hooks, std::int64_t steps) override;
   Optimizer* optimizer() override { return &optimizer_; }
+  std::int64_t workspace_bytes() const override { return model_.workspace_bytes(); }
   Expected<StepStats> local_sgd_step(std::int64_t step, StepStats& stats);
+  // The captured step (trainer_graph.cpp, docs/plan-format.md training.graph): the second
+  // step is captured and replayed, every later one replayed; nullopt: run it eagerly.
+  std::optional<Expected<StepStats>> graphed_step(std::int64_t step, const std::vector<std::int64_t>& order,
+                                                  std::int64_t batch_in_epoch, bool stop_requested);
+  bool capture_step(std::int64_t step, std::int64_t gather_start_ns, std::int64_t samples);
+  std::int64_t replayed_steps() const override { return replayed_; }
+  std::string graph_note() const override { return graph_note_; }
+  // Adds the step's losses (read now: on a device, its one wait) to stats.
+  void take_losses(StepStats& stats);
   // reduce_stats traced as a Wait: the replicas' last meeting in a step, where a
   // straggler's peers wait for it.
   Status meet_replicas(std::int64_t step, StepStats& stats);
@@ -173,17 +202,31 @@ class Trainer final : public TrainingLoop {
   Expected<double> average_parameters();
 
   Model model_;
+  ParamArena arena_;  // model_'s parameters and gradients, packed
   Optimizer optimizer_;
   std::unique_ptr<GradientSync> sync_;
   bool local_sgd_ = false;
   StragglerInjector straggler_;
   Tensor input_, logits_, dlogits_, probs_;
   Buffer<std::int32_t> labels_;
+  StepLosses losses_;
+  enum class GraphState { Off, Waiting, Captured };
+  GraphState graph_ = GraphState::Off;
+  std::int64_t replayed_ = 0;
+  std::string graph_note_;
 };
+
+// Whether a step of `plan` on `backend` with `ranks` ranks may be captured and replayed
+// (training.graph): one rank on a device, nothing that changes from step to step.
+bool step_graph_allowed(const Plan& plan, int ranks, const kernels::Backend& backend);
 
 // Loss and accuracy of `model` on the test set, in evaluation batches (one Evaluate span).
 Evaluation evaluate_model(Model& model, const data::Dataset& test, const std::vector<data::BatchSlice>& batches,
                           const std::vector<std::int64_t>& order, trace::Recorder* recorder);
+
+// The end-of-run metrics of `loop`'s device memory: device_memory_bytes and one
+// device_memory_<part>_bytes per part (docs/figures.md), for rank `rank` at `step`.
+std::vector<trace::MetricRecord> device_memory_metrics(TrainingLoop& loop, int rank, std::int64_t step);
 
 // Optimizer steps the plan trains for on a training set of `train_count` samples.
 std::int64_t compute_total_steps(const Plan& plan, std::int64_t train_count);

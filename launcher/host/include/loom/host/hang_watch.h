@@ -24,7 +24,7 @@ namespace loom::host {
 struct RankActivity {
   int rank = 0;
   bool connected = false, finished = false;
-  bool training = false;           // it has sent a Step span: setup is over for it
+  bool training = false;           // setup is over for it: it built its model or recorded work
   std::int64_t last_progress_ns = 0;  // host steady clock: its hello or its latest new event
   bool has_last_span = false;
   trace::Event last_span;          // the latest-ending event it sent

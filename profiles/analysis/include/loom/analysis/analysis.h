@@ -236,6 +236,13 @@ struct Throughput {
 inline constexpr double kProbeUnusualFraction = 0.25;
 inline constexpr int kProbeHistory = 3;
 
+// A rank's backend memory at the end of its run, by part, from its device_memory_*
+// metrics (docs/figures.md, "Device memory"); parts a run did not report are -1.
+struct RankMemory {
+  int rank = 0;
+  std::int64_t total = 0, parameters = -1, gradients = -1, optimizer = -1, workspace = -1, activations = -1;
+};
+
 struct RunSummary {
   trace::RunRecord run;
   int world_size = 1;
@@ -259,6 +266,7 @@ struct RunSummary {
   StalenessStats staleness;               // present only when the run recorded updates (and its plan parses)
   std::optional<DivergenceStats> divergence;  // only with "param_divergence" metrics
   std::optional<ServingStats> serving;        // only for a plan with a "serve" section
+  std::vector<RankMemory> memory;             // ranks that reported device_memory_bytes
 };
 
 // Breakdown of one rank's events (any order); exposed for tests and live views.

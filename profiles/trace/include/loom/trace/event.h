@@ -28,8 +28,9 @@ enum class EventKind : std::uint8_t {
   Broadcast = 15,
   Barrier = 16,
   Setup = 17,      // before training: dataset, clock alignment, bandwidth probe, model build
+  Copy = 18,       // a copy between host and device memory (a gpu rank's batch upload), copy lane
 };
-inline constexpr int kEventKindCount = 18;
+inline constexpr int kEventKindCount = 19;
 
 // Which part of setting up a rank a Setup span covers (stored in Event::message), so the
 // timeline and `show` can say where start-up time went without a string per event.
@@ -43,8 +44,8 @@ inline constexpr int kSetupPhaseCount = 4;
 
 // Streams separate work that may overlap in time (compute vs communication) so that
 // spans on one stream always nest properly.
-// Copy: a gpu rank's copies between host and device memory (the batch upload), shown on a
-// lane of their own; their time also lies inside the DataLoad span that counts it.
+// Copy: a gpu rank's copies between host and device memory (Copy spans: the batch upload),
+// shown on a lane of their own; their time also lies inside the DataLoad span that counts it.
 enum class Stream : std::uint8_t { Compute = 0, Comm = 1, Host = 2, Copy = 3 };
 inline constexpr int kStreamCount = 4;
 

@@ -1,0 +1,107 @@
+// The captured training step of one process (training.graph, docs/plan-format.md). The
+// step of a run launches a few dozen small kernels; on a GPU their launches cost more than
+// their work. So the second step is captured once (kernels::Backend::capture_begin: a CUDA
+// graph) and every later step replays it with one launch. The capture holds what every
+// step repeats with the same pointers and arguments: the batch upload from the host
+// mirrors, zeroing the gradients, forward, the loss and its gradient, backward. The host
+// gathers each step's batch into the mirrors before the replay; the optimizer update
+// (one launch over the packed parameters, its step count changing every step) and
+// reading the loss back follow it. The first step runs eagerly and sizes every buffer, so
+// the capture allocates nothing; buffers never move after it (they only grow, and
+// evaluation batches are no larger than training ones).
+#include <algorithm>
+
+#include "loom/engine/batch.h"
+#include "loom/engine/trainer.h"
+
+namespace loom::engine {
+namespace {
+
+using trace::EventKind;
+using trace::Span;
+using trace::Stream;
+
+bool has_dropout(const std::vector<LayerSpec>& layers) {
+  return std::any_of(layers.begin(), layers.end(), [](const LayerSpec& l) {
+    if (l.kind == LayerKind::Dropout && l.p > 0) return true;
+    return std::any_of(l.branches.begin(), l.branches.end(), [](const BranchSpec& b) { return has_dropout(b.layers); });
+  });
+}
+
+}  // namespace
+
+bool step_graph_allowed(const Plan& plan, int ranks, const kernels::Backend& backend) {
+  // Dropout draws new masks every step (its offset is an argument), stragglers sleep on
+  // the host, accumulation gathers several batches into the same mirror: none replays.
+  return plan.training.graph && ranks == 1 && !backend.host_memory() && plan.parallel.grad_accumulation == 1 &&
+         plan.parallel.stragglers.empty() && !has_dropout(plan.model.layers);
+}
+
+std::optional<Expected<Trainer::StepStats>> Trainer::graphed_step(std::int64_t step,
+                                                                   const std::vector<std::int64_t>& order,
+                                                                   std::int64_t batch_in_epoch, bool stop_requested) {
+  // The first step of this run sizes the buffers; capture from the second.
+  if (graph_ == GraphState::Off || step == first_step()) return std::nullopt;
+  Span step_span(recorder_, EventKind::Step, Stream::Host, std::int32_t(step));
+  const auto slice = chunk_of_batch(batch_in_epoch, 0, 1);
+  // The batch's span starts here on the host and ends at the captured upload's stamp.
+  const std::int64_t gather_start = trace::now_ns();
+  gather_batch(data_.train, order, slice, input_, labels_);
+  if (graph_ == GraphState::Waiting) {
+    if (!capture_step(step, gather_start, slice.size)) {
+      graph_ = GraphState::Off;
+      return std::nullopt;  // the eager step gathers and uploads the batch itself
+    }
+  } else {
+    backend_.replay();
+    if (device_trace_) device_trace_->add_template(std::int32_t(step), gather_start);
+    losses_.expect_queued(backend_, 1.0);
+  }
+  ++replayed_;
+  StepStats stats;
+  stats.stop = stop_requested;
+  {
+    ComputeSpan span(recorder_, device_trace_.get(), EventKind::Optimizer, std::int32_t(step));
+    optimizer_.step();
+  }
+  take_losses(stats);
+  return Expected<StepStats>(stats);
+}
+
+// Captures the step (its template spans and its loss included) and replays it once;
+// false, with nothing captured or queued, when the backend cannot or would not.
+bool Trainer::capture_step(std::int64_t step, std::int64_t gather_start_ns, std::int64_t samples) {
+  if (!backend_.capture_begin()) {
+    graph_note_ = std::string("the ") + backend_.name() + " backend cannot capture a step";
+    return false;
+  }
+  if (device_trace_) device_trace_->begin_template();
+  {
+    BatchLoadSpan load(recorder_, device_trace_.get(), std::int32_t(step));
+    load.event().start_ns = gather_start_ns;
+    load.event().bytes = samples * data_.train.sample_size * std::int64_t(sizeof(float));
+    upload_batch(input_, labels_, &load);
+  }
+  arena_.zero_grads();
+  Pass pass{true, std::int32_t(step), -1, plan_.training.seed, 0, recorder_, nullptr};
+  pass.device_trace = device_trace_.get();
+  model_.forward(input_, logits_, pass);
+  {
+    ComputeSpan span(recorder_, device_trace_.get(), EventKind::Loss, std::int32_t(step));
+    losses_.add(logits_, labels_, probs_, dlogits_, 1.0f / float(plan_.training.batch), 1.0);
+  }
+  model_.backward(input_, logits_, dlogits_, pass);
+  if (device_trace_) device_trace_->end_template();
+  const Status captured = backend_.capture_end();
+  if (!captured.ok()) {
+    graph_note_ = "the step could not be captured, so it runs uncaptured: " + captured.error().describe();
+    if (device_trace_) device_trace_->drop_template_spans();
+    losses_.drop();
+    return false;
+  }
+  graph_ = GraphState::Captured;
+  backend_.replay();
+  return true;
+}
+
+}  // namespace loom::engine

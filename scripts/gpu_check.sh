@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# The GPU machine's check, as one script of well under 10 minutes (docs/benchmarks.md, GPU):
+# run it on a GPU machine after unpacking a CUDA build made here, e.g.
+#   here:  scripts/build.sh && ../shared/gpu/pack.sh build $(scripts/gpu_check.sh --executables)
+#   there: bash .gpu-pack/unpack.sh && . /tmp/loom-gpu-env && scripts/gpu_check.sh "$OUT"
+# Every step has a timeout and its output in a file of OUT_DIR, so one failure costs only
+# itself: the gpu-labelled tests, a traced run of each example plan on GPU 0 with its
+# figures checked (the breakdown adds up to each rank's window, POP efficiencies <= 100%),
+# bench/gpu_vs_torch.py (Loom against PyTorch eager and with CUDA graphs), and
+# bench_allreduce_nccl on one rank (Loom against raw NCCL and the two diagnostic peers).
+set -uo pipefail
+TESTS=(test_kernels_cuda_device test_kernel_backends_cuda test_backend_training_cuda test_device_truth_cuda
+  test_step_graph_cuda test_gpu_equivalence test_comm_nccl)
+if [ "${1:-}" = "--executables" ]; then
+  echo loom-cli loom-rank bench_train bench_gemm_cuda bench_allreduce_nccl "${TESTS[@]}"
+  exit 0
+fi
+OUT=${1:?usage: scripts/gpu_check.sh OUT_DIR}
+cd "$(dirname "$0")/.."
+B=${LOOM_BUILD:-build}
+mkdir -p "$OUT"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
+step() {  # step NAME SECONDS COMMAND...: runs it, keeps its output and exit code
+  local name=$1 limit=$2; shift 2
+  local started=$SECONDS
+  timeout "$limit" "$@" > "$OUT/$name.log" 2>&1
+  local rc=$?
+  echo "$name: exit $rc in $((SECONDS - started)) s" | tee -a "$OUT/summary.txt"
+}
+nvidia-smi > "$OUT/nvidia-smi.txt" 2>&1
+for t in "${TESTS[@]}"; do
+  exe=$(find "$B/tests" -type f -name "$t" | head -1)
+  [ -n "$exe" ] && step "$t" 240 "$exe"
+done
+# A traced run of every example that trains, its devices made gpu devices on GPU 0, over MPI.
+DB=$OUT/gpu-runs.db
+for plan in resources/plans/*.json; do
+  name=$(basename "$plan" .json)
+  python3 - "$plan" "$OUT/$name.gpu.json" <<'EOF'
+import json, sys
+plan = json.load(open(sys.argv[1]))
+for d in plan.get("parallel", {}).get("devices", []) or [{}]:
+    d["kind"], d["gpu"] = "gpu", 0
+plan.setdefault("parallel", {}).setdefault("devices", [{"kind": "gpu", "gpu": 0}])
+plan["parallel"]["backend"] = "mpi"
+plan.setdefault("training", {})["steps"] = 60
+plan["training"]["eval_every"] = 60
+json.dump(plan, open(sys.argv[2], "w"))
+EOF
+  step "run-$name" 120 "$B/app/loom-cli" run "$OUT/$name.gpu.json" --db "$DB" --json
+done
+python3 - "$OUT" <<'EOF' | tee -a "$OUT/summary.txt"
+import glob, json, os, sys
+out = sys.argv[1]
+for log in sorted(glob.glob(os.path.join(out, "run-*.log"))):
+    lines = [l for l in open(log) if l.startswith("{")]
+    if not lines:
+        print(f"{os.path.basename(log)}: no summary"); continue
+    s = json.loads(lines[-1])
+    worst, pop = 0.0, 0.0
+    for r in s.get("ranks", []):
+        parts = sum(r.get(k) or 0 for k in ("compute_s", "exposed_comm_s", "optimizer_s", "data_s", "idle_s", "descheduled_s"))
+        if r.get("window_s"):
+            worst = max(worst, abs(parts - r["window_s"]) / r["window_s"])
+            pop = max(pop, (r["compute_s"] + r["optimizer_s"] + r["data_s"]) / r["window_s"])
+    print(f"{os.path.basename(log)}: {s.get('status')}, {s.get('samples_per_s')} samples/s, "
+          f"categories off the window by {worst:.2e}, largest useful share {pop:.3f}")
+EOF
+step gpu_vs_torch 300 python3 bench/gpu_vs_torch.py --build "$B" --pairs 3 --out "$OUT/gpu_vs_torch.md"
+step allreduce_nccl 120 mpirun -n 1 "$B/bench/bench_allreduce_nccl" --seconds 0.3
+echo "done; see $OUT/summary.txt"
