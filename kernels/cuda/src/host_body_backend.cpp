@@ -17,7 +17,7 @@ namespace {
 
 class HostExec {
  public:
-  HostExec() = default;
+  explicit HostExec(LaunchLog* log) : log_(log) {}
   HostExec(HostExec&& other) noexcept = default;
   ~HostExec() {
     for (auto& [base, bytes] : blocks_) std::free(const_cast<char*>(base));
@@ -59,9 +59,13 @@ class HostExec {
   }
   std::vector<std::int64_t> resolve_stamps() { return std::exchange(stamps_, {}); }
 
+  // The grid CudaExec would launch is recorded (launch_geometry.h); host_launch runs the
+  // body for every index of it that is below n, as the device's bounds check does.
   template <class Body>
   void launch(std::int64_t n, const Body& body) {
-    if (status_.ok()) host_launch(n, body);
+    if (!status_.ok() || n <= 0) return;
+    record_launch(log_, body, n);
+    host_launch(n, body);
   }
   // What CudaExec hands to cublasSgemm, handed to column-major CBLAS.
   void gemm(const GemmCall& c, float alpha, const float* first, const float* second, float beta, float* C) {
@@ -89,13 +93,14 @@ class HostExec {
   std::map<const char*, std::int64_t> blocks_;
   std::vector<std::int64_t> stamps_;
   std::int64_t in_use_ = 0;
+  LaunchLog* log_ = nullptr;
   Status status_;
 };
 
 }  // namespace
 
-std::unique_ptr<kernels::Backend> make_host_body_backend() {
-  return std::make_unique<BodyBackend<HostExec>>(HostExec(), "cuda-bodies-on-host");
+std::unique_ptr<kernels::Backend> make_host_body_backend(LaunchLog* log) {
+  return std::make_unique<BodyBackend<HostExec>>(HostExec(log), "cuda-bodies-on-host");
 }
 
 }  // namespace loom::cuda

@@ -11,6 +11,10 @@
 
 namespace loom::cuda {
 
-std::unique_ptr<kernels::Backend> make_host_body_backend();
+struct LaunchLog;
+
+// With a log, every kernel launch's geometry is appended to it (launch_geometry.h); the
+// log must outlive the backend.
+std::unique_ptr<kernels::Backend> make_host_body_backend(LaunchLog* log = nullptr);
 
 }  // namespace loom::cuda
