@@ -90,4 +90,19 @@ QString compare_normwise(const std::vector<T>& got, const std::vector<T>& want, 
   return {};
 }
 
+// For sums in float: empty when every |got - exact| <= additions * 2^-24 * magnitude[i],
+// the first-order bound of a float sum whose longest chain of roundings has `additions`
+// additions (exact and magnitude = sum of |terms| in float64).
+inline QString compare_sum(const std::vector<float>& got, const std::vector<double>& exact,
+                           const std::vector<double>& magnitude, double additions, const char* what) {
+  if (got.size() != exact.size()) return QString("%1: size %2 vs %3").arg(what).arg(got.size()).arg(exact.size());
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const double bound = additions * std::ldexp(1.0, -24) * magnitude[i];
+    if (!(std::abs(double(got[i]) - exact[i]) <= bound))
+      return QString("%1[%2]: got %3, float64 sum %4 (bound %5)")
+          .arg(what).arg(i).arg(double(got[i]), 0, 'g', 17).arg(exact[i], 0, 'g', 17).arg(bound);
+  }
+  return {};
+}
+
 }  // namespace loom::test

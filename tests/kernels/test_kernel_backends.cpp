@@ -6,11 +6,15 @@
 // memory; results downloaded and compared. On the host, element-wise work must match
 // exactly or to float rounding (rel 1e-6); on a GPU (fused multiply-add, its own exp, erf
 // and tanh) to 1e-5 relative. GEMM-based results normwise to 1e-5 (the batch GEMM sums in
-// another order), 1e-3 with TF32 tensor cores. The arena also refuses host pointers, the
-// mistake a GPU would answer with an illegal address.
+// another order), 1e-3 with TF32 tensor cores. Bias gradients are sums in different orders
+// (the CPU's serial loops, the CUDA backend's two passes): both are held to a float64 sum
+// within the first-order bound of the CPU's order, (additions) * 2^-24 * sum |terms|, which
+// the two-pass order (about 2 sqrt(length) additions) never exceeds. The arena also refuses
+// host pointers, the mistake a GPU would answer with an illegal address.
 #include <QtTest>
 
 #include <chrono>
+#include <cmath>
 #include <memory>
 #include <thread>
 #include <random>
@@ -25,6 +29,7 @@
 using loom::kernels::Backend;
 using loom::test::compare;
 using loom::test::compare_normwise;
+using loom::test::compare_sum;
 using loom::test::random_vector;
 namespace lk = loom::kernels;
 
@@ -59,6 +64,23 @@ class On {
  private:
   std::vector<void*> owned_;
 };
+
+// db0[o] + the sum of dy over rows (and the `plane` pixels of channel o when plane > 0) in
+// float64, and the sum of the magnitudes: what a bias gradient is held to.
+struct ExactSum {
+  std::vector<double> sum, magnitude;
+};
+ExactSum exact_bias_grad(const std::vector<float>& db0, const std::vector<float>& dy, std::int64_t plane) {
+  ExactSum e{std::vector<double>(db0.begin(), db0.end()), std::vector<double>(db0.size())};
+  const std::int64_t outputs = std::int64_t(db0.size());
+  for (std::size_t o = 0; o < db0.size(); ++o) e.magnitude[o] = std::abs(double(db0[o]));
+  for (std::size_t v = 0; v < dy.size(); ++v) {
+    const auto o = std::size_t(plane > 0 ? std::int64_t(v) / plane % outputs : std::int64_t(v) % outputs);
+    e.sum[o] += double(dy[v]);
+    e.magnitude[o] += std::abs(double(dy[v]));
+  }
+  return e;
+}
 
 }  // namespace
 
@@ -107,7 +129,9 @@ class TestKernelBackends : public QObject {
     LOOM_VERIFY_EMPTY(compare_normwise(got[1][0], got[0][0], 1e-5, "linear y"));
     LOOM_VERIFY_EMPTY(compare_normwise(got[1][1], got[0][1], 1e-5, "linear dx"));
     LOOM_VERIFY_EMPTY(compare_normwise(got[1][2], got[0][2], 1e-5, "linear dW (accumulated)"));
-    LOOM_VERIFY_EMPTY(compare(got[1][3], got[0][3], elementwise_, 1e-7, "linear db (accumulated)"));
+    const ExactSum db = exact_bias_grad(db0, dy, 0);
+    LOOM_VERIFY_EMPTY(compare_sum(got[0][3], db.sum, db.magnitude, N, "linear db (accumulated), cpu"));
+    LOOM_VERIFY_EMPTY(compare_sum(got[1][3], db.sum, db.magnitude, N, "linear db (accumulated), under test"));
   }
 
   // cuBLAS with TF32 tensor cores: 10-bit mantissas in the products, so 1e-3.
@@ -193,7 +217,47 @@ class TestKernelBackends : public QObject {
     LOOM_VERIFY_EMPTY(compare_normwise(got[1][0], got[0][0], 1e-5, "conv y"));
     LOOM_VERIFY_EMPTY(compare_normwise(got[1][1], got[0][1], 1e-5, "conv dx"));
     LOOM_VERIFY_EMPTY(compare_normwise(got[1][2], got[0][2], 1e-5, "conv dW (accumulated)"));
-    LOOM_VERIFY_EMPTY(compare(got[1][3], got[0][3], elementwise_, 1e-6, "conv db (accumulated)"));
+    const std::int64_t plane = std::int64_t(d.out_h()) * d.out_w();
+    const ExactSum db = exact_bias_grad(db0, dy, plane);
+    LOOM_VERIFY_EMPTY(compare_sum(got[0][3], db.sum, db.magnitude, double(d.N + plane), "conv db (accumulated), cpu"));
+    LOOM_VERIFY_EMPTY(compare_sum(got[1][3], db.sum, db.magnitude, double(d.N + plane), "conv db (accumulated), under test"));
+  }
+
+  // The bias gradients alone at the example CNN's shapes (batch 64: conv1 16 x 28x28,
+  // conv2 32 x 14x14, fc1 128, the classifier 10), where the two passes split each sum
+  // into many chunks, and conv1 at batch 512 (401408 values per channel: a third pass over
+  // 1568 partials per channel): both backends within the bound of the CPU's order of
+  // summation.
+  void biasGradientsAtTheCnnShapes() {
+    std::mt19937_64 rng(12);
+    struct Shape {
+      int N, outputs, plane;  // plane 0: a linear layer
+    };
+    for (const Shape& s : {Shape{64, 16, 28 * 28}, Shape{64, 32, 14 * 14}, Shape{64, 128, 0}, Shape{64, 10, 0},
+                           Shape{512, 16, 28 * 28}}) {
+      const std::int64_t per = s.plane > 0 ? s.plane : 1;
+      const auto dy = random_vector<float>(std::size_t(s.N * per * s.outputs), rng);
+      const auto db0 = random_vector<float>(std::size_t(s.outputs), rng);
+      std::vector<float> got[2];
+      for (int k = 0; k < 2; ++k) {
+        On on(k == 0 ? *cpu_ : *body_);
+        float *pdy = on.put(dy), *pdb = on.put(db0);
+        if (s.plane > 0) {
+          lk::ConvDims d;
+          d.N = s.N, d.C = 1, d.H = s.plane, d.W = 1, d.K = s.outputs, d.R = 1;  // dy [N, K, plane]
+          float* ws = on.zeros<float>(std::size_t(on.be.conv2d_workspace(d)));  // unread without dx, dW
+          on.be.conv2d_backward(nullptr, nullptr, pdy, nullptr, nullptr, pdb, d, ws);
+        } else {
+          on.be.linear_backward(nullptr, nullptr, pdy, nullptr, nullptr, pdb, s.N, 1, s.outputs);
+        }
+        got[k] = on.get(pdb, std::size_t(s.outputs));
+      }
+      const ExactSum db = exact_bias_grad(db0, dy, s.plane);
+      const double additions = s.N + s.plane;
+      const QByteArray what = QByteArray::number(s.outputs) + " outputs of " + QByteArray::number(s.N * per);
+      LOOM_VERIFY_EMPTY(compare_sum(got[0], db.sum, db.magnitude, additions, what + ", cpu"));
+      LOOM_VERIFY_EMPTY(compare_sum(got[1], db.sum, db.magnitude, additions, what + ", under test"));
+    }
   }
 
   void poolingAndConcatMatch() {

@@ -1,15 +1,19 @@
 // The CUDA kernels' bodies (kernels/cuda element_kernels.h) run on the CPU through
 // host_launch, against the CPU reference kernels: every index and every operation of each
-// kernel is checked in every build, with or without CUDA. On the host the bodies do the
-// CPU kernels' float operations in the same order, so most results must be bit-identical
-// (tolerance 0); the column sums of the bias gradient and the loss sum use a relative
-// 1e-6. And the cuBLAS call description (gemm_descriptor.h) fed to CBLAS in column-major
-// order must give the reference row-major product for every transpose combination and
-// non-square shapes, so a swapped operand or leading dimension fails here.
+// kernel is checked in every build, with or without CUDA. On the host the element-wise
+// bodies do the CPU kernels' float operations in the same order, so their results must be
+// bit-identical (tolerance 0); the loss sum uses a relative 1e-6. The bias gradients are
+// two-pass sums in another order than the CPU's loops: both are measured against a float64
+// sum and bounded by the a-priori bound of their own order of summation. And the cuBLAS
+// call description (gemm_descriptor.h) fed to CBLAS in column-major order must give the
+// reference row-major product for every transpose combination and non-square shapes, so a
+// swapped operand or leading dimension fails here.
 #include <QtTest>
 
 #include <cblas.h>
 
+#include <algorithm>
+#include <cmath>
 #include <random>
 #include <vector>
 
@@ -50,11 +54,82 @@ class TestCudaBodies : public QObject {
     lc::host_launch(N * out, lc::BiasAdd{y.data(), b.data(), out});
     loom::cpu::ref::linear_forward(x.data(), W.data(), b.data(), want_y.data(), N, in, out);
     LOOM_VERIFY_EMPTY(compare(y, want_y, 1e-6, 1e-7, "linear forward + bias"));
-    // Bias gradient: accumulated, like the CPU's db.
-    std::vector<float> db(out, 0.5f), dx(N * in), dW(out * in, 0.0f), want_db(out, 0.5f);
-    lc::host_launch(out, lc::BiasGrad{dy.data(), db.data(), N, out});
-    loom::cpu::ref::linear_backward(x.data(), W.data(), dy.data(), dx.data(), dW.data(), want_db.data(), N, in, out);
-    LOOM_VERIFY_EMPTY(compare(db, want_db, 1e-6, 1e-7, "bias gradient"));
+  }
+
+  // The bias gradients as BodyBackend composes them (pass 1 into partials, pass 2 onto db,
+  // the chunking of launch_geometry.h), accumulated onto a non-zero db, at the CNN's and
+  // MLP's shapes and at small ones. Each output's error against the float64 sum must stay
+  // within the first-order bound of its order of summation, (additions on the longest
+  // path) * 2^-24 * (|db0| + sum |dy|): chunk length + chunks for the two passes, the row
+  // count (+ plane) for the CPU's serial loops. A wrong index or a dropped chunk is an
+  // error of the order of the values, far above it. And the two-pass error may not exceed
+  // twice the CPU's, or one u * sum|x| (a rounding of the result), whichever is larger.
+  // Measured (max over outputs, in u * sum|x|, two-pass vs CPU; qInfo): conv1 at batch 64
+  // 0.05 vs 0.09, conv2 0.11 vs 0.14, fc1 at batch 64 0.65 vs 1.56, at batch 4096 0.19 vs
+  // 1.75; the small sums (7 x 3, classifier, 3 x 4 x 5x7) 0.45-0.66 vs 0.20-0.48, both
+  // within a rounding of the result.
+  void biasGradientsWithinTheirRoundoffBounds_data() {
+    QTest::addColumn<int>("N");
+    QTest::addColumn<int>("outputs");
+    QTest::addColumn<int>("plane");  // 0: a linear layer's db, else a convolution's
+    QTest::newRow("linear 7 x 3") << 7 << 3 << 0;
+    QTest::newRow("fc1 at batch 64") << 64 << 128 << 0;
+    QTest::newRow("classifier at batch 64") << 64 << 10 << 0;
+    QTest::newRow("fc1 at batch 4096") << 4096 << 128 << 0;
+    QTest::newRow("conv 3 x 4 x 5x7") << 3 << 4 << 35;
+    QTest::newRow("CNN conv1 at batch 64") << 64 << 16 << 28 * 28;
+    QTest::newRow("CNN conv2 at batch 64") << 64 << 32 << 14 * 14;
+  }
+  void biasGradientsWithinTheirRoundoffBounds() {
+    QFETCH(int, N);
+    QFETCH(int, outputs);
+    QFETCH(int, plane);
+    std::mt19937_64 rng(std::uint64_t(N) * 1000 + outputs);
+    const std::int64_t per = plane > 0 ? plane : 1, length = std::int64_t(N) * per;
+    const auto dy = random_vector<float>(std::size_t(length * outputs), rng);
+    const auto db0 = random_vector<float>(std::size_t(outputs), rng);
+    // The float64 sum and the magnitude sum of each output.
+    std::vector<double> exact(db0.begin(), db0.end()), magnitude(outputs);
+    for (int o = 0; o < outputs; ++o) magnitude[std::size_t(o)] = std::abs(double(db0[std::size_t(o)]));
+    for (std::int64_t v = 0; v < length * outputs; ++v) {
+      const std::int64_t o = plane > 0 ? v / plane % outputs : v % outputs;
+      exact[std::size_t(o)] += double(dy[std::size_t(v)]);
+      magnitude[std::size_t(o)] += std::abs(double(dy[std::size_t(v)]));
+    }
+    // The two passes, as BodyBackend runs them (up to 65536 values per output, as here).
+    QVERIFY(length <= lc::kMaxChunk * lc::kMaxChunk);
+    const lc::Chunking c = lc::reduction_chunks(outputs, length);
+    std::vector<float> partials(std::size_t(c.chunks * outputs)), body = db0, cpu = db0;
+    if (plane > 0) {
+      lc::host_launch(c.chunks * outputs, lc::ChannelBiasGradPartial{dy.data(), partials.data(), N, plane, outputs, c.chunks});
+      lc::host_launch(outputs, lc::SumPartials{partials.data(), body.data(), outputs, c.chunks, c.chunks, 1, c.chunks, 1, true});
+      loom::cpu::ConvGeometry g;
+      g.N = N, g.K = outputs, g.C = 1, g.R = 1, g.H = plane, g.W = 1;  // only db is asked for: dy's shape
+      loom::cpu::conv2d_backward<float>(nullptr, nullptr, dy.data(), nullptr, nullptr, cpu.data(), g, nullptr);
+    } else {
+      lc::host_launch(c.chunks * outputs, lc::BiasGradPartial{dy.data(), partials.data(), N, outputs, c.length});
+      lc::host_launch(outputs, lc::SumPartials{partials.data(), body.data(), outputs, c.chunks, 1, outputs, c.chunks, 1, true});
+      loom::cpu::linear_backward<float>(nullptr, nullptr, dy.data(), nullptr, nullptr, cpu.data(), N, 1, outputs);
+    }
+    const double u = std::ldexp(1.0, -24);
+    const double body_path = double(c.length + c.chunks), cpu_path = double(N + (plane > 0 ? plane : 0));
+    double body_worst = 0, cpu_worst = 0;  // in units of u * magnitude
+    for (int o = 0; o < outputs; ++o) {
+      const auto at = std::size_t(o);
+      const double scale = u * magnitude[at];
+      const double body_err = std::abs(double(body[at]) - exact[at]), cpu_err = std::abs(double(cpu[at]) - exact[at]);
+      QVERIFY2(body_err <= body_path * scale, qPrintable(QString("output %1: two-pass error %2 > bound %3")
+                                                            .arg(o).arg(body_err).arg(body_path * scale)));
+      QVERIFY2(cpu_err <= cpu_path * scale, qPrintable(QString("output %1: cpu error %2 > bound %3")
+                                                          .arg(o).arg(cpu_err).arg(cpu_path * scale)));
+      body_worst = std::max(body_worst, body_err / scale);
+      cpu_worst = std::max(cpu_worst, cpu_err / scale);
+    }
+    QVERIFY2(body_worst <= std::max(2 * cpu_worst, 1.0),
+             qPrintable(QString("two-pass error %1 u*sum|x| vs the cpu's %2").arg(body_worst).arg(cpu_worst)));
+    qInfo("%lld chunks of %lld: two-pass max error %.2f u*sum|x| (bound %.0f), cpu %.2f (bound %.0f)",
+          static_cast<long long>(c.chunks), static_cast<long long>(c.length), body_worst, body_path, cpu_worst,
+          cpu_path);
   }
 
   // im2col, the per-sample GEMM and the channel bias compose to cpu::conv2d_forward, with

@@ -27,10 +27,11 @@ Error cublas_error(const char* call, const char* file, int line, cublasStatus_t 
 
 class CudaExec {
  public:
-  CudaExec(cudaStream_t stream, cublasHandle_t blas) : stream_(stream), blas_(blas) {}
+  CudaExec(cudaStream_t stream, cublasHandle_t blas, LaunchLog* log) : stream_(stream), blas_(blas), log_(log) {}
   CudaExec(CudaExec&& other) noexcept
       : stream_(std::exchange(other.stream_, nullptr)),
         blas_(std::exchange(other.blas_, nullptr)),
+        log_(other.log_),
         sizes_(std::move(other.sizes_)),
         in_use_(other.in_use_),
         stamps_(std::move(other.stamps_)),
@@ -171,7 +172,8 @@ class CudaExec {
   template <class Body>
   void launch(std::int64_t n, const Body& body) {
     if (!ok() || n <= 0) return;
-    detail::run_body<<<detail::blocks_for(n), detail::kBlock, 0, stream_>>>(body, n);
+    record_launch(log_, body, n);
+    detail::run_body<<<detail::grid_for(n), kBlock, 0, stream_>>>(body, n);
     LOOM_CUDA_RECORD(cudaGetLastError());
   }
   void gemm(const GemmCall& c, float alpha, const float* first, const float* second, float beta, float* C) {
@@ -196,6 +198,7 @@ class CudaExec {
 
   cudaStream_t stream_ = nullptr;
   cublasHandle_t blas_ = nullptr;
+  LaunchLog* log_ = nullptr;
   std::unordered_map<void*, std::int64_t> sizes_;
   std::int64_t in_use_ = 0;
   std::vector<cudaEvent_t> stamps_;
@@ -226,7 +229,7 @@ Expected<std::unique_ptr<kernels::Backend>> make_cuda_backend(const CudaOptions&
     return cublas_error("cublasCreate(&blas)", __FILE__, __LINE__, created);
   }
   // The exec owns both from here, so every later failure releases them.
-  auto backend = std::make_unique<BodyBackend<CudaExec>>(CudaExec(stream, blas), "cuda");
+  auto backend = std::make_unique<BodyBackend<CudaExec>>(CudaExec(stream, blas, options.launch_log), "cuda");
   LOOM_CUBLAS_CHECK(cublasSetStream(blas, stream));
   LOOM_CUBLAS_CHECK(cublasSetMathMode(blas, options.tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
   // A workspace of cuBLAS's own from the start: it would otherwise allocate one at its

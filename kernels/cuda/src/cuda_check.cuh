@@ -1,5 +1,6 @@
 // What every CUDA source here shares: the checked-call error (the call, file and line,
-// what CUDA said, and a hint) and the one-thread-per-index kernel that runs a body.
+// what CUDA said, and a hint) and the one-thread-per-index kernel that runs a body, over
+// the grid of launch_geometry.h (shared with the host executor).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -8,10 +9,9 @@
 #include <string>
 
 #include "loom/core/status.h"
+#include "loom/cuda/launch_geometry.h"
 
 namespace loom::cuda::detail {
-
-inline constexpr int kBlock = 256;
 
 inline Error cuda_error(const char* call, const char* file, int line, const std::string& what) {
   return make_error(ErrorCode::Unavailable, std::string(call) + " failed at " + file + ":" + std::to_string(line) + ": " + what,
@@ -28,7 +28,8 @@ __global__ void run_body(Body body, std::int64_t n) {
   if (i < n) body(i);
 }
 
-inline unsigned blocks_for(std::int64_t n) { return static_cast<unsigned>((n + kBlock - 1) / kBlock); }
+// blocks_for(n) as a CUDA grid dimension (n up to 2^31 - 1 blocks of kBlock threads).
+inline unsigned grid_for(std::int64_t n) { return static_cast<unsigned>(blocks_for(n)); }
 
 }  // namespace loom::cuda::detail
 

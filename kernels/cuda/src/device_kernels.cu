@@ -1,4 +1,4 @@
-// The GPU launcher (device_kernels.h): a grid of 256-thread blocks over the indices, each
+// The GPU launcher (device_kernels.h): a grid of kBlock-thread blocks over the indices, each
 // thread running the body of its index, instantiated for every body in element_kernels.h.
 #include "loom/cuda/device_kernels.h"
 
@@ -52,7 +52,7 @@ Status DeviceBuffer::download(void* host, std::int64_t bytes) const {
 template <class Body>
 Status device_launch(std::int64_t n, const Body& body) {
   if (n <= 0) return {};
-  run_body<<<detail::blocks_for(n), detail::kBlock>>>(body, n);
+  run_body<<<detail::grid_for(n), kBlock>>>(body, n);
   LOOM_CUDA_CHECK(cudaGetLastError());
   LOOM_CUDA_CHECK(cudaDeviceSynchronize());
   return {};
@@ -61,7 +61,9 @@ Status device_launch(std::int64_t n, const Body& body) {
 template Status device_launch<ReluForward>(std::int64_t, const ReluForward&);
 template Status device_launch<ReluBackward>(std::int64_t, const ReluBackward&);
 template Status device_launch<BiasAdd>(std::int64_t, const BiasAdd&);
-template Status device_launch<BiasGrad>(std::int64_t, const BiasGrad&);
+template Status device_launch<BiasGradPartial>(std::int64_t, const BiasGradPartial&);
+template Status device_launch<ChannelBiasGradPartial>(std::int64_t, const ChannelBiasGradPartial&);
+template Status device_launch<SumPartials>(std::int64_t, const SumPartials&);
 template Status device_launch<DropoutForward>(std::int64_t, const DropoutForward&);
 template Status device_launch<Im2Col>(std::int64_t, const Im2Col&);
 template Status device_launch<Col2Im>(std::int64_t, const Col2Im&);

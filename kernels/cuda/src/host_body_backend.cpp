@@ -78,7 +78,7 @@ class HostStream {
 class HostExec {
  public:
   explicit HostExec(const HostBodyOptions& options)
-      : stream_(options.asynchronous ? std::make_unique<HostStream>(options.lag_us) : nullptr) {}
+      : log_(options.log), stream_(options.asynchronous ? std::make_unique<HostStream>(options.lag_us) : nullptr) {}
   HostExec(HostExec&& other) noexcept = default;
   ~HostExec() {
     stream_.reset();  // runs what is queued before the memory it uses goes
@@ -191,9 +191,13 @@ class HostExec {
     stamps_used_ += graph_stamps_;
   }
 
+  // The grid CudaExec would launch is recorded (launch_geometry.h); host_launch runs the
+  // body for every index of it that is below n, as the device's bounds check does.
   template <class Body>
   void launch(std::int64_t n, const Body& body) {
-    if (status_.ok() && n > 0) run([n, body] { host_launch(n, body); });
+    if (!status_.ok() || n <= 0) return;
+    record_launch(log_, body, n);
+    run([n, body] { host_launch(n, body); });
   }
   // What CudaExec hands to cublasSgemm, handed to column-major CBLAS.
   void gemm(const GemmCall& c, float alpha, const float* first, const float* second, float beta, float* C) {
@@ -250,6 +254,7 @@ class HostExec {
   std::vector<std::function<void()>> recorded_, graph_;
   std::size_t capture_first_stamp_ = 0, graph_first_stamp_ = 0, graph_stamps_ = 0;
   std::int64_t in_use_ = 0;
+  LaunchLog* log_ = nullptr;
   Status status_;
   std::unique_ptr<HostStream> stream_;  // null: synchronous
 };

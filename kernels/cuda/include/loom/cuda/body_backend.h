@@ -10,11 +10,17 @@
 //
 // An Exec provides: status(), host_memory(), allocate/release, allocate_host/release_host
 // (staging memory), upload/download/copy,
-// synchronize(), bytes_in_use(), stamp()/resolve_stamps(), launch(n, body), gemm(GemmCall, alpha, first, second,
-// beta, C), check(ptr, what) (a no-op on the device; the host arena names a pointer
-// that is not its own, the bug a GPU would answer with an illegal address), fail(what)
-// (a sticky error), and capture_begin()/capture_end()/replay() (kernels::Backend's
-// captured work: a CUDA graph, or the host executor's recorded list).
+// synchronize(), bytes_in_use(), stamp()/resolve_stamps(), launch(n, body) (with the grid
+// of launch_geometry.h, recorded into the LaunchLog it was given, if any), gemm(GemmCall,
+// alpha, first, second, beta, C), check(ptr, what) (a no-op on the device; the host
+// arena names a pointer that is not its own, the bug a GPU would answer with an illegal
+// address), fail(what) (a sticky error), and capture_begin()/capture_end()/replay()
+// (kernels::Backend's captured work: a CUDA graph, or the host executor's recorded list).
+//
+// Reductions (the bias gradients) run in passes of bounded work per thread (two up to
+// 65536 values per output; launch_geometry.h) through a scratch buffer of partial sums
+// that this class owns: grown on demand, released in the destructor, counted in
+// bytes_in_use like every allocation of the executor.
 #pragma once
 
 #include <cstdint>
@@ -36,6 +42,7 @@ class BodyBackend final : public kernels::Backend {
   ~BodyBackend() override {
     exec_.release(row_loss_);
     exec_.release(row_correct_);
+    exec_.release(partials_);
   }
 
   const char* name() const override { return name_; }
@@ -110,7 +117,7 @@ class BodyBackend final : public kernels::Backend {
     check({x, W, dy, dx, dW, db}, "linear backward");
     if (dx) gemm(false, false, N, in, out, dy, W, 0.0f, dx);  // dx = dy W
     if (dW) gemm(true, false, out, in, N, dy, x, 1.0f, dW);   // dW += dy^T x
-    if (db) exec_.launch(out, BiasGrad{dy, db, N, out});
+    if (db) bias_grad(dy, db, N, out);
   }
   void activation_forward(kernels::Activation a, const float* x, float* y, std::int64_t n) override {
     check({x, y}, "activation forward");
@@ -162,7 +169,7 @@ class BodyBackend final : public kernels::Backend {
     const std::int64_t cols = std::int64_t(d.N) * spatial(d), crr = std::int64_t(d.C) * d.R * d.R;
     float* col = workspace;
     float* dout = workspace + crr * cols;
-    if (db) exec_.launch(d.K, ChannelBiasGrad{dy, db, d.N, spatial(d), d.K});
+    if (db) channel_bias_grad(dy, db, d.N, spatial(d), d.K);
     if (!dW && !dx) return;
     exec_.launch(std::int64_t(d.K) * cols, GatherChannels{dy, dout, d.K, spatial(d), d.N});
     if (dW) {
@@ -268,6 +275,53 @@ class BodyBackend final : public kernels::Backend {
   }
 
  private:
+  // db[j] += the column sums of dy[rows, out]: partial sums of chunks of rows, then the
+  // partials of each column in chunk order (launch_geometry.h says how many chunks).
+  void bias_grad(const float* dy, float* db, std::int64_t rows, std::int64_t out) {
+    const Chunking c = reduction_chunks(out, rows);
+    float* partials = reserve_partials(out, c.chunks);
+    if (!partials) return;
+    exec_.launch(c.chunks * out, BiasGradPartial{dy, partials, rows, out, c.length});
+    finish_reduction(partials, out, c.chunks, 1, out, db);  // partial c of column j at [c * out + j]
+  }
+  // db[k] += the sum of dy[n, k, :] over samples and pixels, in the same passes.
+  void channel_bias_grad(const float* dy, float* db, std::int64_t samples, std::int64_t plane, std::int64_t channels) {
+    const Chunking c = reduction_chunks(channels, samples * plane);
+    float* partials = reserve_partials(channels, c.chunks);
+    if (!partials) return;
+    exec_.launch(c.chunks * channels, ChannelBiasGradPartial{dy, partials, samples, plane, channels, c.chunks});
+    finish_reduction(partials, channels, c.chunks, c.chunks, 1, db);  // partial c of channel k at [k * chunks + c]
+  }
+  // Adds each output's `chunks` partials onto out[o] in chunk order: directly when they
+  // are at most kMaxChunk (every shape with up to 65536 values per output: two passes in
+  // all), else first summed in groups (reduction_chunks again) into the scratch's second
+  // half, alternating halves, until they are.
+  void finish_reduction(float* in, std::int64_t outputs, std::int64_t chunks, std::int64_t output_stride,
+                        std::int64_t chunk_stride, float* out) {
+    float* other = nullptr;  // the half of the scratch not holding `in`, once there are two
+    while (chunks > kMaxChunk) {
+      const Chunking g = reduction_chunks(outputs, chunks);
+      float* next = other ? other : in + outputs * chunks;
+      exec_.launch(outputs * g.chunks, SumPartials{in, next, outputs, chunks, output_stride, chunk_stride, g.length,
+                                                   g.chunks, false});
+      other = in, in = next;
+      chunks = g.chunks, output_stride = g.chunks, chunk_stride = 1;
+    }
+    exec_.launch(outputs, SumPartials{in, out, outputs, chunks, output_stride, chunk_stride, chunks, 1, true});
+  }
+  // The reductions' scratch for `chunks` partials per output, and room for the next
+  // level's (reduction_chunks of them) when finish_reduction needs one. Work queued before
+  // a regrowth may still read the old buffer: the executor's release waits for it
+  // (CudaExec synchronizes its stream), as for every release.
+  float* reserve_partials(std::int64_t outputs, std::int64_t chunks) {
+    const std::int64_t next = chunks > kMaxChunk ? reduction_chunks(outputs, chunks).chunks : 0;
+    const std::int64_t count = outputs * (chunks + next);
+    if (count <= partials_count_) return partials_;
+    exec_.release(partials_);
+    partials_ = static_cast<float*>(exec_.allocate(count * std::int64_t(sizeof(float))));
+    partials_count_ = partials_ ? count : 0;
+    return partials_;
+  }
   // Row-major C[M,N] = alpha op(A) op(B) + beta C through the column-major descriptor.
   void gemm(bool trans_a, bool trans_b, int M, int N, int K, const float* A, const float* B, float beta, float* C) {
     exec_.gemm(gemm_call(trans_a, trans_b, M, N, K), 1.0f, B, A, beta, C);
@@ -325,6 +379,8 @@ class BodyBackend final : public kernels::Backend {
   std::vector<std::pair<int, int>> graph_queued_;  // the captured losses' rows
   int graph_rows_ = 0;
   const float* graph_row_loss_ = nullptr;
+  float* partials_ = nullptr;  // the reductions' scratch
+  std::int64_t partials_count_ = 0;
   std::vector<float> host_loss_;
   std::vector<std::int32_t> host_correct_;
 };

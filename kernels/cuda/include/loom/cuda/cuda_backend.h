@@ -10,9 +10,14 @@
 
 namespace loom::cuda {
 
+struct LaunchLog;
+
 struct CudaOptions {
   int device = 0;     // index among this host's visible GPUs
   bool tf32 = false;  // cuBLAS may use TF32 tensor cores for the fp32 GEMMs
+  // Where each kernel launch's geometry is recorded (launch_geometry.h), for tests; null in
+  // production runs. Must outlive the backend.
+  LaunchLog* launch_log = nullptr;
 };
 
 // Selects the device, creates the stream and the cuBLAS handle. An Unavailable error,

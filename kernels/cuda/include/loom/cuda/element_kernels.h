@@ -1,22 +1,30 @@
 // The bodies of Loom's element-wise CUDA kernels, written once as functors of the thread
-// index: nvcc compiles them as __host__ __device__ for the GPU launcher (launch.cu), the
-// host compiler as plain C++ for host_launch below, which runs the same body over the
-// whole grid on the CPU. Tests run every body through host_launch against the CPU
-// reference kernels (kernels/cpu), so the indexing and the arithmetic of each kernel are
-// checked in every build, CUDA or not; only the launch itself needs a GPU.
+// index: nvcc compiles them as __host__ __device__ for the GPU launchers (cuda_backend.cu,
+// device_kernels.cu), the host compiler as plain C++ for host_launch below, which runs the
+// same body over the whole grid on the CPU. Tests run every body through host_launch
+// against the CPU reference kernels (kernels/cpu), so the indexing and the arithmetic of
+// each kernel are checked in every build, CUDA or not; only the launch itself needs a GPU.
 //
-// One output element per thread, no shared memory, no barriers: the shapes of this model
-// family (a few thousand features, batches of hundreds) keep such kernels fast enough,
-// and it keeps them checkable this way. Reductions over a batch (bias gradients, the
-// loss) are per output element too: a thread sums its column.
+// One work item per thread, no shared memory, no barriers, no atomics: that keeps every
+// kernel checkable this way. A thread's serial work is bounded by the layer's geometry,
+// never by the batch or the plane: reductions over a batch or a plane (the bias gradients)
+// run in two passes, partial sums of chunks of the values (one thread per chunk and
+// output), then the partials added in chunk order (one thread per output); the chunking
+// (launch_geometry.h) depends on the shape only, so the result is deterministic. Gathers
+// visit only what can reach their element (max-pool backward: the windows containing the
+// pixel; col2im: the kernel taps). The softmax row loss is summed on the host.
 //
-// Arithmetic follows the CPU kernels operation by operation (same order, float), so the
-// GPU and CPU results differ only where the hardware rounds differently (fused
-// multiply-add, exp and sqrt), within the stated tolerances of the tests.
+// Element-wise arithmetic follows the CPU kernels operation by operation (same order,
+// float), so on the host those bodies match kernels/cpu bit for bit and a GPU differs only
+// where the hardware rounds differently (fused multiply-add, exp, erf, sqrt). Sums do not:
+// the two-pass reductions add in another order than the CPU's serial loops, and tests bound
+// both against a float64 sum (test_kernels_cuda_bodies, docs/tests.md).
 #pragma once
 
 #include <cmath>
 #include <cstdint>
+
+#include "loom/cuda/launch_geometry.h"
 
 #if defined(__CUDACC__)
 #define LOOM_HD __host__ __device__
@@ -45,12 +53,14 @@ LOOM_HD inline double counter_uniform(std::uint64_t seed, std::uint64_t counter)
 
 // ---- activations ------------------------------------------------------------------------
 struct ReluForward {
+  static constexpr const char* kName = "ReluForward";
   const float* x;
   float* y;
   LOOM_HD void operator()(std::int64_t i) const { y[i] = x[i] > 0.0f ? x[i] : 0.0f; }
 };
 
 struct ReluBackward {
+  static constexpr const char* kName = "ReluBackward";
   const float* x;
   const float* dy;
   float* dx;
@@ -58,6 +68,7 @@ struct ReluBackward {
 };
 
 struct TanhForward {
+  static constexpr const char* kName = "TanhForward";
   const float* x;
   float* y;
   LOOM_HD void operator()(std::int64_t i) const { y[i] = std::tanh(x[i]); }
@@ -65,6 +76,7 @@ struct TanhForward {
 
 // Through the output, as kernels/cpu: dx = dy (1 - y^2).
 struct TanhBackward {
+  static constexpr const char* kName = "TanhBackward";
   const float* y;
   const float* dy;
   float* dx;
@@ -73,6 +85,7 @@ struct TanhBackward {
 
 // Exact GELU, x Phi(x) with erf (PyTorch's default), with kernels/cpu's constants.
 struct GeluForward {
+  static constexpr const char* kName = "GeluForward";
   const float* x;
   float* y;
   LOOM_HD void operator()(std::int64_t i) const {
@@ -81,6 +94,7 @@ struct GeluForward {
 };
 
 struct GeluBackward {
+  static constexpr const char* kName = "GeluBackward";
   const float* x;
   const float* dy;
   float* dx;
@@ -93,6 +107,7 @@ struct GeluBackward {
 
 // ---- plain element-wise helpers -----------------------------------------------------------
 struct Fill {
+  static constexpr const char* kName = "Fill";
   float* x;
   float value;
   LOOM_HD void operator()(std::int64_t i) const { x[i] = value; }
@@ -100,6 +115,7 @@ struct Fill {
 
 // y += x (summing the input gradients of parallel branches).
 struct Accumulate {
+  static constexpr const char* kName = "Accumulate";
   float* y;
   const float* x;
   LOOM_HD void operator()(std::int64_t i) const { y[i] += x[i]; }
@@ -107,6 +123,7 @@ struct Accumulate {
 
 // out = a * b element-wise (dropout's backward: dx = mask * dy).
 struct Multiply {
+  static constexpr const char* kName = "Multiply";
   const float* a;
   const float* b;
   float* out;
@@ -116,6 +133,7 @@ struct Multiply {
 // One branch's [N, width] block into columns [offset, offset + width) of out [N, total],
 // one thread per element of the part; SplitPart is its adjoint.
 struct ConcatPart {
+  static constexpr const char* kName = "ConcatPart";
   const float* part;
   float* out;
   std::int64_t width, total, offset;
@@ -123,6 +141,7 @@ struct ConcatPart {
 };
 
 struct SplitPart {
+  static constexpr const char* kName = "SplitPart";
   const float* dout;
   float* dpart;
   std::int64_t width, total, offset;
@@ -131,28 +150,86 @@ struct SplitPart {
 
 // y[N, out] += b[out]: the bias after the GEMM of a linear layer (one thread per element).
 struct BiasAdd {
+  static constexpr const char* kName = "BiasAdd";
   float* y;
   const float* b;
   std::int64_t out;
   LOOM_HD void operator()(std::int64_t i) const { y[i] += b[i % out]; }
 };
 
-// db[j] += sum over n of dy[n, j]: one thread per output feature, adding its column onto
-// db[j] row by row, the CPU's order of operations (so the sums agree bit for bit).
-struct BiasGrad {
-  const float* dy;
-  float* db;
-  std::int64_t rows, out;
-  LOOM_HD void operator()(std::int64_t j) const {
-    float acc = db[j];
-    for (std::int64_t n = 0; n < rows; ++n) acc += dy[n * out + j];
-    db[j] = acc;
+// ---- reductions in passes (launch_geometry.h: reduction_chunks picks the chunking) --------
+// Pass 1 of db[j] += sum over n of dy[n, j]: thread i = c * out + j sums rows
+// [c * chunk_rows, (c + 1) * chunk_rows) of column j into partials[c * out + j]. Threads
+// next to each other read next columns of one row, so a warp's reads are contiguous.
+struct BiasGradPartial {
+  static constexpr const char* kName = "BiasGradPartial";
+  const float* dy;  // [rows, out]
+  float* partials;  // [chunks, out]
+  std::int64_t rows, out, chunk_rows;
+  LOOM_HD void operator()(std::int64_t i) const {
+    const std::int64_t c = i / out, j = i % out;
+    const std::int64_t begin = c * chunk_rows, end = begin + chunk_rows < rows ? begin + chunk_rows : rows;
+    float sum = 0.0f;
+    for (std::int64_t n = begin; n < end; ++n) sum += dy[n * out + j];
+    partials[i] = sum;
   }
+  std::int64_t summed() const { return rows * out; }
+};
+
+// Pass 1 of db[k] += the sum of dy[n, k, :, :] over samples and pixels. Channel k's values,
+// taken in (sample, pixel) order as a sequence of samples * plane, are dealt to `chunks`
+// threads in turn: thread i = k * chunks + c sums the values at c, c + chunks, c + 2 chunks,
+// ... into partials[i]. Threads next to each other read next pixels (coalesced), and the
+// (sample, pixel) of the next value is stepped without a division.
+struct ChannelBiasGradPartial {
+  static constexpr const char* kName = "ChannelBiasGradPartial";
+  const float* dy;  // [samples, channels, plane]
+  float* partials;  // [channels, chunks]
+  std::int64_t samples, plane, channels, chunks;
+  LOOM_HD void operator()(std::int64_t i) const {
+    const std::int64_t k = i / chunks, c = i % chunks;
+    const std::int64_t step_n = chunks / plane, step_s = chunks % plane;
+    std::int64_t n = c / plane, s = c % plane;
+    float sum = 0.0f;
+    while (n < samples) {
+      sum += dy[(n * channels + k) * plane + s];
+      n += step_n;
+      s += step_s;
+      if (s >= plane) {
+        s -= plane;
+        ++n;
+      }
+    }
+    partials[i] = sum;
+  }
+  std::int64_t summed() const { return samples * plane * channels; }
+};
+
+// The passes after the first, for both: output o's `chunks` partials (partial c at
+// in[o * output_stride + c * chunk_stride]) summed in chunk order, `per_group` at a time.
+// Thread i = o * groups + g sums partials [g * per_group, (g + 1) * per_group) into out[i];
+// the last pass has one group per output and adds its sum onto out[o] (accumulate).
+struct SumPartials {
+  static constexpr const char* kName = "SumPartials";
+  const float* in;
+  float* out;
+  std::int64_t outputs, chunks, output_stride, chunk_stride, per_group, groups;
+  bool accumulate;
+  LOOM_HD void operator()(std::int64_t i) const {
+    const std::int64_t o = i / groups, begin = i % groups * per_group;
+    const std::int64_t end = begin + per_group < chunks ? begin + per_group : chunks;
+    const float* p = in + o * output_stride;
+    float sum = 0.0f;
+    for (std::int64_t c = begin; c < end; ++c) sum += p[c * chunk_stride];
+    out[i] = accumulate ? out[i] + sum : sum;
+  }
+  std::int64_t summed() const { return outputs * chunks; }
 };
 
 // The same masks as cpu::dropout_forward for the same (seed, offset): element i draws
 // counter offset + i. keep_scale = 1 / (1 - p), or 0 when p >= 1.
 struct DropoutForward {
+  static constexpr const char* kName = "DropoutForward";
   const float* x;
   float* y;
   float* mask;
@@ -179,6 +256,7 @@ struct ConvShape {
 // col[(c*R + kr)*R + ks, oh*OW + ow] = x[c, oh*stride - pad + kr, ow*stride - pad + ks], 0
 // outside the image: one thread per column entry of one sample.
 struct Im2Col {
+  static constexpr const char* kName = "Im2Col";
   const float* x;  // one sample, [C, H, W]
   float* col;      // [C*R*R, OH*OW]
   ConvShape g;
@@ -196,6 +274,7 @@ struct Im2Col {
 // The adjoint of Im2Col as a gather, one thread per input pixel (no atomics): dx[c, h, w]
 // = the sum of the column entries im2col copied from it, in (kr, ks) order.
 struct Col2Im {
+  static constexpr const char* kName = "Col2Im";
   const float* col;  // [C*R*R, OH*OW] of one sample
   float* dx;         // [C, H, W], overwritten
   ConvShape g;
@@ -219,33 +298,17 @@ struct Col2Im {
 
 // y[n, k, :, :] += b[k] over NCHW outputs with `plane` = OH*OW elements per channel.
 struct ChannelBias {
+  static constexpr const char* kName = "ChannelBias";
   float* y;
   const float* b;
   std::int64_t plane, channels;
   LOOM_HD void operator()(std::int64_t i) const { y[i] += b[(i / plane) % channels]; }
 };
 
-// db[k] += the sum of dy[n, k, :, :] over samples and pixels: one thread per channel,
-// adding each sample's plane sum in turn, in kernels/cpu's order.
-struct ChannelBiasGrad {
-  const float* dy;
-  float* db;
-  std::int64_t samples, plane, channels;
-  LOOM_HD void operator()(std::int64_t k) const {
-    float acc = db[k];
-    for (std::int64_t n = 0; n < samples; ++n) {
-      const float* row = dy + (n * channels + k) * plane;
-      float sum = 0.0f;
-      for (std::int64_t j = 0; j < plane; ++j) sum += row[j];
-      acc += sum;
-    }
-    db[k] = acc;
-  }
-};
-
 // The whole batch's column matrix col[C*R*R, samples*OH*OW] (sample n's columns at
 // n*OH*OW), so one GEMM covers the batch: Im2Col over every sample at once.
 struct Im2ColBatch {
+  static constexpr const char* kName = "Im2ColBatch";
   const float* x;  // [samples, C, H, W]
   float* col;
   ConvShape g;
@@ -263,6 +326,7 @@ struct Im2ColBatch {
 
 // The adjoint of Im2ColBatch as a gather, one thread per input pixel of the batch.
 struct Col2ImBatch {
+  static constexpr const char* kName = "Col2ImBatch";
   const float* col;  // [C*R*R, samples*OH*OW]
   float* dx;         // [samples, C, H, W], overwritten
   ConvShape g;
@@ -290,6 +354,7 @@ struct Col2ImBatch {
 // y[n, k, s] = src[k, n*spatial + s] + b[k] (b may be null): the batch GEMM's [K, N*OHOW]
 // result into NCHW with the bias, one thread per output element.
 struct ScatterChannels {
+  static constexpr const char* kName = "ScatterChannels";
   const float* src;
   float* y;
   const float* b;
@@ -302,6 +367,7 @@ struct ScatterChannels {
 
 // dst[k, n*spatial + s] = dy[n, k, s]: NCHW gradients into the layout the GEMMs read.
 struct GatherChannels {
+  static constexpr const char* kName = "GatherChannels";
   const float* dy;
   float* dst;
   std::int64_t channels, spatial, samples;
@@ -314,6 +380,7 @@ struct GatherChannels {
 // Max pooling, one thread per output element; argmax is the flat index within the
 // input plane of the first largest value, as cpu::maxpool2d_forward records it.
 struct MaxPoolForward {
+  static constexpr const char* kName = "MaxPoolForward";
   const float* x;
   float* y;
   std::int32_t* argmax;
@@ -340,22 +407,26 @@ struct MaxPoolForward {
 };
 
 // The max-pool gradient as a gather, one thread per input pixel: the dy of every window
-// whose argmax is this pixel (windows overlap when stride < kernel).
+// whose argmax is this pixel (windows overlap when stride < kernel). Only the windows that
+// contain the pixel are visited: rows oh with oh * stride <= h < oh * stride + kernel, at
+// most ceil(kernel / stride) of them, and the same for columns; in increasing (oh, ow), the
+// order in which cpu::maxpool2d_backward adds them.
 struct MaxPoolBackward {
+  static constexpr const char* kName = "MaxPoolBackward";
   const std::int32_t* argmax;
   const float* dy;
   float* dx;  // overwritten
   int H, W, kernel, stride;
+  LOOM_HD static int first_window(int at, int kernel, int stride) { return at < kernel ? 0 : (at - kernel) / stride + 1; }
   LOOM_HD void operator()(std::int64_t i) const {
     const int OH = (H - kernel) / stride + 1, OW = (W - kernel) / stride + 1;
     const std::int64_t plane = i / (std::int64_t(H) * W);
     const auto at = std::int32_t(i % (std::int64_t(H) * W));
     const int h = at / W, w = at % W;
+    const int oh_end = h / stride + 1 < OH ? h / stride + 1 : OH, ow_end = w / stride + 1 < OW ? w / stride + 1 : OW;
     float sum = 0.0f;
-    for (int oh = 0; oh < OH; ++oh) {
-      if (h < oh * stride || h >= oh * stride + kernel) continue;
-      for (int ow = 0; ow < OW; ++ow) {
-        if (w < ow * stride || w >= ow * stride + kernel) continue;
+    for (int oh = first_window(h, kernel, stride); oh < oh_end; ++oh) {
+      for (int ow = first_window(w, kernel, stride); ow < ow_end; ++ow) {
         const std::int64_t o = (plane * OH + oh) * OW + ow;
         if (argmax[o] == at) sum += dy[o];
       }
@@ -369,6 +440,7 @@ struct MaxPoolBackward {
 // row_correct[n] = 1 when the argmax (first of equal maxima) is the label. The host (or
 // a second pass) sums row_loss / N for the mean loss, as cpu::softmax_xent_forward does.
 struct SoftmaxXentRow {
+  static constexpr const char* kName = "SoftmaxXentRow";
   const float* logits;
   const std::int32_t* labels;
   float* probs;
@@ -396,6 +468,7 @@ struct SoftmaxXentRow {
 
 // dlogits[n, c] = probs[n, c] * scale, minus scale at the label.
 struct SoftmaxXentBackward {
+  static constexpr const char* kName = "SoftmaxXentBackward";
   const float* probs;
   const std::int32_t* labels;
   float* dlogits;
@@ -410,6 +483,7 @@ struct SoftmaxXentBackward {
 
 // ---- optimizers (weight decay folded into the gradient, as kernels/cpu) --------------------
 struct SgdStep {
+  static constexpr const char* kName = "SgdStep";
   float* w;
   const float* dw;
   float lr, weight_decay;
@@ -417,6 +491,7 @@ struct SgdStep {
 };
 
 struct MomentumStep {
+  static constexpr const char* kName = "MomentumStep";
   float* w;
   const float* dw;
   float* v;
@@ -430,6 +505,7 @@ struct MomentumStep {
 // step_size = lr / (1 - beta1^t) and bias_correction2_sqrt = sqrt(1 - beta2^t), computed
 // once on the host in double as cpu::adam_step does.
 struct AdamStep {
+  static constexpr const char* kName = "AdamStep";
   float* w;
   const float* dw;
   float* m;

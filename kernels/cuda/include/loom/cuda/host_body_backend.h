@@ -20,9 +20,12 @@
 
 namespace loom::cuda {
 
+struct LaunchLog;
+
 struct HostBodyOptions {
   bool asynchronous = false;
-  int lag_us = 0;  // asynchronous only
+  int lag_us = 0;               // asynchronous only
+  LaunchLog* log = nullptr;     // every launch's geometry appended (launch_geometry.h); outlives the backend
 };
 
 std::unique_ptr<kernels::Backend> make_host_body_backend(HostBodyOptions options = {});
