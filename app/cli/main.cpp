@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
+#include <new>
 #include <string>
 
 #include "commands.h"
@@ -263,7 +265,7 @@ bool reads_whole_runs(const std::string& command) {
 }
 }  // namespace
 
-int main(int argc, char** argv) {
+int run_command(int argc, char** argv) {
   using namespace loom::cli;
   if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0) {
     std::fputs(kUsage, argc < 2 ? stderr : stdout);
@@ -296,4 +298,18 @@ int main(int argc, char** argv) {
   if (command == "import") return cmd_import(args);
   if (command == "lesson") return cmd_lesson(args);
   return cmd_export(args);
+}
+
+// The executable's edge: memory running out (a plan or store too large for this machine)
+// ends with a message and exit 1, never an uncaught exception and an abort.
+int main(int argc, char** argv) {
+  try {
+    return run_command(argc, argv);
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "loom-cli: out of memory (hint: the input is larger than this machine can hold; "
+                         "check the file named, or free memory)\n");
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "loom-cli: internal error: %s (hint: report it with the command that caused it)\n", e.what());
+  }
+  return 1;
 }

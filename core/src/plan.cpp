@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <set>
@@ -147,16 +148,40 @@ PlanResult parse_plan(std::string_view json_text) {
   }
 }
 
+namespace {
+PlanResult plan_file_error(std::string reason) {
+  PlanResult result;
+  result.errors.push_back({"", std::move(reason)});
+  return result;
+}
+}  // namespace
+
+// A plan is a small text file: anything else is refused before it is read (a FIFO would
+// block, /dev/zero never ends, a 2 GB file would be read whole into memory).
 PlanResult load_plan_file(const std::string& path) {
+  using limits::kMaxPlanBytes;
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (ec || !std::filesystem::exists(status))
+    return plan_file_error("cannot open plan file '" + path + "': " + (ec ? ec.message() : "no such file"));
+  if (!std::filesystem::is_regular_file(status))
+    return plan_file_error("'" + path + "' is not a regular file (a directory, a FIFO or a device): give a plan file");
+  const auto size = std::filesystem::file_size(path, ec);
+  if (!ec && size > std::uintmax_t(kMaxPlanBytes))
+    return plan_file_error("plan file '" + path + "' is " + std::to_string(size) + " bytes; a plan is at most " +
+                           std::to_string(kMaxPlanBytes >> 20) + " MiB of JSON");
   std::ifstream file(path, std::ios::binary);
-  if (!file) {
-    PlanResult result;
-    result.errors.push_back({"", "cannot open plan file '" + path + "': " + std::strerror(errno)});
-    return result;
-  }
-  std::ostringstream text;
-  text << file.rdbuf();
-  return parse_plan(text.str());
+  if (!file) return plan_file_error("cannot open plan file '" + path + "': " + std::strerror(errno));
+  // Room for the size seen and one byte more, to notice a file that grew meanwhile.
+  std::string text(std::size_t(ec ? kMaxPlanBytes : std::int64_t(size)) + 1, '\0');
+  file.read(text.data(), std::streamsize(text.size()));
+  text.resize(std::size_t(file.gcount()));
+  if (text.size() > std::size_t(kMaxPlanBytes) || (!ec && text.size() > size))  // it grew while being read
+    return plan_file_error("plan file '" + path + "' is over " + std::to_string(kMaxPlanBytes >> 20) + " MiB");
+  if (const auto nul = text.find('\0'); nul != std::string::npos)
+    return plan_file_error("plan file '" + path + "' holds a NUL byte at offset " + std::to_string(nul) +
+                           ": a plan is JSON text");
+  return parse_plan(text);
 }
 
 Plan default_plan() {

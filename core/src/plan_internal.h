@@ -71,6 +71,10 @@ inline constexpr std::array<EnumName<CommBackend>, 2> kBackendNames{{
     {CommBackend::Mpi, "mpi"},
     {CommBackend::Nccl, "nccl"},
 }};
+inline constexpr std::array<EnumName<DivergencePolicy>, 2> kDivergenceNames{{
+    {DivergencePolicy::Stop, "stop"},
+    {DivergencePolicy::Continue, "continue"},
+}};
 inline constexpr std::array<EnumName<DelayDistribution>, 4> kDelayNames{{
     {DelayDistribution::None, "none"},
     {DelayDistribution::Constant, "constant"},

@@ -111,6 +111,7 @@ Json training_to_json(const TrainingSpec& training) {
   j["checkpoint_every"] = training.checkpoint_every;
   j["tf32"] = training.tf32;
   j["graph"] = training.graph;
+  j["on_divergence"] = enum_to_name(detail::kDivergenceNames, training.on_divergence);
   j["optimizer"] = std::move(optimizer);
   return j;
 }

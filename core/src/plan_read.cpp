@@ -20,7 +20,7 @@ const Keys kModelKeys{"input", "layers", "loss"};
 const Keys kDataKeys{"source", "path", "train_limit", "test_limit", "shuffle", "kind", "classes",
                      "features", "train_samples", "test_samples", "noise", "seed"};
 const Keys kTrainingKeys{"batch", "epochs", "steps", "seed", "eval_every", "threads", "hang_timeout_s", "checkpoint_every", "tf32",
-                        "graph", "optimizer"};
+                        "graph", "on_divergence", "optimizer"};
 const Keys kOptimizerKeys{"type", "lr", "momentum", "beta1", "beta2", "eps", "weight_decay"};
 const Keys kParallelKeys{"devices", "data_parallel", "stages", "microbatches", "schedule", "bucket_mb",
                          "grad_accumulation", "backend", "sync", "stragglers"};
@@ -389,6 +389,7 @@ void PlanReader::read_training(const Json& j, const std::string& path, TrainingS
   read_int(j, path, "checkpoint_every", training.checkpoint_every, "a non-negative integer");
   read_bool(j, path, "tf32", training.tf32);
   read_bool(j, path, "graph", training.graph);
+  read_enum(j, path, "on_divergence", training.on_divergence, kDivergenceNames, "divergence policy");
   if (const Json* optimizer = find_key(j, "optimizer")) read_optimizer(*optimizer, child(path, "optimizer"), training.optimizer);
 }
 

@@ -1,7 +1,10 @@
 // loom-cli end to end: validate, run, runs, show --json and export --chrome against a
 // fresh run store in a temporary directory, plus the exit codes and messages for bad input.
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <QElapsedTimer>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -282,6 +285,48 @@ class CliTest : public QObject {
       QCOMPARE(p.exitStatus(), QProcess::NormalExit);
       QCOMPARE(p.exitCode(), 2);
       QVERIFY2(err.contains(expected), qPrintable(err));
+    }
+  }
+
+  // Plan files that are not small text files are refused before they are read, with exit
+  // 2, under a 1 GiB address-space limit, within 2 s: a 2 GB (sparse) file, /dev/zero, a
+  // FIFO nobody writes (validate and run would block on it), and text after a NUL byte.
+  void fileThatIsNoPlanIsRefusedUnread() {
+    QTemporaryDir dir;
+    const QString big = dir.filePath("big.json"), fifo = dir.filePath("plan.fifo"), nul = dir.filePath("nul.json");
+    QFile sparse(big);
+    QVERIFY(sparse.open(QIODevice::WriteOnly));
+    sparse.write("{");
+    sparse.close();
+    QVERIFY(::truncate(QFile::encodeName(big).constData(), off_t(2) << 30) == 0);
+    QVERIFY(::mkfifo(QFile::encodeName(fifo).constData(), 0600) == 0);
+    const QByteArray plan = QJsonDocument(loom::test::read_json_file(QString(LOOM_SOURCE_DIR) +
+                                                                     "/resources/plans/mlp_fashion.json")).toJson();
+    QFile f(nul);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(plan + QByteArray(1, '\0') + "garbage");
+    f.close();
+    const std::vector<std::pair<QString, QString>> cases{{big, "bytes; a plan is at most 16 MiB"},
+                                                         {"/dev/zero", "is not a regular file"},
+                                                         {fifo, "is not a regular file"},
+                                                         {nul, "holds a NUL byte at offset"}};
+    for (const auto& [path, expected] : cases) {
+      for (const char* command : {"validate", "run"}) {
+        QProcess p;
+        p.setChildProcessModifier([] {
+          const rlimit limit{1ull << 30, 1ull << 30};
+          ::setrlimit(RLIMIT_AS, &limit);
+        });
+        QElapsedTimer timer;
+        timer.start();
+        p.start(LOOM_CLI, {command, path, "--db", db()});
+        QVERIFY2(p.waitForFinished(10000), qPrintable(path));
+        const QString err = QString::fromUtf8(p.readAllStandardError());
+        QCOMPARE(p.exitStatus(), QProcess::NormalExit);
+        QVERIFY2(p.exitCode() == 2, qPrintable(QString("%1 %2: exit %3: %4").arg(command, path).arg(p.exitCode()).arg(err)));
+        QVERIFY2(err.contains(expected), qPrintable(err));
+        QVERIFY2(timer.elapsed() < 2000, qPrintable(QString("%1 ms").arg(timer.elapsed())));
+      }
     }
   }
 

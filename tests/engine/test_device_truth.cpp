@@ -6,8 +6,9 @@
 //    synchronous executor (the same operations in the same order), so every result the
 //    engine reads it waited for; a missing wait reads a result before it exists, or
 //    rewrites staging memory an upload has yet to read, and the numbers differ;
-//  - on the compute lane no two spans overlap, on every rank of every example plan, and
-//    host waits are on the host lane: the compute lane is the device's time;
+//  - on the compute lane no two spans overlap (one may hold others: a parallel block's
+//    span its branches'), on every rank of every example plan, and host waits are on the
+//    host lane: the compute lane is the device's time;
 //  - every rank's breakdown categories add up to its training window, and no POP
 //    efficiency exceeds 100%, on the device path and on the CPU backend alike.
 #include <QtTest>
@@ -44,6 +45,7 @@ Plan example(const QString& file, std::int64_t steps) {
   plan.training.steps = steps;
   plan.training.eval_every = steps;
   plan.training.threads = 1;
+  plan.data.test_limit = 512;  // evaluation through the host executor's plain loops is slow
   return plan;
 }
 
@@ -111,26 +113,40 @@ Outcome train(const Plan& plan, const BackendFactory& make, bool traced) {
 }
 
 // The examples ranks as threads can run: every training plan (serving is inference).
-void add_example_rows() {
+// Asynchronous ones (a parameter server, SSP) train differently whenever timing differs,
+// on any backend, so they are left out where results are compared bit for bit.
+void add_example_rows(bool asynchronous_too = true) {
   QTest::addColumn<QString>("file");
   for (const char* file : {"mlp_fashion.json", "cnn_fashion.json", "branches_example.json", "spirals_synthetic.json",
                            "dp4_mlp_fashion.json", "local_sgd_mlp.json", "gpipe_mlp.json", "onefoneb_mlp.json",
                            "layer_split_mlp.json", "pipeline_unbalanced_mlp.json", "branches_two_devices.json",
-                           "hybrid_mlp.json", "parameter_server_mlp.json", "ssp_straggler_mlp.json"})
+                           "hybrid_mlp.json"})
     QTest::newRow(file) << QString(file);
+  if (!asynchronous_too) return;
+  for (const char* file : {"parameter_server_mlp.json", "ssp_straggler_mlp.json"}) QTest::newRow(file) << QString(file);
 }
 
-// The first pair of compute-lane spans of `events` that overlap, as text; empty if none.
+// The first pair of compute-lane spans of `events` that overlap, unless one is a parallel
+// block's layer span holding its branches' layer spans, as text; empty if none.
 QString overlapping_compute_spans(std::vector<trace::Event> events) {
   std::erase_if(events, [](const trace::Event& e) { return e.stream != trace::Stream::Compute; });
-  std::stable_sort(events.begin(), events.end(), [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; });
-  for (std::size_t i = 1; i < events.size(); ++i) {
-    const trace::Event &a = events[i - 1], &b = events[i];
-    if (b.start_ns < a.end_ns)
+  std::stable_sort(events.begin(), events.end(), [](const auto& a, const auto& b) {
+    return a.start_ns != b.start_ns ? a.start_ns < b.start_ns : a.end_ns > b.end_ns;
+  });
+  std::vector<const trace::Event*> open;  // the spans holding the current one, outermost first
+  for (const trace::Event& b : events) {
+    while (!open.empty() && open.back()->end_ns <= b.start_ns) open.pop_back();
+    // Only a parallel block's layer span holds others: its branches' layers, of its kind.
+    const bool held = !open.empty() && b.end_ns <= open.back()->end_ns && open.back()->kind == b.kind &&
+                      (b.kind == trace::EventKind::Forward || b.kind == trace::EventKind::Backward);
+    if (!open.empty() && !held) {
+      const trace::Event& a = *open.back();
       return QString("%1 (step %2 layer %3) ends %4 ns after %5 (step %6 layer %7) starts")
           .arg(QString::fromUtf8(trace::event_kind_name(a.kind).data())).arg(a.step).arg(a.layer)
           .arg(a.end_ns - b.start_ns)
           .arg(QString::fromUtf8(trace::event_kind_name(b.kind).data())).arg(b.step).arg(b.layer);
+    }
+    open.push_back(&b);
   }
   return {};
 }
@@ -168,7 +184,7 @@ class DeviceTruth : public QObject {
   }
 
   // Bit for bit, losses and parameters: the same operations in the same order.
-  void asynchronyChangesOnlyTiming_data() { add_example_rows(); }
+  void asynchronyChangesOnlyTiming_data() { add_example_rows(false); }
   void asynchronyChangesOnlyTiming() {
     if (!on_host_) QSKIP("compared with the synchronous host executor: a host-only check");
     QFETCH(QString, file);

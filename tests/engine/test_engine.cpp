@@ -3,6 +3,7 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <algorithm>
 #include <cmath>
 #include <thread>
 
@@ -92,6 +93,31 @@ class EngineTest : public QObject {
     QCOMPARE(result.steps, 400);
     QVERIFY2(result.test.accuracy > 0.9, qPrintable(QString("accuracy %1 (before %2)").arg(result.test.accuracy).arg(before)));
     QVERIFY(result.test.accuracy > before + 0.3);
+  }
+
+  // A loss that becomes NaN or infinite (SGD at lr 1e6) stops the run there by default,
+  // saying where; every loss up to then, the bad one included, was reported. With
+  // on_divergence "continue" the run trains on to its last step.
+  void aDivergingRunSaysWhere() {
+    Plan plan = spirals_plan(40, OptimizerKind::Sgd, 1e6);
+    auto data = data::load_dataset(plan.data);
+    QVERIFY(data.ok());
+    std::vector<double> losses;
+    engine::TrainerHooks hooks;
+    hooks.on_step = [&](const engine::StepProgress& p) { losses.push_back(p.loss); };
+    engine::Trainer stopping(plan, infer_or_fail(plan), *data, nullptr);
+    const engine::TrainResult stopped = stopping.run(hooks);
+    QVERIFY(!losses.empty());
+    QVERIFY2(!std::isfinite(losses.back()), "the run went on past a non-finite loss");
+    QVERIFY(std::all_of(losses.begin(), losses.end() - 1, [](double l) { return std::isfinite(l); }));
+    const std::string where = "the loss diverged at step " + std::to_string(losses.size() - 1);
+    QVERIFY2(stopped.error.find(where) == 0, stopped.error.c_str());
+    QVERIFY(stopped.steps < 40);
+    plan.training.on_divergence = DivergencePolicy::Continue;
+    engine::Trainer going_on(plan, infer_or_fail(plan), *data, nullptr);
+    const engine::TrainResult continued = going_on.run({});
+    QVERIFY2(continued.error.empty(), continued.error.c_str());
+    QCOMPARE(continued.steps, 40);
   }
 
   // K micro-steps with gradients summed equal one step on the whole batch: the loss is

@@ -33,6 +33,7 @@ Plan example(const char* file) {
   plan.training.steps = kSteps;
   plan.training.eval_every = 5;  // an evaluation between replays must not disturb them
   plan.training.threads = 1;
+  plan.data.test_limit = 512;  // evaluation through the host executor's plain loops is slow
   return plan;
 }
 

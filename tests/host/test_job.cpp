@@ -6,6 +6,9 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <fstream>
+#include <sstream>
+
 #include <atomic>
 #include <chrono>
 #include <thread>
@@ -176,6 +179,44 @@ class TestJob : public QObject {
     QVERIFY2(run->log.find("rank 1") != std::string::npos, run->log.c_str());
     // The host learnt it from the rank's stream closing, not from mpirun's exit later on.
     QVERIFY2(run->error.find("rank 1 died") != std::string::npos, run->error.c_str());
+  }
+
+  // mpirun itself killed: its ranks die with it, and the run says the launcher died, not
+  // that a rank did.
+  void killed_launcher_is_named() {
+    BackgroundJob job(dp_plan(2, 100000), db_, job_options());
+    auto store = store::RunStore::open(db_);
+    QVERIFY(store.ok());
+    std::int64_t id = 0;
+    QVERIFY(wait_until([&] { return (id = newest_run_id(*store)) != 0; }, std::chrono::seconds(20)));
+    int rank0 = 0;
+    QVERIFY(wait_until(
+        [&] {
+          auto ranks = store->load_ranks(id);
+          auto events = store->count_events(id, 0);
+          for (const auto& r : ranks.ok() ? *ranks : std::vector<trace::RankRecord>{})
+            if (r.rank == 0) rank0 = r.pid;
+          return rank0 > 0 && events.ok() && *events > 100;
+        },
+        std::chrono::seconds(30)));
+    // The rank's parent is the launcher (mpirun starts local ranks itself).
+    std::ifstream stat("/proc/" + std::to_string(rank0) + "/stat");
+    std::string line;
+    std::getline(stat, line);
+    const auto after_name = line.rfind(')');
+    QVERIFY(after_name != std::string::npos);
+    std::istringstream fields(line.substr(after_name + 2));
+    char state = 0;
+    int launcher = 0;
+    fields >> state >> launcher;
+    QVERIFY(launcher > 1);
+    QCOMPARE(::kill(launcher, SIGKILL), 0);
+    QVERIFY2(wait_until([&] { return run_status(*store, id) == "failed"; }, std::chrono::seconds(10)),
+             "the run was not marked failed within 10 s of killing mpirun");
+    job.join();
+    auto run = store->load_run(id);
+    QVERIFY(run.ok());
+    QVERIFY2(run->error.find("the launcher (mpirun) died") != std::string::npos, run->error.c_str());
   }
 
   void stop_request_stores_a_stopped_run() {

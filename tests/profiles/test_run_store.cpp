@@ -7,6 +7,10 @@
 
 #include <QtTest>
 
+#include <cmath>
+#include <filesystem>
+#include <limits>
+
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -14,6 +18,7 @@
 #include <thread>
 
 #include "loom/store/run_store.h"
+#include "loom/store/space_reserve.h"
 
 using loom::ErrorCode;
 using loom::trace::MetricRecord;
@@ -92,7 +97,28 @@ class TestRunStore : public QObject {
   void runOfADeadOwnerIsInterrupted();
   void renameTagAndDelete();
   void packedEventsMatchTheRows();
+  void nonFiniteMetricsAreKept();
+  void reservesOfDeadOwnersAreRemoved();
 };
+
+// A diverged loss is news, not a store failure: NaN and both infinities are stored (NaN
+// as a marked value, SQLite would store NULL) and read back as they were.
+void TestRunStore::nonFiniteMetricsAreKept() {
+  QTemporaryDir dir;
+  RunStore store = must(RunStore::open(dir.filePath("runs.db").toStdString()));
+  const std::int64_t id = must(store.create_run({}));
+  const double inf = std::numeric_limits<double>::infinity();
+  must_ok(store.append_metrics(id, {{0, 0, 1, "loss", 2.5},
+                                    {0, 1, 2, "loss", std::numeric_limits<double>::quiet_NaN()},
+                                    {0, 2, 3, "loss", inf},
+                                    {0, 3, 4, "loss", -inf}}));
+  const auto loss = must(store.load_metrics(id, "loss"));
+  QCOMPARE(loss.size(), std::size_t(4));
+  QCOMPARE(loss[0].value, 2.5);
+  QVERIFY(std::isnan(loss[1].value));
+  QCOMPARE(loss[2].value, inf);
+  QCOMPARE(loss[3].value, -inf);
+}
 
 // Which running runs a reader takes as orphaned (run_store.h orphan_reason).
 void TestRunStore::orphanReasons() {
@@ -148,6 +174,41 @@ void TestRunStore::runOfADeadOwnerIsInterrupted() {
   }
   QVERIFY(store.heartbeat(mine_id).ok());
   QCOMPARE(must(store.load_run(mine_id)).owner_pid, std::int64_t(::getpid()));
+}
+
+// A dead owner's space reserve (1 MiB beside the store) is given back by whoever finds
+// the run interrupted, and by opening the store; a running run's reserve stays.
+void TestRunStore::reservesOfDeadOwnersAreRemoved() {
+  QTemporaryDir dir;
+  const std::string path = dir.filePath("runs.db").toStdString();
+  std::int64_t orphan_id = 0, mine_id = 0, later_id = 0;
+  {
+    RunStore store = must(RunStore::open(path));
+    const pid_t child = ::fork();
+    if (child == 0) ::_exit(0);
+    QVERIFY(child > 0);
+    ::waitpid(child, nullptr, 0);
+    RunRecord orphan;
+    orphan.host = loom::store::this_host_name();
+    orphan.owner_pid = child;
+    RunRecord mine = orphan;
+    mine.owner_pid = 0;
+    orphan_id = must(store.create_run(orphan));
+    mine_id = must(store.create_run(mine));
+    later_id = must(store.create_run(orphan));
+  }
+  // The reserves' owners "died" holding them (SpaceReserve would remove its file).
+  for (std::int64_t id : {orphan_id, mine_id, later_id}) {
+    std::FILE* f = std::fopen(loom::store::space_reserve_path(path, id).c_str(), "w");
+    QVERIFY(f);
+    std::fputs("reserve", f);
+    std::fclose(f);
+  }
+  auto exists = [&](std::int64_t id) { return std::filesystem::exists(loom::store::space_reserve_path(path, id)); };
+  RunStore store = must(RunStore::open(path));
+  QVERIFY2(!exists(orphan_id), "opening the store left a dead owner's reserve");
+  QVERIFY2(!exists(later_id), "opening the store left a dead owner's reserve");
+  QVERIFY2(exists(mine_id), "a running run's reserve was taken");
 }
 
 void TestRunStore::roundTripThroughReopen() {

@@ -499,15 +499,31 @@ Status PipelineTrainer::receive(Tensor& tensor, std::int64_t batch, const Shape&
   tensor.resize(batch, shape);
   const int peer = rank_of_stage(stage);
   const std::int64_t bytes = tensor.size() * std::int64_t(sizeof(float));
+  // Where the message lands: the device tensor, or its host mirror (made writable first,
+  // which may wait for the device: not part of the wait for the neighbour).
+  const bool direct = sends_device_memory();
+  void* into = direct ? static_cast<void*>(tensor.data.data()) : static_cast<void*>(tensor.data.host_write());
+  Bubble bubble(pass);
   Span span(pass.recorder, EventKind::Recv, Stream::Host, pass.step, -1, pass.microbatch, bytes);
   span.event().peer = peer;
   span.event().message = message_id(pass, channel);
-  // Waiting for a neighbour is the pipeline bubble: marked on the compute stream too.
-  span.also_record_as(EventKind::Idle, Stream::Compute);
-  if (sends_device_memory()) return comm_->recv(tensor.data.data(), bytes, peer, tag);
-  LOOM_TRY(comm_->recv(tensor.data.host_write(), bytes, peer, tag));
-  tensor.data.commit();
+  // Waiting for a neighbour is the pipeline bubble: on the CPU the receiving thread is the
+  // computing one, so the receive is marked Idle on the compute lane too; on a device the
+  // bubble is the device's, stamped (Bubble).
+  if (!pass.device_trace) span.also_record_as(EventKind::Idle, Stream::Compute);
+  LOOM_TRY(comm_->recv(into, bytes, peer, tag));
+  if (!direct) tensor.data.commit();
   return {};
+}
+
+PipelineTrainer::Bubble::Bubble(const Pass& pass) : device_(pass.device_trace) {
+  if (!device_) return;
+  event_ = trace::span_event(EventKind::Idle, Stream::Compute, pass.step, -1, pass.microbatch);
+  start_ = device_->stamp();  // when the device finished what was queued before the wait
+}
+
+PipelineTrainer::Bubble::~Bubble() {
+  if (device_) device_->add(event_, start_, device_->stamp());  // until the message is on the device
 }
 
 std::int32_t PipelineTrainer::message_id(const Pass& pass, int channel) const {

@@ -36,6 +36,11 @@ std::int64_t evaluation_batch(const Plan& plan) {
 
 }  // namespace
 
+std::string diverged(std::int64_t step, double loss) {
+  return "the loss diverged at step " + std::to_string(step) + " (loss " + (std::isnan(loss) ? "nan" : loss > 0 ? "inf" : "-inf") +
+         "); lower training.optimizer.lr, or set training.on_divergence to \"continue\" to train on";
+}
+
 std::int64_t compute_total_steps(const Plan& plan, std::int64_t train_count) {
   if (plan.training.steps > 0) return plan.training.steps;
   return std::int64_t(plan.training.epochs) * data::batches_per_epoch(train_count, plan.training.batch);
@@ -113,7 +118,11 @@ TrainResult TrainingLoop::run(const TrainerHooks& hooks) {
       const StepStats& stats = *stats_or_error;
       ++step;
       last_loss = stats.loss;
-      report_step(step, epoch, stats, hooks);
+      report_step(step, epoch, stats, hooks);  // a diverged loss is reported too: it is the news
+      if (!std::isfinite(stats.loss) && plan_.training.on_divergence == DivergencePolicy::Stop) {
+        result.error = diverged(step - 1, stats.loss);
+        break;
+      }
       if (stats.stop) {
         result.stopped = true;
         break;

@@ -126,6 +126,20 @@ void end_step_at_once(Job& job) {
   kill_local_ranks(job);
 }
 
+// What ended the run when the launcher died first: that, not the rank it took with it.
+std::string launcher_death(const Job& job, const std::string& rank_failure) {
+  return "the launcher (" + std::string(job.under_slurm ? "srun" : "mpirun") +
+         ") died while the ranks trained, killed or crashed, and its ranks ended with it (the first the host "
+         "lost: " + rank_failure + ")";
+}
+
+// The launcher ended by a signal this host never sent it: killed from outside, or crashed.
+// (It exits normally, with a code, when it ends a job because a rank died.)
+bool launcher_was_killed(const Job& job) {
+  return job.process.state() == QProcess::NotRunning && job.process.exitStatus() == QProcess::CrashExit &&
+         !job.terminated;
+}
+
 // A failure is stored the moment the host learns of it, before the job is wound down,
 // so a reader of the store sees it at once.
 void watch_for_failure(Job& job) {
@@ -239,6 +253,9 @@ JobOutcome decide(Job& job) {
   if (!job.hang.empty()) {
     out.status = trace::RunStatus::Hung;
     out.error = job.hang;
+  } else if (!failure.empty() && launcher_was_killed(job)) {
+    out.status = trace::RunStatus::Failed;
+    out.error = launcher_death(job, failure);
   } else if (!failure.empty()) {
     out.status = trace::RunStatus::Failed;
     const int rank = job.feeder.first_failure_rank();

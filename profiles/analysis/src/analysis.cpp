@@ -910,6 +910,11 @@ Expected<RunSummary> summarize_run(store::RunStore& store, std::int64_t run_id,
   s.steps = loss_steps.empty() ? static_cast<std::int64_t>(scan.max_step) + 1 : static_cast<std::int64_t>(loss_steps.size());
   if (s.run.resumed_from != 0 && !loss_steps.empty()) s.resumed_at_step = *loss_steps.begin();
   s.final_loss = last_value(*loss);
+  // A loss that became NaN or infinite: where, in every view that lists warnings.
+  const auto first_bad = std::find_if(loss->begin(), loss->end(), [](const auto& m) { return !std::isfinite(m.value); });
+  if (first_bad != loss->end())
+    s.warnings.push_back("the loss diverged at step " + std::to_string(first_bad->step) + " (loss " +
+                         (std::isnan(first_bad->value) ? "nan" : "inf") + "): every value up to then is kept");
   s.test_accuracy = last_value(*accuracy);
   s.allreduce = allreduce_stats(scan.allreduce, s.ranks, s.world_size, last_value(*p2p));
   LOOM_TRY(check_probe(store, s));

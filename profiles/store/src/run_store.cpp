@@ -3,6 +3,7 @@
 // version intact. Events are inserted many rows per statement execution inside one
 // transaction per batch: per-row statement overhead, not disk, limits ingest.
 #include "loom/store/run_store.h"
+#include "loom/store/space_reserve.h"
 
 #include "loom/trace/machine.h"
 
@@ -284,7 +285,30 @@ Expected<RunStore> RunStore::open(const std::string& path) {
   RunStore store(std::move(db).value());
   LOOM_TRY(store.configure());
   LOOM_TRY(store.migrate());
+  store.remove_stale_reserves();
   return store;
+}
+
+// A run's space reserve (space_reserve.h) outlives it when its owner dies: whoever finds
+// the run no longer running, on opening the store or when marking it interrupted, gives
+// the megabyte back. A reserve of a run still running is its owner's and stays.
+void RunStore::remove_stale_reserves() {
+  const std::filesystem::path db_path(path());
+  const std::string prefix = db_path.filename().string() + ".run-", suffix = ".reserve";
+  std::error_code ec;
+  const std::filesystem::path dir = db_path.has_parent_path() ? db_path.parent_path() : ".";
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() <= prefix.size() + suffix.size() || name.rfind(prefix, 0) != 0 ||
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)
+      continue;
+    const std::string id_text = name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
+    if (id_text.find_first_not_of("0123456789") != std::string::npos) continue;
+    auto run = load_run(std::stoll(id_text));  // marks it interrupted when its owner is gone
+    if (run.ok() && run->status == RunStatus::Running) continue;
+    std::error_code removed;
+    std::filesystem::remove(entry.path(), removed);
+  }
 }
 
 Status RunStore::configure() {
@@ -481,7 +505,7 @@ Status RunStore::append_metrics(std::int64_t run_id, const std::vector<MetricRec
   auto q = db_.prepare("INSERT INTO metrics (run_id, rank, step, t_ns, name, value) VALUES (?,?,?,?,?,?)");
   if (!q.ok()) return q.error();
   for (const auto& m : metrics) {
-    q->bind(1, run_id).bind(2, m.rank).bind(3, m.step).bind(4, m.t_ns).bind(5, m.name).bind(6, m.value);
+    q->bind(1, run_id).bind(2, m.rank).bind(3, m.step).bind(4, m.t_ns).bind(5, m.name).bind_number(6, m.value);
     LOOM_TRY(run_once(*q));
   }
   return tx->commit();
@@ -916,6 +940,8 @@ void RunStore::interrupt_if_orphaned(RunRecord& run) {
   run.error = error;
   run.ended_unix_ms = last_seen;
   run.wall_s = wall_s;
+  std::error_code ec;
+  std::filesystem::remove(space_reserve_path(path(), run.id), ec);  // its owner cannot any more
 }
 
 Expected<std::int64_t> RunStore::import_run(const RunRecord& run, const std::vector<RankRecord>& ranks,
@@ -937,7 +963,7 @@ Expected<std::int64_t> RunStore::import_run(const RunRecord& run, const std::vec
     auto q = db_.prepare("INSERT INTO metrics (run_id, rank, step, t_ns, name, value) VALUES (?,?,?,?,?,?)");
     if (!q.ok()) return q.error();
     for (const auto& m : metrics) {
-      q->bind(1, *id).bind(2, m.rank).bind(3, m.step).bind(4, m.t_ns).bind(5, m.name).bind(6, m.value);
+      q->bind(1, *id).bind(2, m.rank).bind(3, m.step).bind(4, m.t_ns).bind(5, m.name).bind_number(6, m.value);
       LOOM_TRY(run_once(*q));
     }
   }

@@ -4,6 +4,9 @@
 
 #include <sqlite3.h>
 
+#include <cmath>
+#include <limits>
+#include <string_view>
 #include <utility>
 
 namespace loom::store {
@@ -84,6 +87,11 @@ Statement& Statement::bind(int index, double value) {
   return *this;
 }
 
+Statement& Statement::bind_number(int index, double value) {
+  if (std::isnan(value)) return bind(index, std::string_view("NaN"));
+  return bind(index, value);
+}
+
 Statement& Statement::bind(int index, std::string_view text) {
   // SQLITE_TRANSIENT: SQLite copies, so the caller's buffer may go away before step().
   note_bind(sqlite3_bind_text64(stmt_, index, text.data(), text.size(), SQLITE_TRANSIENT,
@@ -123,7 +131,13 @@ void Statement::reset() {
 }
 
 std::int64_t Statement::column_int64(int index) const { return sqlite3_column_int64(stmt_, index); }
-double Statement::column_double(int index) const { return sqlite3_column_double(stmt_, index); }
+double Statement::column_double(int index) const {
+  if (sqlite3_column_type(stmt_, index) == SQLITE_TEXT) {
+    const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(stmt_, index));
+    if (text && std::string_view(text) == "NaN") return std::numeric_limits<double>::quiet_NaN();
+  }
+  return sqlite3_column_double(stmt_, index);
+}
 bool Statement::column_is_null(int index) const {
   return sqlite3_column_type(stmt_, index) == SQLITE_NULL;
 }

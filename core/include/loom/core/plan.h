@@ -88,6 +88,8 @@ struct OptimizerSpec {
   bool operator==(const OptimizerSpec&) const = default;
 };
 
+enum class DivergencePolicy { Stop, Continue };
+
 struct TrainingSpec {
   std::int64_t batch = 64;  // global batch: samples per optimizer step over all replicas
   int epochs = 1;           // used when steps == 0
@@ -109,6 +111,10 @@ struct TrainingSpec {
   // replay it (one launch instead of one per kernel) where the plan allows it: static
   // shapes, no gradient accumulation, no dropout, no straggler (docs/plan-format.md).
   bool graph = true;
+  // What a run does when its loss becomes NaN or infinite: stop there, failed, saying
+  // "the loss diverged at step N" (the default), or go on (a lesson about divergence).
+  // Either way every value up to then is kept and show says where it diverged.
+  DivergencePolicy on_divergence = DivergencePolicy::Stop;
 
   bool operator==(const TrainingSpec&) const = default;
 };

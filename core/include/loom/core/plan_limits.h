@@ -16,6 +16,7 @@
 namespace loom::limits {
 
 inline constexpr int kMaxJsonDepth = 64;             // nested arrays/objects in the document
+inline constexpr std::int64_t kMaxPlanBytes = std::int64_t(16) << 20;  // a plan file's size
 inline constexpr int kMaxNesting = 16;               // parallel blocks inside parallel blocks
 inline constexpr int kMaxLayers = 10'000;            // layers, counting those inside branches
 inline constexpr std::int64_t kMaxDimension = 1 << 24;  // any shape dimension, out, out_channels, features

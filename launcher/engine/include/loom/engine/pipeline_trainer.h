@@ -60,6 +60,22 @@ class PipelineTrainer final : public TrainingLoop {
  private:
   struct Slot;
   class SendProgress;
+  // A device's pipeline bubble while it waits for a neighbour's tensor: from a stamp when
+  // the host starts waiting (the device then runs out of queued work) to one after the
+  // tensor is on the device, so it never overlaps the device's other spans. Nothing on
+  // the CPU, where the receive itself is marked Idle.
+  class Bubble {
+   public:
+    explicit Bubble(const Pass& pass);
+    ~Bubble();
+    Bubble(const Bubble&) = delete;
+    Bubble& operator=(const Bubble&) = delete;
+
+   private:
+    DeviceTrace* device_;
+    trace::Event event_;
+    std::int32_t start_ = 0;
+  };
   struct MicroBatch {
     int index = 0;  // within the step (flush * microbatches + m): traced
     int slot = 0;

@@ -228,6 +228,9 @@ Evaluation evaluate_model(Model& model, const data::Dataset& test, const std::ve
 // device_memory_<part>_bytes per part (docs/figures.md), for rank `rank` at `step`.
 std::vector<trace::MetricRecord> device_memory_metrics(TrainingLoop& loop, int rank, std::int64_t step);
 
+// "the loss diverged at step N (loss nan); ...": the error of a run stopped by divergence.
+std::string diverged(std::int64_t step, double loss);
+
 // Optimizer steps the plan trains for on a training set of `train_count` samples.
 std::int64_t compute_total_steps(const Plan& plan, std::int64_t train_count);
 

@@ -180,6 +180,7 @@ class RunStore {
   Status migrate();
   Status require_run(std::int64_t run_id);
   void interrupt_if_orphaned(RunRecord& run);
+  void remove_stale_reserves();
   Status insert_event_rows(std::int64_t run_id, int rank, const trace::Event* events, std::size_t count);
   Status write_event_blocks(std::int64_t run_id);  // pack_events inside the caller's transaction
   Status drop_event_blocks(std::int64_t run_id);

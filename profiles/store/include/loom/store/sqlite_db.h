@@ -31,6 +31,10 @@ class Statement {
   Statement& bind(int index, std::int64_t value);
   Statement& bind(int index, int value) { return bind(index, static_cast<std::int64_t>(value)); }
   Statement& bind(int index, double value);
+  // A measured value that may be NaN (a diverged loss): SQLite stores NaN as NULL, which a
+  // NOT NULL column refuses and a reader takes for "absent", so NaN is stored as the text
+  // 'NaN', which column_double reads back as NaN. Infinities are stored as they are.
+  Statement& bind_number(int index, double value);
   Statement& bind(int index, std::string_view text);
   Statement& bind_null(int index);
   // Binds `bytes` as a blob without copying: the buffer must outlive the next step().
