@@ -8,18 +8,21 @@
 // Fashion-MNIST, 20 steps of each example model.
 //
 // Judged against the float64 reference (float64_reference.h): the plan's single process
-// trained on the cpu-f64 backend. Every loss and final parameter tensor of the backend
-// under test, and of the same plan on the CPU backend, must be within kMultiple times the
-// error of the float32 single process on the CPU (floor kFloor). The errors measured here
-// are tabled in docs/tests.md ("float64 reference"); the CNN under Adam needs no exception
-// any more: Adam turns round-off in near-zero gradients into a fraction of a whole step on
-// the CPU as well, and the bound follows the CPU's own error.
+// trained on the cpu-f64 backend. The worst loss and parameter-tensor error of the
+// backend under test, and of the same plan on the CPU backend, must be within 4x the
+// error of the float32 single process on the CPU (floor 1e-6, or the row's measured
+// spread where training takes discrete decisions). Smooth rows (tanh, momentum) carry the
+// sharp bound, ~4e-6: every parallel layout is one, so a stage boundary or an all-reduce
+// that loses precision shows. The rows with ReLU, max-pool or Adam keep those paths on
+// the device under their wider measured bounds. The errors are tabled in docs/tests.md.
 #include <QtTest>
 
 #include <algorithm>
 #include <climits>
 #include <cmath>
+#include <functional>
 #include <iterator>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -148,6 +151,41 @@ bool is_layer_span(const trace::Event& e) {
          (e.kind == trace::EventKind::Forward || e.kind == trace::EventKind::Backward);
 }
 
+// The float64 reference and the float32 single process of a plan, computed once per
+// single-process plan: the pipeline layouts of one model share theirs, as do the
+// data-parallel rows with their single process.
+struct Baseline {
+  TrainedRun reference;  // cpu-f64
+  TrainedRun single;     // the float32 CPU backend
+};
+
+std::string single_process_key(const Plan& plan) {
+  Plan single = testing::single_process_plan(plan);
+  single.name.clear();
+  std::function<void(std::vector<LayerSpec>&)> unstaged = [&](std::vector<LayerSpec>& layers) {
+    for (LayerSpec& l : layers) {
+      l.stage = 0;
+      for (BranchSpec& b : l.branches) {
+        b.stage = -1;
+        unstaged(b.layers);
+      }
+    }
+  };
+  unstaged(single.model.layers);
+  return plan_to_json(single);
+}
+
+const Baseline& baseline(const Plan& plan) {
+  static std::map<std::string, Baseline> cache;
+  const std::string key = single_process_key(plan);
+  auto found = cache.find(key);
+  if (found != cache.end()) return found->second;
+  Baseline b;
+  b.reference = testing::train_single_process(plan, *cpu::make_cpu_f64_backend());
+  b.single = testing::train_single_process(plan, *cpu::make_cpu_backend());
+  return cache.emplace(key, std::move(b)).first->second;
+}
+
 }  // namespace
 
 class BackendTraining : public QObject {
@@ -162,82 +200,80 @@ class BackendTraining : public QObject {
     on_host_bodies_ = std::string(device->name()) == "cuda-bodies-on-host";
   }
 
+  // Smooth rows (tanh, momentum, no max-pool) carry the sharp bound; the rows with ReLU,
+  // max-pool or Adam keep those paths on the device under their measured spread
+  // (float64_reference.h). Every parallel layout is smooth: the stage boundaries and the
+  // all-reduce are what a sharp bound is for.
   void devicePathTrainsLikeTheCpu_data() {
     QTest::addColumn<QString>("file");
     QTest::addColumn<QString>("variant");
-    QTest::newRow("MLP, Adam") << "mlp_fashion.json" << "";
-    QTest::newRow("MLP, tanh, momentum, weight decay") << "mlp_fashion.json" << "tanh-momentum";
-    QTest::newRow("CNN: conv, pool, momentum") << "cnn_fashion.json" << "momentum";
-    QTest::newRow("CNN: conv, pool, Adam") << "cnn_fashion.json" << "";
-    QTest::newRow("parallel branches, dropout, GELU, Adam") << "branches_example.json" << "";
-    QTest::newRow("2 data-parallel ranks (host-staged all-reduce)") << "mlp_fashion.json" << "dp2";
-    QTest::newRow("2 data-parallel ranks (device buckets, as over NCCL)") << "mlp_fashion.json" << "dp2-device";
-    QTest::newRow("2 pipeline stages (host-staged sends)") << "gpipe_mlp.json" << "";
-    QTest::newRow("2 pipeline stages, 1F1B (device messages, as over NCCL)") << "onefoneb_mlp.json" << "device-messages";
-    // The plans test_gpu_equivalence runs over MPI, here with ranks as threads.
-    QTest::newRow("2 stages, no micro-batches (layer split)") << "layer_split_mlp.json" << "";
-    QTest::newRow("2 replicas of 2 stages (hybrid)") << "hybrid_mlp.json" << "";
-    QTest::newRow("4 data-parallel ranks") << "dp4_mlp_fashion.json" << "";
-    QTest::newRow("branches on 2 devices, momentum") << "branches_two_devices.json" << "";
+    QTest::addColumn<QString>("layout");
+    QTest::newRow("MLP, ReLU, Adam") << "mlp_fashion.json" << "" << "";
+    QTest::newRow("MLP, tanh, momentum, weight decay") << "mlp_fashion.json" << "tanh-momentum" << "";
+    QTest::newRow("CNN: conv, tanh, pool, momentum") << "cnn_fashion.json" << "tanh-momentum" << "";
+    QTest::newRow("CNN: conv, ReLU, pool, Adam") << "cnn_fashion.json" << "" << "";
+    QTest::newRow("parallel branches, dropout, GELU, Adam") << "branches_example.json" << "" << "";
+    QTest::newRow("2 data-parallel ranks (host-staged all-reduce)") << "mlp_fashion.json" << "tanh-momentum"
+                                                                    << "dp2";
+    QTest::newRow("2 data-parallel ranks (device buckets, as over NCCL)") << "mlp_fashion.json" << "tanh-momentum"
+                                                                          << "dp2-device";
+    QTest::newRow("2 pipeline stages (host-staged sends)") << "gpipe_mlp.json" << "tanh" << "";
+    QTest::newRow("2 pipeline stages, 1F1B (device messages, as over NCCL)") << "onefoneb_mlp.json" << "tanh"
+                                                                             << "device-messages";
+    // test_gpu_equivalence's plans, here with ranks as threads.
+    QTest::newRow("2 stages, no micro-batches (layer split)") << "layer_split_mlp.json" << "tanh" << "";
+    QTest::newRow("2 replicas of 2 stages (hybrid)") << "hybrid_mlp.json" << "tanh" << "";
+    QTest::newRow("4 data-parallel ranks") << "dp4_mlp_fashion.json" << "tanh" << "";
+    QTest::newRow("branches on 2 devices (ReLU, pool)") << "branches_two_devices.json" << "" << "";
   }
   void devicePathTrainsLikeTheCpu() {
     QFETCH(QString, file);
     QFETCH(QString, variant);
+    QFETCH(QString, layout);
     Plan plan = example(qPrintable(file));
-    if (variant == "tanh-momentum" || variant == "momentum") {
-      for (LayerSpec& l : plan.model.layers)
-        if (l.kind == LayerKind::Relu && variant == "tanh-momentum") l.kind = LayerKind::Tanh;
-      plan.training.optimizer.kind = OptimizerKind::Momentum;
-      plan.training.optimizer.lr = 0.05;
-      plan.training.optimizer.momentum = 0.9;
-      plan.training.optimizer.weight_decay = 1e-4;
-    }
-    if (variant.startsWith("dp2")) {
+    testing::apply_variant(plan, variant.toStdString());
+    if (layout.startsWith("dp2")) {
       plan.parallel.data_parallel = 2;
       plan.parallel.devices.assign(2, plan.parallel.devices.front());
     }
-    const bool device_buckets = variant == "dp2-device" || variant == "device-messages";
+    const bool device_buckets = layout == "dp2-device" || layout == "device-messages";
     if (device_buckets && !on_host_bodies_) QSKIP("device memory on a GPU is checked over NCCL (test_comm_nccl, gpu label)");
     QElapsedTimer timer;
     timer.start();
-    const auto f64 = cpu::make_cpu_f64_backend();
-    const TrainedRun reference = testing::train_single_process(plan, *f64);
-    const qint64 reference_ms = timer.restart();
+    const Baseline& base = baseline(plan);
+    const qint64 baseline_ms = timer.restart();
     const Run cpu = train(plan, Path::Cpu);
     const qint64 cpu_ms = timer.restart();
     const Run device = train(plan, Path::Device, device_buckets);
-    const qint64 device_ms = timer.restart();
-    TrainedRun single = cpu;
-    if (world_size(plan) > 1) single = testing::train_single_process(plan, *cpu::make_cpu_backend());
-    if (variant == "dp2-device") {
+    qInfo("%s: float64 reference and cpu single process %lld ms, cpu backend %lld ms, backend under test %lld ms",
+          qPrintable(file), baseline_ms, cpu_ms, timer.elapsed());
+    if (layout == "dp2-device") {
       // The buckets hold every gradient once, in the device's memory, not the host's.
       const Run staged = train(plan, Path::Device);
       std::int64_t grad_bytes = 0;
       for (const auto& p : cpu.params) grad_bytes += std::int64_t(p.values.size() * sizeof(float));
       QCOMPARE(device.device_bytes - staged.device_bytes, grad_bytes);
     }
-    qInfo("%s: float64 reference %lld ms, cpu backend %lld ms, backend under test %lld ms", qPrintable(file),
-          reference_ms, cpu_ms, device_ms);
-    for (const TrainedRun* run : std::initializer_list<const TrainedRun*>{&reference, &single, &cpu, &device}) {
+    const TrainedRun& reference = base.reference;
+    for (const TrainedRun* run : std::initializer_list<const TrainedRun*>{&reference, &base.single, &cpu, &device}) {
       QVERIFY2(run->error.empty(), run->error.c_str());
       QCOMPARE(run->losses.size(), std::size_t(kSteps));
       QCOMPARE(run->params.size(), reference.params.size());
     }
     QVERIFY(!reference.params.empty());
-    const Deviation of_single = testing::deviation(reference, single.params, single.losses);
+    const Deviation of_single = testing::deviation(reference, base.single.params, base.single.losses);
     const Deviation of_cpu = testing::deviation(reference, cpu.params, cpu.losses);
     const Deviation of_device = testing::deviation(reference, device.params, device.losses);
-    qInfo("error against float64: cpu single process %s", qPrintable(testing::describe(reference, of_single)));
-    qInfo("error against float64: cpu, this plan     %s", qPrintable(testing::describe(reference, of_cpu)));
-    qInfo("error against float64: backend under test %s", qPrintable(testing::describe(reference, of_device)));
-    for (std::size_t i = 0; i < reference.params.size(); ++i)
-      qInfo("  %-14s single %.3g  plan %.3g (%.2fx)  device %.3g (%.2fx)", reference.params[i].name.c_str(),
-            of_single.params[i], of_cpu.params[i], of_cpu.params[i] / of_single.params[i], of_device.params[i],
-            of_device.params[i] / of_single.params[i]);
-    QString cpu_outside = testing::outside_bound(reference, of_cpu, of_single);
-    QString device_outside = testing::outside_bound(reference, of_device, of_single);
-    QVERIFY2(cpu_outside.isEmpty(), qPrintable("the cpu backend on this plan: " + cpu_outside));
-    QVERIFY2(device_outside.isEmpty(), qPrintable("the backend under test: " + device_outside));
+    const double spread = testing::measured_spread(file.toStdString(), variant.toStdString());
+    qInfo("error against float64: cpu single process %s", testing::describe(reference, of_single).c_str());
+    qInfo("error against float64: cpu, this plan     %s", testing::describe(reference, of_cpu).c_str());
+    qInfo("error against float64: backend under test %s", testing::describe(reference, of_device).c_str());
+    qInfo("bound: %g * max(%.3g, floor %g, measured spread %g) = %.3g", testing::kMultiple, of_single.worst_param(),
+          testing::kFloor, spread, testing::bound_for(of_single.worst_param(), spread));
+    const std::string cpu_outside = testing::outside_bound(reference, of_cpu, of_single, spread);
+    const std::string device_outside = testing::outside_bound(reference, of_device, of_single, spread);
+    QVERIFY2(cpu_outside.empty(), ("the cpu backend on this plan: " + cpu_outside).c_str());
+    QVERIFY2(device_outside.empty(), ("the backend under test: " + device_outside).c_str());
   }
 
   // Traced on a device, layer spans are stamped, not host-timed with a synchronize each:

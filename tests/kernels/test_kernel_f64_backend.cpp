@@ -132,7 +132,7 @@ class TestF64Backend : public QObject {
     std::vector<double> p64(l64.size()), d64(l64.size());
     const double loss64 = loom::cpu::softmax_xent_forward(l64.data(), labels.data(), p64.data(), N, C, &correct64);
     loom::cpu::softmax_xent_backward(p64.data(), labels.data(), d64.data(), N, C, 0.25);
-    QCOMPARE(loss, float(loss64));
+    QVERIFY(loss == float(loss64));  // exact (QCOMPARE on floats is fuzzy)
     QCOMPARE(correct, correct64);
     QCOMPARE(on.get(plab, labels.size()), labels);
     LOOM_VERIFY_EMPTY(rounded_once(on.get(pd, d64.size()), d64, "dlogits"));
@@ -172,7 +172,9 @@ class TestF64Backend : public QObject {
       be->copy(moved, sum, sizeof(float));
       be->accumulate(moved, moved, 1);  // 2 * (1 + 1000 * 2^-30)
       const float got = on.get(moved, 1)[0];
-      QCOMPARE(got, f64 ? float(2.0 * (1.0 + 1000.0 * std::ldexp(1.0, -30))) : 2.0f);
+      const float want = f64 ? float(2.0 * (1.0 + 1000.0 * std::ldexp(1.0, -30))) : 2.0f;
+      QVERIFY2(got == want, qPrintable(QString("%1: %2, want %3").arg(be->name()).arg(double(got), 0, 'g', 9)
+                                           .arg(double(want), 0, 'g', 9)));  // exact: QCOMPARE on floats is fuzzy
     }
   }
 
