@@ -1,6 +1,8 @@
 // Shared by the equivalence tests that run loom-rank under real mpiexec: single-process
 // reference parameters, one mpiexec run with --dump-params, and the per-tensor comparison
-// (max |a-b| / max |a| <= 1e-5 by default).
+// (max |a-b| / max |a| <= 1e-5 by default: CPU ranks against one CPU process, which
+// round their forward passes alike), or, for GPU ranks, the float64 reference's bound
+// (float64_reference.h).
 #pragma once
 
 #include <QFile>
@@ -13,6 +15,7 @@
 #include "loom/data/dataset.h"
 #include "loom/engine/checkpoint.h"
 #include "loom/engine/trainer.h"
+#include "float64_reference.h"
 
 namespace loom::testing {
 
@@ -84,24 +87,54 @@ inline QString write_plan(const QTemporaryDir& dir, const Plan& plan, const QStr
   return f.fileName();
 }
 
+// Rank 0's parameters after running `plan` on world_size(plan) real ranks, or what failed.
+struct DumpedParams {
+  std::vector<engine::NamedTensor> params;
+  QString error;
+};
+
+inline DumpedParams params_under_mpirun(const QTemporaryDir& dir, const Plan& plan, const QString& tag,
+                                        const QList<QPair<QString, QString>>& extra_env = {}) {
+  const QString plan_path = write_plan(dir, plan, tag + ".json");
+  const QString params_path = dir.filePath(tag + ".params");
+  const RankRun run = mpirun(world_size(plan), plan_path, params_path, extra_env);
+  if (run.exit_code != 0) return {{}, run.err};
+  auto params = engine::load_params(params_path.toStdString());
+  if (!params.ok()) return {{}, QString::fromStdString(params.error().describe())};
+  return {*params, {}};
+}
+
 // Runs `plan` on world_size(plan) real ranks and compares rank 0's dumped parameters
 // with `reference`; reports through QVERIFY in the calling test.
 inline void expect_same_params_under_mpirun(const QTemporaryDir& dir, const Plan& plan, const QString& tag,
                                             const std::vector<engine::NamedTensor>& reference,
                                             const QList<QPair<QString, QString>>& extra_env = {},
                                             double tolerance = 1e-5) {
-  const QString plan_path = write_plan(dir, plan, tag + ".json");
-  const QString params_path = dir.filePath(tag + ".params");
-  const RankRun run = mpirun(world_size(plan), plan_path, params_path, extra_env);
-  QVERIFY2(run.exit_code == 0, qPrintable(run.err));
-  auto params = engine::load_params(params_path.toStdString());
-  QVERIFY(params.ok());
-  QCOMPARE(params->size(), reference.size());
+  const DumpedParams dumped = params_under_mpirun(dir, plan, tag, extra_env);
+  QVERIFY2(dumped.error.isEmpty(), qPrintable(dumped.error));
+  const auto& params = dumped.params;
+  QCOMPARE(params.size(), reference.size());
   for (std::size_t i = 0; i < reference.size(); ++i) {
-    QCOMPARE((*params)[i].name, reference[i].name);
-    const double diff = engine::relative_difference(reference[i].values, (*params)[i].values);
+    QCOMPARE(params[i].name, reference[i].name);
+    const double diff = engine::relative_difference(reference[i].values, params[i].values);
     QVERIFY2(diff <= tolerance, qPrintable(QString("%1 differs by %2").arg(reference[i].name.c_str()).arg(diff)));
   }
+}
+
+// Runs `plan` on real ranks and judges rank 0's parameters against the float64
+// reference: within kMultiple * max(the CPU's error, kFloor, spread), where `cpu` is the
+// plan's float32 single process on the CPU (float64_reference.h).
+inline void expect_within_float64_bound(const QTemporaryDir& dir, const Plan& plan, const QString& tag,
+                                        const TrainedRun& reference, const TrainedRun& cpu, double spread) {
+  QVERIFY2(reference.error.empty() && cpu.error.empty(), (reference.error + cpu.error).c_str());
+  const DumpedParams dumped = params_under_mpirun(dir, plan, tag);
+  QVERIFY2(dumped.error.isEmpty(), qPrintable(dumped.error));
+  const Deviation of_cpu = deviation(reference, cpu.params), of_run = deviation(reference, dumped.params);
+  qInfo("error against float64: cpu single process %s; these ranks %s; bound %.3g",
+        describe(reference, of_cpu).c_str(), describe(reference, of_run).c_str(),
+        bound_for(of_cpu.worst_param(), spread));
+  const std::string outside = outside_bound(reference, of_run, of_cpu, spread);
+  QVERIFY2(outside.empty(), outside.c_str());
 }
 
 }  // namespace loom::testing

@@ -5,24 +5,29 @@
 // the CUDA backend on GPU 0 (skipped without one). Either way: the same modules, loss,
 // optimizer, batch upload and host-staged gradient and pipeline traffic a GPU rank runs
 // (and, on the host bodies, the device-memory gradient buckets of an NCCL rank), on real
-// Fashion-MNIST. 20 steps of each example
-// model must agree with the CPU backend to 1e-4 relative in every loss and every final
-// parameter (max |a-b| / max |a| per tensor), and the arena must see no stray host pointer.
-// The one exception is stated: the CNN under Adam. Its batched convolution GEMM sums the
-// weight gradient in another order than the CPU's sample blocks, and Adam's first steps
-// are lr * g / |g|, so round-off in near-zero gradients becomes a fraction of a whole
-// step; there the losses still agree to 1e-4 and the parameters to 1e-3, and the same
-// model under SGD with momentum meets 1e-4.
+// Fashion-MNIST, 20 steps of each example model.
+//
+// Judged against the float64 reference (float64_reference.h): the plan's single process
+// trained on the cpu-f64 backend. The worst loss and parameter-tensor error of the
+// backend under test, and of the same plan on the CPU backend, must be within 4x the
+// error of the float32 single process on the CPU (floor 1e-6, or the row's measured
+// spread where training takes discrete decisions). Smooth rows (tanh, momentum) carry the
+// sharp bound, ~4e-6: every parallel layout is one, so a stage boundary or an all-reduce
+// that loses precision shows. The rows with ReLU, max-pool or Adam keep those paths on
+// the device under their wider measured bounds. The errors are tabled in docs/tests.md.
 #include <QtTest>
 
 #include <algorithm>
 #include <climits>
 #include <cmath>
+#include <functional>
 #include <iterator>
+#include <map>
 #include <mutex>
 #include <thread>
 
 #include "device_under_test.h"
+#include "float64_reference.h"
 #include "loom/comm/threads.h"
 #include "loom/core/model_info.h"
 #include "loom/core/plan.h"
@@ -35,8 +40,10 @@ using namespace loom;
 
 namespace {
 
+using testing::Deviation;
+using testing::TrainedRun;
+
 constexpr std::int64_t kSteps = 20;
-constexpr double kTolerance = 1e-4;
 
 Plan example(const char* file) {
   PlanResult parsed = load_plan_file(std::string(LOOM_PLANS_DIR) + "/" + file);
@@ -47,11 +54,8 @@ Plan example(const char* file) {
   return plan;
 }
 
-struct Run {
-  std::vector<double> losses;               // per step, rank 0
-  std::vector<engine::NamedTensor> params;  // gathered on rank 0
+struct Run : TrainedRun {                   // losses per step and parameters, of rank 0
   std::int64_t device_bytes = 0;            // rank 0's backend memory at the end
-  QString error;
 };
 
 // A thread group's rank that takes the device memory of the backend under test, as NCCL
@@ -86,7 +90,9 @@ class DeviceMemoryThreads final : public comm::Communicator {
 };
 
 // Trains `plan` with one backend per rank (ranks as threads when the plan has several).
-Run train(const Plan& plan, bool device_path, bool device_buckets = false) {
+enum class Path { Cpu, Device };
+
+Run train(const Plan& plan, Path path, bool device_buckets = false) {
   auto data = data::load_dataset(plan.data);
   if (!data.ok()) qFatal("%s", data.error().describe().c_str());
   std::vector<PlanError> errors;
@@ -102,7 +108,7 @@ Run train(const Plan& plan, bool device_path, bool device_buckets = false) {
   for (int r = 0; r < world; ++r) {
     ranks.emplace_back([&, r] {
       std::string skip;
-      auto backend = device_path ? test::make_device_under_test(false, skip) : cpu::make_cpu_backend();
+      auto backend = path == Path::Device ? test::make_device_under_test(false, skip) : cpu::make_cpu_backend();
       if (!backend) qFatal("%s", skip.c_str());  // initTestCase skipped already where there is none
       auto loop = engine::make_training_loop(plan, info, *data, nullptr, world > 1 ? comms[std::size_t(r)].get() : nullptr,
                                              *backend);
@@ -112,8 +118,8 @@ Run train(const Plan& plan, bool device_path, bool device_buckets = false) {
       const engine::TrainResult result = loop->run(hooks);
       auto params = loop->gather_params();
       std::lock_guard lock(mutex);
-      if (!result.error.empty()) run.error += QString::fromStdString(result.error);
-      if (!backend->status().ok()) run.error += QString::fromStdString(backend->status().error().describe());
+      if (!result.error.empty()) run.error += result.error;
+      if (!backend->status().ok()) run.error += backend->status().error().describe();
       if (r == 0) {
         run.device_bytes = backend->bytes_in_use();
         run.losses = losses;
@@ -145,6 +151,41 @@ bool is_layer_span(const trace::Event& e) {
          (e.kind == trace::EventKind::Forward || e.kind == trace::EventKind::Backward);
 }
 
+// The float64 reference and the float32 single process of a plan, computed once per
+// single-process plan: the pipeline layouts of one model share theirs, as do the
+// data-parallel rows with their single process.
+struct Baseline {
+  TrainedRun reference;  // cpu-f64
+  TrainedRun single;     // the float32 CPU backend
+};
+
+std::string single_process_key(const Plan& plan) {
+  Plan single = testing::single_process_plan(plan);
+  single.name.clear();
+  std::function<void(std::vector<LayerSpec>&)> unstaged = [&](std::vector<LayerSpec>& layers) {
+    for (LayerSpec& l : layers) {
+      l.stage = 0;
+      for (BranchSpec& b : l.branches) {
+        b.stage = -1;
+        unstaged(b.layers);
+      }
+    }
+  };
+  unstaged(single.model.layers);
+  return plan_to_json(single);
+}
+
+const Baseline& baseline(const Plan& plan) {
+  static std::map<std::string, Baseline> cache;
+  const std::string key = single_process_key(plan);
+  auto found = cache.find(key);
+  if (found != cache.end()) return found->second;
+  Baseline b;
+  b.reference = testing::train_single_process(plan, *cpu::make_cpu_f64_backend());
+  b.single = testing::train_single_process(plan, *cpu::make_cpu_backend());
+  return cache.emplace(key, std::move(b)).first->second;
+}
+
 }  // namespace
 
 class BackendTraining : public QObject {
@@ -159,75 +200,80 @@ class BackendTraining : public QObject {
     on_host_bodies_ = std::string(device->name()) == "cuda-bodies-on-host";
   }
 
+  // Smooth rows (tanh, momentum, no max-pool) carry the sharp bound; the rows with ReLU,
+  // max-pool or Adam keep those paths on the device under their measured spread
+  // (float64_reference.h). Every parallel layout is smooth: the stage boundaries and the
+  // all-reduce are what a sharp bound is for.
   void devicePathTrainsLikeTheCpu_data() {
     QTest::addColumn<QString>("file");
     QTest::addColumn<QString>("variant");
-    QTest::addColumn<double>("param_tolerance");
-    QTest::newRow("MLP, Adam") << "mlp_fashion.json" << "" << kTolerance;
-    QTest::newRow("MLP, tanh, momentum, weight decay") << "mlp_fashion.json" << "tanh-momentum" << kTolerance;
-    QTest::newRow("CNN: conv, pool, momentum") << "cnn_fashion.json" << "momentum" << kTolerance;
-    QTest::newRow("CNN: conv, pool, Adam") << "cnn_fashion.json" << "" << 1e-3;
-    QTest::newRow("parallel branches, dropout, GELU, Adam") << "branches_example.json" << "" << kTolerance;
-    QTest::newRow("2 data-parallel ranks (host-staged all-reduce)") << "mlp_fashion.json" << "dp2" << kTolerance;
-    QTest::newRow("2 data-parallel ranks (device buckets, as over NCCL)") << "mlp_fashion.json" << "dp2-device"
-                                                                         << kTolerance;
-    QTest::newRow("2 pipeline stages (host-staged sends)") << "gpipe_mlp.json" << "" << kTolerance;
-    QTest::newRow("2 pipeline stages, 1F1B (device messages, as over NCCL)") << "onefoneb_mlp.json" << "device-messages"
-                                                                             << kTolerance;
+    QTest::addColumn<QString>("layout");
+    QTest::newRow("MLP, ReLU, Adam") << "mlp_fashion.json" << "" << "";
+    QTest::newRow("MLP, tanh, momentum, weight decay") << "mlp_fashion.json" << "tanh-momentum" << "";
+    QTest::newRow("CNN: conv, tanh, pool, momentum") << "cnn_fashion.json" << "tanh-momentum" << "";
+    QTest::newRow("CNN: conv, ReLU, pool, Adam") << "cnn_fashion.json" << "" << "";
+    QTest::newRow("parallel branches, dropout, GELU, Adam") << "branches_example.json" << "" << "";
+    QTest::newRow("2 data-parallel ranks (host-staged all-reduce)") << "mlp_fashion.json" << "tanh-momentum"
+                                                                    << "dp2";
+    QTest::newRow("2 data-parallel ranks (device buckets, as over NCCL)") << "mlp_fashion.json" << "tanh-momentum"
+                                                                          << "dp2-device";
+    QTest::newRow("2 pipeline stages (host-staged sends)") << "gpipe_mlp.json" << "tanh" << "";
+    QTest::newRow("2 pipeline stages, 1F1B (device messages, as over NCCL)") << "onefoneb_mlp.json" << "tanh"
+                                                                             << "device-messages";
+    // test_gpu_equivalence's plans, here with ranks as threads.
+    QTest::newRow("2 stages, no micro-batches (layer split)") << "layer_split_mlp.json" << "tanh" << "";
+    QTest::newRow("2 replicas of 2 stages (hybrid)") << "hybrid_mlp.json" << "tanh" << "";
+    QTest::newRow("4 data-parallel ranks") << "dp4_mlp_fashion.json" << "tanh" << "";
+    QTest::newRow("branches on 2 devices (ReLU, pool)") << "branches_two_devices.json" << "" << "";
   }
   void devicePathTrainsLikeTheCpu() {
     QFETCH(QString, file);
     QFETCH(QString, variant);
-    QFETCH(double, param_tolerance);
+    QFETCH(QString, layout);
     Plan plan = example(qPrintable(file));
-    if (variant == "tanh-momentum" || variant == "momentum") {
-      for (LayerSpec& l : plan.model.layers)
-        if (l.kind == LayerKind::Relu && variant == "tanh-momentum") l.kind = LayerKind::Tanh;
-      plan.training.optimizer.kind = OptimizerKind::Momentum;
-      plan.training.optimizer.lr = 0.05;
-      plan.training.optimizer.momentum = 0.9;
-      plan.training.optimizer.weight_decay = 1e-4;
-    }
-    if (variant.startsWith("dp2")) {
+    testing::apply_variant(plan, variant.toStdString());
+    if (layout.startsWith("dp2")) {
       plan.parallel.data_parallel = 2;
       plan.parallel.devices.assign(2, plan.parallel.devices.front());
     }
-    const bool device_buckets = variant == "dp2-device" || variant == "device-messages";
+    const bool device_buckets = layout == "dp2-device" || layout == "device-messages";
     if (device_buckets && !on_host_bodies_) QSKIP("device memory on a GPU is checked over NCCL (test_comm_nccl, gpu label)");
     QElapsedTimer timer;
     timer.start();
-    const Run cpu = train(plan, false);
+    const Baseline& base = baseline(plan);
+    const qint64 baseline_ms = timer.restart();
+    const Run cpu = train(plan, Path::Cpu);
     const qint64 cpu_ms = timer.restart();
-    const Run device = train(plan, true, device_buckets);
-    if (variant == "dp2-device") {
+    const Run device = train(plan, Path::Device, device_buckets);
+    qInfo("%s: float64 reference and cpu single process %lld ms, cpu backend %lld ms, backend under test %lld ms",
+          qPrintable(file), baseline_ms, cpu_ms, timer.elapsed());
+    if (layout == "dp2-device") {
       // The buckets hold every gradient once, in the device's memory, not the host's.
-      const Run staged = train(plan, true);
+      const Run staged = train(plan, Path::Device);
       std::int64_t grad_bytes = 0;
       for (const auto& p : cpu.params) grad_bytes += std::int64_t(p.values.size() * sizeof(float));
       QCOMPARE(device.device_bytes - staged.device_bytes, grad_bytes);
     }
-    qInfo("%s: cpu backend %lld ms, backend under test %lld ms", qPrintable(file), cpu_ms,
-          timer.elapsed());
-    QVERIFY2(cpu.error.isEmpty(), qPrintable(cpu.error));
-    QVERIFY2(device.error.isEmpty(), qPrintable(device.error));
-    QCOMPARE(device.losses.size(), std::size_t(kSteps));
-    QCOMPARE(cpu.losses.size(), std::size_t(kSteps));
-    for (std::size_t s = 0; s < cpu.losses.size(); ++s) {
-      const double rel = std::abs(device.losses[s] - cpu.losses[s]) / std::abs(cpu.losses[s]);
-      QVERIFY2(rel <= kTolerance, qPrintable(QString("step %1: loss %2 vs %3 (rel %4)")
-                                                 .arg(s + 1).arg(device.losses[s], 0, 'g', 9)
-                                                 .arg(cpu.losses[s], 0, 'g', 9).arg(rel)));
+    const TrainedRun& reference = base.reference;
+    for (const TrainedRun* run : std::initializer_list<const TrainedRun*>{&reference, &base.single, &cpu, &device}) {
+      QVERIFY2(run->error.empty(), run->error.c_str());
+      QCOMPARE(run->losses.size(), std::size_t(kSteps));
+      QCOMPARE(run->params.size(), reference.params.size());
     }
-    QCOMPARE(device.params.size(), cpu.params.size());
-    QVERIFY(!cpu.params.empty());
-    double worst = 0;
-    for (std::size_t i = 0; i < cpu.params.size(); ++i) {
-      const double rel = engine::relative_difference(cpu.params[i].values, device.params[i].values);
-      worst = std::max(worst, rel);
-      QVERIFY2(rel <= param_tolerance, qPrintable(QString("%1: relative difference %2")
-                                                 .arg(QString::fromStdString(cpu.params[i].name)).arg(rel)));
-    }
-    qInfo("largest parameter difference %.3g (tolerance %g)", worst, param_tolerance);
+    QVERIFY(!reference.params.empty());
+    const Deviation of_single = testing::deviation(reference, base.single.params, base.single.losses);
+    const Deviation of_cpu = testing::deviation(reference, cpu.params, cpu.losses);
+    const Deviation of_device = testing::deviation(reference, device.params, device.losses);
+    const double spread = testing::measured_spread(file.toStdString(), variant.toStdString());
+    qInfo("error against float64: cpu single process %s", testing::describe(reference, of_single).c_str());
+    qInfo("error against float64: cpu, this plan     %s", testing::describe(reference, of_cpu).c_str());
+    qInfo("error against float64: backend under test %s", testing::describe(reference, of_device).c_str());
+    qInfo("bound: %g * max(%.3g, floor %g, measured spread %g) = %.3g", testing::kMultiple, of_single.worst_param(),
+          testing::kFloor, spread, testing::bound_for(of_single.worst_param(), spread));
+    const std::string cpu_outside = testing::outside_bound(reference, of_cpu, of_single, spread);
+    const std::string device_outside = testing::outside_bound(reference, of_device, of_single, spread);
+    QVERIFY2(cpu_outside.empty(), ("the cpu backend on this plan: " + cpu_outside).c_str());
+    QVERIFY2(device_outside.empty(), ("the backend under test: " + device_outside).c_str());
   }
 
   // Traced on a device, layer spans are stamped, not host-timed with a synchronize each:
