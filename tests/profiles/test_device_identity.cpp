@@ -115,7 +115,8 @@ void TestDeviceIdentity::grouping() {
   QCOMPARE(lines[2], std::string("rank 5: not recorded"));
   // Ranks that differ only by their NCCL version are two groups: nothing is hidden.
   QCOMPARE(loom::analysis::group_devices({{0, h200()}, {1, h200("2.27.1")}}).size(), std::size_t(2));
-  QCOMPARE(loom::analysis::devices_short(loom::analysis::group_devices({{0, {}}})), std::string());
+  const std::vector<std::pair<int, DeviceInfo>> silent{{0, DeviceInfo{}}};
+  QCOMPARE(loom::analysis::devices_short(loom::analysis::group_devices(silent)), std::string());
 }
 
 // Three ranks on H200s and one on a cpu, stored through the store API, then read the way
