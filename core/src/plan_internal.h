@@ -118,6 +118,14 @@ std::string enum_choices(const std::array<EnumName<E>, N>& table) {
 // when nothing is close enough to be a plausible typo.
 std::string closest_name(std::string_view word, const std::vector<std::string_view>& candidates);
 
+// A value from the plan as an error message shows it: whole up to 64 characters, else its
+// start and its length, so a 10 MB key or name does not become a 10 MB message.
+inline std::string shown(std::string_view value) {
+  constexpr std::size_t kWhole = 64, kStart = 48;
+  if (value.size() <= kWhole) return std::string(value);
+  return std::string(value.substr(0, kStart)) + "... (" + std::to_string(value.size()) + " characters)";
+}
+
 // Where a layer sits, for walkers that need its JSON pointer and nesting.
 struct LayerPlace {
   std::string path;   // "/model/layers/4/branches/1/layers/0"

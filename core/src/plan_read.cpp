@@ -132,11 +132,11 @@ void PlanReader::reject_unknown_keys(const Json& obj, const std::string& path, c
                                      std::string_view owner) {
   for (const auto& [key, value] : obj.items()) {
     if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
-    std::string reason = "unknown key '" + key + "'";
+    std::string reason = "unknown key '" + shown(key) + "'";
     if (!owner.empty()) reason += " for " + std::string(owner);
-    std::string guess = closest_name(key, allowed);
+    std::string guess = key.size() <= 64 ? closest_name(key, allowed) : "";
     if (!guess.empty()) reason += " (did you mean '" + guess + "'?)";
-    error(child(path, key), reason);
+    error(child(path, shown(key)), reason);
   }
 }
 
@@ -221,8 +221,8 @@ bool PlanReader::enum_value(const Json& j, const std::string& path, E& out,
   }
   std::vector<std::string_view> names;
   for (const auto& entry : table) names.push_back(entry.name);
-  std::string reason = "unknown " + std::string(what) + " '" + name + "'";
-  std::string guess = closest_name(name, names);
+  std::string reason = "unknown " + std::string(what) + " '" + shown(name) + "'";
+  std::string guess = name.size() <= 64 ? closest_name(name, names) : "";
   reason += guess.empty() ? "; expected " + enum_choices(table) : " (did you mean '" + guess + "'?)";
   error(path, reason);
   return false;
@@ -245,7 +245,7 @@ Plan PlanReader::read(const Json& root) {
     if (!format->is_string()) {
       error("/format", expected_got("the string \"loom-plan/1\"", describe_value(*format)));
     } else if (format->get<std::string>() != kPlanFormat) {
-      error("/format", "unsupported format '" + format->get<std::string>() + "'; this Loom reads \"loom-plan/1\"");
+      error("/format", "unsupported format '" + shown(format->get<std::string>()) + "'; this Loom reads \"loom-plan/1\"");
     }
   }
   read_string(root, "", "name", plan.name);

@@ -15,6 +15,7 @@ namespace loom {
 namespace {
 
 using detail::expected_got;
+using detail::shown;
 
 class Checker {
  public:
@@ -67,7 +68,7 @@ void check_data(const DataSpec& d, Checker& check) {
       check.error("/data/path", "the fashion-mnist source needs the directory of its IDX files");
     } else if (std::error_code ec; !std::filesystem::exists(d.path, ec)) {
       // Checked here, not when a rank starts: a typo is found before anything launches.
-      check.error("/data/path", "'" + d.path + "' does not exist on this machine (Debian: apt-get install "
+      check.error("/data/path", "'" + shown(d.path) + "' does not exist on this machine (Debian: apt-get install "
                                 "dataset-fashion-mnist puts it in /usr/share/datasets/fashion-mnist)");
     }
     return;
@@ -121,7 +122,7 @@ void check_layer_names(const ModelSpec& model, Checker& check) {
     if (layer.name.empty()) return;  // the reader reports empty names; editors fill them in
     auto [it, inserted] = first_use.emplace(layer.name, place.path);
     if (!inserted) {
-      check.error(place.path + "/name", "duplicate layer name '" + layer.name + "' (also used by " + it->second + ")");
+      check.error(place.path + "/name", "duplicate layer name '" + shown(layer.name) + "' (also used by " + shown(it->second) + ")");
     }
   });
 }

@@ -81,6 +81,10 @@ class Reporter {
     if (sink_) (void)sink_->write_done(done);
   }
 
+  void device(const trace::DeviceInfo& info) {
+    if (sink_) (void)sink_->write_device(info);
+  }
+
  private:
   int rank_;
   std::unique_ptr<stream::StreamClient> client_;
@@ -323,6 +327,18 @@ Expected<std::unique_ptr<comm::Communicator>> open_nccl(comm::Communicator& mpi,
 #endif
 }
 
+// What this rank runs on, sent once its device is open and NCCL joined (whose version it
+// names): `show`, compare and the Runs list say "NVIDIA H200" instead of "gpu 0".
+trace::DeviceInfo identity_of(const DeviceSpec& device, int blas_threads, bool uses_nccl) {
+  trace::DeviceInfo info = device::describe_device(device, blas_threads);
+#ifdef LOOM_WITH_NCCL
+  if (uses_nccl) info.nccl = comm::nccl_version();
+#else
+  (void)uses_nccl;
+#endif
+  return info;
+}
+
 }  // namespace
 
 int run_rank(comm::Communicator& comm, const Plan& plan, const RankOptions& options) {
@@ -337,7 +353,7 @@ int run_rank(comm::Communicator& comm, const Plan& plan, const RankOptions& opti
   auto data = data::load_dataset(plan.data);
   if (!data.ok()) return reporter.fail(data.error().describe(), 1);
   const std::int64_t load_end = trace::now_ns();
-  engine::apply_thread_count(plan, ranks_on_this_host(comm.size()));
+  const int blas_threads = engine::apply_thread_count(plan, ranks_on_this_host(comm.size()));
   // Opened before training: no driver or no such GPU fails the rank here, with CUDA's
   // words and a hint, and the run is stored as failed.
   auto backend = device::open_device(device, plan.training.tf32);
@@ -346,6 +362,7 @@ int run_rank(comm::Communicator& comm, const Plan& plan, const RankOptions& opti
   auto nccl = open_nccl(comm, plan, device);
   if (!nccl.ok()) return reporter.fail("cannot start NCCL on " + device::device_label(device) + ": " + nccl.error().describe(), 1);
   comm::Communicator& training_comm = *nccl ? **nccl : comm;
+  reporter.device(identity_of(device, blas_threads, *nccl != nullptr));
   // An exception escaping training (std::bad_alloc for a model this machine cannot hold,
   // a bug) is reported as this rank's failure, with its message, instead of an abort that
   // leaves the host guessing.

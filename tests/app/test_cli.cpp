@@ -113,6 +113,74 @@ class CliTest : public QObject {
     QVERIFY(text.out.contains("cli-spirals"));
   }
 
+  // The real run above trained on this machine's CPU: `show` names the CPU model that
+  // /proc/cpuinfo names, the plan's one BLAS thread, and --json carries the same identity;
+  // the Chrome export copies it beside the rank.
+  void showNamesThisMachinesCpu() {
+    if (run_id_.isEmpty()) QSKIP("needs the run recorded by runRecordsAndShowsTheRun");
+    QFile cpuinfo("/proc/cpuinfo");
+    QVERIFY(cpuinfo.open(QIODevice::ReadOnly));
+    QString model;
+    for (const QByteArray& line : cpuinfo.readAll().split('\n'))
+      if (line.startsWith("model name") && model.isEmpty()) model = QString::fromUtf8(line.mid(line.indexOf(':') + 1)).trimmed();
+    const Result text = run_cli({"show", run_id_, "--db", db()});
+    QCOMPARE(text.exit_code, 0);
+    const QString expected = "  device:        rank 0: cpu, " + (model.isEmpty() ? QString() : model + ", ");
+    QVERIFY2(text.out.contains(expected), qPrintable(expected + "\nnot in:\n" + text.out));
+    QVERIFY2(text.out.contains("1 BLAS thread\n"), qPrintable(text.out));  // "threads": 1
+    const QJsonObject info =
+        last_json_line(run_cli({"show", run_id_, "--db", db(), "--json"}).out)["ranks"].toArray()[0].toObject()["device_info"].toObject();
+    QCOMPARE(info["kind"].toString(), QString("cpu"));
+    QCOMPARE(info["name"].toString(), model);
+    QCOMPARE(info["blas_threads"].toInt(), 1);
+    QVERIFY(info["logical_cores"].toInt() >= 1);
+    const QString trace = dir_.filePath("device-trace.json");
+    QCOMPARE(run_cli({"export", run_id_, "--chrome", trace, "--db", db()}).exit_code, 0);
+    const QJsonObject exported = loom::test::read_json_file(trace);
+    QCOMPARE(exported["distributedInfo"]["ranks"][0]["device_info"]["name"].toString(), model);
+  }
+
+  // A GPU run, written through the store API as a rank on an H200 writes it (this machine
+  // has no GPU; what is tested is that the stored identity reaches the words), beside the
+  // real CPU run: `show` and `compare` name the GPU, its memory, driver, CUDA and NCCL.
+  void showAndCompareNameAStoredGpu() {
+    if (run_id_.isEmpty()) QSKIP("needs the run recorded by runRecordsAndShowsTheRun");
+    auto store = loom::store::RunStore::open(db().toStdString());
+    QVERIFY(store.ok());
+    auto source = store->load_run(run_id_.toLongLong());
+    QVERIFY(source.ok());
+    loom::trace::RunRecord record = *source;
+    record.name = "cli-spirals-h200";
+    const std::int64_t gpu_run = *store->create_run(record);
+    loom::trace::RankRecord rank{0, "gpu-node", "gpu 0"};
+    rank.device_info.kind = "gpu";
+    rank.device_info.name = "NVIDIA H200";
+    rank.device_info.memory_bytes = 150'011'707'392LL;
+    rank.device_info.compute_major = 9;
+    rank.device_info.driver = "580.159.04";
+    rank.device_info.cuda_driver = "13.0";
+    rank.device_info.cuda_runtime = "13.0";
+    rank.device_info.nccl = "2.28.3";
+    QVERIFY(store->upsert_rank(gpu_run, rank).ok());
+    QVERIFY(store->finish_run(gpu_run, loom::trace::RunStatus::Completed, 1.0, 0, "").ok());
+    const QString id = QString::number(gpu_run);
+    const Result show = run_cli({"show", id, "--db", db()});
+    QVERIFY2(show.out.contains("  device:        rank 0: NVIDIA H200, 139.7 GiB, compute 9.0, driver 580.159.04, "
+                               "CUDA 13.0, NCCL 2.28.3\n"),
+             qPrintable(show.out));
+    const Result compare = run_cli({"compare", run_id_, id, "--db", db()});
+    QVERIFY2(compare.exit_code == 0, qPrintable(compare.err));
+    QVERIFY2(compare.out.contains("one process on cpu; 1 rank") && compare.out.contains("one process on NVIDIA H200; 1 rank"),
+             qPrintable(compare.out));
+    QVERIFY2(compare.out.contains("             rank 0: NVIDIA H200, 139.7 GiB"), qPrintable(compare.out));
+    const QJsonArray runs = last_json_line(run_cli({"compare", run_id_, id, "--db", db(), "--json"}).out)["runs"].toArray();
+    QCOMPARE(runs[0].toObject()["device"].toString(), QString("cpu"));
+    QCOMPARE(runs[1].toObject()["device"].toString(), QString("NVIDIA H200"));
+    QCOMPARE(runs[1].toObject()["devices"].toArray()[0].toObject()["device_info"].toObject()["nccl"].toString(),
+             QString("2.28.3"));
+    QVERIFY(store->delete_run(gpu_run).ok());  // later tests count this store's runs
+  }
+
   void exportWritesANestedChromeTrace() {
     if (run_id_.isEmpty()) QSKIP("needs the run recorded by runRecordsAndShowsTheRun");
     const QString path = dir_.filePath("trace.json");
@@ -389,8 +457,10 @@ class CliTest : public QObject {
     const Result r = run_cli({"run", file, "--db", fresh});
     const QJsonArray runs = stored();
     QCOMPARE(runs.size(), 1);
-    if (r.exit_code == 0) {  // a machine with a GPU
+    if (r.exit_code == 0) {  // a machine with a GPU: `show` names it as CUDA does
       QCOMPARE(runs[0].toObject()["status"].toString(), QString("completed"));
+      const Result show = run_cli({"show", QString::number(runs[0].toObject()["id"].toInteger()), "--db", fresh});
+      QVERIFY2(show.out.contains("  device:        rank 0: NVIDIA "), qPrintable(show.out));
       return;
     }
     QVERIFY2(r.err.contains("cannot open gpu 0: cudaSetDevice"), qPrintable(r.err));

@@ -60,6 +60,9 @@ class CliImportTest : public QObject {
     QVERIFY(summary["samples_per_s"].isNull());  // unknown, not zero
     const Result text = run_cli({"show", id, "--db", db()});
     QVERIFY2(text.exit_code == 0 && text.out.contains("imported:"), qPrintable(text.out + text.err));
+    // PyTorch 1.13's files carry no deviceProperties: nothing is invented.
+    QVERIFY2(text.out.contains("  device:        not recorded\n"), qPrintable(text.out));
+    QVERIFY(summary["ranks"].toArray()[0].toObject()["device_info"].isNull());
 
     const Result loom = run_cli({"run", write("spirals.json", kSpiralsPlan), "--db", db(), "--json"});
     QVERIFY2(loom.exit_code == 0, qPrintable(loom.err));

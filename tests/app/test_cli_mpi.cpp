@@ -67,7 +67,14 @@ class CliMpiTest : public QObject {
       QCOMPARE(rank["events_stored"].toInteger(), rank["events_recorded"].toInteger());
       QVERIFY(rank["exposed_comm_s"].toDouble() >= 0);
       QVERIFY(rank["exposed_comm_s"].toDouble() <= rank["comm_s"].toDouble() + 1e-9);
+      // Each rank sent what it ran on (the Device frame) once its device was open.
+      const QJsonObject device = rank["device_info"].toObject();
+      QCOMPARE(device["kind"].toString(), QString("cpu"));
+      QVERIFY(device["logical_cores"].toInt() >= 1 && device["blas_threads"].toInt() >= 1);
     }
+    // Two ranks on one machine: one identity, grouped.
+    QCOMPARE(shown_["devices"].toArray().size(), 1);
+    QCOMPARE(shown_["devices"][0]["ranks"].toArray().size(), 2);
     const QJsonObject allreduce = shown_["allreduce"].toObject();
     QVERIFY(allreduce["algbw_gbs"].toDouble() > 0);
     QCOMPARE(allreduce["busbw_gbs"].toDouble(), allreduce["algbw_gbs"].toDouble());  // 2(n-1)/n = 1 for n = 2
@@ -84,6 +91,7 @@ class CliMpiTest : public QObject {
     const Result text = run_cli({"show", QString::number(shown_["id"].toInteger()), "--db", db()});
     QVERIFY(text.out.contains("busbw"));
     QVERIFY(text.out.contains("scaling"));
+    QVERIFY2(text.out.contains("  device:        ranks 0-1: cpu"), qPrintable(text.out));
   }
 
   void exportHasEveryRankNestedAndCausal() {

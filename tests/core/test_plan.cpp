@@ -63,7 +63,21 @@ class TestPlan : public QObject {
   void nccl_placement_is_checked_in_a_gpu_build();
   void deep_documents_and_models_are_refused();
   void memory_beyond_the_machine_is_refused();
+  void huge_values_are_cut_in_messages();
 };
+
+// A 10 MB key or name is named by its start and length, not echoed whole.
+void TestPlan::huge_values_are_cut_in_messages() {
+  const std::string huge(10'000'000, 'x');
+  const std::string text = patched_default("{\"/training/" + huge + "\": 1, \"/parallel/schedule\": \"" + huge + "\"}");
+  const PlanResult result = loom::parse_plan(text);
+  QVERIFY(!result.ok());
+  QCOMPARE(result.errors.size(), std::size_t(2));
+  for (const loom::PlanError& e : result.errors) {
+    QVERIFY2(e.path.size() + e.reason.size() < 300, (e.path.substr(0, 80) + ": " + e.reason.substr(0, 200)).c_str());
+    QVERIFY2(e.reason.find("(10000000 characters)") != std::string::npos, e.reason.c_str());
+  }
+}
 
 namespace {
 

@@ -16,6 +16,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (::write(fd, data, size) != static_cast<ssize_t>(size)) size = 0;
   ::close(fd);
   if (auto store = loom::store::RunStore::open(path); store.ok()) {
+    (void)store->load_all_devices();  // the Runs list's device column
     if (auto runs = store->list_runs(); runs.ok()) {
       for (std::size_t i = 0; i < runs->size() && i < 4; ++i) {
         const std::int64_t id = (*runs)[i].id;

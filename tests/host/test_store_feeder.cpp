@@ -1,5 +1,6 @@
 // The host's StoreFeeder writes what ranks stream into the run store: here, the updates a
-// parameter-server rank reports (stored as sent, for whichever workers pushed them) and a
+// parameter-server rank reports (stored as sent, for whichever workers pushed them), a
+// rank's device identity (kept through the clock and Done updates that follow it), and a
 // store failure that must surface as store_error() rather than stop the stream.
 #include <QTemporaryDir>
 #include <QtTest>
@@ -58,6 +59,42 @@ class TestStoreFeeder : public QObject {
     update.kind = trace::EventKind::Optimizer;
     feeder.on_events(0, {update});
     QVERIFY2(feeder.activity()[0].training, "work ends setup too");
+  }
+
+  // The Device frame arrives after Hello; the later Clock and Done frames rewrite the rank's
+  // row and must keep the identity, as must the log line that names it.
+  void deviceIdentityIsStoredAndKept() {
+    QTemporaryDir dir;
+    const std::string path = dir.filePath("runs.db").toStdString();
+    auto reader = store::RunStore::open(path);
+    QVERIFY(reader.ok());
+    const std::int64_t id = *reader->create_run({});
+    auto writer = store::RunStore::open(path);
+    QVERIFY(writer.ok());
+    host::StoreFeeder feeder(std::move(writer).value(), id, 2, "here");
+    stream::Hello hello;
+    hello.rank = 1;
+    hello.host = "gpu-node";
+    hello.device = "gpu 1";
+    feeder.on_hello(hello);
+    trace::DeviceInfo gpu;
+    gpu.kind = "gpu";
+    gpu.name = "NVIDIA H200";  // as a rank on an H200 sends it; no GPU is needed to store it
+    gpu.memory_bytes = 150'011'707'392LL;
+    gpu.nccl = "2.28.3";
+    feeder.on_device(1, gpu);
+    feeder.on_clock(1, stream::ClockInfo{5, 6, 1, 2, 3, 4});
+    feeder.on_done(1, stream::Done{10, trace::RunStatus::Completed, ""});
+    QCOMPARE(feeder.store_error(), std::string());
+    auto ranks = reader->load_ranks(id);
+    QVERIFY(ranks.ok());
+    QCOMPARE(ranks->size(), std::size_t(1));
+    QCOMPARE((*ranks)[0].offset_ns, std::int64_t(5));
+    QCOMPARE((*ranks)[0].events_recorded, std::int64_t(10));
+    QVERIFY((*ranks)[0].device_info == gpu);
+    auto run = reader->load_run(id);
+    QVERIFY(run.ok());
+    QVERIFY2(run->log.find("rank 1 runs on NVIDIA H200, 139.7 GiB, NCCL 2.28.3") != std::string::npos, run->log.c_str());
   }
 
   void storeFailureIsReported() {

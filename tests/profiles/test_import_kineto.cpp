@@ -43,8 +43,19 @@ int count(const std::vector<Event>& events, EventKind kind, Stream stream) {
 // a step with a forward op, a backward op launching a kernel (External id 7), a
 // record_param_comms all-reduce of 1000 floats whose NCCL kernel runs later, a memcpy,
 // and entries that are not imported (runtime launches, GPU annotations, flows, metadata).
+// Its deviceProperties (as Kineto writes them) list two GPUs; its kernels ran on device 0.
 const char* kKinetoGpu = R"({
   "schemaVersion": 1,
+  "deviceProperties": [
+    {"id": 1, "name": "NVIDIA H100 80GB HBM3", "totalGlobalMem": 84929347584, "computeMajor": 9, "computeMinor": 0,
+     "maxThreadsPerBlock": 1024, "numSms": 132},
+    {"id": 0, "name": "NVIDIA A100-SXM4-40GB", "totalGlobalMem": 42505273344, "computeMajor": 8, "computeMinor": 0,
+     "maxThreadsPerBlock": 1024, "maxThreadsPerMultiprocessor": 2048, "regsPerBlock": 65536, "warpSize": 32,
+     "sharedMemPerBlock": 49152, "numSms": 108}
+  ],
+  "cupti_version": 24,
+  "cuda_runtime_version": 12040,
+  "cuda_driver_version": 12020,
   "distributedInfo": {"backend": "nccl", "rank": 1, "world_size": 2},
   "baseTimeNanoseconds": 1700000000000000000,
   "traceEvents": [
@@ -142,6 +153,8 @@ class ImportKinetoTest : public QObject {
       QCOMPARE(run.traces[std::size_t(r)].steps, std::int64_t(4));
       QCOMPARE(run.traces[std::size_t(r)].collectives, std::int64_t(4));
     }
+    // Older PyTorch files carry no deviceProperties: what the ranks ran on is not recorded.
+    QVERIFY(!run.ranks[0].device_info.recorded() && !run.ranks[1].device_info.recorded());
     // Legacy files count from their own profiler start: rank 1 is aligned on collective ends.
     QVERIFY(run.ranks[1].offset_ns != 0);
     QVERIFY(run.ranks[1].uncertainty_ns >= 0 && run.ranks[1].uncertainty_ns < 20000000);
@@ -176,6 +189,20 @@ class ImportKinetoTest : public QObject {
     QCOMPARE(ar[0].end_ns, base + 700000);
     QCOMPARE(ar[0].step, 7);
     QCOMPARE(t.ignored, std::int64_t(6));  // metadata, launch, GPU annotation, 2 flows, instant
+    // The GPU its kernels ran on (pid 0), not the first one listed.
+    QCOMPARE(t.device.kind, std::string("gpu"));
+    QCOMPARE(t.device.name, std::string("NVIDIA A100-SXM4-40GB"));
+    QCOMPARE(t.device.memory_bytes, std::int64_t(42505273344));
+    QCOMPARE(t.device.compute_major, 8);
+    QCOMPARE(t.device.cuda_runtime, std::string("12.4"));
+    QCOMPARE(t.device.cuda_driver, std::string("12.2"));
+    QVERIFY(t.device.nccl.empty() && t.device.driver.empty());  // a Kineto file says neither
+    // deviceProperties of an unexpected shape is metadata lost, not a refused trace.
+    std::string odd = kKinetoGpu;
+    odd.replace(odd.find("\"deviceProperties\": ["), 21, "\"deviceProperties\": 7, \"x\": [");
+    const RankTrace without = must(loom::kineto::parse_kineto_trace(odd, "gpu.json", std::nullopt));
+    QVERIFY(!without.device.recorded());
+    QCOMPARE(without.events.size(), t.events.size());
   }
 
   void legacyBareListWithStringIdsAndNoCat() {

@@ -87,6 +87,8 @@ class TestRunStore : public QObject {
   void futureSchemaIsRefused();
   void negativeSchemaIsCorrupt();
   void version1FileMigrates();
+  void deviceIdentityRoundTrip();
+  void version6FileMigrates();
   void unknownStatusTextReadsAsFailed();
   void defaultPathFollowsEnvironment();
   void readerWhileWriterWrites();
@@ -454,6 +456,114 @@ void TestRunStore::version1FileMigrates() {
   QCOMPARE(again[1].sync_end_ns, std::int64_t(200));
   QCOMPARE(again[1].pid, 77);
   QCOMPARE(must(reopened.load_run(1)).name, std::string("old-dp2"));
+}
+
+namespace {
+// A GPU rank's identity with every field set and distinct, so a dropped column shows.
+trace::DeviceInfo h200() {
+  trace::DeviceInfo d;
+  d.kind = "gpu";
+  d.name = "NVIDIA H200";
+  d.memory_bytes = 150'011'707'392LL;
+  d.compute_major = 9;
+  d.compute_minor = 0;
+  d.driver = "580.159.04";
+  d.cuda_driver = "13.1";
+  d.cuda_runtime = "13.0";
+  d.nccl = "2.28.3";
+  return d;
+}
+}  // namespace
+
+// Schema v7: each rank's device identity survives a reopen, a later upsert of the same
+// rank replaces it, and a damaged value reads as not recorded instead of failing the run.
+void TestRunStore::deviceIdentityRoundTrip() {
+  QTemporaryDir dir;
+  const std::string path = dir.filePath("runs.db").toStdString();
+  trace::DeviceInfo cpu;
+  cpu.kind = "cpu";
+  cpu.name = "AMD EPYC 7B13";
+  cpu.memory_bytes = 25'000'000'000LL;
+  cpu.logical_cores = 2;
+  cpu.blas_threads = 1;
+  std::int64_t id = 0, other = 0;
+  {
+    RunStore store = must(RunStore::open(path));
+    id = must(store.create_run({}));
+    other = must(store.create_run({}));
+    RankRecord r0{0, "n0", "gpu 0"};
+    r0.device_info = h200();
+    RankRecord r1{1, "n0", "cpu"};
+    r1.device_info = cpu;
+    must_ok(store.upsert_rank(id, r0));
+    must_ok(store.upsert_rank(id, r1));
+    must_ok(store.upsert_rank(id, RankRecord{2, "n1", "cpu"}));  // said nothing
+    must_ok(store.upsert_rank(other, RankRecord{0, "n1", "cpu"}));
+  }
+  RunStore store = must(RunStore::open(path));
+  auto ranks = must(store.load_ranks(id));
+  QCOMPARE(ranks.size(), std::size_t(3));
+  QVERIFY(ranks[0].device_info == h200());
+  QVERIFY(ranks[1].device_info == cpu);
+  QVERIFY(!ranks[2].device_info.recorded());
+  auto all = must(store.load_all_devices());
+  QCOMPARE(all.size(), std::size_t(1));  // `other` recorded none
+  QCOMPARE(all[id].size(), std::size_t(2));
+  QCOMPARE(all[id][1].first, 1);
+  QVERIFY(all[id][1].second == cpu);
+  // An upsert without an identity (a clock update that lost it) would erase it: the feeder
+  // keeps the record whole; here the store just does as told.
+  RankRecord cleared = ranks[0];
+  cleared.device_info = {};
+  must_ok(store.upsert_rank(id, cleared));
+  QVERIFY(!must(store.load_ranks(id))[0].device_info.recorded());
+  Database raw = must(Database::open(path));
+  for (const char* damaged : {"{not json", "{\"kind\":\"tpu\",\"name\":\"x\"}", "[1,2]", "\"gpu\""}) {
+    auto q = must(raw.prepare("UPDATE ranks SET device_info = ? WHERE run_id = ? AND rank = 1"));
+    q.bind(1, std::string(damaged)).bind(2, id);
+    QVERIFY(q.step().ok());
+    auto read = must(store.load_ranks(id));
+    QVERIFY2(!read[1].device_info.recorded(), damaged);
+  }
+  // Fields of the wrong type or out of range are dropped one by one; the rest is kept.
+  must_ok(raw.exec("UPDATE ranks SET device_info = '{\"kind\":\"gpu\",\"name\":\"A\",\"memory_bytes\":-4,"
+                   "\"logical_cores\":\"many\",\"blas_threads\":99999999,\"compute_capability\":\"x.y\"}' "
+                   "WHERE rank = 1"));
+  const trace::DeviceInfo partial = must(store.load_ranks(id))[1].device_info;
+  QCOMPARE(partial.name, std::string("A"));
+  QCOMPARE(partial.memory_bytes, std::int64_t(0));
+  QCOMPARE(partial.logical_cores, 0);
+  QCOMPARE(partial.blas_threads, 0);
+  QCOMPARE(partial.compute_major, 0);
+}
+
+// A file from the Loom before device identities (schema v6): it opens, migrates, its ranks
+// read as "not recorded", and a rank written afterwards keeps its identity.
+void TestRunStore::version6FileMigrates() {
+  QTemporaryDir dir;
+  const std::string path = dir.filePath("v6.db").toStdString();
+  std::int64_t id = 0;
+  {
+    RunStore store = must(RunStore::open(path));
+    id = must(store.create_run({}));
+    must_ok(store.upsert_rank(id, RankRecord{0, "n0", "gpu 0", -5}));
+  }
+  {
+    // Back to v6 exactly: v7 only added this column.
+    auto db = must(Database::open(path));
+    must_ok(db.exec("ALTER TABLE ranks DROP COLUMN device_info; UPDATE schema_version SET version = 6;"));
+  }
+  RunStore store = must(RunStore::open(path));
+  QCOMPARE(store.schema_version(), 7);
+  auto ranks = must(store.load_ranks(id));
+  QCOMPARE(ranks.size(), std::size_t(1));
+  QCOMPARE(ranks[0].offset_ns, std::int64_t(-5));
+  QVERIFY(!ranks[0].device_info.recorded());
+  QCOMPARE(trace::describe_device(ranks[0].device_info), std::string("not recorded"));
+  QVERIFY(must(store.load_all_devices()).empty());
+  ranks[0].device_info = h200();
+  must_ok(store.upsert_rank(id, ranks[0]));
+  QVERIFY(must(store.load_ranks(id))[0].device_info == h200());
 }
 
 // A status no Loom writes (a damaged file) lists as failed with the text in

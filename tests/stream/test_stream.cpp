@@ -93,6 +93,23 @@ Hello sample_hello() {
   return h;
 }
 
+// A GPU rank's identity with every field set and distinct, so a dropped or swapped field shows.
+loom::trace::DeviceInfo sample_gpu() {
+  loom::trace::DeviceInfo d;
+  d.kind = "gpu";
+  d.name = "NVIDIA H200";
+  d.memory_bytes = 150'011'707'392LL;
+  d.logical_cores = 3;
+  d.blas_threads = 5;
+  d.compute_major = 9;
+  d.compute_minor = 1;
+  d.driver = "580.159.04";
+  d.cuda_driver = "13.1";
+  d.cuda_runtime = "13.0";
+  d.nccl = "2.28.3";
+  return d;
+}
+
 // One of every frame type, plus the empty and extreme cases.
 std::vector<Frame> sample_frames() {
   std::vector<Frame> f;
@@ -109,6 +126,13 @@ std::vector<Frame> sample_frames() {
   f.push_back(ClockInfo{-5'000'000'000LL, 7, 1LL << 62, 0, 1234, -1});
   f.push_back(Done{1'000'000, loom::trace::RunStatus::Completed, ""});
   f.push_back(Done{-1, loom::trace::RunStatus::Failed, "out of memory on cuda:0"});
+  f.push_back(DeviceReport{sample_gpu()});
+  loom::trace::DeviceInfo cpu;
+  cpu.kind = "cpu";
+  cpu.name = std::string(loom::trace::kMaxDeviceTextBytes, 'c');  // at the bound
+  cpu.logical_cores = loom::trace::kMaxDeviceCount;
+  cpu.blas_threads = 1;
+  f.push_back(DeviceReport{cpu});
   return f;
 }
 
@@ -156,6 +180,7 @@ bool frames_equal(const Frame& a, const Frame& b) {
   if (auto* u = std::get_if<UpdateBatch>(&a)) return updates_equal(u->updates, std::get<UpdateBatch>(b).updates);
   if (auto* l = std::get_if<LogLine>(&a)) return l->text == std::get<LogLine>(b).text;
   if (auto* c = std::get_if<ClockInfo>(&a)) return clocks_equal(*c, std::get<ClockInfo>(b));
+  if (auto* d = std::get_if<DeviceReport>(&a)) return d->info == std::get<DeviceReport>(b).info;
   const Done& x = std::get<Done>(a);
   const Done& y = std::get<Done>(b);
   return x.events_recorded == y.events_recorded && x.status == y.status && x.error == y.error;
@@ -239,6 +264,9 @@ class RecordingHandler : public StreamHandler {
   }
   void on_log(int rank, const std::string& text) override { record([&] { sequence[rank].push_back("log:" + text); }); }
   void on_clock(int rank, const ClockInfo& c) override { record([&] { clocks[rank] = c; sequence[rank].push_back("clock"); }); }
+  void on_device(int rank, const loom::trace::DeviceInfo& d) override {
+    record([&] { devices[rank] = d; sequence[rank].push_back("device:" + d.name); });
+  }
   void on_done(int rank, const Done& d) override { record([&] { dones[rank] = d; sequence[rank].push_back("done:" + std::string(loom::trace::to_text(d.status))); }); }
   void on_lost(int rank, const std::string& reason) override { record([&] { lost[rank] = reason; }); }
   void on_rejected(const std::string& peer, const std::string& reason) override {
@@ -267,6 +295,7 @@ class RecordingHandler : public StreamHandler {
   std::map<int, std::vector<MetricRecord>> metrics;
   std::map<int, std::vector<UpdateRecord>> updates;
   std::map<int, ClockInfo> clocks;
+  std::map<int, loom::trace::DeviceInfo> devices;
   std::map<int, Done> dones;
   std::map<int, std::string> lost;
   std::vector<std::pair<std::string, std::string>> rejected;
@@ -292,6 +321,7 @@ class CountingHandler : public StreamHandler {
   void on_updates(int, std::vector<UpdateRecord>&&) override {}
   void on_log(int, const std::string&) override {}
   void on_clock(int, const ClockInfo&) override {}
+  void on_device(int, const loom::trace::DeviceInfo&) override {}
   void on_done(int, const Done&) override { done = true; }
   void on_lost(int, const std::string&) override {}
   void on_rejected(const std::string&, const std::string&) override { rejected = true; }
@@ -411,9 +441,10 @@ void TestStream::malformedIsRejected_data() {
   };
   const std::string log = encode(LogLine{"hi"});
   add("bad magic", "GET / HTTP/1.1\r\nHost: x\r\n\r\n", "bad magic");
-  add("wrong version", raw_frame(4, le(0, 4), kMagic, 2), "unsupported protocol version 2");
+  add("wrong version", raw_frame(4, le(0, 4), kMagic, 99), "unsupported protocol version 99");
+  add("version 1 (no Device frame)", raw_frame(4, le(0, 4), kMagic, 1), "unsupported protocol version 1");
   add("type 0", raw_frame(0, ""), "unknown frame type 0");
-  add("type 8", raw_frame(8, ""), "unknown frame type 8");
+  add("type 9", raw_frame(9, ""), "unknown frame type 9");
   add("oversize payload", raw_frame(2, "", kMagic, kProtocolVersion, 0, kMaxPayloadBytes + 1), "exceeds the limit");
   add("reserved set", raw_frame(4, le(0, 4), kMagic, kProtocolVersion, 9), "reserved header field is 9");
   add("events not multiple of 48", raw_frame(2, le(1, 4) + std::string(47, 'x')), "1 events need 48 bytes");
@@ -435,6 +466,25 @@ void TestStream::malformedIsRejected_data() {
   add("done status unknown", raw_frame(6, le(0, 8) + le(4, 4) + "done" + le(0, 4)),
       "Done frame: status 'done' is not completed|failed|stopped");
   add("valid then bad magic", log + "XXXXXXXXXXXXXXXXXXXX", "bad magic");
+  // Device frames: kind, name, memory, cores, BLAS threads, compute major and minor,
+  // then four texts (driver, CUDA driver, CUDA runtime, NCCL).
+  auto device = [](const std::string& kind, const std::string& name, std::int64_t memory, std::int32_t cores) {
+    std::string p = le(kind.size(), 4) + kind + le(name.size(), 4) + name + le(std::uint64_t(memory), 8);
+    p += le(std::uint32_t(cores), 4) + le(1, 4) + le(9, 4) + le(0, 4);
+    for (int i = 0; i < 4; ++i) p += le(0, 4);
+    return raw_frame(8, p);
+  };
+  add("device kind unknown", device("tpu", "x", 0, 1), "Device frame: device kind 'tpu' is not cpu|gpu");
+  add("device kind empty", device("", "x", 0, 1), "device kind '' is not cpu|gpu");
+  add("device name too long", device("gpu", std::string(loom::trace::kMaxDeviceTextBytes + 1, 'n'), 0, 1),
+      "device name of 257 bytes exceeds 256");
+  add("device cores negative", device("cpu", "x", 0, -1), "device cores -1 outside 0..65536");
+  add("device cores absurd", device("cpu", "x", 0, 1 << 20), "device cores 1048576 outside 0..65536");
+  add("device memory negative", device("gpu", "x", -5, 1), "device memory of -5 bytes");
+  const std::string whole = device("gpu", "x", 0, 1);
+  add("device truncated", raw_frame(8, whole.substr(kHeaderBytes, whole.size() - kHeaderBytes - 3)),
+      "Device frame: payload ends inside a 32-bit field");
+  add("device trailing", raw_frame(8, whole.substr(kHeaderBytes) + "z"), "Device frame: 1 trailing bytes");
 }
 
 void TestStream::malformedIsRejected() {
@@ -459,7 +509,7 @@ void TestStream::malformedIsRejected() {
 }
 
 void TestStream::framesBeforeAnErrorAreDelivered() {
-  const std::string bytes = encode(LogLine{"one"}) + encode(LogLine{"two"}) + raw_frame(9, "");
+  const std::string bytes = encode(LogLine{"one"}) + encode(LogLine{"two"}) + raw_frame(kLastFrameType + 1, "");
   FrameDecoder d;
   std::vector<Frame> out;
   QVERIFY(!d.feed(bytes.data(), bytes.size(), out).ok());
@@ -501,7 +551,7 @@ void TestStream::randomGarbageNeverCrashes() {
         for (int k = int(rng() % 4); k >= 0 && !bytes.empty(); --k) bytes[rng() % bytes.size()] = char(rng());
         break;
       default:  // a valid header of a random type and length, then noise
-        bytes = raw_frame(std::uint16_t(1 + rng() % 6), "", kMagic, kProtocolVersion, 0, rng() % 200);
+        bytes = raw_frame(std::uint16_t(1 + rng() % kLastFrameType), "", kMagic, kProtocolVersion, 0, rng() % 200);
         for (int k = int(rng() % 220); k > 0; --k) bytes.push_back(char(rng() % 4 == 0 ? 0 : rng()));
     }
     FrameDecoder d;
@@ -528,6 +578,21 @@ void TestStream::encoderTruncatesLongStrings() {
   std::vector<Frame> out;
   QVERIFY(d.feed(frame.data(), frame.size(), out).ok());
   QCOMPARE(std::get<LogLine>(out.at(0)).text.size(), std::size_t(kMaxStringBytes));
+  // A device's texts and counts are cut to the decoder's bounds, never refused by it.
+  loom::trace::DeviceInfo big = sample_gpu();
+  big.name = std::string(3 * loom::trace::kMaxDeviceTextBytes, 'g');
+  big.nccl = std::string(loom::trace::kMaxDeviceTextBytes + 1, '2');
+  big.logical_cores = loom::trace::kMaxDeviceCount + 7;
+  big.memory_bytes = -1;
+  const std::string device = encode(DeviceReport{big});
+  out.clear();
+  QVERIFY(d.feed(device.data(), device.size(), out).ok());
+  const loom::trace::DeviceInfo& got = std::get<DeviceReport>(out.at(0)).info;
+  QCOMPARE(got.name.size(), loom::trace::kMaxDeviceTextBytes);
+  QCOMPARE(got.nccl.size(), loom::trace::kMaxDeviceTextBytes);
+  QCOMPARE(got.logical_cores, loom::trace::kMaxDeviceCount);
+  QCOMPARE(got.memory_bytes, std::int64_t(0));
+  QCOMPARE(QString::fromStdString(got.driver), QString("580.159.04"));
 }
 
 // ---- sockets -----------------------------------------------------------------------
@@ -553,6 +618,9 @@ void TestStream::twoRanksDeliverInOrder() {
     must_ok(sink.write_log("hello from rank " + std::to_string(r)));
     must_ok(sink.write_events(r, ev.data() + 100, 50));
     must_ok(sink.write_clock(ClockInfo{r * 10, r * 20, 1, 2, 3, 4}));
+    loom::trace::DeviceInfo device = sample_gpu();
+    device.name += " #" + std::to_string(r);
+    must_ok(sink.write_device(device));
     must_ok(sink.write_done(Done{150, loom::trace::RunStatus::Completed, ""}));
   };
   std::thread t0(run_rank, 0), t1(run_rank, 1);
@@ -567,13 +635,15 @@ void TestStream::twoRanksDeliverInOrder() {
   QCOMPARE(server->ranks_connected(), 2);
   for (int r = 0; r < 2; ++r) {
     const std::vector<std::string> expected = {"hello", "events:100", "metrics:5", "updates:4", "log:hello from rank " + std::to_string(r),
-                                               "events:50", "clock", "done:completed"};
+                                               "events:50", "clock", "device:NVIDIA H200 #" + std::to_string(r),
+                                               "done:completed"};
     QVERIFY(h.sequence[r] == expected);
     QVERIFY(events_equal(h.events[r], sent_events[r]));
     QVERIFY(metrics_equal(h.metrics[r], sent_metrics[r]));
     QVERIFY(updates_equal(h.updates[r], make_updates(r, 4)));
     QVERIFY(clocks_equal(h.clocks[r], ClockInfo{r * 10, r * 20, 1, 2, 3, 4}));
     QCOMPARE(h.dones[r].events_recorded, std::int64_t(150));
+    QCOMPARE(h.devices[r].memory_bytes, sample_gpu().memory_bytes);
   }
   const auto& hello1 = h.hellos[0].rank == 1 ? h.hellos[0] : h.hellos[1];
   QVERIFY(hellos_equal(hello1, hello_for(o, 1)));

@@ -71,6 +71,7 @@ class TestUiModels : public QObject {
   void invalidLayerMarksItsRow();
   void nestedErrorMarksBranchLayerNotBlock();
   void runListNewestFirstWithStatus();
+  void runListNamesTheDevice();
   void runListReloadErrorKeepsRows();
   void runListMissingFileIsNotCreated();
   void metricSeriesAveragesRanks();
@@ -234,6 +235,62 @@ void TestUiModels::runListNewestFirstWithStatus() {
   QCOMPARE(loom::ui::format_duration(187), std::string("3:07"));
   QCOMPARE(loom::ui::format_duration(3723), std::string("1:02:03"));
   QCOMPARE(loom::ui::format_duration(0), std::string());
+}
+
+// The mode column says what a run ran on, from the identities its ranks stored: a GPU
+// run's rows are written through the store API as a rank on an H200 writes them (no GPU
+// here; the model's words are what is tested), a 4-replica cpu run, and a run from before
+// identities were stored, which keeps its mode alone.
+void TestUiModels::runListNamesTheDevice() {
+  QTemporaryDir dir;
+  QVERIFY(dir.isValid());
+  const std::string path = tempPath(dir, "runs.db");
+  {
+    auto store = must(loom::store::RunStore::open(path));
+    loom::Plan one = loom::default_plan();
+    loom::Plan four = one;
+    four.parallel.data_parallel = 4;
+    four.parallel.devices.assign(4, loom::DeviceSpec{});
+    loom::trace::RunRecord record = loom::store::new_run_record(one, "test");
+    record.started_unix_ms = 1'700'000'000'000;
+    const auto old_run = must(store.create_run(record));
+    must_ok(store.upsert_rank(old_run, loom::trace::RankRecord{0, "node", "cpu"}));
+    record.started_unix_ms += 1000;
+    const auto gpu_run = must(store.create_run(record));
+    loom::trace::RankRecord gpu{0, "gpu-node", "gpu 0"};
+    gpu.device_info.kind = "gpu";
+    gpu.device_info.name = "NVIDIA H200";
+    gpu.device_info.memory_bytes = 150'011'707'392LL;
+    gpu.device_info.cuda_runtime = "13.0";
+    must_ok(store.upsert_rank(gpu_run, gpu));
+    loom::trace::RunRecord dp = loom::store::new_run_record(four, "test");
+    dp.started_unix_ms = record.started_unix_ms + 1000;
+    const auto cpu_run = must(store.create_run(dp));
+    for (int r = 0; r < 4; ++r) {
+      loom::trace::RankRecord cpu{r, "node", "cpu"};
+      cpu.device_info.kind = "cpu";
+      cpu.device_info.name = "AMD EPYC 7B13";
+      cpu.device_info.logical_cores = 2;
+      cpu.device_info.blas_threads = 1;
+      must_ok(store.upsert_rank(cpu_run, cpu));
+    }
+    for (auto id : {old_run, gpu_run, cpu_run}) must_ok(store.finish_run(id, loom::trace::RunStatus::Completed, 1, 1, ""));
+  }
+  RunListModel model;
+  QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+  QVERIFY(model.reload(QString::fromStdString(path)).ok());
+  QCOMPARE(model.rowCount(), 3);
+  QCOMPARE(cell(model, 0, RunListModel::Mode).toString(), QString("all-reduce, 4 replicas on cpu"));
+  QCOMPARE(cell(model, 1, RunListModel::Mode).toString(), QString("one process on NVIDIA H200"));
+  QCOMPARE(cell(model, 2, RunListModel::Mode).toString(), QString("one process"));  // not recorded
+  const QString tip = cell(model, 1, RunListModel::Mode, Qt::ToolTipRole).toString();
+  QVERIFY2(tip.contains("\nrank 0: NVIDIA H200, 139.7 GiB, CUDA 13.0"), qPrintable(tip));
+  QVERIFY2(cell(model, 0, RunListModel::Mode, Qt::ToolTipRole).toString().contains(
+               "ranks 0-3: cpu, AMD EPYC 7B13, 2 cores, 1 BLAS thread"),
+           qPrintable(cell(model, 0, RunListModel::Mode, Qt::ToolTipRole).toString()));
+  QVERIFY(!cell(model, 2, RunListModel::Mode, Qt::ToolTipRole).toString().contains("rank 0"));
+  QVERIFY(cell(model, 1, 0, loom::ui::FilterRole).toString().contains("H200"));  // the filter box finds it
+  QCOMPARE(cell(model, 1, RunListModel::Mode, loom::ui::SortRole).toString(), QString("one process on NVIDIA H200"));
 }
 
 void TestUiModels::runListReloadErrorKeepsRows() {

@@ -241,4 +241,17 @@ Expected<std::unique_ptr<kernels::Backend>> make_cuda_backend(const CudaOptions&
   return std::unique_ptr<kernels::Backend>(std::move(backend));
 }
 
+Expected<CudaDeviceFacts> query_cuda_device(int device) {
+  cudaDeviceProp prop{};
+  LOOM_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  CudaDeviceFacts facts;
+  facts.name = prop.name;
+  facts.memory_bytes = std::int64_t(prop.totalGlobalMem);
+  facts.compute_major = prop.major;
+  facts.compute_minor = prop.minor;
+  LOOM_CUDA_CHECK(cudaDriverGetVersion(&facts.driver_version));
+  LOOM_CUDA_CHECK(cudaRuntimeGetVersion(&facts.runtime_version));
+  return facts;
+}
+
 }  // namespace loom::cuda

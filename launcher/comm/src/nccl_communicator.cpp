@@ -565,6 +565,15 @@ Expected<std::unique_ptr<Communicator>> make_nccl_communicator_owning(std::uniqu
 
 }  // namespace
 
+std::string nccl_version() {
+  int code = 0;
+  if (ncclGetVersion(&code) != ncclSuccess || code <= 0) return {};
+  // NCCL_VERSION(X,Y,Z) is X*10000 + Y*100 + Z since 2.9, X*1000 + Y*100 + Z before.
+  const int major = code >= 10000 ? code / 10000 : code / 1000;
+  const int minor = code >= 10000 ? (code % 10000) / 100 : (code % 1000) / 100;
+  return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(code % 100);
+}
+
 Expected<std::unique_ptr<Communicator>> make_nccl_communicator(Communicator& host, const NcclOptions& options) {
   return make_over(host, nullptr, options);
 }

@@ -1,6 +1,7 @@
 // open_device in a build without the CUDA backend (open_device.h).
 #include "loom/device/open_device.h"
 
+#include "describe_gpu.h"
 #include "loom/kernels/cpu_backend.h"
 
 namespace loom::device {
@@ -11,5 +12,13 @@ Expected<std::unique_ptr<kernels::Backend>> open_device(const DeviceSpec& device
                                                 " cannot be used",
                     "rebuild with the CUDA toolkit (nvcc), or set \"kind\": \"cpu\"");
 }
+
+namespace detail {
+trace::DeviceInfo describe_gpu(int /*index*/) {
+  trace::DeviceInfo gpu;
+  gpu.kind = "gpu";
+  return gpu;
+}
+}  // namespace detail
 
 }  // namespace loom::device

@@ -41,6 +41,8 @@ Status train_recorded(const Plan& plan, const data::TrainTest& data, store::RunS
   if (!backend.ok())
     return make_error(backend.error().code, "cannot open " + device::device_label(device) + ": " + backend.error().message,
                       backend.error().hint);
+  rank.device_info = device::describe_device(device, cpu::blas_threads());  // what it really is
+  LOOM_TRY(store.upsert_rank(run_id, rank));
   store::StoreSink sink(store, run_id);
   RunWriter writer(sink, 0, recorder);
   trace::record_setup(recorder, trace::SetupPhase::LoadData, loaded.first, loaded.second);

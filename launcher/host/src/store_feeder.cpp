@@ -136,6 +136,18 @@ void StoreFeeder::on_clock(int rank, const stream::ClockInfo& clock) {
   note_store_error(store_.upsert_rank(run_id_, record));
 }
 
+// Kept with the rank's record, so that the clock and Done updates that follow keep it.
+void StoreFeeder::on_device(int rank, const trace::DeviceInfo& device) {
+  trace::RankRecord record;
+  {
+    std::lock_guard lock(mutex_);
+    records_[std::size_t(rank)].device_info = device;
+    record = records_[std::size_t(rank)];
+  }
+  note_store_error(store_.upsert_rank(run_id_, record));
+  log("rank " + std::to_string(rank) + " runs on " + trace::describe_device(device));
+}
+
 void StoreFeeder::on_done(int rank, const stream::Done& done) {
   trace::RankRecord record;
   {

@@ -162,5 +162,6 @@ Status StreamSink::write_updates(const std::vector<trace::UpdateRecord>& updates
 Status StreamSink::write_log(const std::string& text) { return client_.send(encode(LogLine{text})); }
 Status StreamSink::write_clock(const ClockInfo& clock) { return client_.send(encode(clock)); }
 Status StreamSink::write_done(const Done& done) { return client_.send(encode(done)); }
+Status StreamSink::write_device(const trace::DeviceInfo& info) { return client_.send(encode(DeviceReport{info})); }
 
 }  // namespace loom::stream

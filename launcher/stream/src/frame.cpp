@@ -25,6 +25,7 @@ const char* type_name(FrameType type) {
     case FrameType::Clock: return "Clock";
     case FrameType::Done: return "Done";
     case FrameType::Updates: return "Updates";
+    case FrameType::Device: return "Device";
   }
   return "unknown";
 }
@@ -94,7 +95,7 @@ Expected<Header> parse_header(const char* p) {
   if (version != kProtocolVersion)
     return make_error(ErrorCode::Corrupt, "unsupported protocol version " + std::to_string(version) +
                                               " (this build speaks " + std::to_string(kProtocolVersion) + ")");
-  if (type < 1 || type > 7) return make_error(ErrorCode::Corrupt, "unknown frame type " + std::to_string(type));
+  if (type < 1 || type > kLastFrameType) return make_error(ErrorCode::Corrupt, "unknown frame type " + std::to_string(type));
   if (payload > kMaxPayloadBytes)
     return make_error(ErrorCode::Corrupt, "payload of " + std::to_string(payload) + " bytes exceeds the limit of " +
                                               std::to_string(kMaxPayloadBytes));
@@ -254,6 +255,41 @@ Frame read_done(Reader& r) {
   return d;
 }
 
+// A device text: bounded tighter than other strings, since nothing about a device is long.
+std::string device_text(Reader& r, const char* field) {
+  std::string s = r.str();
+  if (s.size() > trace::kMaxDeviceTextBytes)
+    r.fail(std::string("device ") + field + " of " + std::to_string(s.size()) + " bytes exceeds " +
+           std::to_string(trace::kMaxDeviceTextBytes));
+  return s;
+}
+
+int device_count(Reader& r, const char* field) {
+  const std::int32_t v = r.i32();
+  if (v < 0 || v > trace::kMaxDeviceCount)
+    r.fail(std::string("device ") + field + " " + std::to_string(v) + " outside 0.." + std::to_string(trace::kMaxDeviceCount));
+  return v;
+}
+
+Frame read_device(Reader& r) {
+  DeviceReport d;
+  trace::DeviceInfo& i = d.info;
+  i.kind = device_text(r, "kind");
+  i.name = device_text(r, "name");
+  i.memory_bytes = r.i64();
+  i.logical_cores = device_count(r, "cores");
+  i.blas_threads = device_count(r, "BLAS threads");
+  i.compute_major = device_count(r, "compute capability");
+  i.compute_minor = device_count(r, "compute capability");
+  i.driver = device_text(r, "driver");
+  i.cuda_driver = device_text(r, "CUDA driver");
+  i.cuda_runtime = device_text(r, "CUDA runtime");
+  i.nccl = device_text(r, "NCCL version");
+  if (i.memory_bytes < 0) r.fail("device memory of " + std::to_string(i.memory_bytes) + " bytes");
+  if (i.kind != "cpu" && i.kind != "gpu") r.fail("device kind '" + i.kind.substr(0, 16) + "' is not cpu|gpu");
+  return d;
+}
+
 Expected<Frame> decode_payload(FrameType type, const char* data, std::size_t size) {
   Reader r(data, size);
   Frame frame;
@@ -265,6 +301,7 @@ Expected<Frame> decode_payload(FrameType type, const char* data, std::size_t siz
     case FrameType::Clock: frame = read_clock(r); break;
     case FrameType::Done: frame = read_done(r); break;
     case FrameType::Updates: frame = read_updates(r); break;
+    case FrameType::Device: frame = read_device(r); break;
   }
   Status s = r.finish();
   if (!s.ok()) return make_error(ErrorCode::Corrupt, std::string(type_name(type)) + " frame: " + s.error().message);
@@ -307,6 +344,20 @@ std::string encode(const Done& done) {
   w.i64(done.events_recorded);
   w.str(status);
   w.str(done.error);
+  return w.finish();
+}
+
+std::string encode(const DeviceReport& device) {
+  const trace::DeviceInfo& i = device.info;
+  // Cut to the decoder's bounds here, so a strange /proc/cpuinfo cannot fail the stream.
+  auto text = [](const std::string& s) { return s.substr(0, trace::kMaxDeviceTextBytes); };
+  auto count = [](int v) { return std::clamp(v, 0, trace::kMaxDeviceCount); };
+  Writer w(FrameType::Device, 64 + i.name.size());
+  w.str(text(i.kind));
+  w.str(text(i.name));
+  w.i64(std::max<std::int64_t>(i.memory_bytes, 0));
+  for (int v : {i.logical_cores, i.blas_threads, i.compute_major, i.compute_minor}) w.i32(count(v));
+  for (const std::string* s : {&i.driver, &i.cuda_driver, &i.cuda_runtime, &i.nccl}) w.str(text(*s));
   return w.finish();
 }
 

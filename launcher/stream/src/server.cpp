@@ -43,7 +43,7 @@ template <class... F>
 Overloaded(F...) -> Overloaded<F...>;
 
 const char* frame_name(const Frame& frame) {
-  static constexpr const char* kNames[] = {"Hello", "Events", "Metrics", "Log", "Clock", "Done", "Updates"};
+  static constexpr const char* kNames[] = {"Hello", "Events", "Metrics", "Log", "Clock", "Done", "Updates", "Device"};
   static_assert(std::size(kNames) == std::variant_size_v<Frame>, "a name for every frame type");
   return kNames[frame.index()];
 }
@@ -268,6 +268,7 @@ void StreamServer::Impl::dispatch(Connection& c, Frame&& frame) {
                  [&](UpdateBatch& b) { handler.on_updates(rank, std::move(b.updates)); },
                  [&](LogLine& l) { handler.on_log(rank, l.text); },
                  [&](ClockInfo& clock) { handler.on_clock(rank, clock); },
+                 [&](DeviceReport& d) { handler.on_device(rank, d.info); },
                  [&](Done& d) {
                    c.state = Connection::State::Done;
                    handler.on_done(rank, d);

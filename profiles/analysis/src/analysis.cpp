@@ -894,6 +894,7 @@ Expected<RunSummary> summarize_run(store::RunStore& store, std::int64_t run_id,
 
   RankScan scan;
   LOOM_TRY(add_rank_breakdowns(store, run_id, *ranks, s, scan, visit_rank_events));
+  attach_devices(s, *ranks);
   set_throughput(s, scan.windows, *ranks);
 
   auto loss = store.load_metrics(run_id, "loss");
@@ -1067,6 +1068,7 @@ nlohmann::json ranks_json(const std::vector<RankBreakdown>& ranks) {
   for (const auto& r : ranks) {
     out.push_back({{"rank", r.rank},
                    {"device", r.device},
+                   {"device_info", trace::device_info_to_json(r.device_info)},
                    {"compute_s", r.compute_s},
                    {"comm_s", r.comm_s},
                    {"optimizer_s", r.optimizer_s},
@@ -1131,6 +1133,7 @@ nlohmann::json summary_to_json(const RunSummary& s) {
           {"final_param_norm", number_or_null(s.param_norm)},
           {"ranks", ranks_json(s.ranks)},
           {"device_memory", memory_json(s.memory)},
+          {"devices", devices_json(s.devices)},
           {"allreduce", allreduce_json(s.allreduce)},
           {"clock", clock_json(s.clock)},
           {"scaling", scaling_json(s.scaling)},

@@ -465,7 +465,7 @@ std::vector<PhaseRow> phase_rows(const std::vector<RunFigures>& runs) {
 
 ComparedRun compared_run(const RunFigures& f) {
   return {f.summary.run.id, f.summary.run.name, f.summary.run.status, mode_of(f.plan, f.summary.run), f.summary.world_size,
-          f.summary.steps};
+          f.summary.steps, f.summary.devices};
 }
 
 Status check_run_ids(const std::vector<std::int64_t>& ids) {
@@ -619,7 +619,8 @@ nlohmann::json comparison_to_json(const Comparison& c) {
   j["runs"] = nlohmann::json::array();
   for (const ComparedRun& run : c.runs) {
     j["runs"].push_back({{"id", run.id}, {"name", run.name}, {"status", trace::to_text(run.status)}, {"mode", run.mode},
-                         {"world_size", run.world_size}, {"steps", run.steps}});
+                         {"world_size", run.world_size}, {"steps", run.steps}, {"device", devices_short(run.devices)},
+                         {"devices", devices_json(run.devices)}});
   }
   j["metrics"] = nlohmann::json::array();
   for (const CompareRow& row : c.metrics) {

@@ -91,6 +91,7 @@ json rank_info(const trace::RankRecord& r) {
   return {{"rank", r.rank},
           {"host", r.host},
           {"device", r.device},
+          {"device_info", trace::device_info_to_json(r.device_info)},
           {"pid", r.pid},
           {"offset_ns", r.offset_ns},
           {"offset_end_ns", clock::has_end_estimate(r) ? r.offset_end_ns : r.offset_ns},

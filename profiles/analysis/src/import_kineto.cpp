@@ -537,6 +537,51 @@ Expected<const json*> event_list(const json& doc, const std::string& file) {
   return &*it;
 }
 
+// CUDA's version number (12040) as text ("12.4"); "" when absent or not a positive integer.
+std::string cuda_version_member(const json& doc, const char* key) {
+  const auto it = doc.find(key);
+  if (it == doc.end() || !it->is_number_integer()) return {};
+  const std::int64_t v = it->get<std::int64_t>();
+  if (v <= 0 || v > 1'000'000) return {};
+  return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
+}
+
+// The device id of the rank's first GPU span: Kineto writes it as the span's pid.
+std::optional<std::int64_t> gpu_of(const std::vector<Span>& spans) {
+  for (const Span& s : spans) {
+    if (s.device == Device::Cpu) continue;
+    const std::string pid = s.thread.substr(0, s.thread.find('/'));
+    if (pid.empty() || pid.size() > 6 || pid.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+    return std::stoll(pid);
+  }
+  return std::nullopt;
+}
+
+// The deviceProperties entry of the GPU the rank used (its id, or the only entry), as a
+// device identity. Metadata, not events: an entry of an unexpected shape is skipped, never
+// a reason to refuse the trace.
+trace::DeviceInfo device_of_trace(const json& doc, const std::vector<Span>& spans) {
+  const auto props = doc.is_object() ? doc.find("deviceProperties") : doc.end();
+  if (!doc.is_object() || props == doc.end() || !props->is_array() || props->empty()) return {};
+  const std::optional<std::int64_t> gpu = gpu_of(spans);
+  if (!gpu) return {};
+  const json* entry = nullptr;
+  for (const json& p : *props)
+    if (p.is_object() && p.contains("id") && p["id"].is_number_integer() && p["id"].get<std::int64_t>() == *gpu) entry = &p;
+  if (!entry && props->size() == 1 && props->front().is_object()) entry = &props->front();
+  if (!entry) return {};
+  const auto name = entry->find("name"), memory = entry->find("totalGlobalMem");
+  json info = {{"kind", "gpu"},
+               {"name", name != entry->end() ? *name : json()},
+               {"memory_bytes", memory != entry->end() ? *memory : json()},
+               {"cuda_runtime", cuda_version_member(doc, "cuda_runtime_version")},
+               {"cuda_driver", cuda_version_member(doc, "cuda_driver_version")}};
+  const auto major = entry->find("computeMajor"), minor = entry->find("computeMinor");
+  if (major != entry->end() && minor != entry->end() && major->is_number_integer() && minor->is_number_integer())
+    info["compute_capability"] = std::to_string(major->get<std::int64_t>()) + "." + std::to_string(minor->get<std::int64_t>());
+  return trace::device_info_from_json(info);  // checks and bounds every field
+}
+
 }  // namespace
 
 Expected<RankTrace> parse_kineto_trace(const std::string& text, const std::string& file, std::optional<int> rank_hint) {
@@ -568,6 +613,7 @@ Expected<RankTrace> parse_kineto_trace(const std::string& text, const std::strin
   const std::int64_t first = spans.empty() ? 0 : std::min_element(spans.begin(), spans.end(), [](auto& a, auto& b) { return a.start < b.start; })->start;
   out.absolute_clock = header->has_base || first > std::int64_t(1e17);  // 1973 in ns since the epoch
   out.has_gpu = std::any_of(spans.begin(), spans.end(), [](const Span& s) { return s.device != Device::Cpu; });
+  out.device = device_of_trace(*doc, spans);
 
   Builder b{file, out.has_gpu, {}, {}, {}, {}, {}, 0};
   LOOM_TRY(collect_steps(spans, b));
@@ -695,6 +741,7 @@ Expected<ImportedRun> import_kineto_files(const std::vector<std::string>& paths,
     r.device = t.has_gpu ? "gpu" : "cpu";
     r.host = "imported";
     r.events_recorded = std::int64_t(t.events.size());
+    r.device_info = t.device;
     ranks.push_back(r);
   }
   if (!traces.front().absolute_clock) align_on_collectives(traces, ranks);

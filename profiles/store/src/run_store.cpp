@@ -18,6 +18,7 @@
 #include <span>
 #include <string_view>
 #include <thread>
+#include <tuple>
 
 namespace loom::store {
 
@@ -161,6 +162,11 @@ CREATE TABLE event_blocks (
   data BLOB NOT NULL,
   PRIMARY KEY (run_id, rank, block)
 );
+)sql",
+    // 7: what each rank's device really is (trace::DeviceInfo as JSON, device_info.h);
+    // '' for ranks stored before, which readers show as "not recorded".
+    R"sql(
+ALTER TABLE ranks ADD COLUMN device_info TEXT NOT NULL DEFAULT '';
 )sql",
 };
 static_assert(std::size(kMigrations) == kSchemaVersion, "one migration per schema version");
@@ -408,12 +414,12 @@ Status RunStore::upsert_rank(std::int64_t run_id, const RankRecord& rank) {
   LOOM_TRY(require_run(run_id));
   auto q = db_.prepare(
       "INSERT INTO ranks (run_id, rank, host, device, offset_ns, uncertainty_ns, t0_ns, events_recorded, "
-      "offset_end_ns, sync_start_ns, sync_end_ns, pid) VALUES (?,?,?,?,?,?,?,?,?,?,?,?) "
+      "offset_end_ns, sync_start_ns, sync_end_ns, pid, device_info) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) "
       "ON CONFLICT (run_id, rank) DO UPDATE SET host = excluded.host, "
       "device = excluded.device, offset_ns = excluded.offset_ns, uncertainty_ns = excluded.uncertainty_ns, "
       "t0_ns = excluded.t0_ns, events_recorded = excluded.events_recorded, "
       "offset_end_ns = excluded.offset_end_ns, sync_start_ns = excluded.sync_start_ns, "
-      "sync_end_ns = excluded.sync_end_ns, pid = excluded.pid");
+      "sync_end_ns = excluded.sync_end_ns, pid = excluded.pid, device_info = excluded.device_info");
   if (!q.ok()) return q.error();
   q->bind(1, run_id)
       .bind(2, rank.rank)
@@ -426,7 +432,8 @@ Status RunStore::upsert_rank(std::int64_t run_id, const RankRecord& rank) {
       .bind(9, rank.offset_end_ns)
       .bind(10, rank.sync_start_ns)
       .bind(11, rank.sync_end_ns)
-      .bind(12, rank.pid);
+      .bind(12, rank.pid)
+      .bind(13, trace::device_info_to_text(rank.device_info));
   return run_once(*q);
 }
 
@@ -681,7 +688,7 @@ Expected<RunRecord> RunStore::load_run(std::int64_t run_id) {
 Expected<std::vector<RankRecord>> RunStore::load_ranks(std::int64_t run_id) {
   auto q = db_.prepare(
       "SELECT rank, host, device, offset_ns, uncertainty_ns, t0_ns, events_recorded, offset_end_ns, "
-      "sync_start_ns, sync_end_ns, pid FROM ranks WHERE run_id = ? ORDER BY rank");
+      "sync_start_ns, sync_end_ns, pid, device_info FROM ranks WHERE run_id = ? ORDER BY rank");
   if (!q.ok()) return q.error();
   q->bind(1, run_id);
   return collect_rows<RankRecord>(*q, [](const Statement& row) {
@@ -697,6 +704,7 @@ Expected<std::vector<RankRecord>> RunStore::load_ranks(std::int64_t run_id) {
     r.sync_start_ns = row.column_int64(8);
     r.sync_end_ns = row.column_int64(9);
     r.pid = static_cast<int>(row.column_int64(10));
+    r.device_info = trace::device_info_from_text(row.column_text(11));
     return r;
   });
 }
@@ -1026,6 +1034,20 @@ Expected<std::map<std::int64_t, std::vector<std::string>>> RunStore::load_all_ta
   std::map<std::int64_t, std::vector<std::string>> tags;
   for (auto& [id, tag] : *rows) tags[id].push_back(std::move(tag));
   return tags;
+}
+
+Expected<std::map<std::int64_t, std::vector<std::pair<int, trace::DeviceInfo>>>> RunStore::load_all_devices() {
+  auto q = db_.prepare("SELECT run_id, rank, device_info FROM ranks WHERE device_info != '' ORDER BY run_id, rank");
+  if (!q.ok()) return q.error();
+  using Row = std::tuple<std::int64_t, int, trace::DeviceInfo>;
+  auto rows = collect_rows<Row>(*q, [](const Statement& row) {
+    return Row{row.column_int64(0), int(row.column_int64(1)), trace::device_info_from_text(row.column_text(2))};
+  });
+  if (!rows.ok()) return rows.error();
+  std::map<std::int64_t, std::vector<std::pair<int, trace::DeviceInfo>>> devices;
+  for (auto& [id, rank, info] : *rows)
+    if (info.recorded()) devices[id].emplace_back(rank, std::move(info));
+  return devices;
 }
 
 // Two scans of the metrics index, whatever the number of runs.

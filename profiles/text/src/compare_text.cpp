@@ -63,9 +63,14 @@ std::string format_runs(const Comparison& c) {
   out += ".\n";
   for (std::size_t i = 0; i < c.runs.size(); ++i) {
     const ComparedRun& run = c.runs[i];
+    const std::string device = devices_short(run.devices);
+    const std::string mode = device.empty() ? run.mode : run.mode + " on " + device;
     out += printf_string("  %c  run %-5lld %-28s %s; %d rank%s, %lld steps, %s\n", letter(i),
-                         static_cast<long long>(run.id), run.name.c_str(), run.mode.c_str(), run.world_size,
+                         static_cast<long long>(run.id), run.name.c_str(), mode.c_str(), run.world_size,
                          run.world_size == 1 ? "" : "s", static_cast<long long>(run.steps), std::string(trace::to_text(run.status)).c_str());
+    // The whole identity under its row, one line per kind of device, where one was stored.
+    if (any_device_recorded(run.devices))
+      for (const std::string& line : device_lines(run.devices)) out += "             " + line + "\n";
   }
   return out;
 }

@@ -149,6 +149,17 @@ std::string format_serving(const ServingStats& v) {
   return out;
 }
 
+// "device: rank 0: cpu, ..." or, for several kinds, one line each under "devices:";
+// "not recorded" for runs stored before ranks said what they ran on.
+std::string format_devices(const std::vector<DeviceGroup>& groups) {
+  if (!any_device_recorded(groups)) return "  device:        not recorded\n";
+  const std::vector<std::string> lines = device_lines(groups);
+  if (lines.size() == 1) return "  device:        " + lines.front() + "\n";
+  std::string out = "  devices:       " + lines.front() + "\n";
+  for (std::size_t i = 1; i < lines.size(); ++i) out += "                 " + lines[i] + "\n";
+  return out;
+}
+
 std::string format_clock(const std::vector<ClockRow>& rows) {
   std::string out;
   for (const ClockRow& c : rows) {
@@ -199,6 +210,7 @@ std::string format_summary(const RunSummary& s) {
                   s.resumed_at_step >= 0 ? std::to_string(s.resumed_at_step).c_str() : "-");
   for (const std::string& w : s.warnings) out += "  warning:       " + w + "\n";
   out += format("  world size:    %d\n", s.world_size);
+  out += format_devices(s.devices);
   out += format_throughput(s);
   if (s.scaling)
     out += format("  scaling:       %.1f %% efficiency vs run %lld (%.1f samples/s on 1 rank)\n",

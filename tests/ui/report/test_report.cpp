@@ -32,8 +32,10 @@ void check(const loom::Status& s) {
   if (!s.ok()) qFatal("%s", s.error().describe().c_str());
 }
 
-// Two data-parallel ranks; each step `step_ms` long, most of it forward and backward.
-qint64 store_run(loom::store::RunStore& store, const char* name, double step_ms) {
+// Two data-parallel ranks; each step `step_ms` long, most of it forward and backward. With
+// `on_h200`, the ranks say they ran on H200s, written as a rank there writes it (no GPU
+// here: the report's words are what is tested).
+qint64 store_run(loom::store::RunStore& store, const char* name, double step_ms, bool on_h200 = false) {
   loom::Plan plan = loom::default_plan();
   plan.name = name;
   plan.parallel.data_parallel = 2;
@@ -43,6 +45,12 @@ qint64 store_run(loom::store::RunStore& store, const char* name, double step_ms)
   for (int rank = 0; rank < 2; ++rank) {
     loom::trace::RankRecord record;
     record.rank = rank;
+    if (on_h200) {
+      record.device_info.kind = "gpu";
+      record.device_info.name = "NVIDIA H200";
+      record.device_info.memory_bytes = 150'011'707'392LL;
+      record.device_info.driver = "580.159.04";
+    }
     check(store.upsert_rank(id, record));
     std::vector<Event> events;
     for (int step = 0; step < 5; ++step) {
@@ -71,7 +79,7 @@ class TestReport : public QObject {
     auto store = loom::store::RunStore::open(db_.toStdString());
     QVERIFY(store.ok());
     fast_ = store_run(*store, "fast", 10);
-    slow_ = store_run(*store, "slow", 20);
+    slow_ = store_run(*store, "slow", 20, /*on_h200=*/true);
   }
 
   void comparisonReportHoldsFiguresAndPictures() {
@@ -85,6 +93,10 @@ class TestReport : public QObject {
     for (const char* text : {"fast", "slow", "all-reduce, 2 replicas", "step time, median", "Where the step time went",
                              "Phase diff", "forward", "Training curves", "Timelines at step 1", "Plan of B"})
       QVERIFY2(html.contains(text), text);
+    // What each ran on: the slow run's ranks said; the fast run's did not.
+    QVERIFY2(html.contains("all-reduce, 2 replicas on NVIDIA H200"), qPrintable(html.left(3000)));
+    QVERIFY2(html.contains("Devices: B ranks 0-1: NVIDIA H200, 139.7 GiB, driver 580.159.04"), qPrintable(html.left(3000)));
+    QVERIFY(!html.contains("Devices: A"));
     // The slow run's median step is twice the fast one's: its ratio says so.
     QVERIFY2(html.contains("20 (2.00&times;)"), qPrintable(html.mid(html.indexOf("step time, median"), 300)));
     // One curves picture and one timeline per run, each referenced once.
@@ -103,6 +115,7 @@ class TestReport : public QObject {
     QVERIFY(report.ok());
     QVERIFY(report->html.contains("steady"));          // format_summary's throughput basis
     QVERIFY(report->html.contains("critical path"));   // format_path_analysis
+    QVERIFY(report->html.contains("device:        ranks 0-1: NVIDIA H200, 139.7 GiB"));  // format_summary's device line
     QCOMPARE(report->images.size(), std::size_t(3));   // breakdown, curves, timeline
   }
 

@@ -66,6 +66,30 @@ class TestWorkbenchText : public QObject {
     ShownRun resumed{13, loom::trace::RunStatus::Running, designer, 12};
     QCOMPARE(runCaption(resumed, designer),
              QString("Run 13 \u00b7 plan \u201cgpipe-mlp\u201d \u00b7 running \u00b7 resumed from run 12"));
+
+    // What the run ran on, once its ranks said (written as a rank on an H200 reports it).
+    loom::trace::RankRecord rank{0, "gpu-node", "gpu 0"};
+    rank.device_info.kind = "gpu";
+    rank.device_info.name = "NVIDIA H200";
+    rank.device_info.memory_bytes = 150'011'707'392LL;
+    rank.device_info.nccl = "2.28.3";
+    ShownRun on_gpu = run;
+    loom::ui::setDevices(on_gpu, {rank});
+    QCOMPARE(runCaption(on_gpu, designer),
+             QString("Run 12 \u00b7 plan \u201cgpipe-mlp\u201d \u00b7 completed \u00b7 on NVIDIA H200"));
+    QCOMPARE(loom::ui::runCaptionToolTip(on_gpu, designer),
+             runCaption(on_gpu, designer) + "\nrank 0: NVIDIA H200, 139.7 GiB, NCCL 2.28.3");
+    loom::trace::RankRecord cpu{0, "node", "cpu"};
+    cpu.device_info.kind = "cpu";
+    cpu.device_info.name = "AMD EPYC 7B13";
+    cpu.device_info.blas_threads = 2;
+    ShownRun on_cpu = run;
+    loom::ui::setDevices(on_cpu, {cpu, [&] { auto r = cpu; r.rank = 1; return r; }()});
+    QVERIFY(runCaption(on_cpu, designer).endsWith(QString("completed \u00b7 on cpu (AMD EPYC 7B13)")));
+    QVERIFY(loom::ui::runCaptionToolTip(on_cpu, designer).endsWith("\nranks 0-1: cpu, AMD EPYC 7B13, 2 BLAS threads"));
+    loom::ui::setDevices(on_gpu, {loom::trace::RankRecord{0, "node", "cpu"}});  // a run before v7
+    QCOMPARE(runCaption(on_gpu, designer), runCaption(run, designer));
+    QCOMPARE(loom::ui::runCaptionToolTip(on_gpu, designer), runCaption(run, designer));
   }
 
   void exampleIndexParses() {

@@ -58,9 +58,12 @@ QVariant RunListModel::data(const QModelIndex& index, int role) const {
     case RunIdRole: return static_cast<qlonglong>(r.id);
     case HasErrorRole: return trace::ended_badly(r.status);  // shown in red, with its error
     case FilterRole: return filterText(r);
-    case Qt::ToolTipRole:
+    case Qt::ToolTipRole: {
       if (!r.error.empty()) return qs(r.error);
-      return QStringLiteral("%1 on %2, Loom %3").arg(qs(r.name), qs(r.host), qs(r.version));
+      const QString tip = QStringLiteral("%1 on %2, Loom %3").arg(qs(r.name), qs(r.host), qs(r.version));
+      // The column says "on NVIDIA H200"; the tooltip has the whole identity per rank.
+      return r.device_detail.empty() ? tip : tip + QLatin1Char('\n') + qs(r.device_detail);
+    }
     case Qt::ForegroundRole: return trace::ended_badly(r.status) ? QVariant(QColor(Qt::red)) : QVariant();
     case Qt::TextAlignmentRole:
       if (index.column() == Id || index.column() == Ranks || (index.column() >= Steps && index.column() <= TestAccuracy))
@@ -77,7 +80,7 @@ QVariant RunListModel::displayData(const RunRow& r, int column) const {
     case Started:
       return QDateTime::fromMSecsSinceEpoch(r.started_unix_ms).toLocalTime().toString(
           QStringLiteral("yyyy-MM-dd hh:mm"));
-    case Mode: return qs(r.mode);
+    case Mode: return qs(mode_with_device(r));
     case Ranks: return r.world_size;
     case Status: return qs(run_status_label(r.status));
     case Steps: return r.steps > 0 ? QVariant(static_cast<qlonglong>(r.steps)) : QVariant(QString());
@@ -96,7 +99,7 @@ QVariant RunListModel::sortData(const RunRow& r, int column) const {
     case Id: return static_cast<qlonglong>(r.id);
     case Name: return qs(r.name).toLower();
     case Started: return static_cast<qlonglong>(r.started_unix_ms);
-    case Mode: return qs(r.mode);
+    case Mode: return qs(mode_with_device(r));
     case Ranks: return r.world_size;
     case Status: return qs(run_status_label(r.status));
     case Steps: return static_cast<qlonglong>(r.steps);
@@ -115,8 +118,9 @@ QString RunListModel::tagsText(const RunRow& r) {
 }
 
 QString RunListModel::filterText(const RunRow& r) {
-  return QStringLiteral("#%1 %2 %3 %4 %5").arg(r.id).arg(qs(r.name), qs(r.mode), qs(run_status_label(r.status)),
-                                                    tagsText(r));
+  return QStringLiteral("#%1 %2 %3 %4 %5 %6")
+      .arg(r.id)
+      .arg(qs(r.name), qs(mode_with_device(r)), qs(run_status_label(r.status)), tagsText(r), qs(r.device_detail));
 }
 
 QVariant RunListModel::headerData(int section, Qt::Orientation orientation, int role) const {
@@ -141,7 +145,8 @@ QVariant RunListModel::headerData(int section, Qt::Orientation orientation, int 
 
 QString RunListModel::headerToolTip(int section) {
   switch (section) {
-    case Mode: return tr("How the run trains: data-parallel synchronisation, or pipeline schedule and micro-batches");
+    case Mode: return tr("How the run trains (data-parallel synchronisation, or pipeline schedule and micro-batches) and on "
+                          "what: the device its ranks reported; hover a run for the whole identity");
     case Steps: return tr("Training steps with a recorded loss");
     case WallTime: return tr("From launch to end, setup included");
     case Throughput: return tr("Samples per second over the steady steps (warm-up and setup excluded)");

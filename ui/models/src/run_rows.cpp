@@ -8,6 +8,7 @@
 #include <system_error>
 
 #include "loom/analysis/compare.h"
+#include "loom/analysis/device_identity.h"
 #include "loom/store/run_store.h"
 
 namespace loom::ui {
@@ -49,6 +50,8 @@ loom::Expected<std::vector<RunRow>> load_run_rows(const std::string& path) {
   if (!tags.ok()) return tags.error();
   auto progress = store->load_listed_progress();
   if (!progress.ok()) return progress.error();
+  auto devices = store->load_all_devices();
+  if (!devices.ok()) return devices.error();
   std::vector<RunRow> rows;
   rows.reserve(runs->size());
   for (loom::trace::RunRecord& r : *runs) {
@@ -58,9 +61,19 @@ loom::Expected<std::vector<RunRow>> load_run_rows(const std::string& path) {
       row.test_accuracy = it->second.test_accuracy;
     }
     if (auto it = tags->find(r.id); it != tags->end()) row.tags = std::move(it->second);
+    if (auto it = devices->find(r.id); it != devices->end()) {
+      const auto groups = loom::analysis::group_devices(it->second);
+      row.device = loom::analysis::devices_short(groups);
+      for (const std::string& line : loom::analysis::device_lines(groups))
+        row.device_detail += (row.device_detail.empty() ? "" : "\n") + line;
+    }
     rows.push_back(std::move(row));
   }
   return rows;
+}
+
+std::string mode_with_device(const RunRow& row) {
+  return row.device.empty() ? row.mode : row.mode + " on " + row.device;
 }
 
 std::string run_status_label(trace::RunStatus status) {

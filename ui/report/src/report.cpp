@@ -89,6 +89,13 @@ double last_metric(const std::vector<trace::MetricRecord>& metrics, const std::s
   return v;
 }
 
+// "one process on NVIDIA H200": the mode, and what it ran on where its ranks said.
+std::string mode_on_device(const RunData& d) {
+  const std::string device = analysis::devices_short(analysis::group_devices(d.timeline.clocks));
+  const std::string mode = analysis::run_mode(d.run);
+  return device.empty() ? mode : mode + " on " + device;
+}
+
 QString runs_table(const std::vector<RunData>& runs) {
   QString html = QStringLiteral(
       "<table width=\"100%\" border=\"1\" cellspacing=\"0\" cellpadding=\"3\"><tr><th></th><th>run</th><th>name</th><th>mode</th>"
@@ -100,12 +107,22 @@ QString runs_table(const std::vector<RunData>& runs) {
                            "<td align=\"right\">%9</td><td align=\"right\">%10</td></tr>")
                 .arg(run_color(int(i)).name(), letter(i))
                 .arg(r.id)
-                .arg(esc(r.name), esc(analysis::run_mode(r)), esc(ui::run_status_label(r.status)))
+                .arg(esc(r.name), esc(mode_on_device(runs[i])), esc(ui::run_status_label(r.status)))
                 .arg(r.world_size)
                 .arg(number(r.wall_s, 1), number(r.samples_per_s(), 0),
                      number(100 * last_metric(runs[i].metrics, "test_accuracy"), 2) + QStringLiteral(" %"));
   }
-  return html + QStringLiteral("</table>");
+  html += QStringLiteral("</table>");
+  // What each run ran on in full, where its ranks said (runs before schema v7 did not).
+  QStringList devices;
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const auto groups = analysis::group_devices(runs[i].timeline.clocks);
+    if (!analysis::any_device_recorded(groups)) continue;
+    for (const std::string& line : analysis::device_lines(groups))
+      devices << QStringLiteral("%1 %2").arg(runs.size() > 1 ? letter(i) : QString(), esc(line)).trimmed();
+  }
+  if (!devices.isEmpty()) html += QStringLiteral("<p>Devices: ") + devices.join(QStringLiteral("<br>")) + QStringLiteral("</p>");
+  return html;
 }
 
 // The model table `loom-cli validate` prints, and the training settings.

@@ -58,6 +58,11 @@ RunHeader read_header(loom::store::RunStore& store, qint64 id) {
   }
   h.name = qs(run->name);
   h.mode = qs(loom::analysis::run_mode(*run));
+  // "one process on NVIDIA H200": what its ranks ran on, where they said.
+  if (auto ranks = store.load_ranks(id); ranks.ok()) {
+    const std::string device = loom::analysis::devices_short(loom::analysis::group_devices(*ranks));
+    if (!device.empty()) h.mode += QStringLiteral(" on ") + qs(device);
+  }
   h.status = qs(run_status_label(run->status));
   auto plan = loom::parse_plan(run->plan_json);
   if (plan.ok()) h.samples_per_step = static_cast<double>(plan.plan->training.batch);

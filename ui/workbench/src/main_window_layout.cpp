@@ -192,7 +192,7 @@ void MainWindow::setTimelineOnly(bool on) {
 void MainWindow::updateSubject() {
   updateOversubscription();
   caption_->setText(loom::ui::runCaption(shown_, document_.plan()));
-  caption_->setToolTip(caption_->text());
+  caption_->setToolTip(loom::ui::runCaptionToolTip(shown_, document_.plan()));
   for (QDockWidget* dock : result_docks_) {
     if (dock->objectName() == QLatin1String("RunsDock")) continue;  // the list of every run
     dock->setWindowTitle(dockTitle(dock->property("baseTitle").toString(), shown_));

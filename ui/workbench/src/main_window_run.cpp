@@ -209,6 +209,11 @@ void MainWindow::onBatch(std::shared_ptr<const FeedBatch> batch) {
     run.status = batch->status;
     setShownRun(run);
   }
+  if (batch->ranks_changed && batch->run_id == shown_.id) {  // the ranks said what they run on
+    ShownRun run = shown_;
+    setDevices(run, batch->ranks);
+    if (run.device != shown_.device || run.device_detail != shown_.device_detail) setShownRun(run);
+  }
   if (batch->finished && views_.clocksChangedAfterEvents()) {
     // The timeline aligns events once, as they arrive; the ranks' final clock estimate
     // came later. Read the run again with its final clocks (seconds, off this thread).

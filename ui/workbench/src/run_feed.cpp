@@ -22,7 +22,7 @@ bool same_ranks(const std::vector<trace::RankRecord>& a, const std::vector<trace
   return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const auto& x, const auto& y) {
     return x.rank == y.rank && x.host == y.host && x.device == y.device && x.offset_ns == y.offset_ns &&
            x.offset_end_ns == y.offset_end_ns && x.sync_start_ns == y.sync_start_ns &&
-           x.sync_end_ns == y.sync_end_ns && x.uncertainty_ns == y.uncertainty_ns;
+           x.sync_end_ns == y.sync_end_ns && x.uncertainty_ns == y.uncertainty_ns && x.device_info == y.device_info;
   });
 }
 }  // namespace

@@ -3,6 +3,7 @@
 
 #include <QCoreApplication>
 
+#include "loom/analysis/device_identity.h"
 #include "loom/ui/run_rows.h"
 
 namespace loom::ui {
@@ -22,6 +23,7 @@ QString runCaption(const ShownRun& run, const loom::Plan& designer) {
   QString text = tr("Run %1").arg(run.id);
   if (run.plan) text += tr(" \u00b7 plan %1").arg(quoted(run.plan->name));
   if (run.status) text += QStringLiteral(" \u00b7 ") + QString::fromStdString(run_status_label(*run.status)).toLower();
+  if (!run.device.empty()) text += tr(" \u00b7 on %1").arg(QString::fromStdString(run.device));
   if (run.resumed_from > 0) text += tr(" \u00b7 resumed from run %1").arg(run.resumed_from);
   if (!run.plan) return text;
   if (run.plan->name != designer.name) {
@@ -30,6 +32,21 @@ QString runCaption(const ShownRun& run, const loom::Plan& designer) {
     text += tr(" \u2014 the designer's plan has changed since this run");
   }
   return text;
+}
+
+QString runCaptionToolTip(const ShownRun& run, const loom::Plan& designer) {
+  const QString caption = runCaption(run, designer);
+  if (run.id <= 0 || run.device_detail.empty()) return caption;
+  return caption + QLatin1Char('\n') + QString::fromStdString(run.device_detail);
+}
+
+void setDevices(ShownRun& run, const std::vector<loom::trace::RankRecord>& ranks) {
+  const auto groups = loom::analysis::group_devices(ranks);
+  run.device = loom::analysis::devices_named(groups);
+  run.device_detail.clear();
+  if (!loom::analysis::any_device_recorded(groups)) return;
+  for (const std::string& line : loom::analysis::device_lines(groups))
+    run.device_detail += (run.device_detail.empty() ? "" : "\n") + line;
 }
 
 QString dockTitle(const QString& base, const ShownRun& run) {

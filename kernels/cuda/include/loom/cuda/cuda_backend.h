@@ -3,7 +3,9 @@
 // memory on the device. Built only where nvcc is (loom_kernels_cuda).
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <string>
 
 #include "loom/core/status.h"
 #include "loom/kernels/backend.h"
@@ -23,5 +25,18 @@ struct CudaOptions {
 // Selects the device, creates the stream and the cuBLAS handle. An Unavailable error,
 // naming the CUDA call and with a hint, where there is no usable device or driver.
 Expected<std::unique_ptr<kernels::Backend>> make_cuda_backend(const CudaOptions& options);
+
+// What CUDA says of a device, as plain values (launcher/device makes the rank's device
+// identity of them): cudaGetDeviceProperties, cudaDriverGetVersion, cudaRuntimeGetVersion.
+// Versions are CUDA's numbers, 1000 * major + 10 * minor (13000 is 13.0).
+struct CudaDeviceFacts {
+  std::string name;  // "NVIDIA H200"
+  std::int64_t memory_bytes = 0;
+  int compute_major = 0, compute_minor = 0;
+  int driver_version = 0;   // the newest CUDA the installed driver supports
+  int runtime_version = 0;  // the CUDA runtime this program runs with
+};
+// An Unavailable error, as make_cuda_backend's, where CUDA cannot answer.
+Expected<CudaDeviceFacts> query_cuda_device(int device);
 
 }  // namespace loom::cuda

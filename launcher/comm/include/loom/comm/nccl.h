@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <memory>
+#include <string>
 
 #include "loom/comm/communicator.h"
 #include "loom/core/status.h"
@@ -30,5 +31,9 @@ struct NcclOptions {
 // hands it to all, each rank joins with ncclCommInitRank on its device. `host` must outlive
 // the result. An Unavailable error names the failing CUDA or NCCL call and gives a hint.
 Expected<std::unique_ptr<Communicator>> make_nccl_communicator(Communicator& host, const NcclOptions& options);
+
+// The NCCL library this process runs with (ncclGetVersion, which needs no GPU): "2.28.3";
+// "" when it cannot say. A rank stores it with its device's identity (trace::DeviceInfo).
+std::string nccl_version();
 
 }  // namespace loom::comm

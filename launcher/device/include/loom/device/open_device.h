@@ -11,6 +11,7 @@
 #include "loom/core/plan.h"
 #include "loom/core/status.h"
 #include "loom/kernels/backend.h"
+#include "loom/trace/device_info.h"
 
 namespace loom::device {
 
@@ -21,5 +22,21 @@ Expected<std::unique_ptr<kernels::Backend>> open_device(const DeviceSpec& device
 
 // What the devices table shows for it: "cpu", "gpu 0".
 std::string device_label(const DeviceSpec& device);
+
+// What the device really is, for the run's record (trace::DeviceInfo), asked once it is
+// open. A cpu: this machine's CPU model (/proc/cpuinfo), the cores this process may use
+// (machine::cores_available), its memory, and `blas_threads`, the BLAS threads the rank
+// set. A gpu: CUDA's answer (name, memory, compute capability, driver and runtime
+// versions; kernels/cuda query_cuda_device) and the NVIDIA driver's version
+// (/proc/driver/nvidia/version). Never fails: what cannot be read stays unknown. The
+// NCCL version is the caller's to add, where it joined NCCL (comm::nccl_version).
+trace::DeviceInfo describe_device(const DeviceSpec& device, int blas_threads);
+
+// The pure parts, for tests. The first "model name" in /proc/cpuinfo's text ("" if none).
+std::string cpu_model_from_cpuinfo(const std::string& cpuinfo);
+// The driver version in /proc/driver/nvidia/version's text: "580.159.04" ("" if none).
+std::string nvidia_driver_from_proc(const std::string& text);
+// CUDA's version number as text: 13000 -> "13.0", 12040 -> "12.4"; "" for 0 or less.
+std::string cuda_version_text(int version);
 
 }  // namespace loom::device

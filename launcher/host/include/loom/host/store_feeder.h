@@ -50,6 +50,7 @@ class StoreFeeder final : public stream::StreamHandler {
   void on_updates(int rank, std::vector<trace::UpdateRecord>&& updates) override;
   void on_log(int rank, const std::string& text) override;
   void on_clock(int rank, const stream::ClockInfo& clock) override;
+  void on_device(int rank, const trace::DeviceInfo& device) override;
   void on_done(int rank, const stream::Done& done) override;
   void on_lost(int rank, const std::string& reason) override;
   void on_rejected(const std::string& peer, const std::string& reason) override;

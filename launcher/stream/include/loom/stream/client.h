@@ -51,6 +51,7 @@ class StreamSink final : public trace::RunSink {
   Status write_log(const std::string& text);
   Status write_clock(const ClockInfo& clock);
   Status write_done(const Done& done);
+  Status write_device(const trace::DeviceInfo& info);  // once the rank's device is open
 
  private:
   StreamClient& client_;

@@ -1,7 +1,8 @@
 // The wire protocol between rank processes and the host: length-prefixed binary frames
 // over TCP. Ranks may run on other machines with no shared file system, so everything a
-// run records (events, metrics, updates, log lines, clock estimates, the final status) travels as
-// one of these frames and the host writes it into the run store.
+// run records (events, metrics, updates, log lines, clock estimates, the device's
+// identity, the final status) travels as one of these frames and the host writes it into
+// the run store.
 //
 // A frame is a 16-byte header (magic u32, version u16, type u16, payload_bytes u32,
 // reserved u32 = 0) followed by the payload. Integers are little-endian, doubles are
@@ -22,13 +23,17 @@
 namespace loom::stream {
 
 inline constexpr std::uint32_t kMagic = 0x4d4f4f4cu;  // "LOOM" as little-endian bytes
-inline constexpr std::uint16_t kProtocolVersion = 1;
+// 2: the Device frame (a rank's device identity) was added.
+inline constexpr std::uint16_t kProtocolVersion = 2;
 inline constexpr std::size_t kHeaderBytes = 16;
 inline constexpr std::uint32_t kMaxPayloadBytes = 16u << 20;
 inline constexpr std::uint32_t kMaxStringBytes = 1u << 20;  // encoders truncate, the decoder rejects
 inline constexpr std::size_t kSecretHexChars = 64;          // 32 random bytes, hex
 
-enum class FrameType : std::uint16_t { Hello = 1, Events = 2, Metrics = 3, Log = 4, Clock = 5, Done = 6, Updates = 7 };
+enum class FrameType : std::uint16_t {
+  Hello = 1, Events = 2, Metrics = 3, Log = 4, Clock = 5, Done = 6, Updates = 7, Device = 8
+};
+inline constexpr std::uint16_t kLastFrameType = 8;
 
 struct Hello {  // first frame on every connection
   std::string secret;  // must equal the run's secret (compared in constant time)
@@ -70,8 +75,15 @@ struct UpdateBatch {
   std::vector<trace::UpdateRecord> updates;
 };
 
+// What the rank's device is (trace::DeviceInfo), sent once the device is open. Its texts
+// are at most trace::kMaxDeviceTextBytes and its counts at most trace::kMaxDeviceCount
+// (encoders cut, the decoder refuses); kind must be "cpu" or "gpu".
+struct DeviceReport {
+  trace::DeviceInfo info;
+};
+
 // The variant's order is FrameType's order (index = type - 1).
-using Frame = std::variant<Hello, EventBatch, MetricBatch, LogLine, ClockInfo, Done, UpdateBatch>;
+using Frame = std::variant<Hello, EventBatch, MetricBatch, LogLine, ClockInfo, Done, UpdateBatch, DeviceReport>;
 
 // Encoders return one complete frame (header + payload) as bytes. Strings longer than
 // kMaxStringBytes are truncated. The caller keeps payloads under kMaxPayloadBytes
@@ -80,6 +92,7 @@ std::string encode(const Hello& hello);
 std::string encode(const ClockInfo& clock);
 std::string encode(const LogLine& line);
 std::string encode(const Done& done);
+std::string encode(const DeviceReport& device);
 std::string encode_events(const trace::Event* events, std::size_t count);
 std::string encode_metrics(const std::vector<trace::MetricRecord>& metrics);
 std::string encode_updates(const std::vector<trace::UpdateRecord>& updates);

@@ -25,6 +25,7 @@ class StreamHandler {
   virtual void on_updates(int rank, std::vector<trace::UpdateRecord>&& updates) = 0;  // from a server rank
   virtual void on_log(int rank, const std::string& text) = 0;
   virtual void on_clock(int rank, const ClockInfo& clock) = 0;
+  virtual void on_device(int rank, const trace::DeviceInfo& device) = 0;  // its device, once open
   virtual void on_done(int rank, const Done& done) = 0;
   // An accepted rank's connection closed before its Done frame (the rank died or was
   // killed), or was dropped for a malformed frame (then on_rejected comes first).

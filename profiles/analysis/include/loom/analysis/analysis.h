@@ -19,6 +19,7 @@
 
 #include "loom/core/plan.h"
 #include "loom/core/status.h"
+#include "loom/analysis/device_identity.h"
 #include "loom/analysis/serving.h"
 #include "loom/store/run_store.h"
 #include "loom/trace/event.h"
@@ -91,6 +92,7 @@ struct RankBreakdown {
   // Point-to-point messages (Send spans) the rank started in its steady window, per
   // steady step: the synchronisation points of model parallelism, made countable.
   double sends_per_step = 0;
+  trace::DeviceInfo device_info;  // what `device` is (device_info.h); may be not recorded
 };
 
 inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
@@ -267,7 +269,12 @@ struct RunSummary {
   std::optional<DivergenceStats> divergence;  // only with "param_divergence" metrics
   std::optional<ServingStats> serving;        // only for a plan with a "serve" section
   std::vector<RankMemory> memory;             // ranks that reported device_memory_bytes
+  std::vector<DeviceGroup> devices;  // the ranks' device identities, grouped (device_identity.h)
 };
+
+// Copies each rank's device identity into its breakdown and groups them into s.devices
+// (summarize_run does; device_identity.cpp).
+void attach_devices(RunSummary& s, const std::vector<trace::RankRecord>& records);
 
 // Breakdown of one rank's events (any order); exposed for tests and live views.
 RankBreakdown breakdown_rank(int rank, const std::vector<trace::Event>& events);
@@ -306,8 +313,10 @@ std::vector<std::string> layer_names_by_id(const std::string& plan_json);
 
 // Keys: id, name, status, started_unix_ms, ended_unix_ms, error, plan (parsed plan JSON,
 // null if absent or unparsable), world_size, steps, wall_s, samples, samples_per_s,
-// final_loss, test_accuracy (null when unknown), ranks: [{rank, compute_s, comm_s,
-// optimizer_s, data_s, idle_s, events_recorded, events_stored, exposed_comm_s}],
+// final_loss, test_accuracy (null when unknown), ranks: [{rank, device, device_info
+// (device_info.h keys, null when not recorded), compute_s, comm_s, optimizer_s, data_s,
+// idle_s, events_recorded, events_stored, exposed_comm_s}], devices: [{ranks, text,
+// device_info}] (identical ranks grouped, device_identity.h),
 // allreduce: {bytes, count, seconds, algbw_gbs, busbw_gbs, p2p_gbs, hidden_fraction}
 // (unknown figures null), clock: [{rank, offset_ns, offset_end_ns, uncertainty_ns,
 // drift_ppm}], scaling: {reference_run_id, reference_samples_per_s, efficiency} or null,

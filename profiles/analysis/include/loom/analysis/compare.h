@@ -74,6 +74,7 @@ struct ComparedRun {
   std::string mode;  // mode: "all-reduce, 4 replicas", "1f1b pipeline, 2 stages x 8 micro-batches"
   int world_size = 1;
   std::int64_t steps = 0;
+  std::vector<DeviceGroup> devices;  // what its ranks ran on, grouped (device_identity.h)
 };
 
 struct Comparison {

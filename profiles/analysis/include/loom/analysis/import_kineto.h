@@ -32,6 +32,10 @@ struct RankTrace {
   std::string backend;     // distributedInfo.backend, "" when the file does not say
   bool absolute_clock = false;  // times since the Unix epoch, comparable across ranks of one host
   bool has_gpu = false;         // kernels, memcpys or GPU annotations were present
+  // The GPU its kernels ran on, from the trace's deviceProperties (newer Kineto files:
+  // name, totalGlobalMem, computeMajor/Minor; cuda_runtime_version and cuda_driver_version
+  // where present). Not recorded for older files and traces without GPU work.
+  trace::DeviceInfo device;
   std::vector<trace::Event> events;
   std::int64_t steps = 0, collectives = 0, collective_bytes = 0;
   std::int64_t trace_events = 0, ignored = 0;  // every traceEvents entry; those not imported

@@ -76,7 +76,7 @@ inline constexpr std::int64_t kOwnerSilentMs = 30000;
 std::string orphan_reason(const RunRecord& run, bool owner_on_this_host, bool owner_alive, std::int64_t now_ms);
 
 // The schema version this build writes and the newest it can read.
-inline constexpr int kSchemaVersion = 6;
+inline constexpr int kSchemaVersion = 7;
 
 // One connection to a run database. Movable, not copyable; use one RunStore per thread
 // (open another on the same file for a second thread or process).
@@ -157,6 +157,10 @@ class RunStore {
   Expected<std::vector<std::string>> load_tags(std::int64_t run_id);
   // Every run's tags, by run id (runs without tags absent), for lists.
   Expected<std::map<std::int64_t, std::vector<std::string>>> load_all_tags();
+  // Every run's recorded device identities (schema v7), by run id and ordered by rank:
+  // what the Runs list names ("on NVIDIA H200") without loading each run. Ranks without
+  // one, and runs with none, are absent.
+  Expected<std::map<std::int64_t, std::vector<std::pair<int, trace::DeviceInfo>>>> load_all_devices();
   // Per run with metrics, what a list shows of its progress (runs without any absent).
   struct ListedProgress {
     std::int64_t steps = 0;   // highest step with a "loss" metric, plus one (0: none)

@@ -10,6 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "loom/trace/device_info.h"
+
 namespace loom::trace {
 
 // How a run ended, or that it has not. Text only where it leaves the program: the store's
@@ -76,6 +78,8 @@ struct RankRecord {
   // Schema v2.
   std::int64_t offset_end_ns = 0, sync_start_ns = 0, sync_end_ns = 0;
   int pid = 0;  // the rank's operating-system process id, 0 when unknown
+  // Schema v7: what the device really is (device_info.h); not recorded in older runs.
+  DeviceInfo device_info;
 };
 
 struct MetricRecord {

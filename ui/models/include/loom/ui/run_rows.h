@@ -30,6 +30,10 @@ struct RunRow {
   // status bar report it), else over the run's wall time; 0 when unknown (still running).
   double samples_per_s = 0;
   std::string mode;            // analysis::run_mode: "all-reduce, 4 replicas", ...
+  // What its ranks ran on (analysis/device_identity.h): "NVIDIA H200", "cpu", "" when
+  // not recorded; and in full, one line per kind of device, for the tooltip.
+  std::string device;
+  std::string device_detail;
   std::int64_t steps = 0;      // steps with a recorded loss (0: none yet)
   double test_accuracy = std::numeric_limits<double>::quiet_NaN();  // the latest evaluation
   std::vector<std::string> tags;
@@ -38,6 +42,10 @@ struct RunRow {
 // Newest first, as RunStore::list_runs orders them, with tags and progress. A missing file is NotFound rather
 // than created: browsing must not leave empty databases behind.
 loom::Expected<std::vector<RunRow>> load_run_rows(const std::string& path);
+
+// The mode column's text: "one process on NVIDIA H200", or the mode alone where the
+// run's ranks did not say what they ran on.
+std::string mode_with_device(const RunRow& row);
 
 // "Running", "Completed", "Failed", "Stopped", "Hung", "Interrupted".
 std::string run_status_label(trace::RunStatus status);

@@ -7,6 +7,8 @@
 #include <QString>
 
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "loom/core/plan.h"
 #include "loom/trace/records.h"
@@ -18,15 +20,25 @@ struct ShownRun {
   std::optional<loom::trace::RunStatus> status;  // until known: none
   std::optional<loom::Plan> plan;  // the plan the run was trained with, once read
   qint64 resumed_from = 0;  // the run this one continues from a checkpoint (0: none)
+  // What its ranks ran on (analysis/device_identity.h devices_named), once they said:
+  // "NVIDIA H200", "cpu (AMD EPYC 7B13)"; and in full, a line per kind of device. Empty
+  // until known, or never recorded.
+  std::string device;
+  std::string device_detail;
 };
+
+// Fills run.device and run.device_detail from the run's rank records.
+void setDevices(ShownRun& run, const std::vector<loom::trace::RankRecord>& ranks);
 
 // "run 12", or "" when no run is shown.
 QString runLabel(const ShownRun& run);
-// One line over the timeline: "Run 12 · plan “gpipe-mlp” · completed" (and "· resumed
-// from run 11" for a run that continues another), with a warning
+// One line over the timeline: "Run 12 · plan “gpipe-mlp” · completed · on NVIDIA H200"
+// (and "· resumed from run 11" for a run that continues another), with a warning
 // when the designer holds another plan or has been edited since ("— not the plan in the
 // designer"); without a run: "No run on screen · designing “gpipe-mlp”: press Run".
 QString runCaption(const ShownRun& run, const loom::Plan& designer);
+// The caption's tooltip: the caption, then the device's whole identity per rank.
+QString runCaptionToolTip(const ShownRun& run, const loom::Plan& designer);
 // A result dock's title: "Training · run 12", or just "Training".
 QString dockTitle(const QString& base, const ShownRun& run);
 // "gpipe_mlp.json[*] · run 12 — Loom" (the [*] is Qt's modified marker).
