@@ -6,17 +6,27 @@
 // a step, zoomed to it), -metrics.png, -phases.png, and -dark-timelines.png and
 // -dark-metrics.png in the dark palette ("compare" is --prefix's default).
 // scripts/compare_screenshots.sh makes the runs for real and runs this under Xvfb.
+// `--open RUN_ID --runs-only`: opens that run first (its caption over the timeline names
+// what it ran on), saves PREFIX-WxH-runs.png and, with the tooltip of the run's Mode cell
+// shown (the devices in full), PREFIX-WxH-runs-tooltip.png, and stops there
+// (scripts/device_screenshots.sh).
 #include <QAction>
 #include <QApplication>
 #include <QDir>
 #include <QDockWidget>
 #include <QElapsedTimer>
+#include <QHeaderView>
+#include <QScreen>
+#include <QSortFilterProxyModel>
 #include <QTabWidget>
+#include <QTableView>
+#include <QToolTip>
 
 #include <cstdio>
 #include <functional>
 
 #include "loom/ui/charts/overlay_charts.h"
+#include "loom/ui/item_roles.h"
 #include "loom/ui/run_list_model.h"
 #include "loom/ui/workbench/comparison_window.h"
 #include "loom/ui/workbench/main_window.h"
@@ -68,6 +78,33 @@ bool save_tabs(ComparisonWindow& cmp, const QDir& out, const QString& stem) {
   return ok;
 }
 
+// The window with the tooltip of `row`'s Mode cell showing: a tooltip is a window of its
+// own, so the screen is grabbed where the window is, not the window alone.
+bool save_mode_tooltip(MainWindow& window, QTableView* table, int row, const QDir& out, const QString& name) {
+  const QModelIndex index = table->model()->index(row, loom::ui::RunListModel::Mode);
+  const QRect cell = table->visualRect(index);
+  // Below the rows, where it covers none of them.
+  const QPoint at = table->viewport()->mapToGlobal(cell.center() + QPoint(0, (table->model()->rowCount() - row) * cell.height()));
+  QToolTip::showText(at, index.data(Qt::ToolTipRole).toString(), table->viewport(), cell);
+  wait_ms(800);
+  const QRect frame = window.frameGeometry();
+  const QImage shot = window.screen()->grabWindow(0, frame.x(), frame.y(), frame.width(), frame.height()).toImage();
+  QToolTip::hideText();
+  const bool ok = shot.save(out.filePath(name));
+  std::fprintf(stderr, "%s %s\n", ok ? "saved" : "FAILED to save", qPrintable(out.filePath(name)));
+  return ok;
+}
+
+// Opens a run as the Runs list does and waits until it is drawn.
+bool open_run(MainWindow& window, qint64 id) {
+  bool loaded = false;
+  auto connection = QObject::connect(&window, &MainWindow::runLoaded, [&] { loaded = true; });
+  window.openRun(id);
+  wait_for([&] { return loaded; }, 60000);
+  QObject::disconnect(connection);
+  return loaded;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -77,9 +114,15 @@ int main(int argc, char** argv) {
   std::vector<QSize> sizes;
   QString prefix = QStringLiteral("compare");
   QStringList rest;
+  qint64 open_id = 0;
+  bool runs_only = false;
   while (!args.isEmpty()) {
     const QString a = args.takeFirst();
-    if (a == "--prefix" && !args.isEmpty()) {
+    if (a == "--runs-only") {
+      runs_only = true;
+    } else if (a == "--open" && !args.isEmpty()) {
+      open_id = args.takeFirst().toLongLong();
+    } else if (a == "--prefix" && !args.isEmpty()) {
       prefix = args.takeFirst();
     } else if (a == "--size" && !args.isEmpty()) {
       const QString s = args.takeFirst();
@@ -100,10 +143,15 @@ int main(int argc, char** argv) {
 
   MainWindow window;
   window.setSavePrompt([] { return MainWindow::SaveChoice::Discard; });
-  window.setRunPlanPrompt([](qint64, const QString&) { return false; });  // no modal question
+  // No modal question; a run opened for its own pictures brings its plan into the designer.
+  window.setRunPlanPrompt([open_id](qint64, const QString&) { return open_id > 0; });
   window.setDbPath(rest[1]);
   window.show();
   loom::ui::RunBrowser* browser = window.runBrowser();
+  if (open_id > 0 && !open_run(window, open_id)) {
+    std::fprintf(stderr, "run %lld did not load within a minute\n", static_cast<long long>(open_id));
+    return 1;
+  }
   bool ok = true;
   for (const QSize& size : sizes) {
     window.resize(size);
@@ -114,9 +162,17 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "the Runs dock did not list the runs\n");
       return 1;
     }
-    browser->selectRuns(ids);
+    browser->selectRuns(runs_only && open_id > 0 ? QList<qint64>{open_id} : ids);
     const QString stem = QStringLiteral("%1-%2x%3-").arg(prefix).arg(size.width()).arg(size.height());
     ok = save(&window, out, stem + "runs.png") && ok;
+    if (runs_only) {
+      int row = 0;  // the opened run's row, else the first
+      const QAbstractItemModel* rows = browser->table()->model();
+      for (int r = 0; r < rows->rowCount(); ++r)
+        if (rows->index(r, 0).data(loom::ui::RunIdRole).toLongLong() == open_id) row = r;
+      ok = save_mode_tooltip(window, browser->table(), row, out, stem + "runs-tooltip.png") && ok;
+      continue;
+    }
 
     ComparisonWindow* cmp = nullptr;
     auto connection = QObject::connect(&window, &MainWindow::comparisonOpened, [&](ComparisonWindow* w) { cmp = w; });

@@ -72,7 +72,7 @@ RunBrowser::RunBrowser(QWidget* parent) : QWidget(parent) {
 
   filter_ = new QLineEdit;
   filter_->setObjectName("RunFilter");
-  filter_->setPlaceholderText(tr("Filter: name, mode, status, tag or #id"));
+  filter_->setPlaceholderText(tr("Filter: name, mode, device, status, tag or #id"));
   filter_->setClearButtonEnabled(true);
   connect(filter_, &QLineEdit::textChanged, proxy_, &QSortFilterProxyModel::setFilterFixedString);
 
