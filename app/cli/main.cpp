@@ -68,7 +68,8 @@ constexpr CommandHelp kCommandHelp[] = {
     {"show",
      "usage: loom-cli show RUN_ID [--db PATH] [--json]\n"
      "\n"
-     "Summarises a stored run (ids: `loom-cli runs`): throughput, loss and accuracy, per-rank\n"
+     "Summarises a stored run (ids: `loom-cli runs`): what each rank ran on (CPU model, or GPU,\n"
+     "memory, driver, CUDA and NCCL versions), throughput, loss and accuracy, per-rank\n"
      "breakdown, all-reduce and clock figures for several ranks, pipeline bubbles per stage.\n"
      "  --db PATH   the run store (else $LOOM_DB, else $XDG_DATA_HOME/loom/runs.db)\n"
      "  --json      the summary as one JSON line\n"},
