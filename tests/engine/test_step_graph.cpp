@@ -109,7 +109,7 @@ class StepGraph : public QObject {
     QVERIFY2(captured.result.error.empty(), captured.result.error.c_str());
     QVERIFY2(eager.result.error.empty(), eager.result.error.c_str());
     QVERIFY2(captured.result.graph_note.empty(), captured.result.graph_note.c_str());
-    // Step 0 sizes the buffers; step 1 is captured and replayed; the rest are replays.
+    // Step 0 sizes the buffers and ends capturing the step; every later step is a replay.
     QCOMPARE(captured.result.replayed_steps, kSteps - 1);
     QCOMPARE(eager.result.replayed_steps, std::int64_t(0));
     QCOMPARE(captured.losses.size(), std::size_t(kSteps));

@@ -38,6 +38,11 @@ class CudaExec {
         anchor_(std::exchange(other.anchor_, nullptr)),
         stamps_used_(other.stamps_used_),
         graph_(std::exchange(other.graph_, nullptr)),
+        capturing_(other.capturing_),
+        capture_error_(std::move(other.capture_error_)),
+        capture_first_stamp_(other.capture_first_stamp_),
+        graph_first_stamp_(other.graph_first_stamp_),
+        graph_stamps_(other.graph_stamps_),
         status_(std::move(other.status_)) {}
   CudaExec& operator=(CudaExec&&) = delete;
   ~CudaExec() {
@@ -55,12 +60,14 @@ class CudaExec {
 
   void* allocate(std::int64_t bytes) {
     void* p = nullptr;
+    if (refused_in_capture("allocate")) return nullptr;
     if (!ok() || !LOOM_CUDA_RECORD(cudaMalloc(&p, std::size_t(bytes > 0 ? bytes : 1)))) return nullptr;
     sizes_[p] = bytes;
     in_use_ += bytes;
     return p;
   }
   void release(void* ptr) {
+    if (refused_in_capture("release")) return;
     const auto found = sizes_.find(ptr);
     if (found == sizes_.end()) return;
     in_use_ -= found->second;
@@ -72,11 +79,12 @@ class CudaExec {
   // Page-locked: uploads from it are DMA, asynchronous to the host.
   void* allocate_host(std::int64_t bytes) {
     void* p = nullptr;
+    if (refused_in_capture("allocate page-locked memory")) return nullptr;
     if (!ok() || !LOOM_CUDA_RECORD(cudaMallocHost(&p, std::size_t(bytes > 0 ? bytes : 1)))) return nullptr;
     return p;
   }
   void release_host(void* ptr) {
-    if (!ptr) return;
+    if (!ptr || refused_in_capture("release page-locked memory")) return;
     (void)cudaStreamSynchronize(stream_);  // a queued upload may still read it
     (void)cudaFreeHost(ptr);
   }
@@ -84,6 +92,7 @@ class CudaExec {
     if (ok()) LOOM_CUDA_RECORD(cudaMemcpyAsync(dst, host, std::size_t(bytes), cudaMemcpyHostToDevice, stream_));
   }
   void download(void* host, const void* src, std::int64_t bytes) {
+    if (refused_in_capture("download")) return;
     if (ok() && LOOM_CUDA_RECORD(cudaMemcpyAsync(host, src, std::size_t(bytes), cudaMemcpyDeviceToHost, stream_)))
       LOOM_CUDA_RECORD(cudaStreamSynchronize(stream_));
   }
@@ -91,6 +100,7 @@ class CudaExec {
     if (ok()) LOOM_CUDA_RECORD(cudaMemcpyAsync(dst, src, std::size_t(bytes), cudaMemcpyDeviceToDevice, stream_));
   }
   void synchronize() {
+    if (refused_in_capture("synchronize")) return;
     if (ok()) LOOM_CUDA_RECORD(cudaStreamSynchronize(stream_));
   }
   std::int64_t bytes_in_use() const { return in_use_; }
@@ -120,9 +130,13 @@ class CudaExec {
       return false;
     }
     capturing_ = true;
+    capture_error_.clear();
     capture_first_stamp_ = stamps_used_;
     return true;
   }
+  // What went wrong inside the capture (a refused call, a failed launch) fails the
+  // capture, not the backend: the sticky status is put back as it was before (ok), the
+  // stream has left capture mode, and the caller runs the step eagerly.
   Status capture_end() {
     capturing_ = false;
     const std::size_t captured_stamps = stamps_used_ - capture_first_stamp_;
@@ -130,14 +144,18 @@ class CudaExec {
     cudaGraph_t graph = nullptr;
     cudaError_t e = cudaStreamEndCapture(stream_, &graph);
     cudaGraphExec_t exec = nullptr;
-    if (e == cudaSuccess) e = cudaGraphInstantiate(&exec, graph, 0);
+    const bool clean = e == cudaSuccess && status_.ok() && capture_error_.empty();
+    if (clean) e = cudaGraphInstantiate(&exec, graph, 0);
     if (graph) (void)cudaGraphDestroy(graph);
-    if (e != cudaSuccess || !status_.ok()) {
-      (void)cudaGetLastError();
+    if (!clean || e != cudaSuccess) {
+      (void)cudaGetLastError();  // no error of the capture may reach a later launch's check
       if (exec) (void)cudaGraphExecDestroy(exec);
-      return e != cudaSuccess ? Status(cuda_error("capturing the step (cudaStreamEndCapture, cudaGraphInstantiate)",
-                                                  __FILE__, __LINE__, e))
-                              : status_;
+      Error why = !capture_error_.empty() ? make_error(ErrorCode::Unavailable, "cuda: " + capture_error_)
+                  : !status_.ok()        ? status_.error()
+                                         : cuda_error("capturing the step (cudaStreamEndCapture, cudaGraphInstantiate)",
+                                                      __FILE__, __LINE__, e);
+      status_ = Status();
+      return why;
     }
     if (graph_) (void)cudaGraphExecDestroy(graph_);
     graph_ = exec;
@@ -151,7 +169,20 @@ class CudaExec {
     if (LOOM_CUDA_RECORD(cudaGraphLaunch(graph_, stream_))) stamps_used_ += graph_stamps_;
   }
   void fail(const std::string& what) { fail(make_error(ErrorCode::Internal, "cuda: " + what)); }
+
+ private:
+  // Inside a capture, `what` would wait for the device, allocate or free: calls CUDA
+  // refuses there (or that would break the capture). Refused here without calling CUDA;
+  // the capture then fails with the reason.
+  bool refused_in_capture(const char* what) {
+    if (!capturing_) return false;
+    if (capture_error_.empty()) capture_error_ = std::string(what) + " inside a capture";
+    return true;
+  }
+
+ public:
   std::vector<std::int64_t> resolve_stamps() {
+    if (refused_in_capture("resolve stamps")) return {};
     synchronize();
     std::vector<std::int64_t> times(stamps_used_, kernels::host_now_ns());  // what a failure leaves
     if (stamps_used_ > 0 && ok() && (anchor_ || LOOM_CUDA_RECORD(cudaEventCreate(&anchor_)))) {
@@ -206,6 +237,7 @@ class CudaExec {
   std::size_t stamps_used_ = 0;
   cudaGraphExec_t graph_ = nullptr;
   bool capturing_ = false;
+  std::string capture_error_;
   std::size_t capture_first_stamp_ = 0, graph_first_stamp_ = 0, graph_stamps_ = 0;
   Status status_;
 };

@@ -110,6 +110,7 @@ class HostExec {
   }
   // Staging memory is plain host memory outside the arena: a kernel handed it fails check().
   void* allocate_host(std::int64_t bytes) {
+    if (capturing("allocate page-locked memory")) return nullptr;
     void* p = std::aligned_alloc(64, std::size_t((bytes + 63) / 64 * 64 + 64));
     if (p) staging_[static_cast<const char*>(p)] = bytes;
     return p;
@@ -133,7 +134,7 @@ class HostExec {
     run([=] { std::memcpy(dst, host, std::size_t(bytes)); });
   }
   void download(void* host, const void* src, std::int64_t bytes) {
-    if (capturing("download")) return;
+    if (capturing("download") || !status_.ok()) return;
     run([=] { std::memcpy(host, src, std::size_t(bytes)); });
     synchronize();
   }

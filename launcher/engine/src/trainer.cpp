@@ -119,7 +119,11 @@ TrainResult TrainingLoop::run(const TrainerHooks& hooks) {
       ++step;
       last_loss = stats.loss;
       report_step(step, epoch, stats, hooks);  // a diverged loss is reported too: it is the news
-      if (!std::isfinite(stats.loss) && plan_.training.on_divergence == DivergencePolicy::Stop) {
+      // Only a loss every rank shares (the whole batch's) stops the run: then they all stop
+      // after the same step. A shard's own loss (local SGD between meetings, an
+      // asynchronous worker) goes on; show still says where it diverged.
+      if (!std::isfinite(stats.loss) && stats.samples == 0 &&
+          plan_.training.on_divergence == DivergencePolicy::Stop) {
         result.error = diverged(step - 1, stats.loss);
         break;
       }
@@ -221,6 +225,7 @@ Expected<Trainer::StepStats> Trainer::train_step(std::int64_t step, const std::v
     optimizer_.step();
   }
   if (ranks_ == 1) take_losses(stats);
+  capture_after_warmup(step);
   return stats;
 }
 
@@ -281,9 +286,14 @@ Expected<double> Trainer::average_parameters() {
 DeviceMemory TrainingLoop::device_memory() {
   DeviceMemory m;
   m.total = backend_.bytes_in_use();
-  for (const Param* p : params()) {
-    m.parameters += p->value.capacity_bytes();
-    m.gradients += p->grad.capacity_bytes();
+  if (const ParamArena* arena = packed_params()) {
+    m.parameters = arena->values.capacity_bytes();
+    m.gradients = arena->grads.capacity_bytes();
+  } else {
+    for (const Param* p : params()) {
+      m.parameters += p->value.capacity_bytes();
+      m.gradients += p->grad.capacity_bytes();
+    }
   }
   if (const Optimizer* opt = optimizer()) m.optimizer_state = opt->state_bytes();
   m.workspace = workspace_bytes() + backend_.library_workspace_bytes();

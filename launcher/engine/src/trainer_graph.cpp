@@ -1,13 +1,14 @@
 // The captured training step of one process (training.graph, docs/plan-format.md). The
 // step of a run launches a few dozen small kernels; on a GPU their launches cost more than
-// their work. So the second step is captured once (kernels::Backend::capture_begin: a CUDA
-// graph) and every later step replays it with one launch. The capture holds what every
+// their work. So the step is captured once, at the end of the warm-up step
+// (kernels::Backend::capture_begin: a CUDA graph), and every later step replays it with
+// one launch. The capture holds what every
 // step repeats with the same pointers and arguments: the batch upload from the host
 // mirrors, zeroing the gradients, forward, the loss and its gradient, backward. The host
 // gathers each step's batch into the mirrors before the replay; the optimizer update
 // (one launch over the packed parameters, its step count changing every step) and
-// reading the loss back follow it. The first step runs eagerly and sizes every buffer, so
-// the capture allocates nothing; buffers never move after it (they only grow, and
+// reading the loss back follow it. The warm-up step runs eagerly and sizes every buffer,
+// so the capture allocates nothing; buffers never move after it (they only grow, and
 // evaluation batches are no larger than training ones).
 #include <algorithm>
 
@@ -40,23 +41,14 @@ bool step_graph_allowed(const Plan& plan, int ranks, const kernels::Backend& bac
 std::optional<Expected<Trainer::StepStats>> Trainer::graphed_step(std::int64_t step,
                                                                    const std::vector<std::int64_t>& order,
                                                                    std::int64_t batch_in_epoch, bool stop_requested) {
-  // The first step of this run sizes the buffers; capture from the second.
-  if (graph_ == GraphState::Off || step == first_step()) return std::nullopt;
+  if (graph_ != GraphState::Captured) return std::nullopt;
   Span step_span(recorder_, EventKind::Step, Stream::Host, std::int32_t(step));
-  const auto slice = chunk_of_batch(batch_in_epoch, 0, 1);
   // The batch's span starts here on the host and ends at the captured upload's stamp.
   const std::int64_t gather_start = trace::now_ns();
-  gather_batch(data_.train, order, slice, input_, labels_);
-  if (graph_ == GraphState::Waiting) {
-    if (!capture_step(step, gather_start, slice.size)) {
-      graph_ = GraphState::Off;
-      return std::nullopt;  // the eager step gathers and uploads the batch itself
-    }
-  } else {
-    backend_.replay();
-    if (device_trace_) device_trace_->add_template(std::int32_t(step), gather_start);
-    losses_.expect_queued(backend_, 1.0);
-  }
+  gather_batch(data_.train, order, chunk_of_batch(batch_in_epoch, 0, 1), input_, labels_);
+  backend_.replay();
+  if (device_trace_) device_trace_->add_template(std::int32_t(step), gather_start);
+  losses_.expect_queued(backend_, 1.0);
   ++replayed_;
   StepStats stats;
   stats.stop = stop_requested;
@@ -68,18 +60,22 @@ std::optional<Expected<Trainer::StepStats>> Trainer::graphed_step(std::int64_t s
   return Expected<StepStats>(stats);
 }
 
-// Captures the step (its template spans and its loss included) and replays it once;
-// false, with nothing captured or queued, when the backend cannot or would not.
-bool Trainer::capture_step(std::int64_t step, std::int64_t gather_start_ns, std::int64_t samples) {
+// Records the step's device work as a graph, running nothing, at the end of the warm-up
+// step (eager: every buffer is sized by then), so its cost is warm-up, never a steady
+// step's. The spans queued while capturing are kept as the replays' template, not
+// recorded: they did not run. Where the capture fails, every step runs eagerly.
+void Trainer::capture_after_warmup(std::int64_t step) {
+  if (graph_ != GraphState::Waiting || step != first_step()) return;
+  graph_ = GraphState::Off;  // unless the capture works
+  if (device_trace_) device_trace_->flush();  // this step's stamps resolved: the capture starts at stamp 0
   if (!backend_.capture_begin()) {
     graph_note_ = std::string("the ") + backend_.name() + " backend cannot capture a step";
-    return false;
+    return;
   }
   if (device_trace_) device_trace_->begin_template();
   {
     BatchLoadSpan load(recorder_, device_trace_.get(), std::int32_t(step));
-    load.event().start_ns = gather_start_ns;
-    load.event().bytes = samples * data_.train.sample_size * std::int64_t(sizeof(float));
+    load.event().bytes = input_.batch * data_.train.sample_size * std::int64_t(sizeof(float));
     upload_batch(input_, labels_, &load);
   }
   arena_.zero_grads();
@@ -93,15 +89,14 @@ bool Trainer::capture_step(std::int64_t step, std::int64_t gather_start_ns, std:
   model_.backward(input_, logits_, dlogits_, pass);
   if (device_trace_) device_trace_->end_template();
   const Status captured = backend_.capture_end();
+  losses_.drop();  // the loss is expected at each replay
   if (!captured.ok()) {
-    graph_note_ = "the step could not be captured, so it runs uncaptured: " + captured.error().describe();
+    graph_note_ = "the step could not be captured, so every step runs uncaptured: " + captured.error().describe();
     if (device_trace_) device_trace_->drop_template_spans();
-    losses_.drop();
-    return false;
+    return;
   }
+  if (device_trace_) device_trace_->discard_template_pending();
   graph_ = GraphState::Captured;
-  backend_.replay();
-  return true;
 }
 
 }  // namespace loom::engine

@@ -196,7 +196,7 @@ struct Descheduled {
 // while its compute waits too) and out of idle, into its own category. Only what leaves
 // exposed communication or idle becomes descheduled: the categories partition the window,
 // and a communication thread waiting for a core while the rank computes lost the rank no
-// time (that part leaves the communication total alone).
+// time (the communication total still drops by all of it).
 void take_out_descheduled(RankBreakdown& b, const Descheduled& d) {
   const double comm = std::min(b.comm_s, static_cast<double>(d.comm_ns) / kNsPerS);
   const double exposed = std::min(b.exposed_comm_s, comm);

@@ -93,15 +93,18 @@ class BodyBackend final : public kernels::Backend {
     graph_queued_ = captured.ok() ? std::exchange(queued_, {}) : std::vector<std::pair<int, int>>{};
     graph_rows_ = captured.ok() ? queued_rows_ : 0;
     graph_row_loss_ = row_loss_;
+    graph_partials_ = partials_;
     queued_.clear();
     queued_rows_ = 0;
     return captured;
   }
+  // A replay writes the rows and scratch its capture saw: they must still be there, and
+  // no loss may be waiting to be read (its rows would be overwritten).
   void replay() override {
-    if (row_loss_ != graph_row_loss_) {
-      exec_.fail("the captured step's loss rows were reallocated after the capture");
-      return;
-    }
+    if (row_loss_ != graph_row_loss_ || partials_ != graph_partials_)
+      return exec_.fail("the captured step's loss rows or reduction scratch moved after the capture");
+    if (!queued_.empty() || !carried_.empty())
+      return exec_.fail("a replay while losses queued before it were still unread");
     exec_.replay();
     queued_ = graph_queued_;
     queued_rows_ = graph_rows_;
@@ -379,6 +382,7 @@ class BodyBackend final : public kernels::Backend {
   std::vector<std::pair<int, int>> graph_queued_;  // the captured losses' rows
   int graph_rows_ = 0;
   const float* graph_row_loss_ = nullptr;
+  const float* graph_partials_ = nullptr;
   float* partials_ = nullptr;  // the reductions' scratch
   std::int64_t partials_count_ = 0;
   std::vector<float> host_loss_;

@@ -31,6 +31,8 @@ class DeviceTrace {
   void begin_template() { template_from_ = pending_.size(); }
   void end_template() { template_.assign(pending_.begin() + std::ptrdiff_t(template_from_), pending_.end()); }
   void drop_template_spans() { pending_.resize(template_from_), template_.clear(); }
+  // Keeps the template but records none of it now (a capture ran nothing).
+  void discard_template_pending() { pending_.resize(template_from_); }
   void add_template(std::int32_t step, std::int64_t host_start_ns);
   // Waits for the device and records every pending span with its host times. A span that
   // started on the host clock (a batch load) starts on the compute lane no earlier than

@@ -89,6 +89,7 @@ class PipelineTrainer final : public TrainingLoop {
   void finish(const TrainerHooks& hooks, std::int64_t steps) override;
   Optimizer* optimizer() override { return &optimizer_; }
   std::int64_t workspace_bytes() const override;
+  const ParamArena* packed_params() const override { return &arena_; }
 
   Status run_flush(std::int64_t step, int flush, const std::vector<std::int64_t>& order, std::int64_t batch_in_epoch,
                    bool last_flush, StepStats& stats);

@@ -126,6 +126,8 @@ class TrainingLoop {
   virtual std::string graph_note() const { return {}; }
   // The layers' kernel scratch memory (DeviceMemory::workspace).
   virtual std::int64_t workspace_bytes() const = 0;
+  // The parameters and gradients packed in one arena (padding included), where they are.
+  virtual const ParamArena* packed_params() const { return nullptr; }
 
   Status reduce_stats(StepStats& stats);
   // Metrics a step produced beyond loss and accuracy; reported with the step.
@@ -184,12 +186,13 @@ class Trainer final : public TrainingLoop {
   void finish(const TrainerHooks& hooks, std::int64_t steps) override;
   Optimizer* optimizer() override { return &optimizer_; }
   std::int64_t workspace_bytes() const override { return model_.workspace_bytes(); }
+  const ParamArena* packed_params() const override { return &arena_; }
   Expected<StepStats> local_sgd_step(std::int64_t step, StepStats& stats);
-  // The captured step (trainer_graph.cpp, docs/plan-format.md training.graph): the second
-  // step is captured and replayed, every later one replayed; nullopt: run it eagerly.
+  // The captured step (trainer_graph.cpp, docs/plan-format.md training.graph): captured at
+  // the end of the warm-up step, replayed every step after; nullopt: run it eagerly.
   std::optional<Expected<StepStats>> graphed_step(std::int64_t step, const std::vector<std::int64_t>& order,
                                                   std::int64_t batch_in_epoch, bool stop_requested);
-  bool capture_step(std::int64_t step, std::int64_t gather_start_ns, std::int64_t samples);
+  void capture_after_warmup(std::int64_t step);
   std::int64_t replayed_steps() const override { return replayed_; }
   std::string graph_note() const override { return graph_note_; }
   // Adds the step's losses (read now: on a device, its one wait) to stats.
