@@ -37,7 +37,7 @@ trace::DeviceInfo describe_gpu(int index) {
   trace::DeviceInfo gpu;
   gpu.kind = "gpu";
   if (gpu_on_host()) {
-    gpu.name = "no GPU: the CUDA backend's code on the host CPU (LOOM_GPU_ON_HOST)";
+    gpu.name = "a GPU emulated on the CPU (LOOM_GPU_ON_HOST)";
     return gpu;
   }
   auto facts = cuda::query_cuda_device(index);

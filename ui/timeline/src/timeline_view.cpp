@@ -551,7 +551,7 @@ void TimelineView::rebuildRows() {
                                          : QStringLiteral("rank %1 (%2)").arg(k.rank).arg(gpu);
       ticks.insert(y + h / 2, QStringLiteral("%1 · %2").arg(rank, stream_label(k.stream)));
     } else {
-      ticks.insert(y + h / 2, QStringLiteral("↳ overlapping spans, level %1").arg(k.depth + 1));
+      ticks.insert(y + h / 2, QStringLiteral("↳ spans inside the row above"));
     }
     y += h;
   }
