@@ -291,6 +291,8 @@ int train(Session& s, const RankOptions& options) {
   hooks.on_step = [](const engine::StepProgress& p) { note_step(p.step); };
   if (writer) hooks.on_metrics = [&writer](std::vector<trace::MetricRecord>&& m) { writer->add_metrics(std::move(m)); };
   const engine::TrainResult result = trainer->run(hooks);
+  // A capture the device refused (training.graph) went on uncaptured: the launch log says so.
+  if (!result.graph_note.empty()) std::fprintf(stderr, "loom-rank %d: %s\n", s.comm.rank(), result.graph_note.c_str());
   if (!result.error.empty()) return s.reporter.fail(result.error, 1);
   if (writer) {
     // Buffers only grow, so what the backend holds at the end is its peak (docs/figures.md).

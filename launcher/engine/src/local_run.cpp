@@ -56,6 +56,8 @@ Status train_recorded(const Plan& plan, const data::TrainTest& data, store::RunS
   hooks.on_metrics = [&writer](std::vector<trace::MetricRecord>&& m) { writer.add_metrics(std::move(m)); };
   hooks.stop = options.stop;
   outcome.result = trainer->run(hooks);
+  // A capture the device refused (training.graph): the run went on uncaptured; say so once.
+  if (!outcome.result.graph_note.empty()) (void)store.append_log(run_id, outcome.result.graph_note + "\n");
   // Buffers only grow, so what the backend holds at the end is its peak (docs/figures.md).
   writer.add_metrics(device_memory_metrics(*trainer, 0, outcome.result.last_step - 1));
   Status written = writer.finish();
