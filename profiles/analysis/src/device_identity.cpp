@@ -11,7 +11,10 @@ std::vector<DeviceGroup> group_devices(const std::vector<std::pair<int, trace::D
   std::vector<std::pair<int, trace::DeviceInfo>> sorted = ranks;
   std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<DeviceGroup> groups;
-  for (auto& [rank, info] : sorted) {
+  for (auto& entry : sorted) {
+    // Named, not a structured binding: older clang cannot capture a binding in a lambda.
+    const int rank = entry.first;
+    trace::DeviceInfo& info = entry.second;
     auto same = std::find_if(groups.begin(), groups.end(), [&info](const DeviceGroup& g) { return g.info == info; });
     if (same == groups.end()) {
       groups.push_back({{rank}, std::move(info)});
