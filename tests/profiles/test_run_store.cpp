@@ -2,6 +2,7 @@
 // a user meets (not a database, unknown run, a file from a newer Loom), a file written by
 // a schema-v1 Loom that must open and migrate, and a second connection reading while the
 // first writes (WAL).
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -15,6 +16,7 @@
 #include <atomic>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <thread>
 
 #include "loom/store/run_store.h"
@@ -101,6 +103,7 @@ class TestRunStore : public QObject {
   void packedEventsMatchTheRows();
   void nonFiniteMetricsAreKept();
   void reservesOfDeadOwnersAreRemoved();
+  void storeThatCannotBeWrittenIsRead();
 };
 
 // A diverged loss is news, not a store failure: NaN and both infinities are stored (NaN
@@ -757,7 +760,16 @@ void TestRunStore::renameTagAndDelete() {
     QCOMPARE(store.set_tags(keep, {""}).error().code, ErrorCode::InvalidArgument);
     QCOMPARE(store.rename_run(999, "x").error().code, ErrorCode::NotFound);
     QCOMPARE(store.delete_run(999).error().code, ErrorCode::NotFound);
+    // Each run's checkpoints lie in its own folder beside the store: deleting the run
+    // deletes them, and leaves the other run's.
+    for (std::int64_t id : {keep, gone}) {
+      const std::filesystem::path step = loom::store::checkpoint_dir(path, id) + "/step-2";
+      std::filesystem::create_directories(step);
+      std::ofstream(step / "rank-0.ckpt") << "weights";
+    }
     must_ok(store.delete_run(gone));
+    QVERIFY(!std::filesystem::exists(loom::store::checkpoint_dir(path, gone)));
+    QVERIFY(std::filesystem::exists(loom::store::checkpoint_dir(path, keep) + "/step-2/rank-0.ckpt"));
   }
   RunStore store = must(RunStore::open(path));
   QCOMPARE(must(store.load_run(keep)).name, std::string("baseline, 4 ranks"));
@@ -833,6 +845,72 @@ void TestRunStore::packedEventsMatchTheRows() {
   must_ok(store.append_events(id, 1, &late.back(), 1));
   QCOMPARE(count_where(db, blocks_sql, id), std::int64_t(0));
   QVERIFY(same_events(must(store.load_events(id, 1)), late));
+}
+
+namespace {
+// Runs `read` in a child process that cannot write `dir`'s store: as root (whom file
+// modes do not stop) the child becomes nobody; otherwise the modes are taken away.
+// Returns the child's exit code (0: every check passed).
+int as_a_reader(const std::string& dir, const std::string& db, bool folder_writable,
+                const std::function<int()>& read) {
+  const bool root = ::geteuid() == 0;
+  constexpr uid_t kNobody = 65534;
+  ::chmod(dir.c_str(), folder_writable && !root ? 0755 : 0555);
+  ::chmod(db.c_str(), 0444);
+  if (root && folder_writable && ::chown(dir.c_str(), kNobody, kNobody) != 0) return 90;
+  const pid_t child = ::fork();
+  if (child == 0) {
+    if (root && (::setgid(kNobody) != 0 || ::setuid(kNobody) != 0)) ::_exit(91);
+    ::_exit(read());
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  ::chmod(dir.c_str(), 0700);  // for QTemporaryDir's cleanup
+  ::chmod(db.c_str(), 0644);
+  if (root) (void)::chown(dir.c_str(), 0, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 99;
+}
+}  // namespace
+
+// A store on a read-only mount, or one this user may not write, is still listed and read:
+// it opens read-only, leaves no file beside it, and a write fails naming the file.
+// (With a folder that cannot be written, SQLite could not make its -shm file: the store
+// used to fail to open at all.)
+void TestRunStore::storeThatCannotBeWrittenIsRead() {
+  for (const bool folder_writable : {false, true}) {
+    QTemporaryDir dir;
+    const std::string folder = dir.path().toStdString(), path = folder + "/runs.db";
+    std::int64_t id = 0;
+    {
+      RunStore store = must(RunStore::open(path));
+      RunRecord run;
+      run.name = "kept";
+      id = must(store.create_run(run));
+      must_ok(store.append_metrics(id, {{0, 1, 2, "loss", 0.5}}));
+      must_ok(store.finish_run(id, loom::trace::RunStatus::Completed, 1.0, 10, ""));
+    }
+    const int rc = as_a_reader(folder, path, folder_writable, [&] {
+      auto store = RunStore::open(path);
+      if (!store.ok()) {
+        std::fprintf(stderr, "open: %s\n", store.error().describe().c_str());
+        return 1;
+      }
+      if (!store->read_only()) return 2;
+      auto runs = store->list_runs();
+      if (!runs.ok() || runs->size() != 1 || runs->front().name != "kept") return 3;
+      auto metrics = store->load_metrics(id);
+      if (!metrics.ok() || metrics->size() != 1) return 4;
+      RunRecord another;
+      auto written = store->create_run(another);
+      if (written.ok() || written.error().message.find(path) == std::string::npos) return 5;
+      return 0;
+    });
+    QVERIFY2(rc == 0, qPrintable(QStringLiteral("folder writable %1: the reader failed check %2").arg(folder_writable).arg(rc)));
+    if (!folder_writable) {
+      QVERIFY(!std::filesystem::exists(path + "-shm"));
+      QVERIFY(!std::filesystem::exists(path + "-wal"));
+    }
+  }
 }
 
 QTEST_GUILESS_MAIN(TestRunStore)

@@ -277,7 +277,33 @@ std::string checkpoint_dir(const std::string& db_path, std::int64_t run_id) {
   return db_path + ".checkpoints/run-" + std::to_string(run_id);
 }
 
+namespace {
+// How a store can be opened here. Write access is asked of the system (access(2)), which
+// also answers for a read-only mount; a store that does not exist yet is created.
+Database::Access access_for(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return Database::Access::ReadWrite;
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  const std::string dir = parent.empty() ? std::string(".") : parent.string();
+  const bool dir_writable = ::access(dir.c_str(), W_OK) == 0;
+  if (dir_writable && ::access(path.c_str(), W_OK) == 0) return Database::Access::ReadWrite;
+  // A WAL reader keeps its shared memory in a -shm file beside the store: where none can
+  // be made, the file is read as it lies on disk.
+  return dir_writable ? Database::Access::ReadOnly : Database::Access::Immutable;
+}
+}  // namespace
+
 Expected<RunStore> RunStore::open(const std::string& path) {
+  const Database::Access access = access_for(path);
+  if (access != Database::Access::ReadWrite) {
+    auto db = Database::open(path, access);
+    if (!db.ok()) return db.error();
+    RunStore store(std::move(db).value());
+    store.read_only_ = true;
+    LOOM_TRY(store.configure());
+    LOOM_TRY(store.check_schema_for_reading());
+    return store;
+  }
   std::filesystem::path parent = std::filesystem::path(path).parent_path();
   if (!parent.empty()) {
     std::error_code ec;
@@ -320,6 +346,7 @@ void RunStore::remove_stale_reserves() {
 Status RunStore::configure() {
   // busy_timeout first: switching to WAL needs a lock another process may hold.
   LOOM_TRY(db_.exec("PRAGMA busy_timeout = 5000"));
+  if (read_only_) return configure_reading();
   // The first statement that reads the file: a text file fails here with SQLITE_NOTADB.
   // SQLite does not call the busy handler for this lock change (it could deadlock), so
   // when two connections open a new file at once (a launcher creating the store while a
@@ -335,11 +362,35 @@ Status RunStore::configure() {
   }
   // NORMAL is durable across application crashes in WAL mode, and much faster than FULL.
   LOOM_TRY(db_.exec("PRAGMA synchronous = NORMAL"));
+  return configure_reading();
+}
+
+// What reading needs, and all that a read-only store is given (no journal mode switch).
+Status RunStore::configure_reading() {
   LOOM_TRY(db_.exec("PRAGMA cache_size = -65536"));  // 64 MiB: keeps the events index hot
   // Readers map the file instead of copying its pages into the cache: reading a
   // million-event run spent a third of its time allocating cache pages and in pread
   // (bench/results/compare_bench.md). SQLite falls back to reads where it cannot map.
   return db_.exec("PRAGMA mmap_size = 1073741824");
+}
+
+// A read-only store cannot be migrated: it is read only when it has this build's schema.
+Status RunStore::check_schema_for_reading() {
+  auto q = db_.prepare("SELECT COALESCE(MAX(version), 0) FROM schema_version");
+  if (!q.ok()) return q.error();
+  auto row = q->step();
+  if (!row.ok()) return row.error();
+  const std::int64_t stored = q->column_int64(0);
+  if (stored == kSchemaVersion) {
+    schema_version_ = kSchemaVersion;
+    return {};
+  }
+  const bool older = stored < kSchemaVersion;
+  return make_error(ErrorCode::Unavailable,
+                    "run database " + db_.path() + " cannot be written here and has schema version " +
+                        std::to_string(stored) + "; this build of Loom reads version " + std::to_string(kSchemaVersion),
+                    older ? "open it once where it can be written, which upgrades it, or copy it somewhere writable"
+                          : "upgrade Loom");
 }
 
 Status RunStore::migrate() {
@@ -1053,12 +1104,14 @@ Expected<std::map<std::int64_t, std::vector<std::pair<int, trace::DeviceInfo>>>>
 // Two scans of the metrics index, whatever the number of runs.
 Expected<std::map<std::int64_t, RunStore::ListedProgress>> RunStore::load_listed_progress() {
   std::map<std::int64_t, ListedProgress> progress;
-  auto steps = db_.prepare("SELECT run_id, MAX(step) FROM metrics WHERE name = 'loss' GROUP BY run_id");
+  // Steps as show counts them (analysis.cpp steps_recorded): the distinct steps with a loss.
+  // A resumed run starts past 0, so its highest step is not its count.
+  auto steps = db_.prepare("SELECT run_id, COUNT(DISTINCT step) FROM metrics WHERE name = 'loss' GROUP BY run_id");
   if (!steps.ok()) return steps.error();
   auto step_rows = collect_rows<std::pair<std::int64_t, std::int64_t>>(
       *steps, [](const Statement& row) { return std::pair{row.column_int64(0), row.column_int64(1)}; });
   if (!step_rows.ok()) return step_rows.error();
-  for (const auto& [id, step] : *step_rows) progress[id].steps = step + 1;
+  for (const auto& [id, count] : *step_rows) progress[id].steps = count;
   // The row load_metrics would list last (by step, then time); evaluations are few.
   auto accuracy = db_.prepare(
       "SELECT m.run_id, m.value FROM metrics m WHERE m.name = 'test_accuracy' AND m.rowid = "
@@ -1091,7 +1144,17 @@ Status RunStore::delete_run(std::int64_t run_id) {
   if (!q.ok()) return q.error();
   q->bind(1, run_id);
   LOOM_TRY(run_once(*q));
-  return tx->commit();
+  LOOM_TRY(tx->commit());
+  // Its checkpoints are of no use without the run (resume needs both): they go too. The
+  // run is gone either way, so a folder that stays is said, naming it, not rolled back.
+  const std::string checkpoints = checkpoint_dir(path(), run_id);
+  std::error_code ec;
+  std::filesystem::remove_all(checkpoints, ec);
+  if (ec)
+    return make_error(ErrorCode::Io, "run " + std::to_string(run_id) + " is deleted, but its checkpoint folder " +
+                                         checkpoints + " could not be removed: " + ec.message(),
+                      "remove that folder by hand");
+  return {};
 }
 
 }  // namespace loom::store

@@ -157,12 +157,31 @@ std::span<const std::byte> Statement::column_blob(int index) const {
 
 // ---- Database ----
 
-Expected<Database> Database::open(const std::string& path) {
+namespace {
+// A path as an SQLite URI ("file:..."): the characters a URI gives a meaning are escaped.
+std::string file_uri(const std::string& path, bool immutable) {
+  std::string uri = "file:";
+  for (char c : path) {
+    if (c == '%') uri += "%25";
+    else if (c == '?') uri += "%3f";
+    else if (c == '#') uri += "%23";
+    else uri += c;
+  }
+  return immutable ? uri + "?immutable=1" : uri;
+}
+}  // namespace
+
+Expected<Database> Database::open(const std::string& path, Access access) {
   Database db;
   *db.path_ = path;
   // NOMUTEX: a connection is used by one thread at a time (documented on RunStore).
   int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
-  int rc = sqlite3_open_v2(path.c_str(), &db.db_, flags, nullptr);
+  std::string name = path;
+  if (access != Access::ReadWrite) {
+    flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI;
+    name = file_uri(path, access == Access::Immutable);
+  }
+  int rc = sqlite3_open_v2(name.c_str(), &db.db_, flags, nullptr);
   if (rc != SQLITE_OK) return db.error(rc, "cannot open database");
   sqlite3_extended_result_codes(db.db_, 1);
   return db;

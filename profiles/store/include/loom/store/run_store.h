@@ -82,7 +82,9 @@ inline constexpr int kSchemaVersion = 7;
 // (open another on the same file for a second thread or process).
 class RunStore {
  public:
-  // Creates parent directories and the file if needed, then migrates the schema.
+  // Creates parent directories and the file if needed, then migrates the schema. A store
+  // that exists but cannot be written here (a read-only mount, a file or folder without
+  // write permission) opens read-only: reading works, writing fails saying so.
   static Expected<RunStore> open(const std::string& path);
   // $LOOM_DB if set, else $XDG_DATA_HOME/loom/runs.db, else $HOME/.local/share/loom/runs.db.
   static std::string default_path();
@@ -92,6 +94,7 @@ class RunStore {
   ~RunStore();
 
   int schema_version() const { return schema_version_; }
+  bool read_only() const { return read_only_; }
   const std::string& path() const { return db_.path(); }
 
   // Inserts a run (run.id is ignored; started_unix_ms 0 means now) and returns its id.
@@ -163,12 +166,13 @@ class RunStore {
   Expected<std::map<std::int64_t, std::vector<std::pair<int, trace::DeviceInfo>>>> load_all_devices();
   // Per run with metrics, what a list shows of its progress (runs without any absent).
   struct ListedProgress {
-    std::int64_t steps = 0;   // highest step with a "loss" metric, plus one (0: none)
+    std::int64_t steps = 0;   // distinct steps with a "loss" metric (0: none)
     double test_accuracy = std::numeric_limits<double>::quiet_NaN();  // the latest one
   };
   Expected<std::map<std::int64_t, ListedProgress>> load_listed_progress();
-  // Removes the run, its ranks, events, metrics, updates and tags in one transaction.
-  // Refused (InvalidArgument) for a run still running; NotFound for an unknown id.
+  // Removes the run, its ranks, events, metrics, updates and tags in one transaction, then
+  // its checkpoint folder. Refused (InvalidArgument) for a run still running; NotFound for
+  // an unknown id.
   Status delete_run(std::int64_t run_id);
 
   // A whole finished run written at once, in ONE transaction (imports, e.g. PyTorch
@@ -181,7 +185,9 @@ class RunStore {
  private:
   explicit RunStore(Database db) : db_(std::move(db)) {}
   Status configure();
+  Status configure_reading();
   Status migrate();
+  Status check_schema_for_reading();
   Status require_run(std::int64_t run_id);
   void interrupt_if_orphaned(RunRecord& run);
   void remove_stale_reserves();
@@ -194,6 +200,7 @@ class RunStore {
 
   Database db_;  // declared first: destroyed last, after the statements below
   int schema_version_ = 0;
+  bool read_only_ = false;
   std::optional<Statement> insert_event_batch_;  // kEventBatchRows rows per execution
   std::optional<Statement> insert_event_one_;
 };

@@ -68,8 +68,12 @@ class Statement {
 
 class Database {
  public:
-  // Opens (creating if needed) a database file; does not touch its content.
-  static Expected<Database> open(const std::string& path);
+  // ReadWrite opens, creating if needed. ReadOnly never writes the file. Immutable also
+  // makes no -shm or -wal file beside it (a folder that cannot be written, such as a
+  // read-only mount), reading the file as it is on disk.
+  enum class Access { ReadWrite, ReadOnly, Immutable };
+  // Opens a database file; does not touch its content.
+  static Expected<Database> open(const std::string& path, Access access = Access::ReadWrite);
 
   Database() = default;
   ~Database();
