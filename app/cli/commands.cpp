@@ -12,6 +12,7 @@
 #include <csignal>
 #include <limits>
 #include <map>
+#include <set>
 #include <cstdio>
 #include <ctime>
 
@@ -478,9 +479,17 @@ int cmd_import(const Args& args) {
     print_error(id.error());
     return kFailed;
   }
-  std::int64_t steps = 0, collectives = 0, events = 0;
-  for (const auto& t : imported->traces) steps += t.steps, collectives += t.collectives;
-  for (const auto& [rank, list] : imported->events) events += std::int64_t(list.size());
+  // Steps as every view counts them (analysis.cpp steps_recorded): distinct step numbers,
+  // not one per rank's ProfilerStep span.
+  std::int64_t collectives = 0, events = 0;
+  std::set<std::int32_t> step_numbers;
+  for (const auto& t : imported->traces) collectives += t.collectives;
+  for (const auto& [rank, list] : imported->events) {
+    events += std::int64_t(list.size());
+    for (const trace::Event& e : list)
+      if (e.kind == trace::EventKind::Step) step_numbers.insert(e.step);
+  }
+  const auto steps = static_cast<std::int64_t>(step_numbers.size());
   if (args.json) {
     std::printf("%s\n", nlohmann::json{{"id", *id}, {"name", imported->run.name}, {"ranks", imported->ranks.size()},
                                        {"world_size", imported->run.world_size}, {"steps", steps},
@@ -489,9 +498,10 @@ int cmd_import(const Args& args) {
                             .c_str());
   } else {
     std::printf("%s", imported->run.log.c_str());
-    std::printf("stored as run %lld '%s': %zu rank%s, %lld events (`loom-cli show %lld`)\n", static_cast<long long>(*id),
-                imported->run.name.c_str(), imported->ranks.size(), imported->ranks.size() == 1 ? "" : "s",
-                static_cast<long long>(events), static_cast<long long>(*id));
+    std::printf("stored as run %lld '%s': %zu rank%s, %lld steps, %lld events (`loom-cli show %lld`)\n",
+                static_cast<long long>(*id), imported->run.name.c_str(), imported->ranks.size(),
+                imported->ranks.size() == 1 ? "" : "s", static_cast<long long>(steps), static_cast<long long>(events),
+                static_cast<long long>(*id));
   }
   return kOk;
 }

@@ -45,7 +45,7 @@ class CliImportTest : public QObject {
     QVERIFY2(imported.exit_code == 0, qPrintable(imported.err));
     const QJsonObject counts = last_json_line(imported.out);
     QCOMPARE(counts["ranks"].toInt(), 2);
-    QCOMPARE(counts["steps"].toInt(), 8);        // ProfilerStep#1..#4 on each rank
+    QCOMPARE(counts["steps"].toInt(), 4);        // ProfilerStep#1..#4, on each rank: steps are not per rank
     QCOMPARE(counts["collectives"].toInt(), 8);  // one gradient bucket per step and rank
     const QString id = QString::number(counts["id"].toInteger());
 
@@ -58,8 +58,18 @@ class CliImportTest : public QObject {
     QVERIFY(summary["ranks"].toArray()[0].toObject()["compute_s"].toDouble() > 0);
     QVERIFY(summary["ranks"].toArray()[0].toObject()["comm_s"].toDouble() > 0);
     QVERIFY(summary["samples_per_s"].isNull());  // unknown, not zero
+    QVERIFY(summary["wall_samples_per_s"].isNull());
+    // One step count in every view (it was 8 at import, 5 in show, 0 steady in JSON, 3 in
+    // the critical path): 4 steps, the first the warm-up.
+    QCOMPARE(summary["steps"].toInt(), 4);
+    QCOMPARE(summary["steady_steps"].toInt(), 3);
+    QCOMPARE(summary["critical_path"].toObject()["steps"].toInt(), 3);
+    QVERIFY(summary["train_s"].toDouble() > 0);
     const Result text = run_cli({"show", id, "--db", db()});
     QVERIFY2(text.exit_code == 0 && text.out.contains("imported:"), qPrintable(text.out + text.err));
+    QVERIFY2(text.out.contains("steps:         4 (1 warm-up, 3 steady)") && text.out.contains("profiled outside Loom") &&
+                 !text.out.contains("samples/s ("),
+             qPrintable(text.out));
     // PyTorch 1.13's files carry no deviceProperties: nothing is invented.
     QVERIFY2(text.out.contains("  device:        not recorded\n"), qPrintable(text.out));
     QVERIFY(summary["ranks"].toArray()[0].toObject()["device_info"].isNull());
@@ -71,9 +81,14 @@ class CliImportTest : public QObject {
     QVERIFY2(compared.exit_code == 0, qPrintable(compared.err));
     const QJsonObject c = last_json_line(compared.out);
     QVERIFY(c["runs"].toArray()[1].toObject()["mode"].toString().startsWith("imported PyTorch trace"));
+    QCOMPARE(c["runs"].toArray()[1].toObject()["steps"].toInt(), 4);
     bool step_time = false, whole_step = false;
     for (const auto& v : c["metrics"].toArray()) {
       const QJsonObject m = v.toObject();
+      // PyTorch's profiler measures no descheduling: "not recorded", never 0, never best.
+      if (m["key"] == "descheduled_ms" || m["key"] == "path_descheduled_ms") {
+        QVERIFY2(m["values"][1].isNull() && m["best"].toInt() != 1, qPrintable(m["key"].toString()));
+      }
       if (m["key"] != "step_time_median_ms") continue;
       step_time = m["values"][0].toDouble() > 0 && m["values"][1].toDouble() > 0;
     }

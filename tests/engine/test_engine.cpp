@@ -187,20 +187,22 @@ class EngineTest : public QObject {
     trainer.run({});
     std::vector<trace::Event> events;
     recorder.drain(events);
-    int forward = 0, backward = 0, optimizer = 0, data_loads = 0, evaluations = 0;
+    int forward = 0, backward = 0, optimizer = 0, data_loads = 0, evaluations = 0, parts = 0;
     for (const auto& e : events) {
       QVERIFY(e.end_ns >= e.start_ns);
       forward += e.kind == trace::EventKind::Forward;
       backward += e.kind == trace::EventKind::Backward;
       optimizer += e.kind == trace::EventKind::Optimizer;
       data_loads += e.kind == trace::EventKind::DataLoad;
-      evaluations += e.kind == trace::EventKind::Evaluate;
+      evaluations += e.kind == trace::EventKind::Evaluate && e.stream == trace::Stream::Compute;
+      parts += e.kind == trace::EventKind::Evaluate && e.stream == trace::Stream::Host;
     }
     QCOMPARE(forward, 5 * 3);  // 5 layers x 3 steps
     QCOMPARE(backward, 5 * 3);
     QCOMPARE(optimizer, 3);
     QCOMPARE(data_loads, 3);
     QCOMPARE(evaluations, 1);
+    QCOMPARE(parts, 1);  // the rank's part in it, on the host lane (Trainer::evaluate_due)
   }
 
   void recordedRunLandsInStore() {

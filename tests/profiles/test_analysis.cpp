@@ -660,7 +660,7 @@ class TestAnalysis : public QObject {
     auto e1 = rank1_events();  // steps up to 1, no metrics
     QVERIFY(store.append_events(id, 0, e1.data(), e1.size()).ok());
     auto s = must(loom::analysis::summarize_run(store, id));
-    QCOMPARE(s.steps, std::int64_t(2));  // max step + 1 without a loss metric
+    QCOMPARE(s.steps, std::int64_t(1));  // without a loss metric: its one Step span (step 1)
     QVERIFY(std::isnan(s.final_loss));
     nlohmann::json j = loom::analysis::summary_to_json(s);
     QVERIFY(j["final_loss"].is_null());

@@ -110,6 +110,47 @@ class TestTrainingFigures : public QObject {
     QCOMPARE(t.train_s, 0.155);
   }
 
+  // An evaluation of 400 ms between steps 2 and 3: rank 0 evaluates on its compute lane
+  // inside its part (a host Evaluate span); rank 1's part is its wait for rank 0. Neither
+  // is training: the window, the categories and the throughput are those of the run
+  // without it (before, rank 0 counted it as compute, and rank 1's wait, which ran into
+  // its next all-reduce, as exposed communication).
+  void evaluationIsLeftOutOfTraining() {
+    auto with_evaluation = [](bool evaluates) {
+      std::vector<Event> out;
+      for (Event e : rank_events(500)) {
+        const std::int64_t step3 = (500 + 200) * kMs;
+        if (e.start_ns >= step3) e.start_ns += 400 * kMs, e.end_ns += 400 * kMs;
+        out.push_back(e);
+      }
+      out.push_back(span(EventKind::Evaluate, Stream::Host, 700, 1100));
+      if (evaluates) out.push_back(span(EventKind::Evaluate, Stream::Compute, 702, 1098));
+      return out;
+    };
+    const auto plain = loom::analysis::breakdown_rank(0, rank_events(500));
+    for (const bool evaluates : {true, false}) {
+      const auto b = loom::analysis::breakdown_rank(0, with_evaluation(evaluates));
+      QCOMPARE(b.window_s, plain.window_s);
+      QCOMPARE(b.compute_s, plain.compute_s);
+      QCOMPARE(b.exposed_comm_s, plain.exposed_comm_s);
+      QCOMPARE(b.idle_s, plain.idle_s);
+    }
+    loom::Plan plan = loom::default_plan();
+    plan.training.batch = 64;
+    plan.parallel.data_parallel = 2;
+    plan.parallel.devices.assign(2, loom::DeviceSpec{});
+    const auto t = loom::analysis::steady_throughput(plan, {with_evaluation(true), with_evaluation(false)}, {0, 0});
+    QCOMPARE(t.train_s, 0.150);
+    // A span that runs into an evaluation counts only up to it.
+    auto crossing = rank_events(500);
+    crossing.push_back(span(EventKind::Evaluate, Stream::Host, 500 + 100 + 20, 500 + 100 + 50));
+    const auto c = loom::analysis::breakdown_rank(0, crossing);
+    QCOMPARE(c.window_s, 0.120);
+    QCOMPARE(c.compute_s, 0.080);  // step 1's forward [0, 30) less [20, 30)
+    QCOMPARE(c.exposed_comm_s, 0.020);
+    QCOMPARE(c.optimizer_s, 0.010);
+  }
+
   void withoutStepsTheWindowIsTheRecordOutsideSetup() {
     const std::vector<Event> server = {span(EventKind::Setup, Stream::Host, 0, 1000),
                                        span(EventKind::Recv, Stream::Comm, 1100, 1150),

@@ -196,8 +196,12 @@ void TestUiModels::runListNewestFirstWithStatus() {
     const auto id2 = must(store.create_run(second));
     must_ok(store.finish_run(id1, loom::trace::RunStatus::Completed, 10.0, 6400, ""));
     must_ok(store.finish_run(id2, loom::trace::RunStatus::Failed, 2.5, 1000, "rank 3 exited with code 1"));
-    // Steps from the highest "loss" step; accuracy from the latest evaluation by step.
-    must_ok(store.append_metrics(id1, {{0, 99, 1, "loss", 0.5}, {0, 9, 2, "test_accuracy", 0.7},
+    // Steps: those with a "loss" value, as show counts them (a run resumed at step 50 trained
+    // 50, not its highest step + 1); accuracy from the latest evaluation by step.
+    std::vector<loom::trace::MetricRecord> losses;
+    for (std::int64_t step = 50; step < 100; ++step) losses.push_back({0, step, step, "loss", 0.5});
+    must_ok(store.append_metrics(id1, losses));
+    must_ok(store.append_metrics(id1, {{0, 9, 2, "test_accuracy", 0.7},
                                        {0, 19, 3, "test_accuracy", 0.8150}, {0, 4, 4, "test_accuracy", 0.1}}));
     must_ok(store.set_tags(id1, {"baseline", "fast"}));
   }
@@ -216,7 +220,7 @@ void TestUiModels::runListNewestFirstWithStatus() {
   QCOMPARE(cell(model, 1, RunListModel::WallTime).toString(), QString("10.0 s"));
   QCOMPARE(cell(model, 1, RunListModel::Throughput).toString(), QString("640"));
   QCOMPARE(cell(model, 1, RunListModel::Throughput, loom::ui::SortRole).toDouble(), 640.0);
-  QCOMPARE(cell(model, 1, RunListModel::Steps).toLongLong(), 100LL);
+  QCOMPARE(cell(model, 1, RunListModel::Steps).toLongLong(), 50LL);
   QCOMPARE(cell(model, 0, RunListModel::Steps).toString(), QString());  // none recorded
   QCOMPARE(cell(model, 1, RunListModel::TestAccuracy).toString(), QString("81.5%"));
   QCOMPARE(cell(model, 0, RunListModel::TestAccuracy).toString(), QString());
@@ -235,6 +239,7 @@ void TestUiModels::runListNewestFirstWithStatus() {
   QCOMPARE(loom::ui::format_duration(187), std::string("3:07"));
   QCOMPARE(loom::ui::format_duration(3723), std::string("1:02:03"));
   QCOMPARE(loom::ui::format_duration(0), std::string());
+  QCOMPARE(loom::ui::format_duration(0.0201), std::string("0.020 s"));  // an imported trace's 20 ms
 }
 
 // The mode column says what a run ran on, from the identities its ranks stored: a GPU

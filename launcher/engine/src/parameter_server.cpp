@@ -438,6 +438,7 @@ Expected<TrainingLoop::StepStats> AsyncWorker::train_step(std::int64_t step, con
 // Worker 0 evaluates the servers' current parameters (a read: no clock, never held back).
 Expected<std::optional<Evaluation>> AsyncWorker::evaluate_due() {
   if (rank_ != 0) return std::optional<Evaluation>{};
+  Span part(recorder_, EventKind::Evaluate, Stream::Host, -1);  // the read and the pass: not training
   LOOM_TRY(pull(std::int32_t(RequestType::Read), -1));
   return std::optional<Evaluation>{evaluate()};
 }

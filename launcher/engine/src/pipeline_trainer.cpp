@@ -437,6 +437,9 @@ std::pair<float, int> PipelineTrainer::compute_loss(Slot& slot, std::int64_t bat
 // The test set flows through replica 0's pipeline in batches; the loss stage scores it,
 // and one all-reduce over every rank brings the totals to rank 0.
 Expected<std::optional<Evaluation>> PipelineTrainer::evaluate_due() {
+  // Each rank's whole part, its stages' work and its waits (for neighbours, for the
+  // all-reduce), is evaluation, not training (Trainer::evaluate_due).
+  Span part(recorder_, EventKind::Evaluate, Stream::Host, -1);
   StepStats totals;
   if (replica_ == 0) LOOM_TRY(evaluate_pipeline(totals));
   float values[2] = {float(totals.loss), float(totals.correct)};

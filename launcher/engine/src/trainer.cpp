@@ -132,7 +132,9 @@ TrainResult TrainingLoop::run(const TrainerHooks& hooks) {
         break;
       }
       if (due_for_evaluation(step, b + 1 == per_epoch)) {
+        const std::int64_t evaluation_start = trace::now_ns();
         auto eval = evaluate_due();
+        evaluation_ns_ += trace::now_ns() - evaluation_start;  // not training (report_step)
         if (!eval.ok()) {
           result.error = eval.error().describe();
           break;
@@ -432,10 +434,17 @@ Status TrainingLoop::reduce_stats(StepStats& stats) {
   return {};
 }
 
-// Replicas hold identical parameters, so one evaluation (rank 0's) says it all.
+// Replicas hold identical parameters, so one evaluation (rank 0's) says it all. It is not
+// training: each rank's part in it, rank 0 evaluating and the others waiting for it, is a
+// host Evaluate span, which the analysis leaves out of the training window. A barrier ends
+// it on every rank at once; without it the others' wait would show up in their next
+// step's all-reduce as exposed communication.
 Expected<std::optional<Evaluation>> Trainer::evaluate_due() {
-  if (rank_ != 0) return std::optional<Evaluation>{};
-  return std::optional<Evaluation>{evaluate()};
+  Span part(recorder_, EventKind::Evaluate, Stream::Host, -1);
+  std::optional<Evaluation> eval;
+  if (rank_ == 0) eval = evaluate();
+  if (ranks_ > 1) LOOM_TRY(comm_->barrier());
+  return eval;
 }
 
 void Trainer::finish(const TrainerHooks& hooks, std::int64_t steps) {
@@ -491,8 +500,8 @@ void TrainingLoop::report_step(std::int64_t step, int epoch, const StepStats& st
   // Steady throughput, as the analysis defines it (docs/figures.md): the first step is
   // warm-up (allocation, first touches of every buffer), so the rate counts from its end.
   const std::int64_t done = step - start_step_;  // in this run
-  if (done == 1) steady_start_ns_ = now;
-  const double steady_s = double(now - steady_start_ns_) * 1e-9;
+  if (done == 1) steady_start_ns_ = now, evaluation_ns_ = 0;
+  const double steady_s = double(now - steady_start_ns_ - evaluation_ns_) * 1e-9;  // evaluations left out
   const double samples_per_s = done > 1 && steady_s > 0 ? double((done - 1) * plan_.training.batch) / steady_s
                                : elapsed > 0                ? double(done * plan_.training.batch) / elapsed
                                                             : 0.0;

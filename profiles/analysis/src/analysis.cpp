@@ -33,7 +33,6 @@ Category category_of(const Event& e) {
     case EventKind::Forward:
     case EventKind::Backward:
     case EventKind::Loss:
-    case EventKind::Evaluate:
       return e.stream == trace::Stream::Compute ? kCompute : kNone;
     case EventKind::Optimizer:
       return kOptimizer;
@@ -164,6 +163,32 @@ void add_clipped(Intervals& out, const Event& e, const TrainingWindow& w) {
   const std::int64_t s = std::max(e.start_ns, w.start_ns), t = std::min(e.end_ns, w.end_ns);
   if (t > s) out.emplace_back(s, t);
 }
+
+// The evaluations inside the window (Evaluate spans on any stream: a rank evaluating, or
+// waiting for the rank that does), merged: not training, so out of the window.
+Intervals evaluation_in(const std::vector<Event>& events, const TrainingWindow& w) {
+  Intervals out;
+  for (const Event& e : events)
+    if (e.kind == EventKind::Evaluate) add_clipped(out, e, w);
+  return merged(out);
+}
+
+// `intervals` less every point of `removed` (sorted, disjoint).
+Intervals without(const Intervals& intervals, const Intervals& removed) {
+  if (removed.empty()) return intervals;
+  Intervals out;
+  out.reserve(intervals.size());
+  for (auto [s, e] : intervals) {
+    auto it = std::upper_bound(removed.begin(), removed.end(), s,
+                               [](std::int64_t t, const std::pair<std::int64_t, std::int64_t>& r) { return t < r.second; });
+    for (; it != removed.end() && it->first < e && s < e; ++it) {
+      if (it->first > s) out.emplace_back(s, it->first);
+      s = std::max(s, it->second);
+    }
+    if (s < e) out.emplace_back(s, e);
+  }
+  return out;
+}
 }  // namespace
 
 TrainingWindow training_window(const std::vector<Event>& events) {
@@ -184,7 +209,10 @@ TrainingWindow training_window(const std::vector<Event>& events) {
   }
   w.setup_ns = union_length_ns(setup);
   w.warmup_ns = union_length_ns(warmup);
-  return w.from_steps ? w : window_without_steps(events, w);
+  if (!w.from_steps) w = window_without_steps(events, w);
+  Intervals evaluation = evaluation_in(events, w);
+  w.evaluation_ns = union_length_ns(evaluation);
+  return w;
 }
 
 namespace {
@@ -218,11 +246,14 @@ bool meets_any(const Intervals& sorted, std::int64_t start, std::int64_t end) {
   return it != sorted.end() && it->first < end && start < end;
 }
 
-Descheduled descheduled_time(const std::vector<Event>& events, const TrainingWindow& w, Intervals& bubbles) {
+Descheduled descheduled_time(const std::vector<Event>& events, const TrainingWindow& w, Intervals& bubbles,
+                             const Intervals& evaluation) {
   const Intervals merged_bubbles = merged(bubbles);  // once: a run has hundreds of thousands of spans
   std::vector<const Event*> spans;
   for (const Event& e : events)
-    if (e.descheduled_us > 0 && e.start_ns >= w.start_ns && e.start_ns < w.end_ns) spans.push_back(&e);
+    if (e.descheduled_us > 0 && e.start_ns >= w.start_ns && e.start_ns < w.end_ns &&
+        !meets_any(evaluation, e.start_ns, e.start_ns + 1))
+      spans.push_back(&e);
   std::sort(spans.begin(), spans.end(), [](const Event* a, const Event* b) {
     return std::tie(a->stream, a->start_ns, b->end_ns) < std::tie(b->stream, b->start_ns, a->end_ns);
   });
@@ -329,9 +360,15 @@ RankBreakdown breakdown_rank(int rank, const std::vector<Event>& events) {
     if (c == kNone) continue;
     add_clipped(per_category[c], e, w);
   }
-  set_partition(b, per_category, bubbles, w.end_ns - w.start_ns);
+  // Evaluation is not training: what any span did during it counts nowhere.
+  const Intervals evaluation = evaluation_in(events, w);
+  if (!evaluation.empty()) {
+    for (Intervals& intervals : per_category) intervals = without(intervals, evaluation);
+    bubbles = without(bubbles, evaluation);
+  }
+  set_partition(b, per_category, bubbles, w.end_ns - w.start_ns - w.evaluation_ns);
   b.sends_per_step = b.steady_steps > 0 ? static_cast<double>(sends) / static_cast<double>(b.steady_steps) : 0.0;
-  take_out_descheduled(b, descheduled_time(events, w, bubbles));
+  take_out_descheduled(b, descheduled_time(events, w, bubbles, evaluation));
   return b;
 }
 
@@ -342,12 +379,16 @@ Throughput throughput_from_windows(const Plan& plan, const std::map<int, Trainin
   Throughput t;
   const std::int64_t per_step = plan.training.batch / std::max(1, plan.parallel.data_parallel);
   std::int64_t start = 0, end = 0;
+  // Every rank takes part in each evaluation at once (data parallel: a barrier ends it;
+  // a pipeline: its all-reduce), so the longest rank's evaluations are the run's.
+  std::int64_t evaluation = 0;
   bool any = false;
   for (const auto& [rank, w] : windows) {
     const RankRole role = rank_role(plan, rank);
     if (role.kind != RankKind::Worker || !w.from_steps) continue;
     const std::int64_t offset = rank < static_cast<int>(offsets_ns.size()) ? offsets_ns[std::size_t(rank)] : 0;
     end = any ? std::max(end, w.end_ns - offset) : w.end_ns - offset;
+    evaluation = std::max(evaluation, w.evaluation_ns);
     if (role.stage == 0) {
       start = any ? std::min(start, w.start_ns - offset) : w.start_ns - offset;
       t.train_samples += w.steady_steps * per_step;
@@ -355,8 +396,8 @@ Throughput throughput_from_windows(const Plan& plan, const std::map<int, Trainin
     }
     any = true;
   }
-  if (any && end > start && t.train_samples > 0) {
-    t.train_s = static_cast<double>(end - start) / kNsPerS;
+  if (any && end - evaluation > start && t.train_samples > 0) {
+    t.train_s = static_cast<double>(end - start - evaluation) / kNsPerS;
     t.from_steps = true;
   }
   return t;
@@ -641,11 +682,21 @@ namespace {
 // What the per-rank pass gathers besides the breakdowns, so no rank is loaded twice.
 struct RankScan {
   std::int32_t max_step = -1;
+  std::set<std::int32_t> step_spans;  // the numbers of every rank's Step spans
   std::vector<AllReduceTotals> allreduce;
   std::map<int, StepWork> step_work;  // ranks with events
   std::map<int, std::int64_t> wait_ns;  // ranks with events
   std::map<int, TrainingWindow> windows;  // ranks with events
 };
+
+// A run's steps, one definition for every source and view (docs/figures.md): the steps
+// with a loss value; where none is recorded (an imported trace), the steps that have a
+// Step span; else the highest step any event names, plus one.
+std::int64_t steps_recorded(const std::set<std::int64_t>& loss_steps, const RankScan& scan) {
+  if (!loss_steps.empty()) return static_cast<std::int64_t>(loss_steps.size());
+  if (!scan.step_spans.empty()) return static_cast<std::int64_t>(scan.step_spans.size());
+  return static_cast<std::int64_t>(scan.max_step) + 1;
+}
 
 // Breaks down every rank with a record, with events, or below world_size (a silent rank
 // is news too), accumulating all-reduce totals and step work. Ranks are loaded one at a
@@ -660,7 +711,10 @@ Status add_rank_breakdowns(store::RunStore& store, std::int64_t run_id, const st
   for (int r : rank_ids) {
     auto events = store.load_events(run_id, r);
     if (!events.ok()) return events.error();
-    for (const Event& e : *events) scan.max_step = std::max(scan.max_step, e.step);
+    for (const Event& e : *events) {
+      scan.max_step = std::max(scan.max_step, e.step);
+      if (e.kind == EventKind::Step) scan.step_spans.insert(e.step);
+    }
     RankBreakdown b = breakdown_rank(r, *events);
     for (const auto& rec : records)
       if (rec.rank == r) b.events_recorded = rec.events_recorded, b.device = rec.device;
@@ -807,6 +861,12 @@ void set_throughput(RunSummary& s, const std::map<int, TrainingWindow>& windows,
     if (kineto::is_imported_plan(s.run.plan_json)) {
       s.throughput_basis = "imported trace";
       s.samples_per_s = std::numeric_limits<double>::quiet_NaN();  // samples per step unknown, not zero
+      s.wall_samples_per_s = s.samples_per_s;
+      // Its steady steps and window are known as for any run (the critical path uses them).
+      for (const auto& [rank, w] : windows) {
+        s.steady_steps = std::max(s.steady_steps, w.steady_steps);
+        s.train_s = std::max(s.train_s, w.seconds());
+      }
     }
     return;
   }
@@ -908,7 +968,7 @@ Expected<RunSummary> summarize_run(store::RunStore& store, std::int64_t run_id,
   s.param_norm = last_value(*norm);
   std::set<std::int64_t> loss_steps;
   for (const auto& m : *loss) loss_steps.insert(m.step);
-  s.steps = loss_steps.empty() ? static_cast<std::int64_t>(scan.max_step) + 1 : static_cast<std::int64_t>(loss_steps.size());
+  s.steps = steps_recorded(loss_steps, scan);
   if (s.run.resumed_from != 0 && !loss_steps.empty()) s.resumed_at_step = *loss_steps.begin();
   s.final_loss = last_value(*loss);
   // A loss that became NaN or infinite: where, in every view that lists warnings.
@@ -1119,14 +1179,14 @@ nlohmann::json summary_to_json(const RunSummary& s) {
           {"steps", s.steps},
           {"wall_s", s.wall_s},
           {"samples", s.run.samples},
-          {"samples_per_s", s.samples_per_s},
+          {"samples_per_s", number_or_null(s.samples_per_s)},
           {"throughput_basis", s.throughput_basis},
           {"train_s", s.train_s},
           {"train_samples", s.train_samples},
           {"steady_steps", s.steady_steps},
           {"warmup_steps", kWarmupSteps},
           {"setup_s", s.setup_s},
-          {"wall_samples_per_s", s.wall_samples_per_s},
+          {"wall_samples_per_s", number_or_null(s.wall_samples_per_s)},
           {"warnings", s.warnings},
           {"final_loss", number_or_null(s.final_loss)},
           {"test_accuracy", number_or_null(s.test_accuracy)},

@@ -340,6 +340,25 @@ double late_wait_ms(const PathAnalysis& a) {
   return double(ns) / kNsPerMs / a.path.steps;
 }
 
+// What a source does not record is unknown (NaN: "-", never starred), not 0. A PyTorch
+// profiler trace measures no descheduling, and data loading only where it has DataLoader
+// spans.
+bool imported_trace(const RunFigures& f) { return !f.plan && kineto::is_imported_plan(f.summary.run.plan_json); }
+
+double descheduled_ms(const RunFigures& f) {
+  return imported_trace(f) ? kNaN : per_step_ms(f.summary, &RankBreakdown::descheduled_s);
+}
+
+double path_descheduled_ms(const RunFigures& f) {
+  return imported_trace(f) ? kNaN : path_ms(f.paths, int(PathPart::Descheduled));
+}
+
+double data_ms(const RunFigures& f) {
+  const bool any = std::any_of(f.summary.ranks.begin(), f.summary.ranks.end(),
+                               [](const RankBreakdown& r) { return r.data_s > 0; });
+  return imported_trace(f) && !any ? kNaN : per_step_ms(f.summary, &RankBreakdown::data_s);
+}
+
 struct MetricSpec {
   const char* key;
   const char* label;
@@ -362,12 +381,10 @@ std::vector<MetricSpec> metric_specs(const CompareOptions& options) {
        [](F f) { return per_step_ms(f.summary, &RankBreakdown::exposed_comm_s); }},
       {"optimizer_ms", "optimizer per step", "ms", Better::Lower,
        [](F f) { return per_step_ms(f.summary, &RankBreakdown::optimizer_s); }},
-      {"data_ms", "data loading per step", "ms", Better::Lower,
-       [](F f) { return per_step_ms(f.summary, &RankBreakdown::data_s); }},
+      {"data_ms", "data loading per step", "ms", Better::Lower, data_ms},
       {"idle_ms", "idle per step", "ms", Better::Lower,
        [](F f) { return per_step_ms(f.summary, &RankBreakdown::idle_s); }},
-      {"descheduled_ms", "descheduled per step", "ms", Better::Lower,
-       [](F f) { return per_step_ms(f.summary, &RankBreakdown::descheduled_s); }},
+      {"descheduled_ms", "descheduled per step", "ms", Better::Lower, descheduled_ms},
       {"path_ms", "critical path per step", "ms", Better::Lower,
        [](F f) { return path_ms(f.paths, -1); }},
       {"path_work_ms", "  of it work", "ms", Better::Lower,
@@ -377,8 +394,7 @@ std::vector<MetricSpec> metric_specs(const CompareOptions& options) {
        [](F f) { return path_ms(f.paths, int(PathPart::Communication)); }},
       {"path_waiting_ms", "  of it waiting", "ms", Better::Lower,
        [](F f) { return path_ms(f.paths, int(PathPart::Waiting)); }},
-      {"path_descheduled_ms", "  of it descheduled", "ms", Better::Lower,
-       [](F f) { return path_ms(f.paths, int(PathPart::Descheduled)); }},
+      {"path_descheduled_ms", "  of it descheduled", "ms", Better::Lower, path_descheduled_ms},
       {"path_untraced_ms", "  of it untraced", "ms", Better::Lower,
        [](F f) { return path_ms(f.paths, int(PathPart::Untraced)); }},
       {"late_wait_ms", "waiting for late ranks per step", "ms", Better::Lower,

@@ -187,8 +187,13 @@ std::string format_throughput(const RunSummary& s) {
     out += format("  throughput:    %.1f samples/s over steady steps (%lld samples)\n", s.samples_per_s,
                   static_cast<long long>(s.train_samples));
   } else if (s.throughput_basis == "imported trace") {
-    out += "\n  imported:      a PyTorch profiler trace; no Loom plan, so samples per step are unknown\n"
-           "  throughput:    n/a (compare step times instead: `loom-cli compare`)\n";
+    out += format(" (%d warm-up, %lld steady)\n", kWarmupSteps, static_cast<long long>(s.steady_steps));
+    out += "  imported:      a PyTorch profiler trace, profiled outside Loom on the machine that recorded it;\n"
+           "                 no Loom plan, so samples per step are unknown\n";
+    out += format("  training:      %.3f s over the steady steps\n", s.train_s);
+    out += "  throughput:    n/a (compare step times instead: `loom-cli compare`)\n";
+    out += format("  whole trace:   %.3f s (samples not recorded)\n", s.wall_s);
+    return out;
   } else {
     out += "\n  throughput:    " + format("%.1f samples/s over the whole run (no step spans recorded)\n",
                                         s.samples_per_s);

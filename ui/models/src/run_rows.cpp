@@ -5,10 +5,12 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <set>
 #include <system_error>
 
 #include "loom/analysis/compare.h"
 #include "loom/analysis/device_identity.h"
+#include "loom/analysis/import_kineto.h"
 #include "loom/store/run_store.h"
 
 namespace loom::ui {
@@ -32,6 +34,18 @@ RunRow listed(const loom::trace::RunRecord& r) {
   row.samples_per_s = r.samples_per_s();
   row.mode = loom::analysis::run_mode(r);
   return row;
+}
+
+// An imported trace records no loss: its steps are the numbers of its Step spans, as
+// every view counts them (analysis.cpp steps_recorded). Imported runs are small.
+std::int64_t imported_steps(loom::store::RunStore& store, const loom::trace::RunRecord& r) {
+  std::set<std::int32_t> numbers;
+  for (int rank = 0; rank < r.world_size; ++rank) {
+    auto steps = store.load_events_of_kind(r.id, rank, loom::trace::EventKind::Step);
+    if (!steps.ok()) continue;  // the list still shows the run, without its steps
+    for (const loom::trace::Event& e : *steps) numbers.insert(e.step);
+  }
+  return static_cast<std::int64_t>(numbers.size());
 }
 
 }  // namespace
@@ -60,6 +74,7 @@ loom::Expected<std::vector<RunRow>> load_run_rows(const std::string& path) {
       row.steps = it->second.steps;
       row.test_accuracy = it->second.test_accuracy;
     }
+    if (row.steps == 0 && loom::kineto::is_imported_plan(r.plan_json)) row.steps = imported_steps(*store, r);
     if (auto it = tags->find(r.id); it != tags->end()) row.tags = std::move(it->second);
     if (auto it = devices->find(r.id); it != devices->end()) {
       const auto groups = loom::analysis::group_devices(it->second);
@@ -86,7 +101,8 @@ std::string format_duration(double seconds) {
   if (!(seconds > 0)) return {};
   char text[32];
   if (seconds < 60) {
-    std::snprintf(text, sizeof text, "%.1f s", seconds);
+    // A short imported trace (20 ms) must not read "0.0 s".
+    std::snprintf(text, sizeof text, seconds < 1 ? "%.3f s" : "%.1f s", seconds);
     return text;
   }
   const long long total = std::llround(seconds);

@@ -45,7 +45,8 @@ const std::array<SpanKindStyle, loom::trace::kEventKindCount>& kind_table() {
                0xb683e6),
       kind_row(EventKind::Optimizer, "optimizer", "Applying the gradients to the parameters.", BC::Optimizer,
                0x2e9e55, 0x4cc477),
-      kind_row(EventKind::Evaluate, "evaluation", "Measuring accuracy on the test set; not training.", BC::Compute,
+      kind_row(EventKind::Evaluate, "evaluation", "Measuring accuracy on the test set, or on the host lane, a rank's part in it (waiting for the rank that "
+               "evaluates). Not training: left out of the training window and the breakdown.", BC::Compute,
                0x22a398, 0x3cc4b6),
       kind_row(EventKind::AllReduce, "all-reduce",
                "One bucket of gradients summed across replicas, from issue to completion.", BC::HiddenCommunication,

@@ -109,7 +109,10 @@ QString runs_table(const std::vector<RunData>& runs) {
                 .arg(r.id)
                 .arg(esc(r.name), esc(mode_on_device(runs[i])), esc(ui::run_status_label(r.status)))
                 .arg(r.world_size)
-                .arg(number(r.wall_s, 1), number(r.samples_per_s(), 0),
+                // Unknown (an imported trace has no samples) is "-", as in every view, never 0;
+                // a 20 ms trace's wall time is not "0.0".
+                .arg(number(r.wall_s, r.wall_s < 1 ? 3 : 1),
+                     number(r.samples_per_s() > 0 ? r.samples_per_s() : std::nan(""), 0),
                      number(100 * last_metric(runs[i].metrics, "test_accuracy"), 2) + QStringLiteral(" %"));
   }
   html += QStringLiteral("</table>");

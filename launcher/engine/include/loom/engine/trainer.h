@@ -160,6 +160,7 @@ class TrainingLoop {
   std::int64_t start_step_ = 0;  // steps a resumed run's checkpoint had completed
   std::int64_t start_ns_ = 0;
   std::int64_t steady_start_ns_ = 0;  // end of the warm-up step (docs/figures.md)
+  std::int64_t evaluation_ns_ = 0;    // evaluating since then: not training
   std::vector<std::int64_t> test_order_;
   std::vector<data::BatchSlice> test_batches_;
 };

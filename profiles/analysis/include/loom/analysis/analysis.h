@@ -34,7 +34,9 @@ namespace loom::analysis {
 //               allocation, lazy initialisation)
 //   training window = from the start of a rank's first steady step (the first step after
 //               warm-up) to the end of its last step; a rank without Step spans (a
-//               parameter server) uses its first to last event other than Setup.
+//               parameter server) uses its first to last event other than Setup. The
+//               evaluations inside it (Evaluate spans on any stream: rank 0 evaluating,
+//               the other ranks waiting for it) are not training and are left out of it.
 inline constexpr int kWarmupSteps = 1;
 
 struct TrainingWindow {
@@ -43,7 +45,9 @@ struct TrainingWindow {
   std::int64_t warmup_ns = 0;             // union of the warm-up Step spans
   std::int64_t setup_ns = 0;              // union of the Setup spans (anywhere in the run)
   bool from_steps = false;                // false: no Step spans, the fallback above
-  double seconds() const { return static_cast<double>(end_ns - start_ns) / 1e9; }
+  std::int64_t evaluation_ns = 0;         // union of the Evaluate spans inside [start, end)
+  // The window's training time: its span less its evaluations.
+  double seconds() const { return static_cast<double>(end_ns - start_ns - evaluation_ns) / 1e9; }
 };
 
 // The window of one rank's events (any order). While fewer than kWarmupSteps + 1 steps
@@ -58,7 +62,8 @@ std::set<std::int32_t> steady_step_numbers(const std::vector<trace::Event>& even
                                            std::int64_t to = std::numeric_limits<std::int64_t>::max());
 
 // Per-rank time breakdown over the rank's training window, in seconds of its clock:
-//   compute   = Forward, Backward, Loss, Evaluate on the compute stream
+//   compute   = Forward, Backward, Loss on the compute stream (evaluation is out of the
+//               window, and out of every category)
 //   comm      = AllReduce, Send, Recv, Push, Pull, Broadcast, Barrier (any stream)
 //   optimizer = Optimizer (any stream)
 //   data      = DataLoad (any stream)
