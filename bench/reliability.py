@@ -9,6 +9,11 @@ stored events), then does one thing to it:
   stop-rank   SIGSTOP to a random rank (hang_timeout_s = --hang-limit).   Expected: hung.
   kill-host   SIGKILL to loom-cli itself.               Expected: interrupted on the next read.
   disk-full   the store on a 3 MiB tmpfs (root only).   Expected: failed, "disk is full".
+  stop-server SIGSTOP to the parameter server of the 3-rank parameter-server example
+              (hang_timeout_s = --hang-limit).             Expected: hung, the server named.
+  stop-worker SIGSTOP to one of its two workers.         Expected: hung, that worker named.
+  diverge     the 1-process MLP example with lr 1e6.      Expected: failed, "the loss
+              diverged at step N", with every loss value up to then stored.
 
 and measures, per trial:
   detection s  from the action until the store says the run ended (polled every 50 ms with
@@ -39,7 +44,10 @@ from bench_util import ROOT
 
 ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
            OMPI_MCA_btl_vader_single_copy_mechanism="none")
-EXPECTED = {"kill-rank": "failed", "stop-rank": "hung", "kill-host": "interrupted", "disk-full": "failed"}
+EXPECTED = {"kill-rank": "failed", "stop-rank": "hung", "kill-host": "interrupted", "disk-full": "failed",
+            "stop-server": "hung", "stop-worker": "hung", "diverge": "failed"}
+PS_KINDS = ("stop-server", "stop-worker")
+PS_RANKS, PS_WORKERS = 3, 2  # resources/plans/parameter_server_mlp.json: ranks 0-1 work, rank 2 serves
 
 
 def proc_stat(pid):
@@ -129,19 +137,22 @@ def rank_of(db, pid):
         return None
 
 
-def write_plan(path, ranks, steps, hang_limit):
-    with open(os.path.join(ROOT, "resources", "plans", "dp4_mlp_fashion.json")) as f:
+def write_plan(path, ranks, steps, hang_limit, kind=""):
+    example = "parameter_server_mlp.json" if kind in PS_KINDS else "dp4_mlp_fashion.json"
+    with open(os.path.join(ROOT, "resources", "plans", example)) as f:
         plan = json.load(f)
     plan["training"]["steps"] = steps
     plan["training"]["hang_timeout_s"] = hang_limit
-    plan["parallel"]["devices"] = plan["parallel"]["devices"][:ranks]
-    plan["parallel"]["data_parallel"] = ranks
+    if kind not in PS_KINDS:
+        plan["parallel"]["devices"] = plan["parallel"]["devices"][:ranks]
+        plan["parallel"]["data_parallel"] = ranks
     with open(path, "w") as f:
         json.dump(plan, f)
 
 
-def start(args, plan, db):
-    """loom-cli running `plan`, and its job once every rank trains (None if it never did)."""
+def start(args, plan, db, ranks, stepping):
+    """loom-cli running `plan`, and its job once `stepping` of its `ranks` ranks train
+    (store steps; a parameter server does not), or None if they never did."""
     cli = subprocess.Popen([args.cli, "run", plan, "--db", db], env=ENV, stdout=subprocess.DEVNULL,
                            stderr=subprocess.PIPE)
     deadline = time.monotonic() + 60
@@ -149,9 +160,42 @@ def start(args, plan, db):
         time.sleep(0.2)
         job = descendants(cli.pid)
         row = store_row(db)
-        if len(rank_pids(job)) == args.ranks and row and row[3] == args.ranks:  # every rank trains
+        if len(rank_pids(job)) == ranks and row and row[3] == stepping:
             return cli, job
     return cli, None
+
+
+def pick_target(kind, db, job):
+    """The rank process to act on, and its rank: the server, a random worker, or any rank."""
+    pids = rank_pids(job)
+    if kind == "stop-server":
+        pids = [p for p in pids if rank_of(db, p) == PS_WORKERS]
+    elif kind == "stop-worker":
+        pids = [p for p in pids if rank_of(db, p) in range(PS_WORKERS)]
+    target = random.choice(pids) if pids else None
+    return target, (rank_of(db, target) if target else None)
+
+
+def diverge_trial(args, workdir, index):
+    """The MLP example with a learning rate of 1e6, to its end: the run fails saying where the
+    loss diverged, and every loss value up to then is stored."""
+    db = os.path.join(workdir, f"diverge-{index}.db")
+    plan_path = os.path.join(workdir, f"diverge-{index}.json")
+    with open(os.path.join(ROOT, "resources", "plans", "mlp_fashion.json")) as f:
+        plan = json.load(f)
+    plan["training"]["optimizer"]["lr"] = 1e6
+    with open(plan_path, "w") as f:
+        json.dump(plan, f)
+    t0 = time.monotonic()
+    done = subprocess.run([args.cli, "run", plan_path, "--db", db], env=ENV, capture_output=True, text=True)
+    row = store_row(db)
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+    losses = con.execute("SELECT COUNT(*) FROM metrics WHERE name = 'loss'").fetchone()[0]
+    con.close()
+    error = row[1] if row else ""
+    return {"kind": "diverge", "detection_s": time.monotonic() - t0, "orphans": 0, "integrity": integrity(db),
+            "status": row[0] if row else "?", "error": (error or "")[:240], "events": row[2] if row else 0,
+            "exit": done.returncode, "losses_kept": losses, "named_right": "diverged at step" in (error or "")}
 
 
 def wait_status(db, away_from="running", limit_s=120):
@@ -187,17 +231,18 @@ def trial(args, kind, workdir, index):
             return {"kind": kind, "skipped": "cannot mount a tmpfs here"}
     db = os.path.join(db_dir, "runs.db")
     plan = os.path.join(workdir, f"{kind}-{index}.json")
-    write_plan(plan, args.ranks, 200000, args.hang_limit if kind == "stop-rank" else 0)
-    cli, job = start(args, plan, db)
+    stops = kind == "stop-rank" or kind in PS_KINDS
+    write_plan(plan, args.ranks, 200000, args.hang_limit if stops else 0, kind)
+    ranks, stepping = (PS_RANKS, PS_WORKERS) if kind in PS_KINDS else (args.ranks, args.ranks)
+    cli, job = start(args, plan, db, ranks, stepping)
     if job is None and kind != "disk-full":
         cli.kill()
         return {"kind": kind, "skipped": "the ranks never trained: " + cli.stderr.read().decode()[-300:]}
-    target = random.choice(rank_pids(job)) if job else None
-    target_rank = rank_of(db, target) if target else None
+    target, target_rank = pick_target(kind, db, job) if job else (None, None)
     acted_at = time.monotonic()
     if kind == "kill-rank":
         os.kill(target, signal.SIGKILL)
-    elif kind == "stop-rank":
+    elif stops:
         os.kill(target, signal.SIGSTOP)
     elif kind == "kill-host":
         os.kill(cli.pid, signal.SIGKILL)
@@ -219,7 +264,7 @@ def trial(args, kind, workdir, index):
     result = {"kind": kind, "detection_s": detection, "orphans": len(left), "integrity": integrity(db),
               "status": row[0] if row else "?", "error": (row[1] if row else "")[:240],
               "events": row[2] if row else 0, "exit": cli.returncode, "target_rank": target_rank}
-    if kind in ("kill-rank", "stop-rank") and target_rank is not None:
+    if (kind in ("kill-rank", "stop-rank") or kind in PS_KINDS) and target_rank is not None:
         result["named_right"] = result["error"].startswith(f"rank {target_rank} ")
     if mounted:
         subprocess.call(["umount", db_dir])
@@ -250,6 +295,9 @@ def main():
     ap.add_argument("--stop-rank", type=int, default=10)
     ap.add_argument("--kill-host", type=int, default=20)
     ap.add_argument("--disk-full", type=int, default=1)
+    ap.add_argument("--stop-server", type=int, default=5)
+    ap.add_argument("--stop-worker", type=int, default=5)
+    ap.add_argument("--diverge", type=int, default=1)
     ap.add_argument("--hang-limit", type=float, default=5.0, help="the stop-rank plans' hang_timeout_s")
     ap.add_argument("--seed", type=int, default=16)
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "reliability.md"))
@@ -259,9 +307,11 @@ def main():
     results = {k: [] for k in EXPECTED}
     with tempfile.TemporaryDirectory() as workdir:
         for kind, count in (("kill-rank", args.kill_rank), ("stop-rank", args.stop_rank),
-                            ("kill-host", args.kill_host), ("disk-full", args.disk_full)):
+                            ("kill-host", args.kill_host), ("disk-full", args.disk_full),
+                            ("stop-server", args.stop_server), ("stop-worker", args.stop_worker),
+                            ("diverge", args.diverge)):
             for i in range(count):
-                r = trial(args, kind, workdir, i)
+                r = diverge_trial(args, workdir, i) if kind == "diverge" else trial(args, kind, workdir, i)
                 results[kind].append(r)
                 print(json.dumps(r), flush=True)
     lines = [
@@ -269,8 +319,12 @@ def main():
         f"- date: {time.strftime('%Y-%m-%d %H:%M', time.localtime(started))}; machine: {os.cpu_count()} cores; "
         f"whole script {time.time() - started:.0f} s",
         f"- command: `python3 bench/reliability.py --ranks {args.ranks} --kill-rank {args.kill_rank} --stop-rank "
-        f"{args.stop_rank} --kill-host {args.kill_host} --disk-full {args.disk_full} --hang-limit {args.hang_limit}`",
-        f"- plan: resources/plans/dp4_mlp_fashion.json on {args.ranks} ranks, 200,000 steps (minutes unless ended)",
+        f"{args.stop_rank} --kill-host {args.kill_host} --disk-full {args.disk_full} --stop-server "
+        f"{args.stop_server} --stop-worker {args.stop_worker} --diverge {args.diverge} --hang-limit {args.hang_limit}`",
+        f"- plan: resources/plans/dp4_mlp_fashion.json on {args.ranks} ranks, 200,000 steps (minutes unless ended); "
+        "stop-server and stop-worker: resources/plans/parameter_server_mlp.json (2 workers, 1 server), 200,000 steps; "
+        "diverge: resources/plans/mlp_fashion.json with lr 1e6 (detection: the whole run; right rank named: the "
+        "error says where the loss diverged; its loss values kept: see the trial's `losses_kept`)",
         "- detection: action to the stored end of the run (median, min-max); orphans: job processes alive 10 s "
         "after the action, over all trials; integrity: PRAGMA integrity_check; events: stored, median; right rank "
         "named: the error starts with the rank that was killed or stopped", "",

@@ -17,6 +17,7 @@
 #include <QProcess>
 #include <QRegularExpression>
 #include <QTemporaryDir>
+#include <QDateTime>
 #include <QtTest>
 
 #include <set>
@@ -41,6 +42,31 @@ QByteArray long_plan(double hang_timeout_s = 0) {
     "parallel": {"devices": [{"kind": "cpu", "host": "localhost"}, {"kind": "cpu", "host": "localhost"}],
                  "data_parallel": 2}
   })").arg(hang_timeout_s).toUtf8();
+}
+
+// The parameter-server example's shape: workers 0 and 1, server rank 2 (core/plan.h
+// rank_role), long enough to be stopped mid-training.
+QByteArray ps_plan(double hang_timeout_s) {
+  return QString(R"({
+    "format": "loom-plan/1", "name": "cli-reliability-ps",
+    "model": {"input": [1, 28, 28], "layers": [{"type": "flatten"}, {"type": "linear", "out": 64},
+              {"type": "relu"}, {"type": "linear", "out": 10}]},
+    "data": {"source": "fashion-mnist", "path": "/usr/share/datasets/fashion-mnist", "train_limit": 6400, "test_limit": 500},
+    "training": {"batch": 64, "steps": 1000000, "threads": 1, "hang_timeout_s": %1,
+                 "optimizer": {"type": "sgd", "lr": 0.05}},
+    "parallel": {"devices": [{"kind": "cpu", "host": "localhost"}, {"kind": "cpu", "host": "localhost"},
+                             {"kind": "cpu", "host": "localhost"}],
+                 "data_parallel": 2, "sync": {"mode": "parameter_server", "servers": 1}}
+  })").arg(hang_timeout_s).toUtf8();
+}
+
+// The MPI rank of a rank process, from the environment mpirun gave it; -1 if unknown.
+int mpi_rank_of(qint64 pid) {
+  QFile f(QStringLiteral("/proc/%1/environ").arg(pid));
+  if (!f.open(QIODevice::ReadOnly)) return -1;
+  for (const QByteArray& entry : f.readAll().split('\0'))
+    if (entry.startsWith("OMPI_COMM_WORLD_RANK=")) return entry.mid(21).toInt();
+  return -1;
 }
 
 // A process's parent and state from /proc/PID/stat; false when it is gone.
@@ -124,17 +150,18 @@ class CliReliabilityTest : public QObject {
   // Whether every rank of the run has stored training compute (`show --json`): setup's
   // events (clock and bandwidth probes) are not enough, since a plan's hang limit applies
   // from the first step and setup has 120 s.
-  bool every_rank_trains(qint64 run_id) {
+  bool every_rank_trains(qint64 run_id, int workers) {
     const Result shown = run_cli({"show", QString::number(run_id), "--db", db(), "--json"});
     const QJsonArray ranks = loom::test::last_json_line(shown.out)["ranks"].toArray();
-    for (const auto& v : ranks)
-      if (!(v.toObject()["compute_s"].toDouble() > 0)) return false;
-    return !ranks.isEmpty();
+    int training = 0;
+    for (const auto& v : ranks) training += v.toObject()["compute_s"].toDouble() > 0;
+    return training >= workers;
   }
 
   // Starts `loom-cli run` on a long plan and waits until both ranks train (each has
   // stored compute spans); returns the job's processes below loom-cli (mpirun and the ranks).
-  std::set<qint64> start_training(QProcess& cli, const QByteArray& plan_json) {
+  // `ranks` processes, of which `workers` compute (a parameter server does not).
+  std::set<qint64> start_training(QProcess& cli, const QByteArray& plan_json, std::size_t ranks = 2, int workers = 2) {
     QFile plan(dir_.filePath("long.json"));
     if (!plan.open(QIODevice::WriteOnly)) return {};
     plan.write(plan_json);
@@ -146,7 +173,8 @@ class CliReliabilityTest : public QObject {
     while (waited.elapsed() < 60000) {
       QTest::qWait(500);
       const std::set<qint64> job = descendants(cli.processId());
-      if (rank_pids(job).size() == 2 && !only_run().isEmpty() && every_rank_trains(only_run()["id"].toInteger()))
+      if (rank_pids(job).size() == ranks && !only_run().isEmpty() &&
+          every_rank_trains(only_run()["id"].toInteger(), workers))
         return job;
       if (cli.state() == QProcess::NotRunning) break;
     }
@@ -226,6 +254,38 @@ class CliReliabilityTest : public QObject {
     const QString error = run["error"].toString();
     QVERIFY2(error.contains("its process is stopped") && error.contains("its last span:"), qPrintable(error));
     QVERIFY2(QString::fromUtf8(cli.readAllStandardError()).contains("hung"), "loom-cli says the run hung");
+  }
+
+  // A 3-rank parameter-server job with a 3 s limit: a stopped server, then a stopped
+  // worker, is found hung within the limit plus a second of the SIGSTOP, and named. The
+  // server records no steps, so the watchdog used to hold it to setup's 120 s (a stopped
+  // server was found after 120.6 s); a rank's setup allowance now ends when it has built
+  // its model (store_feeder).
+  void stoppedParameterServerOrWorkerIsHungWithinTheLimit() {
+    constexpr double kLimit = 3;
+    for (const int stopped : {2, 0}) {
+      db_name_ = QString("ps-stopped-rank-%1.db").arg(stopped);
+      QProcess cli;
+      const std::set<qint64> job = start_training(cli, ps_plan(kLimit), 3, 2);
+      qint64 target = 0;
+      for (qint64 pid : rank_pids(job))
+        if (mpi_rank_of(pid) == stopped) target = pid;
+      QVERIFY2(target > 0, qPrintable(QString("no process of rank %1").arg(stopped)));
+      const qint64 stopped_at = QDateTime::currentMSecsSinceEpoch();
+      ::kill(pid_t(target), SIGSTOP);
+      QVERIFY(cli.waitForFinished(30000));
+      expect_gone_within_10s(job);
+      const QJsonObject run = only_run();
+      QCOMPARE(run["status"].toString(), QString("hung"));
+      const QJsonObject shown = loom::test::last_json_line(
+          run_cli({"show", QString::number(run["id"].toInteger()), "--db", db(), "--json"}).out);
+      const double found_s = double(shown["ended_unix_ms"].toInteger() - stopped_at) / 1000.0;
+      qInfo("rank %d stopped: found hung after %.2f s (limit %.0f s)", stopped, found_s, kLimit);
+      QVERIFY2(found_s < kLimit + 1, qPrintable(QString("found hung %1 s after the SIGSTOP").arg(found_s)));
+      const QString error = run["error"].toString();
+      QVERIFY2(error.startsWith(QString("rank %1 ").arg(stopped)) && error.contains("its process is stopped"),
+               qPrintable(error));
+    }
   }
 
   // SIGKILL to a rank of a run that saves a checkpoint every 100 steps, after its first:

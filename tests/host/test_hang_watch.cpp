@@ -75,6 +75,21 @@ class TestHangWatch : public QObject {
     QCOMPARE(stall->also_silent, std::vector<int>{0});
   }
 
+  // A stopped worker of an asynchronous job, past its limit, while its peers train on:
+  // a hang (it never resumes by itself), though another rank progresses. Silent as long
+  // but not stopped, it is not one.
+  void stoppedRankPastItsLimitIsHungWhileOthersProgress() {
+    std::vector<RankActivity> ranks{active(0, 60 * kS), active(1, 99 * kS), active(2, 99 * kS)};
+    QVERIFY(!find_stall(ranks, 100 * kS, {}, 0.01));
+    ranks[0].process_stopped = true;
+    const auto stall = find_stall(ranks, 100 * kS, {}, 0.01);
+    QVERIFY(stall);
+    QCOMPARE(stall->rank, 0);
+    QVERIFY(stall->also_silent.empty());
+    ranks[0].last_progress_ns = 80 * kS;  // stopped, but within its limit: not yet
+    QVERIFY(!find_stall(ranks, 100 * kS, {}, 0.01));
+  }
+
   // Setup has its own, longer limit; finished and unconnected ranks are not watched.
   void setupFinishedAndUnconnectedAreSpared() {
     std::vector<RankActivity> ranks{active(0, 10 * kS, false), active(1, 10 * kS), active(2, 10 * kS)};

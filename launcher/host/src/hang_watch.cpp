@@ -19,16 +19,23 @@ double hang_limit_s(const HangLimits& limits, bool training, double median_step_
 std::optional<Stall> find_stall(const std::vector<RankActivity>& ranks, std::int64_t now_ns, const HangLimits& limits,
                                 double median_step_s) {
   std::vector<Stall> watched;
+  bool progressing = false, stopped = false;
   for (const RankActivity& r : ranks) {
     if (!r.connected || r.finished) continue;
     const double silent_s = double(now_ns - r.last_progress_ns) * 1e-9;
     const double limit_s = hang_limit_s(limits, r.training, median_step_s);
-    // One rank still progressing means the job is not hung: a silent rank may be waiting
-    // for it legitimately (an asynchronous worker done early, a slow stage's neighbour).
-    if (silent_s <= limit_s) return std::nullopt;
+    if (silent_s <= limit_s) {
+      progressing = true;
+      continue;
+    }
+    stopped = stopped || r.process_stopped;
     watched.push_back({r.rank, silent_s, limit_s, r.process_stopped, r.has_last_span, r.last_span, {}});
   }
-  if (watched.empty()) return std::nullopt;
+  // One rank still progressing means the job is not hung: a silent rank may be waiting
+  // for it legitimately (an asynchronous worker done early, a slow stage's neighbour).
+  // A stopped process past its limit is, though: it never goes on by itself, and the
+  // peers of an asynchronous worker would train on without it until the end.
+  if (watched.empty() || (progressing && !stopped)) return std::nullopt;
   auto blamed = std::max_element(watched.begin(), watched.end(), [](const Stall& a, const Stall& b) {
     if (a.process_stopped != b.process_stopped) return b.process_stopped;
     return a.silent_s < b.silent_s;

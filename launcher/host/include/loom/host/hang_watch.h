@@ -1,7 +1,9 @@
 // The host's watchdog over a running job: when no rank has recorded anything new for too
 // long, the job is hung (a rank stopped by a signal, deadlocked, or waiting on one that is).
-// One rank still progressing means it is not: the others may wait for it legitimately. The rules are a pure
-// function of what each rank last sent and when, so they are tested without a job;
+// One rank still progressing means it is not: the others may wait for it legitimately;
+// except for a rank whose process is stopped, which is hung once past its limit whatever
+// the others do. The rules are a pure function of what each rank last sent and when, so
+// they are tested without a job;
 // run_job applies them every supervision tick and, on a stall, ends the run as "hung" and
 // tears the job down.
 //
@@ -50,8 +52,10 @@ struct Stall {
   std::vector<int> also_silent;  // other ranks past their limit (waiting on it, typically)
 };
 
-// The rank to blame when every connected, unfinished rank is past its limit; nullopt while
-// any of them progresses. A stopped process is blamed first, else the longest silent.
+// The rank to blame when every connected, unfinished rank is past its limit, or when one
+// whose process is stopped is (its peers may go on without it: an asynchronous worker's);
+// otherwise nullopt while any of them progresses. A stopped process is blamed first,
+// else the longest silent.
 std::optional<Stall> find_stall(const std::vector<RankActivity>& ranks, std::int64_t now_ns, const HangLimits& limits,
                                 double median_step_s);
 
