@@ -126,13 +126,41 @@ std::vector<PlanError> check_parameters(const ModelInfo& info) {
 }
 
 std::vector<PlanError> check_memory(const Plan& plan, std::int64_t memory_bytes) {
-  return memory_bytes > 0 ? check_memory(infer_model(plan, nullptr), memory_bytes) : std::vector<PlanError>{};
+  return memory_bytes > 0 ? check_memory(plan, infer_model(plan, nullptr), memory_bytes) : std::vector<PlanError>{};
 }
 
-std::vector<PlanError> check_memory(const ModelInfo& info, std::int64_t memory_bytes) {
+namespace {
+bool on_this_machine(const std::string& host) { return host.empty() || host == "localhost" || host == "127.0.0.1"; }
+
+// The worker ranks placed on this machine (host "localhost") need their memory at once:
+// four ranks of 14 GiB do not fit 24 GiB though each would alone.
+std::vector<PlanError> check_this_machine(const Plan& plan, const ModelInfo& info, std::int64_t memory_bytes) {
+  std::int64_t together = 0;
+  int ranks = 0;
+  const int world = world_size(plan);
+  for (int rank = 0; rank < world && rank < static_cast<int>(plan.parallel.devices.size()); ++rank) {
+    const RankRole role = rank_role(plan, rank);
+    if (role.kind != RankKind::Worker || role.stage < 0 ||
+        role.stage >= static_cast<int>(info.stage_memory_bytes.size()) ||
+        !on_this_machine(plan.parallel.devices[static_cast<std::size_t>(rank)].host))
+      continue;
+    together += info.stage_memory_bytes[static_cast<std::size_t>(role.stage)];
+    ++ranks;
+  }
+  if (ranks < 2 || together <= memory_bytes) return {};
+  return {{"/parallel/devices", "the " + std::to_string(ranks) + " ranks on this machine need about " +
+                                    format_bytes(together) + " together (each its weights, gradients, optimizer "
+                                    "state and activations), more than its " + format_bytes(memory_bytes) +
+                                    " of memory: make the layers or the batch smaller, use fewer devices here, "
+                                    "or place some on other hosts"}};
+}
+}  // namespace
+
+std::vector<PlanError> check_memory(const Plan& plan, const ModelInfo& info, std::int64_t memory_bytes) {
   if (memory_bytes <= 0) return {};
   const auto largest = std::max_element(info.stage_memory_bytes.begin(), info.stage_memory_bytes.end());
-  if (largest == info.stage_memory_bytes.end() || *largest <= memory_bytes) return {};
+  if (largest == info.stage_memory_bytes.end()) return {};
+  if (*largest <= memory_bytes) return check_this_machine(plan, info, memory_bytes);
   const auto stage = largest - info.stage_memory_bytes.begin();
   return {{"/model", "a rank of stage " + std::to_string(stage) + " needs about " + format_bytes(*largest) +
                          " (weights, gradients, optimizer state and activations of the global batch), more than "

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "loom/core/plan.h"
+#include "loom/core/model_info.h"
 #include "loom/core/plan_limits.h"
 
 using loom::Plan;
@@ -628,6 +629,20 @@ void TestPlan::memory_beyond_the_machine_is_refused() {
   QCOMPARE(errors[0].path, std::string("/model"));
   QVERIFY2(errors[0].reason.find("a rank of stage 0 needs about") != std::string::npos, errors[0].reason.c_str());
   QVERIFY(errors[0].reason.find("more than this machine's 1.0 MiB") != std::string::npos);
+  // Four ranks on this machine that fit one by one, but not together.
+  Plan four = plan;
+  four.parallel.data_parallel = 4;
+  four.parallel.devices.assign(4, loom::DeviceSpec{});
+  const std::int64_t one_rank = loom::infer_model(four, nullptr).stage_memory_bytes.at(0);
+  QVERIFY(loom::limits::check_memory(four, 4 * one_rank).empty());
+  const auto together = loom::limits::check_memory(four, 2 * one_rank);
+  QCOMPARE(together.size(), std::size_t(1));
+  QCOMPARE(together[0].path, std::string("/parallel/devices"));
+  QVERIFY2(together[0].reason.find("the 4 ranks on this machine need about") != std::string::npos,
+           together[0].reason.c_str());
+  // Placed on other hosts, they are those hosts' to hold.
+  for (auto& device : four.parallel.devices) device.host = "node7";
+  QVERIFY(loom::limits::check_memory(four, 2 * one_rank).empty());
 }
 
 QTEST_GUILESS_MAIN(TestPlan)

@@ -103,6 +103,8 @@ class TestChartsWidgets : public QObject {
   void breakdownBarsPerRank();
   void breakdownShowsPipelineBubbles();
   void breakdownCategoriesExplainThemselves();
+  void breakdownHoverGivesTheRanksFigures();
+  void breakdownLegendFitsAShortDock();
   void stalenessEmptyShowsExplanation();
   void stalenessBarsAndLines();
   void stalenessFromUpdates();
@@ -214,6 +216,61 @@ void TestChartsWidgets::breakdownCategoriesExplainThemselves() {
            qPrintable(tip));
 }
 
+// Resting the pointer on a bar shows that rank's seconds and shares of its window, and
+// the category under the pointer; not one fixed sentence for the whole plot (Qt shows a
+// widget's fixed tooltip over the one the mouse handler showed).
+void TestChartsWidgets::breakdownHoverGivesTheRanksFigures() {
+  BreakdownChart chart;
+  chart.resize(900, 400);
+  chart.setBreakdown(breakdowns());
+  chart.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&chart));
+  chart.plot()->replot();
+  const QPoint over(int(chart.plot()->xAxis->coordToPixel(3.0)), int(chart.plot()->yAxis->coordToPixel(1.0)));
+  QHelpEvent rest(QEvent::ToolTip, over, chart.plot()->mapToGlobal(over));
+  QApplication::sendEvent(chart.plot(), &rest);
+  const QString shown = QToolTip::text();
+  QVERIFY2(shown.contains("rank 1") && shown.contains("7.000 s"), qPrintable(shown));
+  // Rank 1 computes 7 s (breakdowns()); its share is of the rank's stacked window.
+  const loom::ui::charts::BreakdownSegments s = loom::ui::charts::breakdown_segments(breakdowns()[1]);
+  const QString share = QStringLiteral("%1%").arg(100.0 * 7.0 / s.stacked(), 0, 'f', 1);
+  QVERIFY2(shown.contains(share), qPrintable(share + " in " + shown));
+  QVERIFY(chart.plot()->toolTip().isEmpty());
+  // Rank 0's bar says rank 0's figures.
+  const QPoint rank0(int(chart.plot()->xAxis->coordToPixel(3.0)), int(chart.plot()->yAxis->coordToPixel(0.0)));
+  QHelpEvent rest0(QEvent::ToolTip, rank0, chart.plot()->mapToGlobal(rank0));
+  QApplication::sendEvent(chart.plot(), &rest0);
+  QVERIFY2(QToolTip::text().contains("rank 0") && QToolTip::text().contains("6.000 s"), qPrintable(QToolTip::text()));
+}
+
+// In a dock as short as the 1280x720 layout's, every legend entry is drawn whole inside
+// the plot: the legend wraps into columns instead of being cut at its top and bottom.
+void TestChartsWidgets::breakdownLegendFitsAShortDock() {
+  for (const int height : {150, 400}) {
+    BreakdownChart chart;
+    chart.resize(900, height);
+    chart.setBreakdown(breakdowns());
+    chart.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&chart));
+    chart.plot()->replot();
+    const QRect inside = chart.plot()->rect();
+    int entries = 0;
+    for (int i = 0; i < chart.plot()->legend->itemCount(); ++i) {
+      QCPAbstractLegendItem* item = chart.plot()->legend->item(i);
+      if (!item) continue;
+      ++entries;
+      QVERIFY2(inside.contains(item->outerRect()), qPrintable(QStringLiteral("height %1: %2 at y %3..%4")
+                                                                 .arg(height)
+                                                                 .arg(i)
+                                                                 .arg(item->outerRect().top())
+                                                                 .arg(item->outerRect().bottom())));
+      QVERIFY2(item->outerRect().height() <= item->minimumOuterSizeHint().height() + 2, "entries are not spread apart");
+    }
+    QCOMPARE(entries, 7);
+    QCOMPARE(chart.legendColumns() > 1, height < 200);
+  }
+}
+
 void TestChartsWidgets::breakdownBarsPerRank() {
   BreakdownChart chart;
   chart.setBreakdown(breakdowns());
@@ -274,11 +331,20 @@ void TestChartsWidgets::breakdownShowsPipelineBubbles() {
   chart.setPipeline(p);
   const QString text = chart.pipelineText();
   QVERIFY2(text.contains(QStringLiteral("stage 0: busy 1.250 s, bubble 42% of stage step time = schedule 30% + "
-                                        "imbalance 10 + comm/jitter 2 (textbook 33%)")),
+                                        "imbalance 10% + comm/jitter 2% (textbook 33%)")),
            qPrintable(text));
   QVERIFY2(text.contains(QStringLiteral("stage 1: busy 0.000 s, bubble n/a of stage step time = schedule n/a")),
            qPrintable(text));
   QVERIFY2(text.contains(QStringLiteral("Warning: stages are unbalanced")), qPrintable(text));
+  QVERIFY2(!text.contains(QStringLiteral("negative")), qPrintable(text));  // none shown, none explained
+  // A negative part is in the same unit and says what it means.
+  p.stages_stats[0].bubble_theory = 0.27;
+  p.stages_stats[0].bubble_fraction = 0.20;
+  chart.setPipeline(p);
+  const QString negative = chart.pipelineText();
+  QVERIFY2(negative.contains(QStringLiteral("= schedule 30% + imbalance -3% + comm/jitter -7%")), qPrintable(negative));
+  QVERIFY2(negative.contains(QStringLiteral("A negative imbalance:")) && negative.contains("A negative comm/jitter:"),
+           qPrintable(negative));
   p.stages = 1;
   p.stages_stats.resize(1);
   chart.setPipeline(p);

@@ -8,8 +8,10 @@
 #include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QLabel>
+#include <QLocale>
 #include <QSpinBox>
 #include <QTableView>
+#include <QToolTip>
 #include <QtTest>
 
 #include "loom/ui/designer/designer_panel.h"
@@ -58,6 +60,7 @@ class TestDesignerWidgets : public QObject {
   void stragglerRowsFollowDocument();
   void designerPanelAddsLayer();
   void designerPanelShowsBranches();
+  void layerSizePastTheLimitIsSaid();
   void placementDragIsOneStep();
   void devicesPanelAddsReplica();
   void everyFieldHasATooltip();
@@ -239,6 +242,30 @@ void TestDesignerWidgets::designerPanelShowsBranches() {
   QCOMPARE(panel.view()->model()->index(2, 0).data().toString(), QString("    narrow_conv"));
   QCOMPARE(panel.view()->model()->index(2, LayerListModel::Settings).data().toString(), QString("8 ch, k3 s1 p1"));
   QCOMPARE(panel.view()->model()->index(0, LayerListModel::Output).data().toString(), QString("16x14x14"));
+}
+
+// Typing a layer size past the plan's limit is said, not cut without a word (the spin box
+// used to stop at 999,999 silently): the tooltip names the limit, finishing the edit keeps
+// the limit, and the plan that then needs more memory than the machine cannot be run.
+void TestDesignerWidgets::layerSizePastTheLimitIsSaid() {
+  PlanDocument doc;
+  doc.reset(loom::default_plan());
+  QCOMPARE(doc.plan().model.layers.at(1).kind, loom::LayerKind::Linear);
+  DesignerPanel panel(&doc);
+  panel.resize(900, 520);
+  panel.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&panel));
+  panel.view()->edit(panel.view()->model()->index(1, LayerListModel::Settings));
+  auto* spin = panel.view()->findChild<QSpinBox*>("out");
+  QVERIFY(spin);
+  spin->setFocus();
+  spin->selectAll();
+  QTest::keyClicks(spin, "99999999999");
+  const QString limit = QLocale().toString(16777216);
+  QVERIFY2(QToolTip::text().contains("is at most " + limit), qPrintable(QToolTip::text()));
+  QTest::keyClick(spin, Qt::Key_Return);
+  QTRY_COMPARE(doc.plan().model.layers.at(1).out, std::int64_t(16777216));
+  QVERIFY2(doc.runBlockedReason().contains("memory"), qPrintable(doc.runBlockedReason()));
 }
 
 void TestDesignerWidgets::placementDragIsOneStep() {

@@ -191,6 +191,9 @@ void TestPlanDocument::malformedFileLeavesDocumentUnchanged() {
   const QString message = QString::fromStdString(status.error().describe());
   QVERIFY2(message.contains("/model/layers/1/out"), qPrintable(message));
   QVERIFY2(message.contains("bad.json"), qPrintable(message));
+  // In the designer's words first, and what to do without leaving for loom-cli.
+  QVERIFY2(message.contains("Model › layer 2 › Settings › out (at /model/layers/1/out in the file)"), qPrintable(message));
+  QVERIFY2(message.contains("fix that value in the file") && !message.contains("loom-cli"), qPrintable(message));
   QVERIFY(doc.plan() == before);
   QCOMPARE(changed.count(), 0);
   QCOMPARE(doc.undoStack()->count(), 1);

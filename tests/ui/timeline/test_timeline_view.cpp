@@ -99,6 +99,7 @@ class TestTimelineView : public QObject {
   void stepNavigatorZoomsToStepsAndMicrobatches();
   void darkPaletteReachesPlotAndLegend();
   void arrowNoticeFitsNarrowView();
+  void piledArrowsAreHiddenWhereTheyPile();
 };
 
 void TestTimelineView::tooltipDescribesHoveredSpan() {
@@ -358,6 +359,40 @@ void TestTimelineView::arrowNoticeFitsNarrowView() {
   // Zoomed in, arrows are drawn and the notice is gone.
   view.setViewport(Viewport{0, 50000, 1});
   view.replotNow();
+  QVERIFY(view.arrowNotice().isEmpty());
+}
+
+// 60 messages within 60 µs of a 60 ms view (a burst of setup probes, far below the
+// 2,000 cap) and 10 spread over the rest: the burst would paint one solid block, so only
+// the 10 are drawn and the notice says how many are hidden; zoomed into the burst, all of
+// its arrows are drawn.
+void TestTimelineView::piledArrowsAreHiddenWhereTheyPile() {
+  TimelineView view;
+  view.resize(900, 300);
+  view.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&view));
+  std::vector<Event> sends, recvs;
+  auto message = [&](std::int64_t t, int id) {
+    Event s = ev(EventKind::Send, t, t + 400);
+    s.stream = Stream::Comm, s.peer = 1, s.message = id;
+    Event r = ev(EventKind::Recv, t + 300, t + 700);
+    r.stream = Stream::Comm, r.peer = 0, r.message = id;
+    sends.push_back(s);
+    recvs.push_back(r);
+  };
+  sends.push_back(ev(EventKind::Step, 0, 100));  // the view's origin at 0
+  for (int i = 0; i < 60; ++i) message(1'000'000 + i * 1000, i);
+  for (int i = 0; i < 10; ++i) message(6'000'000 + i * 5'000'000, 100 + i);
+  view.appendEvents(0, sends);
+  view.appendEvents(1, recvs);
+  view.replotNow();
+  view.setViewport(Viewport{0, 60'000'000, 1});
+  view.replotNow();
+  QCOMPARE(view.arrowsDrawn(), std::size_t{10});
+  QVERIFY2(view.arrowNotice().contains(QStringLiteral("60 of 70 messages")), qPrintable(view.arrowNotice()));
+  view.setViewport(Viewport{900'000, 1'100'000, 1});
+  view.replotNow();
+  QCOMPARE(view.arrowsDrawn(), std::size_t{60});
   QVERIFY(view.arrowNotice().isEmpty());
 }
 

@@ -147,6 +147,10 @@ class TestWorkbench : public QObject {
     QCOMPARE(log.count("launch: "), 1);
     QCOMPARE(log.count("rank 0 connected"), 1);
     QVERIFY2(log.contains("Summary (rank 0): 2 ranks") && !log.contains("{\""), qPrintable(log));
+    // One samples/s: the status bar ends on the stored figure the Runs list and show give.
+    const QString rate = QStringLiteral("%1 samples/s").arg(stored_run(window_->dbPath(), id).samples_per_s(), 0, 'f', 0);
+    QTRY_COMPARE_WITH_TIMEOUT(window_->rateText(), rate, 10000);
+    QVERIFY2(!log.contains("samples/s"), qPrintable(log));
     QVERIFY2(window_->windowTitle().contains(QString("run %1").arg(id)), qPrintable(window_->windowTitle()));
   }
 

@@ -4,9 +4,12 @@
 // for pipelined runs a line per stage with the measured bubble against its theory.
 #include "loom/ui/charts/training_charts.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include <QEvent>
+#include <QHelpEvent>
+#include <QResizeEvent>
 #include <QLabel>
 #include <QMouseEvent>
 #include <QStringList>
@@ -77,10 +80,13 @@ QString percent_or_na(double fraction) {
   return std::isfinite(fraction) ? QStringLiteral("%1%").arg(fraction * 100.0, 0, 'f', 0) : QStringLiteral("n/a");
 }
 
-// Points between two fractions ("+3"), n/a where either is unknown.
-QString points_or_na(double a, double b) {
-  return std::isfinite(a) && std::isfinite(b) ? QStringLiteral("%1").arg((a - b) * 100.0, 0, 'f', 0) : QStringLiteral("n/a");
+// The part between two fractions, in the same unit as the whole ("22%", "-3%"), n/a where
+// either is unknown: every part of a bubble is a share of the same stage step time.
+QString part_or_na(double a, double b) {
+  return std::isfinite(a) && std::isfinite(b) ? percent_or_na(a - b) : QStringLiteral("n/a");
 }
+
+bool negative(double a, double b) { return std::isfinite(a) && std::isfinite(b) && std::lround((a - b) * 100.0) < 0; }
 
 // One stage's bubble with its parts (analysis.h StageStats; docs/figures.md).
 QString stage_line(const loom::analysis::StageStats& st, const QString& convention) {
@@ -89,8 +95,39 @@ QString stage_line(const loom::analysis::StageStats& st, const QString& conventi
       .arg(st.stage)
       .arg(st.busy_s, 0, 'f', 3)
       .arg(percent_or_na(st.bubble_fraction), convention, percent_or_na(st.bubble_schedule),
-           points_or_na(st.bubble_theory, st.bubble_schedule), points_or_na(st.bubble_fraction, st.bubble_theory),
+           part_or_na(st.bubble_theory, st.bubble_schedule), part_or_na(st.bubble_fraction, st.bubble_theory),
            percent_or_na(st.bubble_textbook));
+}
+
+// What a negative part means, said only where one is shown.
+QStringList negative_parts_explained(const loom::analysis::PipelineStats& stats) {
+  bool imbalance = false, rest = false;
+  for (const auto& st : stats.stages_stats) {
+    imbalance = imbalance || negative(st.bubble_theory, st.bubble_schedule);
+    rest = rest || negative(st.bubble_fraction, st.bubble_theory);
+  }
+  QStringList lines;
+  if (imbalance)
+    lines << BreakdownChart::tr("A negative imbalance: with these stages' own op times the schedule leaves this "
+                                "stage less idle than with equal stages.");
+  if (rest)
+    lines << BreakdownChart::tr("A negative comm/jitter: the stage idled less than the replay predicts (work the "
+                                "replay serializes overlapped, or its op times were longer than measured here).");
+  return lines;
+}
+
+// Legend entries per column: as many as fit the plot's height, so that no entry is cut.
+int legend_rows_that_fit(const QCPLegend* legend, int height) {
+  int row_height = 0, items = 0;
+  for (int i = 0; i < legend->itemCount(); ++i) {
+    if (const QCPAbstractLegendItem* item = legend->item(i)) {
+      row_height = std::max(row_height, item->minimumOuterSizeHint().height());
+      ++items;
+    }
+  }
+  const QMargins m = legend->margins();
+  const int room = height - m.top() - m.bottom() - 4;
+  return std::clamp(room / std::max(1, row_height + legend->rowSpacing()), 1, std::max(1, items));
 }
 
 }  // namespace
@@ -120,15 +157,17 @@ void BreakdownChart::buildPlot() {
   add_save_menu(plot_);
   plot_->setMinimumHeight(140);
   plot_->setMouseTracking(true);
-  plot_->setToolTip(tr(kHiddenExplanation));
+  // No fixed tooltip: Qt would show it over the one the pointer's bar asks for (eventFilter).
+  plot_->installEventFilter(this);
   QCPBars* below = nullptr;
   for (const SegmentSpec& spec : kStack) {
     QCPBars* bars = make_bars(plot_, spec.category, spec.legend(), kStackWidth);
     if (below) bars->moveAbove(below);
     below = bars;
   }
+  // One line, as every entry: a taller entry would set the height of every legend row.
   make_bars(plot_, BreakdownCategory::HiddenCommunication,
-            tr("%1\n(thin bar, not stacked)").arg(breakdown_category(BreakdownCategory::HiddenCommunication).displayName()),
+            tr("%1 (thin bar)").arg(breakdown_category(BreakdownCategory::HiddenCommunication).displayName()),
             kHiddenWidth);
   plot_->yAxis->setRangeReversed(true);
   plot_->yAxis->setTicker(QSharedPointer<QCPAxisTickerText>::create());
@@ -180,6 +219,7 @@ void BreakdownChart::setPipeline(const loom::analysis::PipelineStats& stats) {
   if (stats.stages > 1) {
     const QString convention = QString::fromStdString(stats.bubble_convention);
     for (const auto& st : stats.stages_stats) lines << stage_line(st, convention);
+    lines << negative_parts_explained(stats);
     if (!stats.warning.empty()) lines << tr("Warning: %1").arg(QString::fromStdString(stats.warning));
   }
   pipeline_label_->setText(lines.join(QLatin1Char('\n')));
@@ -237,10 +277,18 @@ QString BreakdownChart::toolTipForRank(int rank) const {
   for (const auto& r : ranks_) {
     if (r.rank != rank) continue;
     const BreakdownSegments s = breakdown_segments(r);
-    auto row = [](const QString& label, double seconds) {
-      return QStringLiteral("<tr><td>%1</td><td align=right>%2 s</td></tr>").arg(label).arg(seconds, 0, 'f', 3);
+    // Each figure in seconds and as its share of this rank's training window.
+    const double window = s.stacked();
+    auto row = [window](const QString& label, double seconds) {
+      const QString share = window > 0 ? QStringLiteral("%1%").arg(100.0 * seconds / window, 0, 'f', 1) : QString();
+      return QStringLiteral("<tr><td>%1</td><td align=right>%2 s</td><td align=right>%3</td></tr>")
+          .arg(label)
+          .arg(seconds, 0, 'f', 3)
+          .arg(share);
     };
-    QString html = QStringLiteral("<b>rank %1</b><table>").arg(rank);
+    QString html = QStringLiteral("<b>rank %1</b><table><tr><th></th><th align=right>seconds</th>"
+                                  "<th align=right>of window</th></tr>")
+                       .arg(rank);
     for (const SegmentSpec& spec : kStack) html += row(spec.legend(), s.*spec.field);
     html += row(tr("<i>stacked total</i> (the training window)"), s.stacked());
     html += row(tr("communication, all"), s.exposed_comm + s.hidden_comm);
@@ -253,6 +301,33 @@ QString BreakdownChart::toolTipForRank(int rank) const {
   }
   return {};
 }
+
+// The plot's tooltip event (the pointer rested) and its resizes: the tooltip is the one
+// for the point under the pointer, and the legend wraps into as many columns as it needs.
+bool BreakdownChart::eventFilter(QObject* watched, QEvent* event) {
+  if (watched == plot_ && event->type() == QEvent::ToolTip) {
+    auto* help = static_cast<QHelpEvent*>(event);
+    const QString text = toolTipAt(help->pos());
+    if (text.isEmpty()) {
+      QToolTip::hideText();
+    } else {
+      QToolTip::showText(help->globalPos(), text, plot_);
+    }
+    return true;
+  }
+  if (watched == plot_ && event->type() == QEvent::Resize) fitLegend(static_cast<QResizeEvent*>(event)->size().height());
+  return QWidget::eventFilter(watched, event);
+}
+
+void BreakdownChart::fitLegend(int height) {
+  QCPLegend* legend = plot_->legend;
+  const int rows = legend_rows_that_fit(legend, height);
+  if (rows == legend->wrap() && legend->fillOrder() == QCPLayoutGrid::foRowsFirst) return;
+  legend->setWrap(rows);  // before the fill order, which rearranges with the wrap it finds
+  legend->setFillOrder(QCPLayoutGrid::foRowsFirst, true);
+}
+
+int BreakdownChart::legendColumns() const { return plot_->legend->columnCount(); }
 
 void BreakdownChart::showToolTip(QMouseEvent* event) {
   const QString text = toolTipAt(event->pos());

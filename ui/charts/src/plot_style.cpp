@@ -70,7 +70,14 @@ void put_legend_right(QCustomPlot* plot) {
   QCPLegend* legend = plot->legend;
   legend->setVisible(true);
   plot->axisRect()->insetLayout()->take(legend);
-  plot->plotLayout()->addElement(0, 1, legend);
+  // The legend keeps its own height at the top of a side column, an empty element under it
+  // taking the rest: a legend stretched to the plot's height spreads its entries apart.
+  auto* side = new QCPLayoutGrid;
+  plot->plotLayout()->addElement(0, 1, side);
+  side->addElement(0, 0, legend);
+  side->addElement(1, 0, new QCPLayoutElement(plot));
+  side->setRowSpacing(0);
+  side->setRowStretchFactor(0, 0.001);
   legend->setMargins(QMargins(4, 2, 4, 2));
   // The axis rect takes the width the legend leaves; the legend keeps its own width.
   plot->plotLayout()->setColumnStretchFactor(1, 0.001);

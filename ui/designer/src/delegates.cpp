@@ -6,9 +6,56 @@
 #include <QDoubleSpinBox>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QLocale>
 #include <QSpinBox>
+#include <QToolTip>
+
+#include "loom/core/plan_limits.h"
 
 namespace loom::ui {
+
+namespace {
+
+// A layer setting's largest value: the plan's own limit (docs/plan-format.md, Limits).
+int setting_maximum(const QString& key) {
+  if (key == QLatin1String("kernel") || key == QLatin1String("stride") || key == QLatin1String("padding"))
+    return static_cast<int>(loom::limits::kMaxKernel);
+  return static_cast<int>(loom::limits::kMaxDimension);
+}
+
+// A spin box that says when a typed number is past its maximum, instead of refusing the
+// digits without a word (a QSpinBox's own validator): the number stays on screen while
+// typed, a tooltip names the limit, and finishing the edit keeps the maximum.
+class BoundedSpinBox : public QSpinBox {
+ public:
+  BoundedSpinBox(const QString& key, QWidget* parent) : QSpinBox(parent), key_(key) {
+    setRange(0, setting_maximum(key));
+    setToolTip(tr("%1: at most %2 (a plan limit)").arg(key, QLocale().toString(maximum())));
+  }
+
+ protected:
+  QValidator::State validate(QString& text, int& pos) const override {
+    const QValidator::State state = QSpinBox::validate(text, pos);
+    bool number = false;
+    const qlonglong typed = text.toLongLong(&number);
+    if (state != QValidator::Invalid || !number || typed <= maximum()) return state;
+    QToolTip::showText(mapToGlobal(QPoint(0, height())),
+                       tr("%1 is too large: %2 is at most %3 (a plan limit)")
+                           .arg(QLocale().toString(typed), key_, QLocale().toString(maximum())),
+                       const_cast<BoundedSpinBox*>(this));
+    return QValidator::Intermediate;
+  }
+  void fixup(QString& text) const override {
+    bool number = false;
+    if (text.toLongLong(&number) > maximum() && number) text = QString::number(maximum());
+    QSpinBox::fixup(text);
+  }
+
+ private:
+  QString key_;
+};
+
+}  // namespace
 
 QWidget* ChoiceDelegate::createEditor(QWidget* parent, const QStyleOptionViewItem&, const QModelIndex&) const {
   auto* combo = new QComboBox(parent);
@@ -43,9 +90,7 @@ QWidget* SettingsDelegate::createEditor(QWidget* parent, const QStyleOptionViewI
       field = spin;
       row->addWidget(new QLabel(it.key(), box));
     } else {
-      auto* spin = new QSpinBox(box);
-      spin->setRange(0, 1'000'000);
-      field = spin;
+      field = new BoundedSpinBox(it.key(), box);
       row->addWidget(new QLabel(it.key(), box));
     }
     field->setObjectName(it.key());

@@ -3,6 +3,7 @@
 // many fields it touches (resizing the device list with the data-parallel degree, say).
 #include "loom/ui/designer/plan_document.h"
 
+#include <QRegularExpression>
 #include <QSaveFile>
 #include <QUndoCommand>
 
@@ -52,7 +53,7 @@ void PlanDocument::setPlan(const loom::Plan& plan) {
   info_ = loom::infer_model(plan_, nullptr);
   // As loom-cli does before a run: a plan this machine cannot hold is an error here too.
   static const std::int64_t memory = loom::machine::physical_memory_bytes();
-  if (errors_.empty()) errors_ = loom::limits::check_memory(info_, memory);
+  if (errors_.empty()) errors_ = loom::limits::check_memory(plan_, info_, memory);
   emit planChanged();
 }
 
@@ -99,16 +100,41 @@ void PlanDocument::reset(const loom::Plan& plan, const QString& filePath) {
   setPlan(plan);
 }
 
+namespace {
+// Where a refused file's error is, in the designer's words ("Model › layer 2 › Settings ›
+// out") with the JSON path after it for the text editor that will fix it. The plan was
+// not read, so a layer is named by its number, not its name.
+QString placeInFile(const loom::PlanError& e) {
+  static const QRegularExpression layer(QStringLiteral("^/model/layers/(\\d+)(?:/(\\w+))?$"));
+  const QString path = QString::fromStdString(e.path);
+  QString place = describePlanError(loom::Plan{}, e).place;
+  if (const auto m = layer.match(path); m.hasMatch()) {
+    place = QObject::tr("Model › layer %1").arg(m.captured(1).toInt() + 1);
+    const QString key = m.captured(2);
+    if (key == QLatin1String("type")) place += QObject::tr(" › Type");
+    else if (key == QLatin1String("stage")) place += QObject::tr(" › Stage");
+    else if (!key.isEmpty() && key != QLatin1String("name")) place += QObject::tr(" › Settings › ") + key;
+  }
+  return QObject::tr("%1 (at %2 in the file)").arg(place, path);
+}
+}  // namespace
+
 loom::Status PlanDocument::load(const QString& path) {
   loom::PlanResult result = loom::load_plan_file(path.toStdString());
   if (!result.ok()) {
     std::string message = "cannot open plan '" + path.toStdString() + "'";
+    bool named_a_field = false;
     if (!result.errors.empty()) {
       const loom::PlanError& e = result.errors.front();
-      message += ": " + (e.path.empty() ? std::string() : e.path + ": ") + e.reason;
+      named_a_field = !e.path.empty();
+      const QString reason = describePlanError(loom::Plan{}, e).text;
+      message += ": " + (named_a_field ? placeInFile(e).toStdString() + ": " : std::string()) + reason.toStdString();
       if (result.errors.size() > 1) message += " (and " + std::to_string(result.errors.size() - 1) + " more)";
     }
-    return loom::make_error(loom::ErrorCode::InvalidArgument, message, "fix the field named above, or run `loom-cli validate` on the file");
+    // The designer holds only valid plans: the file is fixed where it lies.
+    return loom::make_error(loom::ErrorCode::InvalidArgument, message,
+                            named_a_field ? "fix that value in the file with a text editor, then open it again"
+                                          : "fix the file where the message says, with a text editor, then open it again");
   }
   reset(*result.plan, path);
   return {};

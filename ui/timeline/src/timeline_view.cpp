@@ -17,6 +17,7 @@
 #include <array>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <qcustomplot.h>
 
 #include "loom/ui/colors.h"
@@ -33,6 +34,11 @@ const QString kTimeAxisLabel = QStringLiteral("time since start (ms)");
 
 constexpr double kFoldPx = 3;           // spans narrower than this are summed into columns this wide
 constexpr std::size_t kMaxArrows = 2000;  // more visible than this: skip them, say so
+// Arrows pile into a solid mass well below kMaxArrows when they share a few pixels (a
+// burst of setup probes in a whole-run view): a column this wide holding more than this
+// many arrow midpoints is not drawn, and the notice says so.
+constexpr double kArrowColumnPx = 12;
+constexpr std::size_t kMaxArrowsPerColumn = 6;
 constexpr double kRowHeight = 1.0, kDepthRowHeight = 0.7, kRankGap = 0.35;  // y-axis units
 constexpr int kStripPx = 4;             // device colour strip at the left of each rank
 
@@ -108,6 +114,7 @@ class LanePainter : public QCPLayerable {
   double latest_start_ns = 0;  // of what the last paint drew (lastPaintedStartNs)
   QString notice;     // painted when arrows are hidden
   QRect notice_rect;  // where, in plot coordinates
+  std::size_t arrows_drawn = 0;
 
  protected:
   QRect clipRect() const override { return mParentPlot->axisRect()->rect(); }
@@ -121,6 +128,7 @@ class LanePainter : public QCPLayerable {
   void drawLabel(QCPPainter* p, const DrawItem& d, const QRect& r, const QColor& color);
   void drawStrips(QCPPainter* p, const QRect& area);
   void drawArrows(QCPPainter* p, const Viewport& v, const QRect& area);
+  static std::size_t dropPiledArrows(std::vector<std::pair<QPointF, QPointF>>& lines);
   void drawPath(QCPPainter* p, const Viewport& v, const QRect& area);
   void drawCursor(QCPPainter* p, const Viewport& v, const QRect& area);
   // Pixel rows [top, bottom) of a rank's lanes; empty when the rank has none.
@@ -297,6 +305,7 @@ void LanePainter::drawArrows(QCPPainter* p, const Viewport& v, const QRect& area
   std::size_t visible = 0;
   notice.clear();
   notice_rect = QRect();
+  arrows_drawn = 0;
   for (const Arrow& a : data.arrows()) {
     // In replay, a message shows once it has arrived.
     if (view_->cursor_ns_ && double(data.event(a.recv_event).end_ns) - origin > *view_->cursor_ns_) continue;
@@ -316,6 +325,8 @@ void LanePainter::drawArrows(QCPPainter* p, const Viewport& v, const QRect& area
     drawNotice(p, area, QStringLiteral("Arrows hidden: %L1 messages in view. Zoom in to see them.").arg(visible));
     return;
   }
+  const std::size_t piled = dropPiledArrows(lines);
+  arrows_drawn = lines.size();
   // The palette's text colour, translucent: dark on the light palette, light on the dark.
   QColor ink = view_->palette().color(QPalette::WindowText);
   ink.setAlpha(180);
@@ -331,6 +342,23 @@ void LanePainter::drawArrows(QCPPainter* p, const Viewport& v, const QRect& area
     const QPointF head[3] = {to, to - 6 * u + 3 * n, to - 6 * u - 3 * n};
     p->drawPolygon(head, 3);
   }
+  if (piled > 0)  // over the arrows drawn, so that none crosses it
+    drawNotice(p, area, QStringLiteral("Arrows hidden where they pile up: %L1 of %L2 messages in view. Zoom in to see them.")
+                            .arg(piled)
+                            .arg(visible));
+}
+
+// Removes the arrows whose midpoints crowd one column (kArrowColumnPx, kMaxArrowsPerColumn):
+// drawn, they would be one solid block. Returns how many it removed.
+std::size_t LanePainter::dropPiledArrows(std::vector<std::pair<QPointF, QPointF>>& lines) {
+  std::map<long, std::size_t> per_column;
+  auto column = [](const std::pair<QPointF, QPointF>& line) {
+    return static_cast<long>(std::floor(0.5 * (line.first.x() + line.second.x()) / kArrowColumnPx));
+  };
+  for (const auto& line : lines) ++per_column[column(line)];
+  const std::size_t before = lines.size();
+  std::erase_if(lines, [&](const auto& line) { return per_column[column(line)] > kMaxArrowsPerColumn; });
+  return before - lines.size();
 }
 
 // The replay cursor: the palette's text colour (no span kind's), with a head at the top.
@@ -463,6 +491,7 @@ void TimelineView::setHighlight(int step, int microbatch) {
 }
 
 QString TimelineView::arrowNotice() const { return painter_->notice; }
+std::size_t TimelineView::arrowsDrawn() const { return painter_->arrows_drawn; }
 
 QRect TimelineView::arrowNoticeRect() const { return painter_->notice_rect; }
 

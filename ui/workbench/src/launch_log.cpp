@@ -30,13 +30,15 @@ QString summary_text(const QJsonObject& o) {
     return v;
   };
   const QJsonValue world = take("world_size"), steps = take("steps"), wall = take("wall_s");
-  const QJsonValue rate = take("samples_per_s"), loss = take("final_loss"), accuracy = take("test_accuracy");
+  const QJsonValue loss = take("final_loss"), accuracy = take("test_accuracy");
   const QJsonValue stopped = take("stopped");
   if (!world.isUndefined()) parts << tr("%1 ranks").arg(world.toInt());
   if (!steps.isUndefined() && !wall.isUndefined()) {
     parts << tr("%1 steps in %2 s of training loop").arg(steps.toInteger()).arg(number(wall.toDouble(), 2));
   }
-  if (!rate.isUndefined()) parts << tr("%1 samples/s").arg(groupedDigits(std::llround(rate.toDouble())));
+  // Its samples/s is rank 0's loop's, warm-up included: a third figure beside the status
+  // bar's and the Runs list's steady one (RunRecord::samples_per_s), so it is left out.
+  take("samples_per_s");
   if (loss.isDouble()) parts << tr("final loss %1").arg(number(loss.toDouble(), 4));
   if (accuracy.isDouble()) parts << tr("test accuracy %1%").arg(number(accuracy.toDouble() * 100.0, 2));
   if (stopped.toBool()) parts << tr("stopped early");

@@ -27,10 +27,12 @@
 
 #include "loom/analysis/analysis.h"
 #include "loom/store/run_store.h"
+#include "loom/ui/run_list_model.h"
 #include "loom/ui/timeline/timeline_view.h"
 #include "loom/ui/workbench/appearance.h"
 #include "loom/ui/workbench/path_overlay.h"
 #include "loom/ui/workbench/report_file.h"
+#include "loom/ui/workbench/run_browser.h"
 
 namespace loom::ui {
 
@@ -195,15 +197,40 @@ void MainWindow::createStatusBar() {
 }
 
 QString MainWindow::statusText() const { return state_label_->text(); }
+QString MainWindow::rateText() const { return rate_label_->text(); }
 
 void MainWindow::setStateText(const QString& text) {
   state_label_->setText(text);
   state_label_->setToolTip(text);
 }
 
+// Another store: a finished run on screen is the old store's, so its views are emptied.
 void MainWindow::setDbPath(const QString& path) {
+  if (path != dbPath()) forgetFinishedRun();
   controller_.setDbPath(path);
   refreshRunList();
+}
+
+// After each reload of the Runs list, for a finished run on screen: if the list lacks it,
+// it was deleted (here or by loom-cli) and its caption and views describe nothing; else
+// the status bar gives the samples/s every view gives (the stored steady figure,
+// RunRecord::samples_per_s), not the last live estimate.
+void MainWindow::onRunListReloaded() {
+  const RunListModel* runs = run_browser_->model();
+  if (current_run_ == 0 || controller_.isRunning() || !runs->errorMessage().isEmpty() ||
+      run_browser_->database() != dbPath())
+    return;
+  const int row = runs->rowForRunId(current_run_);
+  if (row < 0) {
+    // A list read before the run was stored lacks it too: only the store can say it is gone.
+    auto store = loom::store::RunStore::open(dbPath().toStdString());
+    if (!store.ok()) return;
+    const auto run = store->load_run(current_run_);
+    if (!run.ok() && run.error().code == loom::ErrorCode::NotFound) forgetFinishedRun();
+    return;
+  }
+  const double rate = runs->run(row).samples_per_s;
+  rate_label_->setText(rate > 0 ? tr("%1 samples/s").arg(rate, 0, 'f', 0) : QString());
 }
 
 QString MainWindow::saveRunReport(const QString& path) {
@@ -214,11 +241,16 @@ QString MainWindow::saveRunReport(const QString& path) {
   return error;
 }
 
-// An existing store to browse, or a new file that the next run creates.
+// An existing store to browse, or a new file that the next run creates: an open dialog
+// that also takes a new name (AnyFile), so its button says Open, not Save.
 void MainWindow::chooseDatabase() {
-  const QString path = QFileDialog::getSaveFileName(this, tr("Run database"), dbPath(), tr("SQLite (*.db)"), nullptr,
-                                                    QFileDialog::DontConfirmOverwrite);
-  if (!path.isEmpty()) setDbPath(path);
+  QFileDialog dialog(this, tr("Open run store"), dbPath(), tr("Run stores (*.db);;All files (*)"));
+  dialog.setObjectName("OpenStoreDialog");
+  dialog.setAcceptMode(QFileDialog::AcceptOpen);
+  dialog.setFileMode(QFileDialog::AnyFile);
+  dialog.setLabelText(QFileDialog::Accept, tr("Open"));
+  if (dialog.exec() != QDialog::Accepted || dialog.selectedFiles().isEmpty()) return;
+  setDbPath(dialog.selectedFiles().front());
 }
 
 void MainWindow::setDarkPalette(bool dark) {
@@ -276,6 +308,10 @@ bool MainWindow::openPlanFile(const QString& path) {
 // its caption saying which plan it runs.
 void MainWindow::planReplaced(const QString& exampleHint) {
   example_hint_ = exampleHint;
+  forgetFinishedRun();
+}
+
+void MainWindow::forgetFinishedRun() {
   if (!controller_.isRunning() && current_run_ != 0) {
     feed_.stop();
     current_run_ = 0;

@@ -136,6 +136,7 @@ void MainWindow::createDocks() {
   connect(run_browser_, &RunBrowser::compareRequested, this, &MainWindow::openComparison);
   connect(run_browser_, &RunBrowser::openStoreRequested, this, &MainWindow::chooseDatabase);
   connect(run_browser_, &RunBrowser::errorOccurred, this, &MainWindow::showError);
+  connect(run_browser_, &RunBrowser::listReloaded, this, &MainWindow::onRunListReloaded);
   view_menu_->addSeparator();
   result_docks_ = {
       addDock(tr("Training"), "TrainingDock", scrollable(views_.training()), Qt::BottomDockWidgetArea),

@@ -46,8 +46,9 @@ std::vector<PlanError> check_parameters(const ModelInfo& info);
 
 // A plan whose largest rank needs more memory than `memory_bytes` (weights, gradients,
 // optimizer state and activations, as model_info estimates them), as one error naming
-// the stage; empty when it fits or when memory_bytes <= 0 (unknown).
+// the stage; else whose ranks on this machine (host "localhost") need more together, as
+// one error naming how many; empty when it fits or when memory_bytes <= 0 (unknown).
 std::vector<PlanError> check_memory(const Plan& plan, std::int64_t memory_bytes);
-std::vector<PlanError> check_memory(const ModelInfo& info, std::int64_t memory_bytes);  // already inferred
+std::vector<PlanError> check_memory(const Plan& plan, const ModelInfo& info, std::int64_t memory_bytes);  // inferred
 
 }  // namespace loom::limits

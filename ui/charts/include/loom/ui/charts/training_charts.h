@@ -106,12 +106,15 @@ class BreakdownChart : public QWidget {
   QString toolTipAt(const QPoint& pos) const;
   // What a segment ("compute", ..., "hidden_comm") counts; "" for an unknown name.
   static QString segmentExplanation(const QString& segment);
+  int legendColumns() const;  // more than one where the plot is too short for one column
 
  protected:
   void changeEvent(QEvent* event) override;
+  bool eventFilter(QObject* watched, QEvent* event) override;
 
  private:
   void buildPlot();
+  void fitLegend(int height);
   void applyPalette();
   void showToolTip(QMouseEvent* event);
   QString segmentAt(int rank, double seconds, bool hiddenBar) const;

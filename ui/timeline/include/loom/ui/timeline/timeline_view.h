@@ -91,10 +91,11 @@ class TimelineView : public QWidget {
   void setHeaderVisible(bool on);
   StepNavigator* stepNavigator() const { return navigator_; }
   KindLegend* legend() const { return legend_; }
-  // The notice painted when there are too many arrows to draw ("" when arrows are drawn),
-  // and where it was painted (plot coordinates).
+  // The notice painted when arrows are hidden, too many in view or piled into a few
+  // pixels ("" when every arrow is drawn), and where it was painted (plot coordinates).
   QString arrowNotice() const;
   QRect arrowNoticeRect() const;
+  std::size_t arrowsDrawn() const;  // by the latest paint
   // Replay: with a cursor (origin-relative ns) the lanes show only what had started by
   // then, spans cut at the cursor, and arrows whose message had arrived; a line marks it.
   void setReplayCursor(std::optional<double> t_ns);

@@ -73,6 +73,7 @@ class MainWindow : public QMainWindow {
   // Opens a window comparing these stored runs (2 to 6), deleted when closed.
   ComparisonWindow* openComparison(const QList<qint64>& runIds);
   QString statusText() const;
+  QString rateText() const;  // the status bar's samples/s
   QString launchLog() const;
   QString runCaption() const;  // the line over the timeline naming the run on screen
   // The oversubscription warning under it; empty when the plan fits this machine's cores.
@@ -151,6 +152,10 @@ class MainWindow : public QMainWindow {
   bool savePlan();
   bool savePlanAs();
   void planReplaced(const QString& exampleHint = {});
+  // Empties the views of a finished run on screen (a live run stays): another plan, another
+  // store, or the run deleted.
+  void forgetFinishedRun();
+  void onRunListReloaded();
   void addRecent(const QString& path);
   void rebuildRecentMenu();
   void rebuildExamplesMenu();
