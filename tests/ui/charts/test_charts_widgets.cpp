@@ -343,7 +343,7 @@ void TestChartsWidgets::breakdownShowsPipelineBubbles() {
   chart.setPipeline(p);
   const QString negative = chart.pipelineText();
   QVERIFY2(negative.contains(QStringLiteral("= schedule 30% + imbalance -3% + comm/jitter -7%")), qPrintable(negative));
-  QVERIFY2(negative.contains(QStringLiteral("A negative imbalance:")) && negative.contains("A negative comm/jitter:"),
+  QVERIFY2(negative.contains(QStringLiteral("Negative imbalance: ")) && negative.contains("; comm/jitter: "),
            qPrintable(negative));
   p.stages = 1;
   p.stages_stats.resize(1);

@@ -107,16 +107,16 @@ QStringList negative_parts_explained(const loom::analysis::PipelineStats& stats)
     rest = rest || negative(st.bubble_fraction, st.bubble_theory);
   }
   QStringList lines;
-  if (imbalance)
-    lines << BreakdownChart::tr("A negative imbalance: with these stages' own op times the schedule leaves this "
-                                "stage less idle than with equal stages.");
-  if (rest)
-    lines << BreakdownChart::tr("A negative comm/jitter: the stage idled less than the replay predicts (work the "
-                                "replay serializes overlapped, or its op times were longer than measured here).");
+  // One line for both, short enough not to wrap in a 1280x720 window's dock.
+  QStringList parts;
+  if (imbalance) parts << BreakdownChart::tr("imbalance: its own op times leave it less idle than equal stages");
+  if (rest) parts << BreakdownChart::tr("comm/jitter: it idled less than the replay predicts");
+  if (!parts.isEmpty()) lines << BreakdownChart::tr("Negative %1.").arg(parts.join(QStringLiteral("; ")));
   return lines;
 }
 
-// Legend entries per column: as many as fit the plot's height, so that no entry is cut.
+// Legend entries per column: no more than fit the plot's height, so that no entry is cut,
+// and spread evenly over the columns that needs (7 entries where 5 fit: 4 and 3).
 int legend_rows_that_fit(const QCPLegend* legend, int height) {
   int row_height = 0, items = 0;
   for (int i = 0; i < legend->itemCount(); ++i) {
@@ -127,7 +127,10 @@ int legend_rows_that_fit(const QCPLegend* legend, int height) {
   }
   const QMargins m = legend->margins();
   const int room = height - m.top() - m.bottom() - 4;
-  return std::clamp(room / std::max(1, row_height + legend->rowSpacing()), 1, std::max(1, items));
+  items = std::max(1, items);
+  const int fit = std::clamp(room / std::max(1, row_height + legend->rowSpacing()), 1, items);
+  const int columns = (items + fit - 1) / fit;
+  return (items + columns - 1) / columns;
 }
 
 }  // namespace
@@ -155,7 +158,7 @@ BreakdownChart::BreakdownChart(QWidget* parent) : QWidget(parent) {
 void BreakdownChart::buildPlot() {
   plot_ = new QCustomPlot(this);
   add_save_menu(plot_);
-  plot_->setMinimumHeight(140);
+  plot_->setMinimumHeight(120);  // with three stage lines under it, it fits a 1280x720 window's dock
   plot_->setMouseTracking(true);
   // No fixed tooltip: Qt would show it over the one the pointer's bar asks for (eventFilter).
   plot_->installEventFilter(this);
@@ -165,10 +168,9 @@ void BreakdownChart::buildPlot() {
     if (below) bars->moveAbove(below);
     below = bars;
   }
-  // One line, as every entry: a taller entry would set the height of every legend row.
-  make_bars(plot_, BreakdownCategory::HiddenCommunication,
-            tr("%1 (thin bar)").arg(breakdown_category(BreakdownCategory::HiddenCommunication).displayName()),
-            kHiddenWidth);
+  // One short line, as every entry: a taller entry would set the height of every legend
+  // row, a longer one the width of its column (its tooltip gives the category's full name).
+  make_bars(plot_, BreakdownCategory::HiddenCommunication, tr("hidden communication (thin bar)"), kHiddenWidth);
   plot_->yAxis->setRangeReversed(true);
   plot_->yAxis->setTicker(QSharedPointer<QCPAxisTickerText>::create());
   plot_->yAxis->grid()->setVisible(false);
