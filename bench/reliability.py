@@ -12,7 +12,7 @@ stored events), then does one thing to it:
   stop-server SIGSTOP to the parameter server of the 3-rank parameter-server example
               (hang_timeout_s = --hang-limit).             Expected: hung, the server named.
   stop-worker SIGSTOP to one of its two workers.         Expected: hung, that worker named.
-  diverge     the 1-process MLP example with lr 1e6.      Expected: failed, "the loss
+  diverge     the 1-process MLP example, SGD at lr 1e6.   Expected: failed, "the loss
               diverged at step N", with every loss value up to then stored.
 
 and measures, per trial:
@@ -177,13 +177,13 @@ def pick_target(kind, db, job):
 
 
 def diverge_trial(args, workdir, index):
-    """The MLP example with a learning rate of 1e6, to its end: the run fails saying where the
+    """The MLP example with SGD at a learning rate of 1e6, to its end: the run fails saying where the
     loss diverged, and every loss value up to then is stored."""
     db = os.path.join(workdir, f"diverge-{index}.db")
     plan_path = os.path.join(workdir, f"diverge-{index}.json")
     with open(os.path.join(ROOT, "resources", "plans", "mlp_fashion.json")) as f:
         plan = json.load(f)
-    plan["training"]["optimizer"]["lr"] = 1e6
+    plan["training"]["optimizer"] = {"type": "sgd", "lr": 1e6}  # Adam's steps are bounded: it would not diverge
     with open(plan_path, "w") as f:
         json.dump(plan, f)
     t0 = time.monotonic()
@@ -323,7 +323,7 @@ def main():
         f"{args.stop_server} --stop-worker {args.stop_worker} --diverge {args.diverge} --hang-limit {args.hang_limit}`",
         f"- plan: resources/plans/dp4_mlp_fashion.json on {args.ranks} ranks, 200,000 steps (minutes unless ended); "
         "stop-server and stop-worker: resources/plans/parameter_server_mlp.json (2 workers, 1 server), 200,000 steps; "
-        "diverge: resources/plans/mlp_fashion.json with lr 1e6 (detection: the whole run; right rank named: the "
+        "diverge: resources/plans/mlp_fashion.json with SGD at lr 1e6 (detection: the whole run; right rank named: the "
         "error says where the loss diverged; its loss values kept: see the trial's `losses_kept`)",
         "- detection: action to the stored end of the run (median, min-max); orphans: job processes alive 10 s "
         "after the action, over all trials; integrity: PRAGMA integrity_check; events: stored, median; right rank "

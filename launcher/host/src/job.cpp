@@ -188,16 +188,23 @@ void watch_for_hang(Job& job) {
   limits.fixed_s = job.plan.training.hang_timeout_s;
   const std::int64_t now = trace::now_ns();
   const double median_step_s = job.feeder.median_step_s();
-  auto stall = find_stall(ranks, now, limits, median_step_s);
-  if (!stall) return;
-  // Which rank to blame: only now is it worth reading the local ranks' process states.
+  // Whether a rank silent past its limit is stopped decides both whether the job is hung
+  // while others progress and whom to blame: those ranks' process states are read, and
+  // only theirs, only then.
+  auto past_limit = [&](const RankActivity& a) {
+    return a.connected && !a.finished &&
+           double(now - a.last_progress_ns) * 1e-9 > hang_limit_s(limits, a.training, median_step_s);
+  };
+  if (std::none_of(ranks.begin(), ranks.end(), past_limit)) return;
   const std::vector<RankOutcome> outcomes = job.feeder.outcomes();
   for (RankActivity& a : ranks) {
+    if (!past_limit(a) || std::size_t(a.rank) >= outcomes.size()) continue;
     const RankOutcome& o = outcomes[std::size_t(a.rank)];
     const char state = o.same_host ? local_rank_state(o.pid) : '\0';
     a.process_stopped = state == 'T' || state == 't';
   }
-  stall = find_stall(ranks, now, limits, median_step_s);
+  const auto stall = find_stall(ranks, now, limits, median_step_s);
+  if (!stall) return;
   job.hang = describe_stall(*stall);
   flush_log(job);
   (void)job.store.append_log(job.run_id, "hung: " + job.hang + "; ending the job\n");
