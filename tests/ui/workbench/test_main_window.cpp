@@ -396,6 +396,33 @@ class TestMainWindow : public QObject {
     QVERIFY(window_->oversubscriptionText().isEmpty());
   }
 
+  // A stored run is judged by what it recorded when it ran, not by this machine: one that
+  // recorded 8 ranks on 4 cores says so under a 1-process designer plan; one that recorded
+  // nothing says nothing under a designer plan this machine cannot hold without sharing.
+  void storedRunIsJudgedByWhatItRecorded() {
+    const QString db = window_->dbPath();
+    QVERIFY(window_->openExample(":/plans/mlp_fashion.json"));
+    const qint64 shared = store_run(db, window_->document()->plan());
+    {
+      auto store = loom::store::RunStore::open(db.toStdString());
+      QVERIFY(store->append_metrics(shared, {{0, -1, 0, loom::host::kOversubscribedRanksMetric, 8},
+                                             {0, -1, 0, loom::host::kOversubscribedCoresMetric, 4}}).ok());
+    }
+    QSignalSpy loaded(window_.get(), &MainWindow::runLoaded);
+    window_->openRun(shared);
+    QTRY_COMPARE_WITH_TIMEOUT(loaded.count(), 1, 20000);
+    QVERIFY2(window_->oversubscriptionText().contains("8 ranks share 4 cores"), qPrintable(window_->oversubscriptionText()));
+
+    loom::Plan wide = window_->document()->plan();
+    wide.parallel.data_parallel = 64;
+    wide.parallel.devices.assign(64, loom::DeviceSpec{});
+    window_->document()->reset(wide);  // 64 ranks: shared cores on any machine this runs on
+    const qint64 alone = store_run(db, wide);
+    window_->openRun(alone);
+    QTRY_COMPARE_WITH_TIMEOUT(loaded.count(), 2, 20000);
+    QVERIFY2(window_->oversubscriptionText().isEmpty(), qPrintable(window_->oversubscriptionText()));
+  }
+
   void helpHasTheGlossaryAndTheTour() {
     const QStringList terms = {"Data parallel", "All-reduce", "Bucket", "Pipeline stage", "Micro-batch", "Bubble",
                                "GPipe", "1F1B", "Parameter server", "Staleness", "SSP", "Local SGD", "Straggler",

@@ -206,10 +206,36 @@ QString MainWindow::oversubscriptionText() const { return oversubscribed_->isHid
 
 // Before and during a run: ranks outnumbering this machine's cores take turns on them, which
 // the timings show (descheduled time); say so where the timeline is, in plain words.
-void MainWindow::updateOversubscription() {
-  const loom::host::Oversubscription load = loom::host::oversubscription_here(document_.plan());
+// The designer's plan, or a live run, is judged on this machine; a finished run on screen
+// by what it recorded when it ran (its host's cores, not the viewer's).
+QStringList MainWindow::oversubscriptionLines() {
+  loom::host::Oversubscription load;
+  if (shown_.id == 0 || controller_.isRunning()) {
+    load = loom::host::oversubscription_here(document_.plan());
+  } else {
+    if (recorded_load_run_ != shown_.id) {
+      recorded_load_run_ = shown_.id;
+      recorded_load_.clear();
+      auto store = loom::store::RunStore::open(dbPath().toStdString());
+      if (!store.ok()) return {};
+      const auto recorded = loom::host::recorded_oversubscription(*store, shown_.id);
+      const auto run = store->load_run(shown_.id);
+      if (recorded.ok() && recorded->has_value()) {
+        loom::host::Oversubscription stored;
+        stored.hosts.push_back(**recorded);
+        stored.hosts.back().host = run.ok() && !run->host.empty() ? run->host : "its host";
+        for (const std::string& m : stored.messages()) recorded_load_ << QString::fromStdString(m);
+      }
+    }
+    return recorded_load_;
+  }
   QStringList lines;
   for (const std::string& m : load.messages()) lines << QString::fromStdString(m);
+  return lines;
+}
+
+void MainWindow::updateOversubscription() {
+  const QStringList lines = oversubscriptionLines();
   oversubscribed_->setText(lines.isEmpty() ? QString()
                                            : tr("Oversubscribed: %1. The breakdown shows that time as descheduled.")
                                                  .arg(lines.join(QStringLiteral("; "))));

@@ -199,6 +199,10 @@ class MainWindow : public QMainWindow {
   QPlainTextEdit* log_ = nullptr;
   QLabel* caption_ = nullptr;
   QLabel* oversubscribed_ = nullptr;  // said before and during a run whose ranks outnumber cores
+  // A stored run's oversubscription as it recorded it, read once per run shown.
+  qint64 recorded_load_run_ = 0;
+  QStringList recorded_load_;
+  QStringList oversubscriptionLines();
   QLabel* state_label_ = nullptr;
   QLabel* elapsed_label_ = nullptr;
   QLabel* rate_label_ = nullptr;
