@@ -168,9 +168,10 @@ void BreakdownChart::buildPlot() {
     if (below) bars->moveAbove(below);
     below = bars;
   }
-  // One short line, as every entry: a taller entry would set the height of every legend
-  // row, a longer one the width of its column (its tooltip gives the category's full name).
-  make_bars(plot_, BreakdownCategory::HiddenCommunication, tr("hidden communication (thin bar)"), kHiddenWidth);
+  // One line, as every entry: a taller entry would set the height of every legend row.
+  make_bars(plot_, BreakdownCategory::HiddenCommunication,
+            tr("%1 (thin bar)").arg(breakdown_category(BreakdownCategory::HiddenCommunication).displayName()),
+            kHiddenWidth);
   plot_->yAxis->setRangeReversed(true);
   plot_->yAxis->setTicker(QSharedPointer<QCPAxisTickerText>::create());
   plot_->yAxis->grid()->setVisible(false);

@@ -97,8 +97,10 @@ const std::array<CategoryStyle, kBreakdownCategoryCount>& category_table() {
         {BC::Data, "data", "data loading", "Reading and preparing batches.", EventKind::DataLoad},
         {BC::ExposedCommunication, "exposed_comm", "exposed communication",
          "Communication in flight while the rank did no work: the rank waited for it.", EventKind::Wait},
-        {BC::HiddenCommunication, "hidden_comm", "communication hidden behind work",
-         "Communication in flight while the rank computed: it cost no time.", EventKind::AllReduce},
+        // "hidden", as the glossary's term, beside "exposed": short enough for a legend row.
+        {BC::HiddenCommunication, "hidden_comm", "hidden communication",
+         "Communication in flight while the rank computed, hidden behind that work: it cost no time.",
+         EventKind::AllReduce},
         {BC::Idle, "idle", "idle / bubble",
          "No work and no communication: pipeline bubbles, injected delays, gaps.", EventKind::Idle},
         {BC::Descheduled, "descheduled", "descheduled",

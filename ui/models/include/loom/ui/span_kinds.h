@@ -71,7 +71,7 @@ const SpanKindStyle& span_kind(loom::trace::EventKind kind);
 std::span<const CategoryStyle> breakdown_categories();
 const CategoryStyle& breakdown_category(BreakdownCategory category);
 
-// "exposed communication, or communication hidden behind work where it overlaps
+// "exposed communication, or hidden communication where it overlaps
 // computation", "compute", "not counted itself (its parts are)": for tooltips.
 QString counts_in_text(const SpanKindStyle& style);
 // The kind's name, explanation and category as a tooltip.
