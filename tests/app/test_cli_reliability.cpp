@@ -29,35 +29,37 @@ namespace {
 using loom::test::Result;
 using loom::test::run_cli;
 
-// Two data-parallel ranks on Fashion-MNIST, long enough to be killed mid-training;
-// `hang_timeout_s` 0 is the automatic limit.
-QByteArray long_plan(double hang_timeout_s = 0) {
+// A plan on Fashion-MNIST, long enough to be killed or stopped mid-training, with the
+// given parallel section; `hang_timeout_s` 0 is the automatic limit.
+QByteArray reliability_plan(const char* name, double hang_timeout_s, const char* parallel) {
   return QString(R"({
-    "format": "loom-plan/1", "name": "cli-reliability",
+    "format": "loom-plan/1", "name": "%2",
     "model": {"input": [1, 28, 28], "layers": [{"type": "flatten"}, {"type": "linear", "out": 64},
               {"type": "relu"}, {"type": "linear", "out": 10}]},
     "data": {"source": "fashion-mnist", "path": "/usr/share/datasets/fashion-mnist", "train_limit": 6400, "test_limit": 500},
     "training": {"batch": 64, "steps": 1000000, "threads": 1, "hang_timeout_s": %1,
                  "optimizer": {"type": "sgd", "lr": 0.05}},
-    "parallel": {"devices": [{"kind": "cpu", "host": "localhost"}, {"kind": "cpu", "host": "localhost"}],
-                 "data_parallel": 2}
-  })").arg(hang_timeout_s).toUtf8();
+    "parallel": %3
+  })")
+      .arg(hang_timeout_s)
+      .arg(QString::fromLatin1(name), QString::fromLatin1(parallel))
+      .toUtf8();
+}
+
+// Two data-parallel ranks.
+QByteArray long_plan(double hang_timeout_s = 0) {
+  return reliability_plan("cli-reliability", hang_timeout_s,
+                          R"({"devices": [{"kind": "cpu", "host": "localhost"}, {"kind": "cpu", "host": "localhost"}],
+                 "data_parallel": 2})");
 }
 
 // The parameter-server example's shape: workers 0 and 1, server rank 2 (core/plan.h
-// rank_role), long enough to be stopped mid-training.
+// rank_role).
 QByteArray ps_plan(double hang_timeout_s) {
-  return QString(R"({
-    "format": "loom-plan/1", "name": "cli-reliability-ps",
-    "model": {"input": [1, 28, 28], "layers": [{"type": "flatten"}, {"type": "linear", "out": 64},
-              {"type": "relu"}, {"type": "linear", "out": 10}]},
-    "data": {"source": "fashion-mnist", "path": "/usr/share/datasets/fashion-mnist", "train_limit": 6400, "test_limit": 500},
-    "training": {"batch": 64, "steps": 1000000, "threads": 1, "hang_timeout_s": %1,
-                 "optimizer": {"type": "sgd", "lr": 0.05}},
-    "parallel": {"devices": [{"kind": "cpu", "host": "localhost"}, {"kind": "cpu", "host": "localhost"},
+  return reliability_plan("cli-reliability-ps", hang_timeout_s,
+                          R"({"devices": [{"kind": "cpu", "host": "localhost"}, {"kind": "cpu", "host": "localhost"},
                              {"kind": "cpu", "host": "localhost"}],
-                 "data_parallel": 2, "sync": {"mode": "parameter_server", "servers": 1}}
-  })").arg(hang_timeout_s).toUtf8();
+                 "data_parallel": 2, "sync": {"mode": "parameter_server", "servers": 1}})");
 }
 
 // The MPI rank of a rank process, from the environment mpirun gave it; -1 if unknown.
