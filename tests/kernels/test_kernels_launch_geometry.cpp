@@ -4,7 +4,7 @@
 // backend at batch 64, and at batch 512 where a linear layer's bias gradient sums 512 rows;
 // every launch must cover its work items with whole blocks and no spare block, and no
 // reduction may be launched with fewer threads than its work needs: at least
-// min(values summed / 256, 1024) threads, and no thread summing more than 256 values. One
+// min(values summed / 64, 1024) threads, and no thread summing more than 64 values. One
 // thread per output (the serial bias gradients these replaced) fails both at these shapes.
 #include <QtTest>
 
@@ -141,13 +141,13 @@ class TestLaunchGeometry : public QObject {
       if (r.summed == 0) continue;
       const std::int64_t needed = std::min<std::int64_t>(r.summed / lc::kMaxChunk, 1024);
       QVERIFY2(r.n >= needed, qPrintable(QString("a reduction on %1 threads, needs %2: ").arg(r.n).arg(needed) + describe(r)));
-      QVERIFY2((r.summed + r.n - 1) / r.n <= lc::kMaxChunk, qPrintable("a thread sums over 256 values: " + describe(r)));
+      QVERIFY2((r.summed + r.n - 1) / r.n <= lc::kMaxChunk, qPrintable("a thread sums over 64 values: " + describe(r)));
     }
     // The step's reductions were all seen: two linear and two convolution bias gradients
     // (a pass 1 each, then SumPartials), the two pooling gathers, Adam on 8 parameters.
     QCOMPARE(launches["BiasGradPartial"], 2);
     QCOMPARE(launches["ChannelBiasGradPartial"], 2);
-    QVERIFY(launches["SumPartials"] >= 4);  // a third pass where an output has over 256 partials
+    QVERIFY(launches["SumPartials"] >= 4);  // a third pass where an output has over 64 partials
     QCOMPARE(launches["MaxPoolBackward"], 2);
     QCOMPARE(launches["AdamStep"], 8);
     qInfo("batch %d: %zu launches recorded", batch, log.records.size());
@@ -155,22 +155,22 @@ class TestLaunchGeometry : public QObject {
       if (r.summed > 0) qInfo("  %s", qPrintable(describe(r)));
   }
 
-  // The chunking rule of launch_geometry.h on worked shapes: about sqrt(length) chunks of
-  // about sqrt(length) values, fewer chunks once the outputs alone fill kReductionThreads,
-  // and never a chunk over 256 values; no chunk is empty, and the same shape gives the
-  // same chunking (the order of summation, hence the result, is fixed by the shape).
+  // The chunking rule of launch_geometry.h on worked shapes: chunks of at most 32 values,
+  // as few as that allows, whatever the number of outputs; no chunk is empty, and the same
+  // shape gives the same chunking (the order of summation, hence the result, is fixed by
+  // the shape).
   void chunkingRule_data() {
     QTest::addColumn<qlonglong>("outputs");
     QTest::addColumn<qlonglong>("length");
     QTest::addColumn<qlonglong>("chunks");
     QTest::addColumn<qlonglong>("per_chunk");
-    QTest::newRow("conv1 at batch 64: 16 x 64*28*28") << 16LL << 50176LL << 224LL << 224LL;
-    QTest::newRow("conv2 at batch 64: 32 x 64*14*14") << 32LL << 12544LL << 112LL << 112LL;
-    QTest::newRow("fc1 at batch 64") << 128LL << 64LL << 8LL << 8LL;
-    QTest::newRow("classifier at batch 7") << 10LL << 7LL << 3LL << 3LL;
-    QTest::newRow("wide layer: the outputs fill the GPU") << 100000LL << 64LL << 1LL << 64LL;
-    QTest::newRow("4096 outputs of 1024 rows: 16 chunks reach 64K threads") << 4096LL << 1024LL << 16LL << 64LL;
-    QTest::newRow("one sum of a million: chunks of 256") << 1LL << 1000000LL << 3907LL << 256LL;
+    QTest::newRow("conv1 at batch 64: 16 x 64*28*28") << 16LL << 50176LL << 1568LL << 32LL;
+    QTest::newRow("conv2 at batch 64: 32 x 64*14*14") << 32LL << 12544LL << 392LL << 32LL;
+    QTest::newRow("fc1 at batch 64") << 128LL << 64LL << 2LL << 32LL;
+    QTest::newRow("classifier at batch 7") << 10LL << 7LL << 1LL << 7LL;
+    QTest::newRow("wide layer at batch 64") << 100000LL << 64LL << 2LL << 32LL;
+    QTest::newRow("100 rows: 4 chunks of 25, not 3 of 32 and one of 4") << 4LL << 100LL << 4LL << 25LL;
+    QTest::newRow("one sum of a million") << 1LL << 1000000LL << 31250LL << 32LL;
     QTest::newRow("a single value") << 3LL << 1LL << 1LL << 1LL;
   }
   void chunkingRule() {
@@ -182,7 +182,7 @@ class TestLaunchGeometry : public QObject {
     QCOMPARE(qlonglong(c.chunks), chunks);
     QCOMPARE(qlonglong(c.length), per_chunk);
     QVERIFY(c.chunks * c.length >= length && (c.chunks - 1) * c.length < length);
-    QVERIFY(c.length <= lc::kMaxChunk);
+    QVERIFY(c.length <= lc::kChunk);
     const lc::Chunking again = lc::reduction_chunks(outputs, length);
     QVERIFY(again.chunks == c.chunks && again.length == c.length);
   }

@@ -36,6 +36,9 @@ class CudaExec {
         in_use_(other.in_use_),
         stamps_(std::move(other.stamps_)),
         anchor_(std::exchange(other.anchor_, nullptr)),
+        anchor_taken_(std::exchange(other.anchor_taken_, false)),
+        anchor_before_(other.anchor_before_),
+        anchor_after_(other.anchor_after_),
         stamps_used_(other.stamps_used_),
         graph_(std::exchange(other.graph_, nullptr)),
         capturing_(other.capturing_),
@@ -181,25 +184,48 @@ class CudaExec {
   }
 
  public:
+  // The step's stamps on the host clock (stamp_clock.h). The anchor is kept across steps:
+  // taking one costs a record and a wait for the device, once a second rather than once a
+  // step (the tracing cost of a short GPU step). A stamp after the anchor is that many
+  // milliseconds later on the host; the very first stamps, before any anchor, are measured
+  // back from the one taken for them. Re-taken when a second old: cudaEventElapsedTime's
+  // float milliseconds keep 61 ns up to 1000 ms, and the two clocks drift apart by parts
+  // per million.
   std::vector<std::int64_t> resolve_stamps() {
     if (refused_in_capture("resolve stamps")) return {};
     synchronize();
     std::vector<std::int64_t> times(stamps_used_, kernels::host_now_ns());  // what a failure leaves
-    if (stamps_used_ > 0 && ok() && (anchor_ || LOOM_CUDA_RECORD(cudaEventCreate(&anchor_)))) {
-      const std::int64_t before = kernels::host_now_ns();
-      const bool anchored = LOOM_CUDA_RECORD(cudaEventRecord(anchor_, stream_)) &&
-                            LOOM_CUDA_RECORD(cudaEventSynchronize(anchor_));
-      const std::int64_t after = kernels::host_now_ns();
-      for (std::size_t i = 0; anchored && i < stamps_used_; ++i) {
+    const bool anchor_first = anchor_taken_;  // the anchor was recorded before these stamps
+    if (stamps_used_ > 0 && ok() && (anchor_first || take_anchor())) {
+      for (std::size_t i = 0; i < stamps_used_; ++i) {
         float ms = 0;
-        if (stamps_[i] && LOOM_CUDA_RECORD(cudaEventElapsedTime(&ms, stamps_[i], anchor_)))
-          times[i] = stamp_host_ns(before, after, ms);
+        if (!stamps_[i]) continue;
+        if (anchor_first && LOOM_CUDA_RECORD(cudaEventElapsedTime(&ms, anchor_, stamps_[i])))
+          times[i] = stamp_host_ns(anchor_before_, anchor_after_, -ms);
+        else if (!anchor_first && LOOM_CUDA_RECORD(cudaEventElapsedTime(&ms, stamps_[i], anchor_)))
+          times[i] = stamp_host_ns(anchor_before_, anchor_after_, ms);
       }
     }
+    if (ok() && kernels::host_now_ns() - anchor_after_ > kAnchorAgeNs) (void)take_anchor();  // for the stamps to come
     stamps_used_ = 0;
     return times;
   }
 
+ private:
+  static constexpr std::int64_t kAnchorAgeNs = 1'000'000'000;
+  // Records the anchor on the idle stream between two host clock reads.
+  bool take_anchor() {
+    anchor_taken_ = false;
+    if (!anchor_ && !LOOM_CUDA_RECORD(cudaEventCreate(&anchor_))) return false;
+    anchor_before_ = kernels::host_now_ns();
+    if (!LOOM_CUDA_RECORD(cudaEventRecord(anchor_, stream_)) || !LOOM_CUDA_RECORD(cudaEventSynchronize(anchor_)))
+      return false;
+    anchor_after_ = kernels::host_now_ns();
+    anchor_taken_ = true;
+    return true;
+  }
+
+ public:
   template <class Body>
   void launch(std::int64_t n, const Body& body) {
     if (!ok() || n <= 0) return;
@@ -234,6 +260,8 @@ class CudaExec {
   std::int64_t in_use_ = 0;
   std::vector<cudaEvent_t> stamps_;
   cudaEvent_t anchor_ = nullptr;
+  bool anchor_taken_ = false;  // anchor_ passed the device between the two host reads below
+  std::int64_t anchor_before_ = 0, anchor_after_ = 0;
   std::size_t stamps_used_ = 0;
   cudaGraphExec_t graph_ = nullptr;
   bool capturing_ = false;

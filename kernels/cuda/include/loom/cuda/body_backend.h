@@ -296,9 +296,9 @@ class BodyBackend final : public kernels::Backend {
     finish_reduction(partials, channels, c.chunks, c.chunks, 1, db);  // partial c of channel k at [k * chunks + c]
   }
   // Adds each output's `chunks` partials onto out[o] in chunk order: directly when they
-  // are at most kMaxChunk (every shape with up to 65536 values per output: two passes in
-  // all), else first summed in groups (reduction_chunks again) into the scratch's second
-  // half, alternating halves, until they are.
+  // are at most kMaxChunk (every shape with up to kChunk x kMaxChunk = 2048 values per
+  // output: two passes in all), else first summed in groups (reduction_chunks again) into
+  // the scratch's second half, alternating halves, until they are.
   void finish_reduction(float* in, std::int64_t outputs, std::int64_t chunks, std::int64_t output_stride,
                         std::int64_t chunk_stride, float* out) {
     float* other = nullptr;  // the half of the scratch not holding `in`, once there are two

@@ -8,7 +8,7 @@
 // One work item per thread, no shared memory, no barriers, no atomics: that keeps every
 // kernel checkable this way. A thread's serial work is bounded by the layer's geometry,
 // never by the batch or the plane: reductions over a batch or a plane (the bias gradients)
-// run in two passes, partial sums of chunks of the values (one thread per chunk and
+// run in passes, partial sums of short chunks of the values (one thread per chunk and
 // output), then the partials added in chunk order (one thread per output); the chunking
 // (launch_geometry.h) depends on the shape only, so the result is deterministic. Gathers
 // visit only what can reach their element (max-pool backward: the windows containing the
@@ -158,6 +158,31 @@ struct BiasAdd {
 };
 
 // ---- reductions in passes (launch_geometry.h: reduction_chunks picks the chunking) --------
+// A thread's sum of a short run of values (at most kMaxChunk), in four interleaved
+// accumulators: value m goes to accumulator m % 4, and the total is (a0 + a1) + (a2 + a3).
+// A GPU thread issues its loads in order and waits at the first add that needs one; four
+// independent accumulators let four loads be in flight, where one running sum lets one.
+// The order is fixed by the count alone, so the result is the same on every executor.
+struct Sum4 {
+  float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
+  LOOM_HD void add4(float v0, float v1, float v2, float v3) {
+    a0 += v0;
+    a1 += v1;
+    a2 += v2;
+    a3 += v3;
+  }
+  LOOM_HD float total() const { return (a0 + a1) + (a2 + a3); }
+};
+
+// The sum of p[0], p[stride], ..., p[(count - 1) * stride], by Sum4's order.
+LOOM_HD inline float strided_sum(const float* p, std::int64_t count, std::int64_t stride) {
+  Sum4 s;
+  std::int64_t m = 0;
+  for (; m + 4 <= count; m += 4) s.add4(p[m * stride], p[(m + 1) * stride], p[(m + 2) * stride], p[(m + 3) * stride]);
+  for (; m < count; ++m) s.a0 += p[m * stride];
+  return s.total();
+}
+
 // Pass 1 of db[j] += sum over n of dy[n, j]: thread i = c * out + j sums rows
 // [c * chunk_rows, (c + 1) * chunk_rows) of column j into partials[c * out + j]. Threads
 // next to each other read next columns of one row, so a warp's reads are contiguous.
@@ -169,9 +194,7 @@ struct BiasGradPartial {
   LOOM_HD void operator()(std::int64_t i) const {
     const std::int64_t c = i / out, j = i % out;
     const std::int64_t begin = c * chunk_rows, end = begin + chunk_rows < rows ? begin + chunk_rows : rows;
-    float sum = 0.0f;
-    for (std::int64_t n = begin; n < end; ++n) sum += dy[n * out + j];
-    partials[i] = sum;
+    partials[i] = strided_sum(dy + begin * out + j, end - begin, out);
   }
   std::int64_t summed() const { return rows * out; }
 };
@@ -179,36 +202,51 @@ struct BiasGradPartial {
 // Pass 1 of db[k] += the sum of dy[n, k, :, :] over samples and pixels. Channel k's values,
 // taken in (sample, pixel) order as a sequence of samples * plane, are dealt to `chunks`
 // threads in turn: thread i = k * chunks + c sums the values at c, c + chunks, c + 2 chunks,
-// ... into partials[i]. Threads next to each other read next pixels (coalesced), and the
-// (sample, pixel) of the next value is stepped without a division.
+// ... into partials[i] (Sum4's order). Threads next to each other read next pixels
+// (coalesced), and the (sample, pixel) of the next value is stepped without a division.
 struct ChannelBiasGradPartial {
   static constexpr const char* kName = "ChannelBiasGradPartial";
   const float* dy;  // [samples, channels, plane]
   float* partials;  // [channels, chunks]
   std::int64_t samples, plane, channels, chunks;
   LOOM_HD void operator()(std::int64_t i) const {
-    const std::int64_t k = i / chunks, c = i % chunks;
-    const std::int64_t step_n = chunks / plane, step_s = chunks % plane;
-    std::int64_t n = c / plane, s = c % plane;
-    float sum = 0.0f;
-    while (n < samples) {
-      sum += dy[(n * channels + k) * plane + s];
+    const std::int64_t k = i / chunks, c = i % chunks, values = samples * plane;
+    const std::int64_t count = c < values ? (values - c + chunks - 1) / chunks : 0;
+    Cursor at{dy + k * plane, channels * plane, plane, chunks / plane, chunks % plane, c / plane, c % plane};
+    Sum4 s;
+    std::int64_t m = 0;
+    for (; m + 4 <= count; m += 4) {
+      const float v0 = at.take(), v1 = at.take(), v2 = at.take(), v3 = at.take();
+      s.add4(v0, v1, v2, v3);
+    }
+    for (; m < count; ++m) s.a0 += at.take();
+    partials[i] = s.total();
+  }
+  std::int64_t summed() const { return samples * plane * channels; }
+
+ private:
+  // Channel k's value (n, s) is at base[n * row + s]; take() reads it and steps `chunks`
+  // values on through the (sample, pixel) sequence.
+  struct Cursor {
+    const float* base;
+    std::int64_t row, plane, step_n, step_s, n, s;
+    LOOM_HD float take() {
+      const float v = base[n * row + s];
       n += step_n;
       s += step_s;
       if (s >= plane) {
         s -= plane;
         ++n;
       }
+      return v;
     }
-    partials[i] = sum;
-  }
-  std::int64_t summed() const { return samples * plane * channels; }
+  };
 };
 
 // The passes after the first, for both: output o's `chunks` partials (partial c at
-// in[o * output_stride + c * chunk_stride]) summed in chunk order, `per_group` at a time.
-// Thread i = o * groups + g sums partials [g * per_group, (g + 1) * per_group) into out[i];
-// the last pass has one group per output and adds its sum onto out[o] (accumulate).
+// in[o * output_stride + c * chunk_stride]) summed in chunk order (Sum4's), `per_group` at
+// a time. Thread i = o * groups + g sums partials [g * per_group, (g + 1) * per_group) into
+// out[i]; the last pass has one group per output and adds its sum onto out[o] (accumulate).
 struct SumPartials {
   static constexpr const char* kName = "SumPartials";
   const float* in;
@@ -218,9 +256,7 @@ struct SumPartials {
   LOOM_HD void operator()(std::int64_t i) const {
     const std::int64_t o = i / groups, begin = i % groups * per_group;
     const std::int64_t end = begin + per_group < chunks ? begin + per_group : chunks;
-    const float* p = in + o * output_stride;
-    float sum = 0.0f;
-    for (std::int64_t c = begin; c < end; ++c) sum += p[c * chunk_stride];
+    const float sum = strided_sum(in + o * output_stride + begin * chunk_stride, end - begin, chunk_stride);
     out[i] = accumulate ? out[i] + sum : sum;
   }
   std::int64_t summed() const { return outputs * chunks; }

@@ -1,5 +1,5 @@
 // How a body is launched: the block size, the grid for n work items, and the chunking of
-// the two-pass reductions. One header for both executors (CudaExec launches this geometry,
+// the reductions in passes. One header for both executors (CudaExec launches this geometry,
 // HostExec computes and records the same), C++17 and free of CUDA headers, so nvcc and the
 // host compiler read the same numbers.
 //
@@ -9,7 +9,6 @@
 // log a launch pays one null-pointer test.
 #pragma once
 
-#include <cmath>
 #include <cstdint>
 #include <type_traits>
 #include <vector>
@@ -22,23 +21,22 @@ inline constexpr std::int64_t blocks_for(std::int64_t n) { return (n + kBlock - 
 
 // ---- reductions in passes -------------------------------------------------------------------
 // A reduction of `outputs` sums, each over `length` values, runs as pass 1 (one thread per
-// (chunk, output): the partial sum of one chunk of the values) and pass 2 (one thread per
-// output: the partials added in chunk order onto the output). The rule, a function of the
-// shape only, so the order of summation (and the result) is the same every time for a
-// given shape:
-//  - chunks grow until pass 1 has about kReductionThreads threads (an H200 holds 132 SMs
-//    x 2048 = 270K resident threads; 64K keeps its memory system busy),
-//  - but no further than ceil(sqrt(length)), so pass 2's serial sum (chunks values) is
-//    never longer than pass 1's (length / chunks),
-//  - and at least ceil(length / kMaxChunk), so no pass-1 thread sums more than 256 values.
-// Up to 65536 values per output every thread of both passes thus sums at most 256 values.
-// Beyond that an output has more than 256 partials, and BodyBackend sums them in groups
-// chosen by the same rule (a third pass, and so on) until it has at most 256: no thread
-// of any pass ever sums more than kMaxChunk values. At the example CNN's conv1 at batch
-// 64 (16 channels of 64 x 28 x 28 values): 224 chunks of 224 values, 3584 threads in pass
-// 1 where one thread per channel made 16 (each summing 50176 values).
-inline constexpr std::int64_t kReductionThreads = 65536;
-inline constexpr std::int64_t kMaxChunk = 256;
+// (chunk, output): the partial sum of one chunk of the values), then passes that sum the
+// partials in groups the same way, until an output has at most kMaxChunk partials, and a
+// last pass (one thread per output) that adds them onto the output. The rule, a function of
+// the shape only, so the order of summation (and the result) is the same every time for a
+// given shape: chunks of at most kChunk values, as few chunks as that allows.
+//
+// Why short chunks: a thread's sum waits on its loads, so its time is about (values / 4)
+// memory latencies (element_kernels.h: four accumulators), whatever the thread count; many
+// short sums finish sooner than few long ones, and the GPU hides their latencies behind
+// each other. Measured on an H200 (2026-11-27, Nsight Compute): the example CNN's two
+// channel-bias gradients took 50-100 us each when pass 1 summed about sqrt(length) values
+// per thread (conv1 at batch 64: 224 chunks of 224 values, 3584 threads), 150 us of a
+// 407 us step. Now conv1 at batch 64 (16 channels of 64 x 28 x 28 values) is 1568 chunks
+// of 32 values (25088 threads), then 49 groups of 32, then a last pass over 49 partials.
+inline constexpr std::int64_t kChunk = 32;     // values per thread of pass 1 and the grouping passes
+inline constexpr std::int64_t kMaxChunk = 64;  // partials per output the last pass adds, at most
 
 struct Chunking {
   std::int64_t chunks = 1;  // partial sums per output
@@ -47,12 +45,7 @@ struct Chunking {
 
 inline Chunking reduction_chunks(std::int64_t outputs, std::int64_t length) {
   if (outputs <= 0 || length <= 0) return {1, length > 0 ? length : 0};
-  std::int64_t root = std::int64_t(std::ceil(std::sqrt(double(length))));
-  while (root * root < length) ++root;  // exact ceil(sqrt) whatever sqrt rounds to
-  std::int64_t chunks = (kReductionThreads + outputs - 1) / outputs;
-  if (chunks > root) chunks = root;
-  const std::int64_t least = (length + kMaxChunk - 1) / kMaxChunk;
-  if (chunks < least) chunks = least;
+  const std::int64_t chunks = (length + kChunk - 1) / kChunk;
   const std::int64_t per = (length + chunks - 1) / chunks;
   return {(length + per - 1) / per, per};  // no empty chunk
 }

@@ -4,8 +4,9 @@
 // `before` and `after`: the device passed it within that interval, and the midpoint is
 // taken as the anchor's host time (off by at most (after - before) / 2, a few
 // microseconds). A stamp `ms_before_anchor` milliseconds earlier
-// (cudaEventElapsedTime(&ms, stamp, anchor)) is that much earlier on the host clock. Plain
-// C++, so it is tested in every build.
+// (cudaEventElapsedTime(&ms, stamp, anchor)) is that much earlier on the host clock, and
+// one recorded after an anchor kept from an earlier step is -ms earlier (ms =
+// cudaEventElapsedTime(&ms, anchor, stamp)). Plain C++, so it is tested in every build.
 #pragma once
 
 #include <cstdint>
