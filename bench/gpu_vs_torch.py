@@ -83,13 +83,16 @@ def main():
     ap.add_argument("--gpu", type=int, default=0)
     ap.add_argument("--pairs", type=int, default=5, help="interleaved Loom/PyTorch pairs per plan")
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "gpu_vs_torch.md"))
+    ap.add_argument("--no-gemms", action="store_true", help="leave out the GEMM table (training steps only)")
     args = ap.parse_args()
     gpu = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader", "-i", str(args.gpu)],
                          capture_output=True, text=True).stdout.strip()
+    flags = " --no-gemms" if args.no_gemms else ""
     out = [f"# GPU: Loom vs PyTorch on {gpu or 'an unnamed GPU'}", "",
-           f"`python3 bench/gpu_vs_torch.py --build {args.build} --gpu {args.gpu} --pairs {args.pairs}`", ""]
+           f"`python3 bench/gpu_vs_torch.py --build {args.build} --gpu {args.gpu} --pairs {args.pairs}{flags}`", ""]
     compare_training(args, out)
-    compare_gemms(args, out)
+    if not args.no_gemms:
+        compare_gemms(args, out)
     text = "\n".join(out) + "\n"
     print(text)
     with open(args.out, "w") as f:
