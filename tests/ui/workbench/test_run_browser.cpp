@@ -1,7 +1,8 @@
 // The Runs dock (RunBrowser) over a real store file with runs written straight into it:
 // rows with mode and tags, newest first, the filter box, which actions a selection allows,
 // Compare asking for the selected runs, rename / tag / delete reaching the store (delete
-// only after a yes, with every event of the run gone), and another or an unreadable store.
+// only after a yes, with every event of the run gone), another or an unreadable store, and
+// runs another connection adds while the list is open.
 #include <QAction>
 #include <QFile>
 #include <QLabel>
@@ -190,6 +191,20 @@ class TestRunBrowser : public QObject {
     bool said = false;
     for (const QLabel* label : browser_->findChildren<QLabel*>()) said = said || label->text().contains("not readable");
     QVERIFY(said);
+  }
+
+  // A run written by another connection (as loom-cli writes one) is listed without a
+  // refresh, within the watch delay and a reload; and the reloads stop once the store
+  // stops changing (the list's own reads must not set off more reads).
+  void runsAddedElsewhereAreListed() {
+    QSignalSpy reloaded(browser_.get(), &RunBrowser::listReloaded);
+    store_run(db_, plan_with("delta", 1));
+    QTRY_COMPARE_WITH_TIMEOUT(browser_->proxy()->rowCount(), 4, 5000);
+    QCOMPARE(listed_column(*browser_, RunListModel::Name).first(), QStringLiteral("delta"));
+    QTest::qWait(3 * RunBrowser::kStoreWatchDelayMs + 500);
+    const int settled = int(reloaded.count());
+    QTest::qWait(3 * RunBrowser::kStoreWatchDelayMs + 500);
+    QCOMPARE(int(reloaded.count()), settled);
   }
 
  private:

@@ -3,7 +3,9 @@
 
 #include <QAction>
 #include <QApplication>
+#include <QDir>
 #include <QFileInfo>
+#include <QFileSystemWatcher>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QInputDialog>
@@ -16,6 +18,7 @@
 #include <QSortFilterProxyModel>
 #include <QTableView>
 #include <QThreadPool>
+#include <QTimer>
 #include <QToolButton>
 #include <QVBoxLayout>
 
@@ -93,6 +96,51 @@ RunBrowser::RunBrowser(QWidget* parent) : QWidget(parent) {
   layout->addWidget(table_, 1);
   connect(model_, &QAbstractItemModel::modelReset, this, &RunBrowser::updateActions);
   updateActions();
+  watchForChanges();
+}
+
+// Runs added or finished by another process (loom-cli, a run launched from another
+// window) reach the list without a click: the store's folder and files are watched, and a
+// change is looked at once the changes have paused or at most once a second. Only a new
+// signature of the store's contents (store_signature) reloads the list: reading the list
+// itself creates and removes SQLite's -wal file, which must not start another read.
+void RunBrowser::watchForChanges() {
+  watcher_ = new QFileSystemWatcher(this);
+  store_changed_ = new QTimer(this);
+  store_changed_->setSingleShot(true);
+  store_changed_->setInterval(kStoreWatchDelayMs);
+  auto changed = [this] {
+    if (!store_changed_->isActive()) store_changed_->start();
+  };
+  connect(watcher_, &QFileSystemWatcher::fileChanged, this, changed);
+  connect(watcher_, &QFileSystemWatcher::directoryChanged, this, changed);
+  connect(store_changed_, &QTimer::timeout, this, [this] {
+    watchStoreFiles();  // a file removed and made again is watched afresh
+    const QString now = store_signature(path_);
+    if (now == signature_) return;
+    signature_ = now;
+    refresh();
+  });
+}
+
+void RunBrowser::watchStoreFiles() {
+  if (path_.isEmpty()) return;
+  const QString folder = QFileInfo(path_).absolutePath();
+  QStringList wanted;
+  for (const QString& p : {folder, path_, path_ + QStringLiteral("-wal")})
+    if (QFileInfo::exists(p) && !watcher_->files().contains(p) && !watcher_->directories().contains(p)) wanted << p;
+  if (!wanted.isEmpty()) watcher_->addPaths(wanted);
+}
+
+// The store's contents as its files show them: the main file's size and time, and the
+// write-ahead log's while it holds anything (an empty or missing one is the same store).
+QString RunBrowser::store_signature(const QString& path) {
+  const QFileInfo db(path), wal(path + QStringLiteral("-wal"));
+  QString signature = db.exists() ? QStringLiteral("%1@%2").arg(db.size()).arg(db.lastModified().toMSecsSinceEpoch())
+                                  : QStringLiteral("none");
+  if (wal.exists() && wal.size() > 0)
+    signature += QStringLiteral(" wal %1@%2").arg(wal.size()).arg(wal.lastModified().toMSecsSinceEpoch());
+  return signature;
 }
 
 void RunBrowser::createActions() {
@@ -144,7 +192,11 @@ void RunBrowser::showContextMenu(const QPoint& pos) {
 }
 
 void RunBrowser::setDatabase(const QString& path) {
+  const QStringList watched = watcher_->files() + watcher_->directories();
+  if (!watched.isEmpty()) watcher_->removePaths(watched);
   path_ = path;
+  signature_ = store_signature(path_);
+  watchStoreFiles();
   showStore({}, {});
   refresh();
 }

@@ -3,7 +3,8 @@
 // 2 to 6 of them, rename, tag, delete (after a confirmation naming what goes), and open
 // another store file. Reads and edits run on the thread pool with their own RunStore (one
 // connection per thread), so the window never waits on SQLite; an edit reloads the list
-// when it is done, and a failure is reported through errorOccurred, the rows kept.
+// when it is done, and a failure is reported through errorOccurred, the rows kept. The
+// store's files are watched, so runs another process adds or finishes are listed too.
 #pragma once
 
 #include <QList>
@@ -21,6 +22,8 @@ class QSortFilterProxyModel;
 class QTableView;
 class QToolButton;
 class QAction;
+class QFileSystemWatcher;
+class QTimer;
 
 namespace loom::ui {
 
@@ -32,8 +35,9 @@ class RunBrowser : public QWidget {
  public:
   explicit RunBrowser(QWidget* parent = nullptr);
 
-  // Lists the runs of this store (reloading in the background).
+  // Lists the runs of this store (reloading in the background), and watches it.
   void setDatabase(const QString& path);
+  static constexpr int kStoreWatchDelayMs = 1000;  // a change is looked at within this
   QString database() const { return path_; }
   void refresh();
 
@@ -76,6 +80,9 @@ class RunBrowser : public QWidget {
  private:
   void createActions();
   void updateActions();
+  void watchForChanges();
+  void watchStoreFiles();
+  static QString store_signature(const QString& path);
   void showContextMenu(const QPoint& pos);
   // The store's name beside the filter, with a note ("no runs yet") and details as tooltip.
   void showStore(const QString& note, const QString& detail);
@@ -95,6 +102,9 @@ class RunBrowser : public QWidget {
   QAction* open_store_ = nullptr;
   QString path_;
   QString loaded_path_;           // the store the rows came from
+  QFileSystemWatcher* watcher_ = nullptr;
+  QTimer* store_changed_ = nullptr;  // throttles reloads while the store keeps changing
+  QString signature_;                // store_signature when the list was last reloaded for a change
   quint64 reload_generation_ = 0;  // a slower, older reload must not replace a newer one
   TextPrompt text_prompt_;
   std::function<bool(const QString&)> delete_prompt_;
