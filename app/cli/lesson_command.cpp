@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <string>
+#include <thread>
 
 #include "commands.h"
 #include "loom/host/run_report.h"
@@ -106,16 +107,19 @@ void print_result(const Lesson& l, const LessonOutcome& o, std::optional<double>
   if (l.theory)
     std::printf("  theory:      %s %s  (%s)\n", number_text(*l.theory).c_str(), l.unit.c_str(), l.theory_why.c_str());
   if (prediction) {
-    const double error = lessons::relative_error(*prediction, o.measured);
+    const std::string error = lessons::prediction_error_words(*prediction, o.measured);
     std::printf("  you said:    %s %s", number_text(*prediction).c_str(), l.unit.c_str());
-    if (std::isfinite(error)) std::printf("  (%+.0f%% of the measured value)", error * 100);
+    if (!error.empty()) std::printf("  (%s)", error.c_str());
     std::printf("\n");
   }
   std::printf("\n");
+  const std::string slowdown = lessons::slowdown_note(l, o.measured, int(std::thread::hardware_concurrency()));
+  if (!slowdown.empty()) print_paragraphs({slowdown});
   print_paragraphs(l.after);
   if (!l.hints.empty()) std::printf("Look here (`loom-cli show ID`, or open the run in the workbench):\n");
   for (const lessons::Hint& h : l.hints) {
-    std::printf("  - run %lld (%s)", static_cast<long long>(o.run_ids[std::size_t(h.run)]), l.runs[std::size_t(h.run)].label.c_str());
+    std::printf("  - the %s run (`loom-cli show %lld`)", l.runs[std::size_t(h.run)].label.c_str(),
+                static_cast<long long>(o.run_ids[std::size_t(h.run)]));
     if (h.rank) std::printf(", rank %d", *h.rank);
     if (h.kind) std::printf(", %s spans", h.kind->c_str());
     std::printf(": %s\n", h.text.c_str());

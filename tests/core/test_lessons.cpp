@@ -123,6 +123,21 @@ class TestLessons : public QObject {
     QCOMPARE(loom::lessons::relative_error(3, 4), -0.25);
     QVERIFY(std::isnan(loom::lessons::relative_error(3, 0)));
   }
+
+  // The result in words a newcomer reads: which side of the measurement a prediction was,
+  // and why a speedup below 1 is a slowdown (only for speedups, only below 1).
+  void resultsSayWhatTheyMean() {
+    using loom::lessons::prediction_error_words;
+    QCOMPARE(prediction_error_words(3, 4), std::string("25% below the measured value"));
+    QCOMPARE(prediction_error_words(1.8, 0.88), std::string("105% above the measured value"));
+    QCOMPARE(prediction_error_words(4.001, 4), std::string("the measured value"));
+    QCOMPARE(prediction_error_words(3, 0), std::string());
+    const Lesson dp = must(loom::lessons::find_lesson("data_parallel"));
+    const std::string note = loom::lessons::slowdown_note(dp, 0.88, 2);
+    QVERIFY2(note.find("slowdown") != std::string::npos && note.find("2 hardware threads") != std::string::npos, note.c_str());
+    QVERIFY(loom::lessons::slowdown_note(dp, 1.4, 2).empty());
+    QVERIFY(loom::lessons::slowdown_note(must(loom::lessons::find_lesson("gpipe_vs_1f1b")), 0.5, 2).empty());
+  }
 };
 
 QTEST_GUILESS_MAIN(TestLessons)

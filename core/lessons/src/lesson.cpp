@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <stdexcept>
 #include <tuple>
@@ -293,6 +294,28 @@ Expected<double> measure_answer(const Lesson& lesson, const std::vector<nlohmann
 double relative_error(double prediction, double measured) {
   if (measured == 0 || !std::isfinite(measured)) return std::numeric_limits<double>::quiet_NaN();
   return (prediction - measured) / std::fabs(measured);
+}
+
+std::string prediction_error_words(double prediction, double measured) {
+  const double error = relative_error(prediction, measured);
+  if (!std::isfinite(error)) return {};
+  const long percent = std::lround(std::fabs(error) * 100);
+  if (percent == 0) return "the measured value";
+  return std::to_string(percent) + "% " + (error > 0 ? "above" : "below") + " the measured value";
+}
+
+std::string slowdown_note(const Lesson& lesson, double measured, int hardware_threads) {
+  const bool speedup = lesson.unit == "x" && lesson.answer.relative_to && lesson.answer.figure == "/samples_per_s";
+  if (!speedup || !(measured < 1.0)) return {};
+  char text[512];
+  std::snprintf(text, sizeof text,
+                "Below 1 x means a slowdown: the run with more ranks processed fewer samples per second. "
+                "This machine has %d hardware thread%s. When the ranks (and their communication) outnumber "
+                "them, ranks take turns on the cores instead of computing at once, and the all-reduce each "
+                "step adds work a single process does not do. The Breakdown shows both: descheduled time "
+                "and exposed communication.",
+                hardware_threads, hardware_threads == 1 ? "" : "s");
+  return text;
 }
 
 }  // namespace loom::lessons

@@ -368,12 +368,24 @@ class TestWorkbench : public QObject {
     QVERIFY(QTest::qWaitFor([&] { return measured.count() == 1; }, 240000));
     QCOMPARE(finished.count(), 2);
     QCOMPARE(measured.at(0).at(1).toDouble(), 4.0);
-    const QString result = panel->findChild<QTextBrowser*>("LessonResult")->toPlainText();
-    QVERIFY2(result.contains("Measured") && result.contains("4.00 ×") && result.contains("-25%"), qPrintable(result));
+    auto* result_view = panel->findChild<QTextBrowser*>("LessonResult");
+    const QString result = result_view->toPlainText();
+    QVERIFY2(result.contains("Measured") && result.contains("4.00 ×") &&
+                 result.contains("3.00 × (25% below the measured value)"),
+             qPrintable(result));
     QVERIFY(panel->findChild<QPushButton*>("LessonRun")->isEnabled());
-    QVERIFY2(panel->findChild<QListWidget*>("LessonList")->currentItem()->text().startsWith("✓ 4.00 ×"),
-             qPrintable(panel->findChild<QListWidget*>("LessonList")->currentItem()->text()));
+    // Ticked as done, its answer not shown in the list above the question.
+    const QString listed = panel->findChild<QListWidget*>("LessonList")->currentItem()->text();
+    QVERIFY2(listed.startsWith("✓ ") && !listed.contains("4.00"), qPrintable(listed));
     QTRY_VERIFY_WITH_TIMEOUT(window_->runBrowser()->model()->rowCount() == 2, 10000);
+    // The question asked about GPipe's stage 0 (the lesson's first run): that run is on
+    // screen, not the last one run; a hint's link opens its run.
+    const QList<qint64> runs = measured.at(0).at(2).value<QList<qint64>>();
+    QCOMPARE(runs.size(), 2);
+    QTRY_COMPARE_WITH_TIMEOUT(window_->currentRunId(), runs[0], 5000);
+    QVERIFY2(result_view->toHtml().contains(QStringLiteral("loom-run:%1").arg(runs[1])), qPrintable(result_view->toHtml()));
+    emit result_view->anchorClicked(QUrl(QStringLiteral("loom-run:%1").arg(runs[1])));
+    QTRY_COMPARE_WITH_TIMEOUT(window_->currentRunId(), runs[1], 5000);
   }
 
   void twoRealRunsCompareSideBySide() {

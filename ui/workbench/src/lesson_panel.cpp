@@ -8,6 +8,8 @@
 #include <QPushButton>
 #include <QSettings>
 #include <QTextBrowser>
+#include <QThread>
+#include <QUrl>
 #include <QVBoxLayout>
 
 #include <cmath>
@@ -28,6 +30,9 @@ QString number_text(double v) {
 // "x" in lesson files (as the terminal prints it) is the times sign on screen.
 QString unit_text(const std::string& unit) { return unit == "x" ? QStringLiteral("×") : qs(unit).toHtmlEscaped(); }
 
+// A hint's link to its run: loom-run:ID.
+constexpr const char* kRunLink = "loom-run:";
+
 QString settings_key(const QString& lesson, const char* what) { return "lessons/" + lesson + "/" + what; }
 
 QString lesson_html(const lessons::Lesson& l) {
@@ -46,19 +51,23 @@ QString result_html(const lessons::Lesson& l, double measured, std::optional<dou
     html += QStringLiteral("<tr><td>%1</td><td align=\"right\"><b>%2</b></td></tr>").arg(what, value);
   };
   if (prediction) {
-    const double error = lessons::relative_error(*prediction, measured);
+    const QString error = qs(lessons::prediction_error_words(*prediction, measured));
     row(QObject::tr("You said"), number_text(*prediction) + " " + unit +
-                                     (std::isfinite(error) ? QStringLiteral(" (%1%2%)").arg(error >= 0 ? "+" : "")
-                                                                 .arg(error * 100, 0, 'f', 0)
-                                                           : QString()));
+                                     (error.isEmpty() ? QString() : QStringLiteral(" (%1)").arg(error)));
   }
   row(QObject::tr("Measured"), number_text(measured) + " " + unit);
   if (l.theory) row(QObject::tr("Theory"), number_text(*l.theory) + " " + unit + " — " + esc(l.theory_why));
   html += QStringLiteral("</table>");
+  const std::string slowdown = lessons::slowdown_note(l, measured, QThread::idealThreadCount());
+  if (!slowdown.empty()) html += QStringLiteral("<p><b>%1</b></p>").arg(esc(slowdown));
   for (const std::string& p : l.after) html += QStringLiteral("<p>%1</p>").arg(esc(p));
-  if (!l.hints.empty()) html += QObject::tr("<p><b>Look here</b> (open a run from the Runs dock):</p><ul>");
+  if (!l.hints.empty()) html += QObject::tr("<p><b>Look here</b> (click to open the run):</p><ul>");
   for (const lessons::Hint& h : l.hints) {
-    QString where = QObject::tr("run %1 (%2)").arg(h.run < ids.size() ? ids[h.run] : 0).arg(esc(l.runs[std::size_t(h.run)].label));
+    const qint64 id = h.run < ids.size() ? ids[h.run] : 0;
+    QString where = QObject::tr("<a href=\"%1%2\">the %3 run</a>")
+                        .arg(QLatin1String(kRunLink))
+                        .arg(id)
+                        .arg(esc(l.runs[std::size_t(h.run)].label));
     if (h.rank) where += QObject::tr(", rank %1").arg(*h.rank);
     if (h.kind) where += QObject::tr(", %1 spans").arg(esc(*h.kind));
     html += QStringLiteral("<li>%1: %2</li>").arg(where, esc(h.text));
@@ -91,8 +100,13 @@ LessonPanel::LessonPanel(LessonSession* session, QWidget* parent)
   // A short list above the lesson: titles elided (whole in the tooltip), no sideways scroll.
   list_->setTextElideMode(Qt::ElideRight);
   list_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
-  list_->setMaximumHeight(list_->fontMetrics().height() * 7);
+  list_->setSizeAdjustPolicy(QAbstractScrollArea::AdjustToContents);
   result_->hide();  // until there is a result
+  result_->setOpenLinks(false);  // a hint's link opens its run in the window
+  connect(result_, &QTextBrowser::anchorClicked, this, [this](const QUrl& url) {
+    const QString link = url.toString();
+    if (link.startsWith(QLatin1String(kRunLink))) emit openRunRequested(link.mid(int(qstrlen(kRunLink))).toLongLong());
+  });
   auto lessons = lessons::builtin_lessons();
   if (lessons.ok()) lessons_ = std::move(lessons).value();
   else status_->setText(qs(lessons.error().describe()));
@@ -121,7 +135,15 @@ LessonPanel::LessonPanel(LessonSession* session, QWidget* parent)
   connect(session_, &LessonSession::measured, this, &LessonPanel::onMeasured);
   connect(session_, &LessonSession::failed, this, &LessonPanel::onFailed);
   refreshProgress();
+  fitListToLessons();
   if (!lessons_.empty()) list_->setCurrentRow(0);
+}
+
+// Every title in view (11 lessons: about 200 px), the text below taking the rest.
+void LessonPanel::fitListToLessons() {
+  const int rows = list_->count();
+  const int row_height = rows > 0 ? list_->sizeHintForRow(0) : list_->fontMetrics().height();
+  list_->setFixedHeight(rows * row_height + 2 * list_->frameWidth() + 2);
 }
 
 const lessons::Lesson* LessonPanel::current() const {
@@ -147,11 +169,11 @@ void LessonPanel::refreshProgress() {
   list_->clear();
   QSettings settings;
   for (const lessons::Lesson& l : lessons_) {
-    const QVariant measured = settings.value(settings_key(qs(l.name), "measured"));
-    QString text = qs(l.title);
-    if (measured.isValid()) text = QStringLiteral("✓ %1 %2 · ").arg(number_text(measured.toDouble()), unit_text(l.unit)) + text;
-    auto* item = new QListWidgetItem(text, list_);
-    item->setToolTip(qs(l.title));
+    // Done lessons are ticked; their answer is not shown above the question (the list sits
+    // above the lesson text), only in the lesson's result once it is run again.
+    const bool done = settings.value(settings_key(qs(l.name), "measured")).isValid();
+    auto* item = new QListWidgetItem(done ? QStringLiteral("✓ ") + qs(l.title) : qs(l.title), list_);
+    item->setToolTip(done ? tr("%1 (done)").arg(qs(l.title)) : qs(l.title));
   }
   if (row >= 0) list_->setCurrentRow(row);
 }
@@ -196,6 +218,9 @@ void LessonPanel::onMeasured(const QString& lesson, double value, const QList<qi
   status_->setText(tr("Done: %1 runs stored.").arg(runIds.size()));
   result_->setHtml(result_html(*l, value, ok ? std::optional(predicted) : std::nullopt, runIds));
   result_->show();
+  // The screen shows the run the question asked about, not merely the last one run.
+  const int asked = l->answer.run;
+  if (asked >= 0 && asked < runIds.size()) emit openRunRequested(runIds[asked]);
 }
 
 void LessonPanel::onFailed(const QString&, const QString& message) {

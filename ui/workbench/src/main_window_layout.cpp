@@ -127,6 +127,8 @@ void MainWindow::createDocks() {
       addDock(tr("Lessons"), "LessonsDock", lesson_panel_, Qt::LeftDockWidgetArea),
   };
   lesson_dock_ = design_docks_.back();
+  // Queued: a lesson ends inside the last run's runFinished, before the run has let go of the views.
+  connect(lesson_panel_, &LessonPanel::openRunRequested, this, &MainWindow::openRun, Qt::QueuedConnection);
   log_ = new QPlainTextEdit;
   log_->setReadOnly(true);
   log_->setMaximumBlockCount(20000);

@@ -81,4 +81,13 @@ Expected<double> measure_answer(const Lesson& lesson, const std::vector<nlohmann
 // How far a prediction was: (prediction - measured) / |measured|; NaN when measured is 0.
 double relative_error(double prediction, double measured);
 
+// The error in words: "25% below the measured value", "105% above the measured value",
+// "the measured value" (within 0.5%); empty when it has no size (measured 0).
+std::string prediction_error_words(double prediction, double measured);
+
+// For an answer that is a speedup (a ratio in "x" of one run's samples/s or time to
+// another's) measured below 1: why the parallel run was the slower one, with this
+// machine's hardware threads; empty otherwise.
+std::string slowdown_note(const Lesson& lesson, double measured, int hardware_threads);
+
 }  // namespace loom::lessons

@@ -1,8 +1,10 @@
 // The Lessons dock: the lesson list with each one's progress, the chosen lesson's
 // explanation and question, a box for the student's prediction and a Run button; after
 // the runs, the prediction, the measured value and the theory side by side with the
-// error, then what the measurement shows and where to look. Progress (the last
-// prediction and measurement of each lesson) is kept in QSettings under lessons/.
+// error, then what the measurement shows and where to look (each hint a link that opens
+// its run). When a lesson ends, the run its question asked about is opened. Progress (the
+// last prediction and measurement of each lesson) is kept in QSettings under lessons/; the
+// list ticks lessons done without giving their answers away.
 #pragma once
 
 #include <QWidget>
@@ -31,7 +33,11 @@ class LessonPanel : public QWidget {
   bool selectLesson(const QString& name);
   QString currentLesson() const;
 
+ signals:
+  void openRunRequested(qint64 runId);  // a hint's link, or the answer's run when a lesson ends
+
  private:
+  void fitListToLessons();
   void showLesson(int row);
   void runLesson();
   void onRunRequested(const QString& label, int index, int count);
