@@ -100,6 +100,7 @@ class TestChartsWidgets : public QObject {
   void appendsAreCoalescedIntoOneRedraw();
   void timeAxisChangesKeys();
   void clearEmptiesGraphs();
+  void chartsSitSideBySideInALowDock();
   void breakdownBarsPerRank();
   void breakdownShowsPipelineBubbles();
   void breakdownCategoriesExplainThemselves();
@@ -137,6 +138,30 @@ void TestChartsWidgets::lossGraphHoldsMeanPoints() {
   QVERIFY(!charts.lossPlot()->legend->hasItemWithPlottable(charts.graph("test_loss")));
   QVERIFY(charts.lossPlot()->legend->hasItemWithPlottable(charts.graph("loss")));
   QCOMPARE(charts.lossPlot()->xAxis->range().upper, 39.0);
+}
+
+// A bottom dock (1100 x 260 at 1920x1080, 820 x 200 at 1280x720) put the throughput
+// chart under the loss chart with about 20 px of plot: side by side, each keeps the
+// height; a tall, narrow dock stacks them.
+void TestChartsWidgets::chartsSitSideBySideInALowDock() {
+  TrainingCharts charts;
+  charts.appendMetrics(training_records());
+  charts.replotNow();
+  for (const QSize size : {QSize(1100, 260), QSize(820, 200)}) {
+    charts.resize(size);
+    charts.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&charts));
+    QCoreApplication::processEvents();
+    QVERIFY(charts.sideBySide());
+    QCOMPARE(charts.lossPlot()->height(), charts.throughputPlot()->height());
+    QVERIFY2(charts.throughputPlot()->axisRect()->height() >= 60,
+             qPrintable(QString("plot area %1 px high at %2x%3").arg(charts.throughputPlot()->axisRect()->height())
+                            .arg(size.width()).arg(size.height())));
+  }
+  charts.resize(500, 700);
+  QCoreApplication::processEvents();
+  QVERIFY(!charts.sideBySide());
+  QVERIFY(charts.throughputPlot()->y() > charts.lossPlot()->y());
 }
 
 void TestChartsWidgets::appendsAreCoalescedIntoOneRedraw() {

@@ -7,6 +7,7 @@
 // arrows-hidden notice fits inside the plotting area of a narrow view.
 #include <QSignalSpy>
 #include <QSpinBox>
+#include <QToolButton>
 #include <QWheelEvent>
 #include <QtTest>
 #include <map>
@@ -14,6 +15,7 @@
 
 #include "loom/ui/span_kinds.h"
 #include "loom/ui/timeline/kind_legend.h"
+#include "loom/ui/timeline/replay_bar.h"
 #include "loom/ui/timeline/step_navigator.h"
 #include "loom/ui/timeline/timeline_view.h"
 
@@ -100,6 +102,7 @@ class TestTimelineView : public QObject {
   void darkPaletteReachesPlotAndLegend();
   void arrowNoticeFitsNarrowView();
   void piledArrowsAreHiddenWhereTheyPile();
+  void replayIconsFollowThePalette();
 };
 
 void TestTimelineView::tooltipDescribesHoveredSpan() {
@@ -394,6 +397,33 @@ void TestTimelineView::piledArrowsAreHiddenWhereTheyPile() {
   view.replotNow();
   QCOMPARE(view.arrowsDrawn(), std::size_t{60});
   QVERIFY(view.arrowNotice().isEmpty());
+}
+
+// The replay buttons' media icons were the style's dark glyphs, nearly invisible on the
+// dark palette: on a dark palette their opaque pixels are light (the button text colour).
+void TestTimelineView::replayIconsFollowThePalette() {
+  TimelineView view;
+  loom::ui::timeline::ReplayBar bar(&view);
+  QPalette dark = bar.palette();
+  dark.setColor(QPalette::Window, QColor(0x2b, 0x2d, 0x31));
+  dark.setColor(QPalette::Button, QColor(0x2b, 0x2d, 0x31));
+  dark.setColor(QPalette::ButtonText, QColor(0xdf, 0xe1, 0xe5));
+  bar.setPalette(dark);
+  QCoreApplication::processEvents();
+  for (const char* name : {"Back", "Play", "Forward"}) {
+    QToolButton* button = nullptr;
+    for (QToolButton* b : bar.findChildren<QToolButton*>())
+      if (b->text() == QLatin1String(name)) button = b;
+    QVERIFY2(button, name);
+    const QImage icon = button->icon().pixmap(16, 16).toImage();
+    double lightness = 0;
+    int opaque = 0;
+    for (int y = 0; y < icon.height(); ++y)
+      for (int x = 0; x < icon.width(); ++x)
+        if (icon.pixelColor(x, y).alpha() > 128) lightness += icon.pixelColor(x, y).lightness(), ++opaque;
+    QVERIFY2(opaque > 0, name);
+    QVERIFY2(lightness / opaque > 180, qPrintable(QString("%1: mean lightness %2").arg(name).arg(lightness / opaque)));
+  }
 }
 
 QTEST_MAIN(TestTimelineView)

@@ -4,8 +4,10 @@
 #include "loom/ui/charts/training_charts.h"
 #include "loom/ui/charts/chart_export.h"
 
+#include <QBoxLayout>
 #include <QComboBox>
 #include <QEvent>
+#include <QResizeEvent>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QVBoxLayout>
@@ -85,14 +87,38 @@ TrainingCharts::TrainingCharts(QWidget* parent) : QWidget(parent) {
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 0);
   layout->addLayout(controls);
-  layout->addWidget(loss_plot_, 3);
-  layout->addWidget(throughput_plot_, 2);
+  plots_layout_ = new QBoxLayout(QBoxLayout::TopToBottom);
+  plots_layout_->addWidget(loss_plot_, 3);
+  plots_layout_->addWidget(throughput_plot_, 2);
+  layout->addLayout(plots_layout_, 1);
 
   timer_.setSingleShot(true);
   timer_.setInterval(kRedrawDelayMs);
   connect(&timer_, &QTimer::timeout, this, &TrainingCharts::replotNow);
   applyPalette();
 }
+
+// A bottom dock is wide and low: one above the other, the throughput chart had about 20
+// px of plot and its tick labels overlapped. Side by side each chart gets the height.
+void TrainingCharts::resizeEvent(QResizeEvent* event) {
+  QWidget::resizeEvent(event);
+  const bool wide = width() >= 2 * height();
+  const auto direction = wide ? QBoxLayout::LeftToRight : QBoxLayout::TopToBottom;
+  if (plots_layout_->direction() != direction) {
+    plots_layout_->setDirection(direction);
+    plots_layout_->setStretch(0, wide ? 1 : 3);
+    plots_layout_->setStretch(1, wide ? 1 : 2);
+  }
+  // The loss legend's four entries in one row need about 560 px; narrower, two rows.
+  const int columns = (wide ? width() / 2 : width()) >= 560 ? 4 : 2;
+  if (loss_plot_->legend->wrap() != columns) {
+    loss_plot_->legend->setWrap(columns);
+    loss_plot_->legend->setFillOrder(QCPLegend::foColumnsFirst);  // rearranges with the new wrap
+    loss_plot_->replot(QCustomPlot::rpQueuedReplot);
+  }
+}
+
+bool TrainingCharts::sideBySide() const { return plots_layout_->direction() == QBoxLayout::LeftToRight; }
 
 void TrainingCharts::buildPlots() {
   loss_plot_ = new QCustomPlot(this);

@@ -4,6 +4,9 @@
 #include "loom/ui/timeline/replay_bar.h"
 
 #include <QComboBox>
+#include <QEvent>
+#include <QPainter>
+#include <QPixmap>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QSlider>
@@ -40,11 +43,8 @@ ReplayBar::ReplayBar(TimelineView* view, QWidget* parent) : QWidget(parent), vie
   replay_->setObjectName("ReplayToggle");
   // The style's media icons: the fonts on a bare Debian lack the Unicode media symbols.
   back_ = tool_button(tr("Back"), tr("Back one step (or micro-batch)"), this);
-  back_->setIcon(style()->standardIcon(QStyle::SP_MediaSkipBackward));
   play_ = tool_button(tr("Play"), tr("Play / pause"), this);
   forward_ = tool_button(tr("Forward"), tr("Forward one step (or micro-batch)"), this);
-  forward_->setIcon(style()->standardIcon(QStyle::SP_MediaSkipForward));
-  // The style's icons are dark glyphs, faint on the dark palette: the words stay legible.
   for (QToolButton* b : {back_, play_, forward_}) b->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
   unit_ = new QComboBox(this);
   unit_->addItems({tr("by step"), tr("by micro-batch")});
@@ -154,9 +154,27 @@ void ReplayBar::keepCursorInView() {
   view_->setViewport(Viewport{t0, t0 + width, v.width_px});
 }
 
+// The style's media icons are dark glyphs, which vanish on the dark palette: each is drawn
+// in the palette's button text colour, again whenever the palette changes.
+QIcon ReplayBar::paletteIcon(QStyle::StandardPixmap which) const {
+  const int size = style()->pixelMetric(QStyle::PM_SmallIconSize, nullptr, this);
+  QPixmap pixmap = style()->standardIcon(which, nullptr, this).pixmap(QSize(size, size), devicePixelRatioF());
+  QPainter painter(&pixmap);
+  painter.setCompositionMode(QPainter::CompositionMode_SourceIn);  // keep the glyph's shape, take the colour
+  painter.fillRect(pixmap.rect(), palette().color(QPalette::ButtonText));
+  return QIcon(pixmap);
+}
+
+void ReplayBar::changeEvent(QEvent* event) {
+  QWidget::changeEvent(event);
+  if (event->type() == QEvent::PaletteChange || event->type() == QEvent::ApplicationPaletteChange) refresh();
+}
+
 void ReplayBar::refresh() {
   const bool on = replaying();
-  play_->setIcon(style()->standardIcon(playing() ? QStyle::SP_MediaPause : QStyle::SP_MediaPlay));
+  back_->setIcon(paletteIcon(QStyle::SP_MediaSkipBackward));
+  forward_->setIcon(paletteIcon(QStyle::SP_MediaSkipForward));
+  play_->setIcon(paletteIcon(playing() ? QStyle::SP_MediaPause : QStyle::SP_MediaPlay));
   play_->setText(playing() ? tr("Pause") : tr("Play"));
   const auto& d = view_->data();
   const double span = double(std::max<std::int64_t>(1, d.end_ns() - d.begin_ns()));

@@ -1,6 +1,7 @@
 #include "loom/ui/workbench/lesson_panel.h"
 
 #include <QDoubleValidator>
+#include <QEvent>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLineEdit>
@@ -187,6 +188,7 @@ void LessonPanel::showLesson(int row) {
   prediction_->setText(settings.value(settings_key(qs(l.name), "prediction")).toString());
   result_->clear();
   result_->hide();
+  result_html_.clear();
   if (!session_->isActive()) status_->clear();
 }
 
@@ -216,11 +218,20 @@ void LessonPanel::onMeasured(const QString& lesson, double value, const QList<qi
   bool ok = false;
   const double predicted = QLocale().toDouble(prediction_->text(), &ok);
   status_->setText(tr("Done: %1 runs stored.").arg(runIds.size()));
-  result_->setHtml(result_html(*l, value, ok ? std::optional(predicted) : std::nullopt, runIds));
+  result_html_ = result_html(*l, value, ok ? std::optional(predicted) : std::nullopt, runIds);
+  result_->setHtml(result_html_);
   result_->show();
   // The screen shows the run the question asked about, not merely the last one run.
   const int asked = l->answer.run;
   if (asked >= 0 && asked < runIds.size()) emit openRunRequested(runIds[asked]);
+}
+
+// A link's colour is fixed when the HTML is read: read it again in the new palette (the
+// dark palette's links would stay dark blue on dark grey).
+void LessonPanel::changeEvent(QEvent* event) {
+  QWidget::changeEvent(event);
+  const bool palette = event->type() == QEvent::PaletteChange || event->type() == QEvent::ApplicationPaletteChange;
+  if (palette && !result_html_.isEmpty()) result_->setHtml(result_html_);
 }
 
 void LessonPanel::onFailed(const QString&, const QString& message) {

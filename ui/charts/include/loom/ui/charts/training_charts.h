@@ -19,7 +19,9 @@
 #include "loom/store/run_store.h"
 #include "loom/ui/charts/chart_series.h"
 
+class QBoxLayout;
 class QComboBox;
+class QResizeEvent;
 class QLabel;
 class QCustomPlot;
 class QCPGraph;
@@ -31,8 +33,10 @@ class QMouseEvent;
 
 namespace loom::ui::charts {
 
-// Loss (left axis) with train/test accuracy (right axis, 0..1) above, throughput
-// (samples/s) below, both against step or seconds (a combo box). appendMetrics only marks
+// Loss (left axis) with train/test accuracy (right axis, 0..1) and throughput
+// (samples/s), both against step or seconds (a combo box): side by side where the widget
+// is at least twice as wide as it is high (a bottom dock), else one above the other.
+// appendMetrics only marks
 // the charts dirty; a single-shot 150 ms timer redraws, so a live run redraws at most ~7
 // times a second however often records arrive, and an idle one not at all.
 class TrainingCharts : public QWidget {
@@ -57,8 +61,11 @@ class TrainingCharts : public QWidget {
   // "samples_per_s"), nullptr for a metric these charts do not show.
   QCPGraph* graph(const QString& metric) const;
 
+  bool sideBySide() const;
+
  protected:
   void changeEvent(QEvent* event) override;
+  void resizeEvent(QResizeEvent* event) override;
 
  private:
   void buildPlots();
@@ -75,6 +82,7 @@ class TrainingCharts : public QWidget {
   QComboBox* x_choice_ = nullptr;
   QCustomPlot* loss_plot_ = nullptr;
   QCustomPlot* throughput_plot_ = nullptr;
+  QBoxLayout* plots_layout_ = nullptr;
 };
 
 // One horizontal bar per rank ("rank N"), stacked from segments that do not overlap:

@@ -7,6 +7,8 @@
 
 #include <QElapsedTimer>
 #include <QTimer>
+#include <QIcon>
+#include <QStyle>
 #include <QWidget>
 
 #include <optional>
@@ -46,7 +48,11 @@ class ReplayBar : public QWidget {
   // nullopt: replay ended (every event shown again). completed: steps_completed at t.
   void cursorChanged(std::optional<double> t_ns, int completed);
 
+ protected:
+  void changeEvent(QEvent* event) override;
+
  private:
+  QIcon paletteIcon(QStyle::StandardPixmap which) const;
   void onTick();
   void step(int direction);
   void refresh();

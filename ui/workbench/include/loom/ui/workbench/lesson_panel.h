@@ -36,6 +36,9 @@ class LessonPanel : public QWidget {
  signals:
   void openRunRequested(qint64 runId);  // a hint's link, or the answer's run when a lesson ends
 
+ protected:
+  void changeEvent(QEvent* event) override;
+
  private:
   void fitListToLessons();
   void showLesson(int row);
@@ -55,6 +58,7 @@ class LessonPanel : public QWidget {
   QPushButton* run_;
   QLabel* status_;
   QTextBrowser* result_;
+  QString result_html_;  // the result on show, read again when the palette changes
 };
 
 }  // namespace loom::ui
