@@ -71,6 +71,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "loom: no lesson named '%s' (`loom-cli lesson` lists them)\n", qPrintable(parser.value(lesson)));
     return 2;
   }
-  window.show();
+  if (window.opensMaximized()) window.showMaximized();
+  else window.show();
   return QApplication::exec();
 }

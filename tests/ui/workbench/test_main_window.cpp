@@ -28,6 +28,8 @@
 #include <QToolBar>
 #include <QToolButton>
 #include <QUndoStack>
+#include <QSettings>
+#include <QScreen>
 #include <QtTest>
 
 #include "loom/host/oversubscription.h"
@@ -160,6 +162,16 @@ class TestMainWindow : public QObject {
   void cleanup() {
     window_->setDarkPalette(false);
     window_.reset();
+  }
+
+  // First start on a screen smaller than the default 1600x1000 (the offscreen platform's
+  // is 800x600): the window opens maximized, so its frame fits the screen with it (at
+  // 1280x720 a window the size of the screen's area put the status bar below the screen).
+  void firstStartOnASmallScreenOpensMaximized() {
+    QSettings().clear();
+    const QSize available = QGuiApplication::primaryScreen()->availableGeometry().size();
+    const MainWindow fresh;
+    QCOMPARE(fresh.opensMaximized(), available.width() < 1600 || available.height() < 1000);
   }
 
   void fitsTheScreenWithoutOverlaps_data() {

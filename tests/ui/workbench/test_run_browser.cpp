@@ -89,6 +89,9 @@ class TestRunBrowser : public QObject {
     QCOMPARE(listed_column(*browser_, RunListModel::Name), (QStringList{"gamma", "beta", "alpha"}));
     QCOMPARE(listed_column(*browser_, RunListModel::Mode),
              (QStringList{"all-reduce, 4 replicas", "all-reduce, 2 replicas", "one process"}));
+    // Rows a line of text high, so a short dock lists more than four runs.
+    QVERIFY2(browser_->table()->rowHeight(0) <= browser_->table()->fontMetrics().height() + 8,
+             qPrintable(QString::number(browser_->table()->rowHeight(0))));
   }
 
   void filterFindsRunsByNameModeAndId() {

@@ -431,8 +431,15 @@ void MainWindow::readSettings() {
                         restoreState(settings.value("window/state").toByteArray(), kSettingsVersion);
   if (!restored) {
     // First start (or a layout from an older version): fit the screen, timeline first.
+    // On a smaller screen the window opens maximized: a window as large as the available
+    // area would be taller than it by its title bar (at 1280x720 the status bar fell off
+    // the screen), and the window manager knows its decorations where we do not.
     QSize size(1600, 1000);
-    if (const QScreen* screen = QGuiApplication::primaryScreen()) size = size.boundedTo(screen->availableGeometry().size());
+    if (const QScreen* screen = QGuiApplication::primaryScreen()) {
+      const QSize available = screen->availableGeometry().size();
+      open_maximized_ = available.width() < size.width() || available.height() < size.height();
+      size = size.boundedTo(available);
+    }
     resize(size);
     applyDefaultLayout(size);
   }

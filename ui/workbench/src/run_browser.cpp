@@ -67,6 +67,9 @@ RunBrowser::RunBrowser(QWidget* parent) : QWidget(parent) {
   table_->horizontalHeader()->setStretchLastSection(true);
   table_->horizontalHeader()->setSectionResizeMode(QHeaderView::Interactive);
   table_->verticalHeader()->hide();
+  // Rows as high as a line of text (the style's default is about 30 px): at 1280x720 the
+  // dock then lists 6 runs where it listed 4.
+  table_->verticalHeader()->setDefaultSectionSize(table_->fontMetrics().height() + 6);
   table_->setToolTip(tr("Double-click a run to show it; select 2 to 6 and choose Compare"));
   connect(table_, &QTableView::doubleClicked, this,
           [this](const QModelIndex& index) { emit openRequested(index.data(RunIdRole).toLongLong()); });

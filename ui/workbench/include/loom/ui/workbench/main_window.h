@@ -79,6 +79,9 @@ class MainWindow : public QMainWindow {
   // The oversubscription warning under it; empty when the plan fits this machine's cores.
   QString oversubscriptionText() const;
   qint64 currentRunId() const { return current_run_; }
+  // Whether the first start should show the window maximized (a screen smaller than the
+  // default 1600x1000); a restored layout keeps its own geometry.
+  bool opensMaximized() const { return open_maximized_; }
   const ShownRun& shownRun() const { return shown_; }
   const ExampleCatalog& examples() const { return examples_; }
   QString dbPath() const { return controller_.dbPath(); }
@@ -230,6 +233,7 @@ class MainWindow : public QMainWindow {
   std::function<int(const loom::host::ResumeRequest&)> resume_prompt_;
   loom::Plan running_plan_;  // what the live job trains (the designer's, or a resumed run's)
   qint64 current_run_ = 0;
+  bool open_maximized_ = false;  // readSettings: first start on a small screen
   bool opened_stored_ = false;   // the run on screen was opened from the store, not run here
   QString run_state_;     // shown in the status bar while a run is live or after it ended
   QString example_hint_;  // what to look at, while the designer holds an unedited example
