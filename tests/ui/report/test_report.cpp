@@ -4,10 +4,14 @@
 // chart and timeline; one run's report holds `show`'s text; HTML is self-contained, PDF is
 // a PDF; a wrong extension, an unknown run and too many runs are refused; `loom-cli report`
 // writes both files and exits 2 on bad input.
+#include <QAbstractTextDocumentLayout>
+#include <QDir>
 #include <QFile>
 #include <QProcess>
 #include <QRegularExpression>
 #include <QTemporaryDir>
+#include <QTextBlock>
+#include <QTextLayout>
 #include <QtTest>
 
 #include "loom/core/plan.h"
@@ -137,6 +141,49 @@ class TestReport : public QObject {
     QVERIFY(pdf.size() > 20000);  // the pictures are in it
     const loom::Status refused = loom::ui::report::write_report(*report, dir_.filePath("r.txt"));
     QVERIFY(!refused.ok() && refused.error().message.find(".html or .pdf") != std::string::npos);
+  }
+
+  // The PDF's pages, as write_report prints them, rendered as pictures: no content wider
+  // than the page, nothing inked in the right margin of any page (text inside the page
+  // box: "where the step time went" ran off the page), no heading alone at a page's foot.
+  // With LOOM_REPORT_PAGES_DIR set, the pages are saved there as PNG files to look at
+  // (LOOM_REPORT_LOOK=1 skips the width check, so that a failing layout can be seen).
+  void pdfPagesKeepTheirContentInside_data() {
+    QTest::addColumn<bool>("comparison");
+    QTest::newRow("comparison of two runs") << true;
+    QTest::newRow("one run") << false;
+  }
+  void pdfPagesKeepTheirContentInside() {
+    QFETCH(bool, comparison);
+    auto store = loom::store::RunStore::open(db_.toStdString());
+    loom::ui::report::ReportOptions options;
+    options.runs = comparison ? std::vector<std::int64_t>{fast_, slow_} : std::vector<std::int64_t>{slow_};
+    auto report = loom::ui::report::build_report(*store, options);
+    QVERIFY(report.ok());
+    const std::unique_ptr<QTextDocument> doc = loom::ui::report::paged_document(*report);
+    const QSizeF page = doc->pageSize();
+    if (!qEnvironmentVariableIsSet("LOOM_REPORT_LOOK")) QVERIFY2(doc->documentLayout()->documentSize().width() <= page.width() + 1,
+             qPrintable(QString("content %1 wide on a %2 page").arg(doc->documentLayout()->documentSize().width()).arg(page.width())));
+    auto page_of = [&](const QTextBlock& b) {  // where the block's first line is drawn
+      double top = doc->documentLayout()->blockBoundingRect(b).top();
+      if (b.layout()->lineCount() > 0) top += b.layout()->lineAt(0).y();
+      return int(top / page.height());
+    };
+    for (QTextBlock b = doc->begin(); b.isValid(); b = b.next()) {
+      if (b.blockFormat().headingLevel() == 0 || !b.next().isValid()) continue;
+      QVERIFY2(page_of(b.next()) == page_of(b), qPrintable("heading alone at a page foot: " + b.text()));
+    }
+    const std::vector<QImage> pages = loom::ui::report::render_pages(*doc);
+    QVERIFY(pages.size() >= 2);
+    const QString keep = qEnvironmentVariable("LOOM_REPORT_PAGES_DIR");
+    const int margin = int(15 / 25.4 * 96);
+    for (std::size_t i = 0; i < pages.size(); ++i) {
+      if (!keep.isEmpty()) pages[i].save(QDir(keep).filePath(QString("%1-page-%2.png").arg(comparison ? "comparison" : "run").arg(i + 1)));
+      const QImage& p = pages[i];
+      for (int y = 0; y < p.height(); ++y)
+        for (int x = p.width() - margin / 2; x < p.width(); ++x)
+          QVERIFY2(p.pixel(x, y) == qRgb(255, 255, 255), qPrintable(QString("page %1: ink at %2,%3 in the right margin").arg(i + 1).arg(x).arg(y)));
+    }
   }
 
   void badRequestsAreRefused() {

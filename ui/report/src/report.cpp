@@ -1,13 +1,19 @@
 // build_report, self_contained_html and write_report (report.h).
 #include "loom/ui/report/report.h"
 
+#include <QAbstractTextDocumentLayout>
 #include <QBuffer>
 #include <QDateTime>
 #include <QFile>
 #include <QFileInfo>
 #include <QPageSize>
+#include <QPainter>
 #include <QPdfWriter>
+#include <QTextBlock>
+#include <QTextCursor>
 #include <QTextDocument>
+#include <QTextFrame>
+#include <QTextLayout>
 #include <QUrl>
 
 #include <cmath>
@@ -102,9 +108,14 @@ QString runs_table(const std::vector<RunData>& runs) {
       "<th>status</th><th>ranks</th><th>wall s</th><th>samples/s</th><th>final test accuracy</th></tr>");
   for (std::size_t i = 0; i < runs.size(); ++i) {
     const trace::RunRecord& r = runs[i].run;
-    html += QStringLiteral("<tr><td><font color=\"%1\">&#9632;</font> %2</td><td>#%3</td><td>%4</td><td>%5</td>"
-                           "<td>%6</td><td align=\"right\">%7</td><td align=\"right\">%8</td>"
-                           "<td align=\"right\">%9</td><td align=\"right\">%10</td></tr>")
+    // Words and numbers stay whole ("Complete/d" wrapped in a narrow column); the name
+    // and the mode wrap between words.
+    html += QStringLiteral("<tr><td style=\"white-space:nowrap\"><font color=\"%1\">&#9632;</font> %2</td>"
+                           "<td style=\"white-space:nowrap\">#%3</td><td>%4</td><td>%5</td>"
+                           "<td style=\"white-space:nowrap\">%6</td><td align=\"right\">%7</td>"
+                           "<td align=\"right\" style=\"white-space:nowrap\">%8</td>"
+                           "<td align=\"right\" style=\"white-space:nowrap\">%9</td>"
+                           "<td align=\"right\" style=\"white-space:nowrap\">%10</td></tr>")
                 .arg(run_color(int(i)).name(), letter(i))
                 .arg(r.id)
                 .arg(esc(r.name), esc(mode_on_device(runs[i])), esc(ui::run_status_label(r.status)))
@@ -199,12 +210,17 @@ Expected<QString> one_run_figures(store::RunStore& store, const RunData& d, Repo
          image_tag(report, detail::breakdown_picture(*summary, width_px), QStringLiteral("breakdown"));
 }
 
+// The page's look in a browser; paged_document swaps in kPrintStyle, the page margins being
+// the paper's. `show`'s text is small so that its widest table (about 140 characters) fits
+// an A4 page, and wraps rather than leave the page where a line is longer.
+constexpr const char* kScreenStyle = "body{font-family:sans-serif;max-width:60em;margin:1em auto}";
+constexpr const char* kPrintStyle = "body{font-family:sans-serif}";
+
 QString document(const QString& title, const QString& body) {
-  return QStringLiteral("<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>%1</title>"
-                        "<style>body{font-family:sans-serif;max-width:60em;margin:1em auto}"
-                        "pre{font-size:8pt}table{border-collapse:collapse;font-size:9pt}"
-                        "img{max-width:100%}</style></head><body><h1>%1</h1>%2</body></html>")
-      .arg(title.toHtmlEscaped(), body);
+  return QStringLiteral("<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>%1</title><style>%2"
+                        "pre{font-size:6pt;white-space:pre-wrap}table{border-collapse:collapse;font-size:9pt}"
+                        "img{max-width:100%}</style></head><body><h1>%1</h1>%3</body></html>")
+      .arg(title.toHtmlEscaped(), QLatin1String(kScreenStyle), body);
 }
 
 }  // namespace
@@ -286,21 +302,80 @@ Status write_report(const Report& report, const QString& path) {
     return {};
   }
   if (format == "pdf") {
-    QTextDocument doc;
-    for (std::size_t i = 0; i < report.images.size(); ++i)
-      doc.addResource(QTextDocument::ImageResource, QUrl(QStringLiteral("image:%1").arg(i)), report.images[i]);
-    doc.setHtml(report.html);
+    const std::unique_ptr<QTextDocument> doc = paged_document(report);
     QPdfWriter writer(path);
     writer.setPageSize(QPageSize(QPageSize::A4));
+    writer.setPageMargins(QMarginsF(0, 0, 0, 0));  // the document's pages carry the margins
     writer.setTitle(report.title);
     writer.setCreator(QStringLiteral("Loom"));
-    doc.print(&writer);
+    doc->print(&writer);
     if (!QFileInfo(path).exists() || QFileInfo(path).size() == 0)
       return make_error(ErrorCode::Io, path.toStdString() + " could not be written");
     return {};
   }
   return make_error(ErrorCode::InvalidArgument, path.toStdString() + ": a report is written as .html or .pdf",
                     "name the file report.html or report.pdf");
+}
+
+namespace {
+
+constexpr double kLayoutDpi = 96, kMillimetre = kLayoutDpi / 25.4, kMarginMm = 15;
+
+// A heading whose next block starts on a later page stands alone at its page's foot: it
+// is moved to the next page, and the layout is looked at again (each move can push
+// later ones), a few times at most.
+void keep_headings_with_what_follows(QTextDocument& doc) {
+  const double page = doc.pageSize().height();
+  // Where a block's first line lands: a line that does not fit is pushed to the next page
+  // while its block still starts on this one (an image after a heading).
+  auto page_of = [&](const QTextBlock& b) {
+    double top = doc.documentLayout()->blockBoundingRect(b).top();
+    if (b.layout() && b.layout()->lineCount() > 0) top += b.layout()->lineAt(0).y();
+    return int(top / page);
+  };
+  for (int pass = 0; pass < 8; ++pass) {
+    bool moved = false;
+    for (QTextBlock b = doc.begin(); b.isValid(); b = b.next()) {
+      const QTextBlock next = b.next();
+      if (b.blockFormat().headingLevel() == 0 || !next.isValid() || page_of(next) <= page_of(b)) continue;
+      QTextCursor cursor(b);
+      QTextBlockFormat format = b.blockFormat();
+      format.setPageBreakPolicy(QTextFormat::PageBreak_AlwaysBefore);
+      cursor.setBlockFormat(format);
+      moved = true;
+    }
+    if (!moved) return;
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<QTextDocument> paged_document(const Report& report) {
+  auto doc = std::make_unique<QTextDocument>();
+  for (std::size_t i = 0; i < report.images.size(); ++i)
+    doc->addResource(QTextDocument::ImageResource, QUrl(QStringLiteral("image:%1").arg(i)), report.images[i]);
+  doc->setHtml(QString(report.html).replace(QLatin1String(kScreenStyle), QLatin1String(kPrintStyle)));
+  QTextFrameFormat root = doc->rootFrame()->frameFormat();
+  root.setMargin(kMarginMm * kMillimetre);
+  doc->rootFrame()->setFrameFormat(root);
+  doc->setPageSize(QSizeF(210 * kMillimetre, 297 * kMillimetre));  // A4
+  keep_headings_with_what_follows(*doc);
+  return doc;
+}
+
+std::vector<QImage> render_pages(QTextDocument& doc, double scale) {
+  const QSizeF page = doc.pageSize();
+  std::vector<QImage> pages;
+  for (int i = 0; i < doc.pageCount(); ++i) {
+    QImage image(QSize(int(page.width() * scale), int(page.height() * scale)), QImage::Format_RGB32);
+    image.fill(Qt::white);
+    QPainter painter(&image);
+    painter.scale(scale, scale);
+    painter.translate(0, -i * page.height());
+    doc.drawContents(&painter, QRectF(0, i * page.height(), page.width(), page.height()));
+    pages.push_back(std::move(image));
+  }
+  return pages;
 }
 
 }  // namespace loom::ui::report

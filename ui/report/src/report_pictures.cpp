@@ -4,6 +4,7 @@
 
 #include <QApplication>
 #include <QWidget>
+#include <qcustomplot.h>
 
 #include <algorithm>
 #include <cmath>
@@ -12,6 +13,7 @@
 #include "loom/ui/charts/overlay_charts.h"
 #include "loom/ui/charts/training_charts.h"
 #include "loom/ui/colors.h"
+#include "loom/ui/timeline/step_navigator.h"
 #include "loom/ui/timeline/timeline_view.h"
 
 namespace loom::ui::report::detail {
@@ -41,6 +43,9 @@ QImage curves_picture(const std::vector<RunCurves>& runs, int width_px) {
     charts.appendMetrics(int(i), runs[i].metrics);
   }
   charts.replotNow();
+  // A picture on paper has no controls: the "X axis" choice goes, the plots stay.
+  for (QWidget* child : charts.findChildren<QWidget*>(Qt::FindDirectChildrenOnly))
+    if (!qobject_cast<QCustomPlot*>(child)) child->hide();
   return grab_offscreen(charts, QSize(width_px, width_px * 5 / 8));
 }
 
@@ -49,7 +54,8 @@ QImage breakdown_picture(const analysis::RunSummary& summary, int width_px) {
   chart.setBreakdown(summary.ranks);
   if (summary.pipeline) chart.setPipeline(*summary.pipeline);
   const int rows = int(summary.ranks.size()) + (summary.pipeline ? int(summary.pipeline->stages_stats.size()) : 0);
-  return grab_offscreen(chart, QSize(width_px, std::clamp(110 + 34 * rows, 220, 700)));
+  // At least as high as the legend's seven categories (at 220 px its first was cut off).
+  return grab_offscreen(chart, QSize(width_px, std::clamp(140 + 34 * rows, 270, 700)));
 }
 
 std::vector<QImage> timeline_pictures(const std::vector<RunTimeline>& runs, int step, int width_px) {
@@ -70,6 +76,7 @@ std::vector<QImage> timeline_pictures(const std::vector<RunTimeline>& runs, int 
     const auto range = view->data().step_range(step);
     const double anchor = range ? double(range->begin_ns) : 0.0;
     const int lanes = int(view->data().lanes().size());
+    view->stepNavigator()->hide();  // its step box and zoom choice mean nothing on paper; the legend stays
     view->setAttribute(Qt::WA_DontShowOnScreen);
     view->resize(width_px, kTimelineChromePx + kLanePx * std::max(lanes, 2));
     view->show();

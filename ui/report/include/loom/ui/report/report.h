@@ -15,8 +15,10 @@
 
 #include <QImage>
 #include <QString>
+#include <QTextDocument>
 
 #include <cstdint>
+#include <memory>
 #include <limits>
 #include <vector>
 
@@ -48,5 +50,13 @@ QString self_contained_html(const Report& report);
 // By the file's extension: .html/.htm (self-contained) or .pdf (A4). InvalidArgument
 // naming the extension for anything else; Io when the file cannot be written.
 Status write_report(const Report& report, const QString& path);
+
+// The PDF's pages as write_report prints them: A4 with 15 mm margins, laid out at 96 dpi,
+// no heading left alone at a page's foot (it starts the next page). Tests read it: nothing
+// may be wider than a page.
+std::unique_ptr<QTextDocument> paged_document(const Report& report);
+
+// Each page of a paged document as a picture, `scale` pixels per layout unit.
+std::vector<QImage> render_pages(QTextDocument& doc, double scale = 1.0);
 
 }  // namespace loom::ui::report
