@@ -86,6 +86,29 @@ class TestPlanHelp : public QObject {
     QVERIFY(strategyFieldHelp(plan, info, "/parallel/sync/period").contains("1/H"));
   }
 
+  // Resume refusals (host::prepare_resume) as the window shows them: no JSON path, no
+  // command-line flag, no plan-file key given as if the window had it.
+  void resumeErrorsAreInTheWindowsWords() {
+    const loom::Plan plan = loom::default_plan();
+    const QString invalid = loom::ui::describeResumeError(
+        &plan, loom::make_error(loom::ErrorCode::InvalidArgument,
+                                "the resumed plan is not valid: /training/batch: must be at least 1"));
+    QVERIFY2(invalid.contains("Strategy › Training › Global batch") && !invalid.contains("/training"), qPrintable(invalid));
+    const QString replicas = loom::ui::describeResumeError(
+        &plan, loom::make_error(loom::ErrorCode::InvalidArgument,
+                                "--replicas changes data-parallel all-reduce runs only; this one has 2 stage(s) and sync mode allreduce",
+                                "resume it without --replicas"));
+    QVERIFY2(!replicas.contains("--replicas") && replicas.contains("another number of replicas") &&
+                 replicas.contains("on its own replica count"),
+             qPrintable(replicas));
+    const QString checkpoint = loom::ui::describeResumeError(
+        nullptr, loom::make_error(loom::ErrorCode::NotFound, "run 7 saved no complete checkpoint (looked in /x)",
+                                  "set training.checkpoint_every in the plan; a stopped run also saves one when it stops"));
+    QVERIFY2(checkpoint.startsWith("run 7 saved no complete checkpoint") && !checkpoint.contains("training.checkpoint_every") &&
+                 checkpoint.contains("the designer has no field for it"),
+             qPrintable(checkpoint));
+  }
+
   void errorsAreInTheWindowsWords() {
     struct Case {
       const char* what;

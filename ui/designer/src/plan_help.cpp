@@ -335,4 +335,20 @@ ShownError describePlanError(const loom::Plan& plan, const loom::PlanError& erro
   return {controlForPath(plan, QString::fromStdString(error.path)), rephraseReason(plan, QString::fromStdString(error.reason))};
 }
 
+QString describeResumeError(const loom::Plan* plan, const loom::Error& error) {
+  QString message = QString::fromStdString(error.message), hint = QString::fromStdString(error.hint);
+  static const QRegularExpression invalid(QStringLiteral("^the resumed plan is not valid: (/\\S*): (.*)$"));
+  if (const auto m = invalid.match(message); m.hasMatch() && plan)
+    message = QObject::tr("the resumed plan is not valid: %1: %2")
+                  .arg(controlForPath(*plan, m.captured(1)), rephraseReason(*plan, m.captured(2)));
+  message.replace(QStringLiteral("--replicas changes data-parallel all-reduce runs only"),
+                  QObject::tr("only a data-parallel all-reduce run can resume on another number of replicas"));
+  if (hint == QLatin1String("resume it without --replicas")) hint = QObject::tr("resume it on its own replica count");
+  if (hint.startsWith(QLatin1String("set training.checkpoint_every in the plan")))
+    hint = QObject::tr("to resume a run later, its plan needs a checkpoint interval: checkpoint_every under "
+                       "\"training\" in the plan file (the designer has no field for it); a stopped run also "
+                       "saves one when it stops");
+  return hint.isEmpty() ? message : message + QStringLiteral("\n\n") + hint;
+}
+
 }  // namespace loom::ui

@@ -23,6 +23,7 @@
 
 #include "loom/host/oversubscription.h"
 #include "loom/host/resume.h"
+#include "loom/ui/designer/plan_help.h"
 #include "loom/store/run_store.h"
 
 namespace loom::ui {
@@ -84,13 +85,19 @@ void MainWindow::resumeRun() {
   const qint64 runId = shown_.id;
   auto store = loom::store::RunStore::open(dbPath().toStdString());
   if (!store.ok()) return showError(tr("Cannot read the run database"), QString::fromStdString(store.error().describe()));
+  // Why not, in the window's words (a field by its control, not --replicas or a JSON path).
+  auto refuse = [&](const loom::Error& error) {
+    const auto run = store->load_run(runId);
+    const loom::PlanResult parsed = run.ok() ? loom::parse_plan(run->plan_json) : loom::PlanResult{};
+    showError(tr("Cannot resume run %1").arg(runId), describeResumeError(parsed.ok() ? &*parsed.plan : nullptr, error));
+  };
   auto request = loom::host::prepare_resume(*store, runId);
-  if (!request.ok()) return showError(tr("Cannot resume run %1").arg(runId), QString::fromStdString(request.error().describe()));
+  if (!request.ok()) return refuse(request.error());
   const int replicas = askResumeReplicas(*request);
   if (replicas <= 0) return;
   if (replicas != request->plan.parallel.data_parallel) {
     request = loom::host::prepare_resume(*store, runId, replicas);
-    if (!request.ok()) return showError(tr("Cannot resume run %1").arg(runId), QString::fromStdString(request.error().describe()));
+    if (!request.ok()) return refuse(request.error());
   }
   const int ranks = loom::world_size(request->plan);
   startJob(request->plan, &*request,

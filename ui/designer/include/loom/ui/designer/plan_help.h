@@ -11,6 +11,7 @@
 
 #include "loom/core/model_info.h"
 #include "loom/core/plan.h"
+#include "loom/core/status.h"
 
 namespace loom::ui {
 
@@ -38,5 +39,11 @@ struct ShownError {
 ShownError describePlanError(const loom::Plan& plan, const loom::PlanError& error);
 // A reason alone, rephrased (what describePlanError puts in .text).
 QString rephraseReason(const loom::Plan& plan, const QString& reason);
+
+// Why a run cannot be resumed (host::prepare_resume's error), in the window's words: the
+// resumed plan's invalid field named by its control, the command-line --replicas and the
+// plan file's training.checkpoint_every said as a person in the window meets them.
+// `plan`: the run's stored plan, where it parses (for layer names), else nullptr.
+QString describeResumeError(const loom::Plan* plan, const loom::Error& error);
 
 }  // namespace loom::ui
