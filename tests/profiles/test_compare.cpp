@@ -52,14 +52,15 @@ Event span(EventKind kind, Stream stream, std::int64_t start_ns, std::int64_t le
 // One rank's steps, 30 ms apart: step 0 lasts 100 ms (warm-up, never counted), the others
 // step_ms, and rank 1's step 4 six ms more. Each step: forward of layer 0 (fc), backward
 // 3 ms, two 1 ms all-reduce buckets, optimizer 1 ms at the end.
-std::vector<Event> rank_events(int rank, std::int64_t step_ms, std::int64_t forward_ms) {
+// `layer` -1: the passes are timed whole, as a PyTorch trace times them.
+std::vector<Event> rank_events(int rank, std::int64_t step_ms, std::int64_t forward_ms, int layer = 0) {
   std::vector<Event> v;
   for (int s = 0; s < kSteps; ++s) {
     const std::int64_t t = kT0 + (s == 0 ? 0 : 100 * kMs + s * 30 * kMs);
     const std::int64_t length = s == 0 ? 100 : step_ms + (rank == 1 && s == 4 ? 6 : 0);
     v.push_back(span(EventKind::Step, Stream::Host, t, length, s));
-    v.push_back(span(EventKind::Forward, Stream::Compute, t, forward_ms, s, 0));
-    v.push_back(span(EventKind::Backward, Stream::Compute, t + forward_ms * kMs, 3, s, 0));
+    v.push_back(span(EventKind::Forward, Stream::Compute, t, forward_ms, s, layer));
+    v.push_back(span(EventKind::Backward, Stream::Compute, t + forward_ms * kMs, 3, s, layer));
     v.push_back(span(EventKind::AllReduce, Stream::Comm, t + (forward_ms + 1) * kMs, 1, s));
     v.push_back(span(EventKind::AllReduce, Stream::Comm, t + (forward_ms + 2) * kMs, 1, s));
     v.push_back(span(EventKind::Optimizer, Stream::Compute, t + (length - 1) * kMs, 1, s));
@@ -69,14 +70,14 @@ std::vector<Event> rank_events(int rank, std::int64_t step_ms, std::int64_t forw
 
 // Accuracy (step, value, ms after the first step starts) on rank 0; the last loss 0.5.
 std::int64_t add_run(RunStore& store, const char* name, std::int64_t step_ms, std::int64_t forward_ms,
-                     std::vector<std::tuple<int, double, int>> accuracy) {
+                     std::vector<std::tuple<int, double, int>> accuracy, int layer = 0) {
   loom::trace::RunRecord run;
   run.name = name;
   run.plan_json = kPlan;
   run.world_size = 2;
   const std::int64_t id = must(store.create_run(run));
   for (int r = 0; r < 2; ++r) {
-    const auto events = rank_events(r, step_ms, forward_ms);
+    const auto events = rank_events(r, step_ms, forward_ms, layer);
     if (!store.append_events(id, r, events.data(), events.size()).ok()) qFatal("append_events");
     if (!store.upsert_rank(id, {r, "h", "cpu", 0, 0, 0, std::int64_t(events.size())}).ok()) qFatal("upsert_rank");
   }
@@ -171,6 +172,22 @@ class TestCompare : public QObject {
     const nlohmann::json j = loom::analysis::comparison_to_json(c);
     for (const auto& p : j["phases"])
       if (p["phase"] == "forward fc") QCOMPARE(p["delta_ms"][1].get<double>(), 2.0);
+  }
+
+  // A run that times whole passes (layer -1, as an imported PyTorch trace does) meets a
+  // per-layer run on the "forward" and "backward" rows: the per-layer run's layers summed
+  // per step. The per-layer rows stay, the whole-pass run having no value there.
+  void wholePassesMeetPerLayerRows() {
+    const std::int64_t whole = add_run(*store_, "whole passes", 10, 5, {{4, 0.9, 450}}, -1);
+    const Comparison c = must(loom::analysis::compare_runs(*store_, {a_, whole}));
+    const PhaseRow* forward = phase(c, "worker", "forward");
+    QVERIFY(forward);
+    QCOMPARE(forward->median_ms, (std::vector<double>{2.0, 5.0}));
+    QCOMPARE(phase(c, "worker", "backward")->median_ms, (std::vector<double>{3.0, 3.0}));
+    QVERIFY(std::isnan(phase(c, "worker", "forward fc")->median_ms[1]));
+    auto at = [&](const std::string& name) { return phase(c, "worker", name) - c.phases.data(); };
+    QVERIFY(at("forward") < at("forward fc") && at("backward fc") < at("backward"));
+    QVERIFY(store_->delete_run(whole).ok());  // the other tests compare A and B alone
   }
 
   void stepRangeAndTargetAccuracy() {

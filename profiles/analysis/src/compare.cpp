@@ -122,7 +122,15 @@ int kind_order(EventKind kind) {
   }
 }
 
+// The whole forward and the whole backward pass of a step: a source that times passes,
+// not layers (a PyTorch trace), and the sum over layers of one that times layers, under
+// one key, so that runs of both kinds meet on one row of the phase diff (before the
+// per-layer forward rows, after the per-layer backward ones).
+const Phase kWholeForward{9999, "forward"}, kWholeBackward{50001, "backward"};
+
 Phase phase_of(const Event& e, const std::vector<std::string>& layers) {
+  if (e.layer < 0 && e.kind == EventKind::Forward) return kWholeForward;
+  if (e.layer < 0 && e.kind == EventKind::Backward) return kWholeBackward;
   auto with_layer = [&](const char* what, int order) {
     if (e.layer < 0) return Phase{order, what};
     const bool named = std::size_t(e.layer) < layers.size() && !layers[std::size_t(e.layer)].empty();
@@ -203,7 +211,11 @@ void add_rank_phases(const std::vector<Event>& events, const std::string& role, 
     e.kind = EventKind(key >> 56);
     e.layer = std::int32_t(std::uint32_t(key >> 32) & 0xffffffu) - 1;
     const Phase phase = phase_of(e, layers);
-    if (!phase.name.empty()) per_step[{phase, std::int32_t(std::uint32_t(key))}] += ns;
+    const std::int32_t step = std::int32_t(std::uint32_t(key));
+    if (!phase.name.empty()) per_step[{phase, step}] += ns;
+    // A layer's pass also counts toward its step's whole pass (the row a PyTorch trace has).
+    if (e.layer >= 0 && e.kind == EventKind::Forward) per_step[{kWholeForward, step}] += ns;
+    if (e.layer >= 0 && e.kind == EventKind::Backward) per_step[{kWholeBackward, step}] += ns;
   }
   add_bucket_phases(events, steps, per_step);
   for (const auto& [key, ns] : per_step) out[{role, key.first}].push_back(ns / kNsPerMs);
