@@ -7,9 +7,9 @@
 #include <QBoxLayout>
 #include <QComboBox>
 #include <QEvent>
-#include <QResizeEvent>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QResizeEvent>
 #include <QVBoxLayout>
 
 #include <qcustomplot.h>

@@ -5,10 +5,10 @@
 
 #include <QComboBox>
 #include <QEvent>
-#include <QPainter>
-#include <QPixmap>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QPainter>
+#include <QPixmap>
 #include <QSlider>
 #include <QStyle>
 #include <QToolButton>

@@ -6,9 +6,9 @@
 #pragma once
 
 #include <QElapsedTimer>
-#include <QTimer>
 #include <QIcon>
 #include <QStyle>
+#include <QTimer>
 #include <QWidget>
 
 #include <optional>
