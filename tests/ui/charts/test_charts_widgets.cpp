@@ -3,6 +3,8 @@
 // x-axis switch, the staleness chart's empty-state text and palette-driven colours.
 // Set LOOM_CHARTS_PNG_DIR to also write each widget as a PNG for a look by eye.
 #include <QTemporaryDir>
+#include <QScrollArea>
+#include <QScrollBar>
 #include <QtTest>
 
 #include <qcustomplot.h>
@@ -370,6 +372,23 @@ void TestChartsWidgets::breakdownShowsPipelineBubbles() {
   QVERIFY2(negative.contains(QStringLiteral("= schedule 30% + imbalance -3% + comm/jitter -7%")), qPrintable(negative));
   QVERIFY2(negative.contains(QStringLiteral("Negative imbalance: ")) && negative.contains("; comm/jitter: "),
            qPrintable(negative));
+  // Five lines (two stages, the note, the warning) under the bars fit the Breakdown dock of
+  // a 1280x720 window (850 x 195, in a resizable scroll area as the window docks it):
+  // nothing to scroll.
+  {
+    auto* docked = new BreakdownChart;
+    docked->setPipeline(p);
+    QScrollArea dock;
+    dock.setWidgetResizable(true);
+    dock.setFrameShape(QFrame::NoFrame);
+    dock.setWidget(docked);
+    dock.resize(850, 195);
+    dock.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&dock));
+    QCoreApplication::processEvents();
+    QVERIFY2(dock.verticalScrollBar()->maximum() == 0,
+             qPrintable(QString("scrolls by %1 px").arg(dock.verticalScrollBar()->maximum())));
+  }
   p.stages = 1;
   p.stages_stats.resize(1);
   chart.setPipeline(p);

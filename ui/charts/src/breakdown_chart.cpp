@@ -158,7 +158,13 @@ BreakdownChart::BreakdownChart(QWidget* parent) : QWidget(parent) {
 void BreakdownChart::buildPlot() {
   plot_ = new QCustomPlot(this);
   add_save_menu(plot_);
-  plot_->setMinimumHeight(120);  // with three stage lines under it, it fits a 1280x720 window's dock
+  // With the stage lines, the note on negative parts and a warning under it (five lines),
+  // it fits a 1280x720 window's dock (about 195 px) without scrolling. A dock's scroll area
+  // sizes a word-wrapped text's layout by its items' preferred heights, and the plot's
+  // (about 120 px) made it scroll 13 px: the plot's preference is ignored, its minimum
+  // kept, and it takes whatever height is left.
+  plot_->setMinimumHeight(90);
+  plot_->setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Ignored);
   plot_->setMouseTracking(true);
   // No fixed tooltip: Qt would show it over the one the pointer's bar asks for (eventFilter).
   plot_->installEventFilter(this);
