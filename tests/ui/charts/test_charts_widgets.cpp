@@ -160,6 +160,23 @@ void TestChartsWidgets::chartsSitSideBySideInALowDock() {
              qPrintable(QString("plot area %1 px high at %2x%3").arg(charts.throughputPlot()->axisRect()->height())
                             .arg(size.width()).arg(size.height())));
   }
+  // Docked as the window docks it (a resizable scroll area) in the Training dock of a
+  // 1280x720 window, about 830 x 170 under its title: nothing to scroll.
+  {
+    auto* docked = new TrainingCharts;
+    docked->appendMetrics(training_records());
+    docked->replotNow();
+    QScrollArea dock;
+    dock.setWidgetResizable(true);
+    dock.setFrameShape(QFrame::NoFrame);
+    dock.setWidget(docked);
+    dock.resize(830, 170);
+    dock.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&dock));
+    QCoreApplication::processEvents();
+    QVERIFY2(dock.verticalScrollBar()->maximum() == 0,
+             qPrintable(QString("scrolls by %1 px").arg(dock.verticalScrollBar()->maximum())));
+  }
   charts.resize(500, 700);
   QCoreApplication::processEvents();
   QVERIFY(!charts.sideBySide());
