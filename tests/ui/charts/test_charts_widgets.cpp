@@ -93,6 +93,20 @@ QPalette dark_palette() {
   return p;
 }
 
+// How far `view` scrolls when docked as the window docks a view (a resizable scroll area
+// without a frame, main_window_layout.cpp's scrollable) of `size`; the area owns `view`.
+int docked_scroll(QWidget* view, QSize size) {
+  QScrollArea dock;
+  dock.setWidgetResizable(true);
+  dock.setFrameShape(QFrame::NoFrame);
+  dock.setWidget(view);
+  dock.resize(size);
+  dock.show();
+  if (!QTest::qWaitForWindowExposed(&dock)) return -1;
+  QCoreApplication::processEvents();
+  return dock.verticalScrollBar()->maximum();
+}
+
 }  // namespace
 
 class TestChartsWidgets : public QObject {
@@ -166,16 +180,8 @@ void TestChartsWidgets::chartsSitSideBySideInALowDock() {
     auto* docked = new TrainingCharts;
     docked->appendMetrics(training_records());
     docked->replotNow();
-    QScrollArea dock;
-    dock.setWidgetResizable(true);
-    dock.setFrameShape(QFrame::NoFrame);
-    dock.setWidget(docked);
-    dock.resize(830, 170);
-    dock.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&dock));
-    QCoreApplication::processEvents();
-    QVERIFY2(dock.verticalScrollBar()->maximum() == 0,
-             qPrintable(QString("scrolls by %1 px").arg(dock.verticalScrollBar()->maximum())));
+    const int scroll = docked_scroll(docked, QSize(830, 170));
+    QVERIFY2(scroll == 0, qPrintable(QString("scrolls by %1 px").arg(scroll)));
   }
   charts.resize(500, 700);
   QCoreApplication::processEvents();
@@ -395,16 +401,8 @@ void TestChartsWidgets::breakdownShowsPipelineBubbles() {
   {
     auto* docked = new BreakdownChart;
     docked->setPipeline(p);
-    QScrollArea dock;
-    dock.setWidgetResizable(true);
-    dock.setFrameShape(QFrame::NoFrame);
-    dock.setWidget(docked);
-    dock.resize(850, 195);
-    dock.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&dock));
-    QCoreApplication::processEvents();
-    QVERIFY2(dock.verticalScrollBar()->maximum() == 0,
-             qPrintable(QString("scrolls by %1 px").arg(dock.verticalScrollBar()->maximum())));
+    const int scroll = docked_scroll(docked, QSize(850, 195));
+    QVERIFY2(scroll == 0, qPrintable(QString("scrolls by %1 px").arg(scroll)));
   }
   p.stages = 1;
   p.stages_stats.resize(1);
