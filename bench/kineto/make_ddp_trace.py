@@ -9,11 +9,18 @@ torch.profiler with a schedule (wait, warmup, active steps). Each rank writes it
 profiler's Chrome trace to OUT_DIR/rank<R>.json (export_chrome_trace from
 on_trace_ready), so the files are what PyTorch itself writes, nothing edited.
 
-The test fixture in tests/data/kineto/ was made with (Debian python3-torch 1.13.1):
+`--label-layers` names each layer's forward in the trace the way Loom names its spans
+("forward linear_1": a record_function range opened and closed by module hooks, with
+Loom's default layer names, kind_position), so that the phase diff can match the trace to
+a Loom run layer by layer. The model then starts with a Flatten, as Loom's MLPs do.
+
+The test fixtures in tests/data/kineto/ were made with (Debian python3-torch 1.13.1):
   OPENBLAS_NUM_THREADS=1 /usr/bin/python3 bench/kineto/make_ddp_trace.py tests/data/kineto \
       --active 4 && gzip -9 tests/data/kineto/rank1.json
+  OPENBLAS_NUM_THREADS=1 /usr/bin/python3 bench/kineto/make_ddp_trace.py tests/data/kineto/labelled \
+      --ranks 1 --active 3 --label-layers
 
-usage: make_ddp_trace.py OUT_DIR [--ranks N] [--active A] [--batch B] [--random]
+usage: make_ddp_trace.py OUT_DIR [--ranks N] [--active A] [--batch B] [--random] [--label-layers]
 """
 import argparse
 import gzip
@@ -54,12 +61,36 @@ def free_port():
         return s.getsockname()[1]
 
 
+LOOM_KINDS = {nn.Flatten: "flatten", nn.Linear: "linear", nn.ReLU: "relu"}
+
+
+def label_layers(layers):
+    """Wraps each layer's forward in a record_function range named as Loom names the span."""
+    for position, layer in enumerate(layers):
+        name = f"forward {LOOM_KINDS[type(layer)]}_{position}"
+        ranges = []
+
+        def enter(module, inputs, name=name, ranges=ranges):
+            ranges.append(torch.profiler.record_function(name))
+            ranges[-1].__enter__()
+
+        def leave(module, inputs, output, ranges=ranges):
+            ranges.pop().__exit__(None, None, None)
+
+        layer.register_forward_pre_hook(enter)
+        layer.register_forward_hook(leave)
+
+
 def worker(rank, ranks, port, args):
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=ranks)
     torch.manual_seed(42)  # identical initial weights (DDP broadcasts rank 0's anyway)
     x, y = load_data(args.random)
-    model = DistributedDataParallel(nn.Sequential(nn.Linear(784, 64), nn.ReLU(), nn.Linear(64, 10)))
+    layers = [nn.Linear(784, 64), nn.ReLU(), nn.Linear(64, 10)]
+    if args.label_layers:
+        layers.insert(0, nn.Flatten())
+        label_layers(layers)
+    model = DistributedDataParallel(nn.Sequential(*layers))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
     loss_fn = nn.CrossEntropyLoss()
     local = args.batch // ranks
@@ -92,6 +123,7 @@ def main():
     parser.add_argument("--active", type=int, default=3, help="profiler schedule: steps traced")
     parser.add_argument("--batch", type=int, default=64, help="global batch (split over ranks)")
     parser.add_argument("--random", action="store_true", help="random data instead of Fashion-MNIST")
+    parser.add_argument("--label-layers", action="store_true", help="name each layer's forward as Loom does")
     args = parser.parse_args()
     os.makedirs(args.out_dir, exist_ok=True)
     mp.spawn(worker, args=(args.ranks, free_port(), args), nprocs=args.ranks, join=True)

@@ -70,10 +70,10 @@ std::vector<Event> rank_events(int rank, std::int64_t step_ms, std::int64_t forw
 
 // Accuracy (step, value, ms after the first step starts) on rank 0; the last loss 0.5.
 std::int64_t add_run(RunStore& store, const char* name, std::int64_t step_ms, std::int64_t forward_ms,
-                     std::vector<std::tuple<int, double, int>> accuracy, int layer = 0) {
+                     std::vector<std::tuple<int, double, int>> accuracy, int layer = 0, const char* plan = kPlan) {
   loom::trace::RunRecord run;
   run.name = name;
-  run.plan_json = kPlan;
+  run.plan_json = plan;
   run.world_size = 2;
   const std::int64_t id = must(store.create_run(run));
   for (int r = 0; r < 2; ++r) {
@@ -188,6 +188,20 @@ class TestCompare : public QObject {
     auto at = [&](const std::string& name) { return phase(c, "worker", name) - c.phases.data(); };
     QVERIFY(at("forward") < at("forward fc") && at("backward fc") < at("backward"));
     QVERIFY(store_->delete_run(whole).ok());  // the other tests compare A and B alone
+  }
+
+  // An imported trace whose ranges name layer 0 "fc" (its plan lists the names) meets the
+  // Loom run's own "fc" rows layer by layer.
+  void importedLayerNamesMeetLoomLayers() {
+    const char* imported = R"({"imported": "kineto", "files": ["rank0.json"], "world_size": 2, "layers": ["fc"]})";
+    const std::int64_t trace = add_run(*store_, "pytorch, layers named", 10, 5, {{4, 0.9, 450}}, 0, imported);
+    const Comparison c = must(loom::analysis::compare_runs(*store_, {a_, trace}));
+    const PhaseRow* forward = phase(c, "worker", "forward fc");
+    QVERIFY(forward);
+    QCOMPARE(forward->median_ms, (std::vector<double>{2.0, 5.0}));
+    QCOMPARE(phase(c, "worker", "backward fc")->median_ms, (std::vector<double>{3.0, 3.0}));
+    QVERIFY(!phase(c, "worker", "forward layer 0"));
+    QVERIFY(store_->delete_run(trace).ok());
   }
 
   void stepRangeAndTargetAccuracy() {

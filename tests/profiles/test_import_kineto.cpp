@@ -9,6 +9,9 @@
 
 #include <fstream>
 #include <map>
+#include <tuple>
+
+#include <nlohmann/json.hpp>
 
 #include "loom/analysis/import_kineto.h"
 #include "loom/store/sqlite_db.h"
@@ -158,6 +161,52 @@ class ImportKinetoTest : public QObject {
     // Legacy files count from their own profiler start: rank 1 is aligned on collective ends.
     QVERIFY(run.ranks[1].offset_ns != 0);
     QVERIFY(run.ranks[1].uncertainty_ns >= 0 && run.ranks[1].uncertainty_ns < 20000000);
+  }
+
+  // A real trace (make_ddp_trace.py --label-layers) whose record_function ranges name each
+  // layer's forward as Loom does: each range becomes that layer's forward span, exactly as
+  // long as the range, and the rest of the forward stays the whole pass's; nothing overlaps.
+  void namedLayerRangesBecomeLayerSpans() {
+    const std::string file = kData + "labelled/rank0.json.gz";
+    const ImportedRun run = must(loom::kineto::import_kineto_files({file}, {}));
+    const std::vector<std::string> names{"flatten_0", "linear_1", "relu_2", "linear_3"};
+    QCOMPARE(loom::kineto::imported_layer_names(run.run.plan_json), names);
+    const std::vector<Event>& events = run.events[0].second;
+    const auto doc = nlohmann::json::parse(must(loom::kineto::read_trace_text(file)));
+    std::map<std::string, std::vector<std::int64_t>> range_ns, span_ns;
+    for (const auto& e : doc.is_array() ? doc : doc["traceEvents"]) {  // 1.13 writes a bare list
+      const std::string name = e.value("name", "");
+      if (e.value("ph", "") == "X" && name.starts_with("forward ")) range_ns[name.substr(8)].push_back(std::llround(e["dur"].get<double>() * 1000));
+    }
+    for (const Event& e : events)
+      if (e.layer >= 0) {
+        QCOMPARE(e.kind, EventKind::Forward);
+        span_ns[names[std::size_t(e.layer)]].push_back(e.end_ns - e.start_ns);
+      }
+    QCOMPARE(span_ns, range_ns);
+    QCOMPARE(range_ns["linear_1"].size(), std::size_t(3));  // one per traced step
+    std::vector<const Event*> compute;
+    for (const Event& e : events)
+      if (e.stream == Stream::Compute) compute.push_back(&e);
+    std::sort(compute.begin(), compute.end(), [](const Event* a, const Event* b) { return a->start_ns < b->start_ns; });
+    for (std::size_t i = 1; i < compute.size(); ++i) QVERIFY(compute[i]->start_ns >= compute[i - 1]->end_ns);
+    QVERIFY(count(events, EventKind::Forward, Stream::Compute) > 3 * 4);  // whole-pass parts stay
+  }
+
+  // The innermost named range wins; a name that is only a prefix is no layer.
+  void nestedLayerRangesInnermostWins() {
+    const char* snippet = R"({"distributedInfo": {"rank": 0}, "traceEvents": [
+      {"ph": "X", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 100},
+      {"ph": "X", "name": "forward block", "pid": 1, "tid": 1, "ts": 10, "dur": 50},
+      {"ph": "X", "name": "forward fc", "pid": 1, "tid": 1, "ts": 20, "dur": 10},
+      {"ph": "X", "name": "aten::addmm", "pid": 1, "tid": 1, "ts": 21, "dur": 5},
+      {"ph": "X", "name": "forward ", "pid": 1, "tid": 1, "ts": 70, "dur": 5}]})";
+    const RankTrace t = must(loom::kineto::parse_kineto_trace(snippet, "nested.json", std::nullopt));
+    std::vector<std::tuple<std::int64_t, std::int64_t, int>> spans;  // start, end in us; layer
+    for (const Event& e : t.events)
+      if (e.kind == EventKind::Forward) spans.emplace_back(e.start_ns / 1000, e.end_ns / 1000, e.layer);
+    const int fc = int(std::find(t.layer_names.begin(), t.layer_names.end(), "fc") - t.layer_names.begin());
+    QCOMPARE(spans, (std::vector<std::tuple<std::int64_t, std::int64_t, int>>{{10, 20, -1}, {20, 30, fc}, {30, 60, -1}, {70, 75, -1}}));
   }
 
   void kinetoGpuSnippet() {

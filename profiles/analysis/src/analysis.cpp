@@ -1004,6 +1004,7 @@ Expected<RunSummary> summarize_run(store::RunStore& store, std::int64_t run_id,
 }
 
 std::vector<std::string> layer_names_by_id(const std::string& plan_json) {
+  if (kineto::is_imported_plan(plan_json)) return kineto::imported_layer_names(plan_json);
   PlanResult plan = parse_plan(plan_json);
   if (!plan.ok()) return {};
   std::vector<PlanError> ignored;

@@ -339,10 +339,19 @@ struct Collective {
   bool kind_from_args = false;
 };
 
+// A layer's pass as the trace names it (see layer_label): where it ran, and its layer.
+struct LayerSlice {
+  std::int64_t start = 0, end = 0;
+  EventKind kind = EventKind::Forward;
+  std::int32_t layer = -1;
+  bool leaf = true;  // contains no other labelled range: the innermost label wins
+};
+
 struct Builder {
   const std::string& file;
   bool gpu = false;
   std::vector<Event> events;
+  std::vector<std::string> layer_names;  // by layer id, in order of first appearance
   std::vector<Collective> collectives;
   std::vector<std::pair<std::int64_t, std::int64_t>> steps;  // sorted [start, end) with index into step_numbers
   std::vector<std::int32_t> step_numbers;
@@ -431,13 +440,77 @@ std::int64_t external_id(const Span& s) {
   return it != s.args->end() && it->is_number_integer() ? it->get<std::int64_t>() : -1;
 }
 
+// A range the trace names as a layer's pass the way Loom names its own spans: "forward
+// NAME" or "backward NAME" (record_function ranges a user opens around each layer; PyTorch's
+// operators never start so). NAME is the layer, up to 128 bytes.
+std::optional<std::pair<EventKind, std::string>> layer_label(std::string_view name) {
+  for (const auto& [prefix, kind] : {std::pair{std::string_view("forward "), EventKind::Forward},
+                                     std::pair{std::string_view("backward "), EventKind::Backward}}) {
+    if (!name.starts_with(prefix)) continue;
+    const std::string_view layer = name.substr(prefix.size());
+    if (layer.empty() || layer.size() > 128 || layer.front() == ' ') return std::nullopt;
+    return std::pair{kind, std::string(layer)};
+  }
+  return std::nullopt;
+}
+
+std::int32_t layer_id(const std::string& name, Builder& b) {
+  const auto it = std::find(b.layer_names.begin(), b.layer_names.end(), name);
+  if (it != b.layer_names.end()) return std::int32_t(it - b.layer_names.begin());
+  b.layer_names.push_back(name);
+  return std::int32_t(b.layer_names.size() - 1);
+}
+
+// Cuts one forward or backward phase span at the innermost labelled ranges inside it: the
+// labelled parts become that layer's pass, the rest stays the whole pass's (layer -1). The
+// parts tile the span, so every figure summed over spans is unchanged.
+void split_at_layers(const Event& e, const std::vector<LayerSlice>& leaves, std::vector<Event>& out) {
+  auto piece = [&](std::int64_t start, std::int64_t end, EventKind kind, std::int32_t layer) {
+    if (end <= start) return;
+    Event p = e;
+    p.start_ns = start, p.end_ns = end, p.kind = kind, p.layer = layer;
+    out.push_back(p);
+  };
+  if (e.kind != EventKind::Forward && e.kind != EventKind::Backward) return out.push_back(e);
+  auto it = std::lower_bound(leaves.begin(), leaves.end(), e.start_ns,
+                             [](const LayerSlice& l, std::int64_t t) { return l.end <= t; });
+  std::int64_t cursor = e.start_ns;
+  for (; it != leaves.end() && it->start < e.end_ns; ++it) {
+    const std::int64_t from = std::max(it->start, cursor), to = std::min(it->end, e.end_ns);
+    piece(cursor, from, e.kind, e.layer);
+    piece(from, to, it->kind, it->layer);
+    cursor = std::max(cursor, to);
+  }
+  piece(cursor, e.end_ns, e.kind, e.layer);
+}
+
+// Applies a thread's labelled ranges to the phase spans it produced (events[first, end)).
+void apply_layer_labels(const std::vector<LayerSlice>& slices, std::size_t first, Builder& b) {
+  std::vector<LayerSlice> leaves;
+  std::copy_if(slices.begin(), slices.end(), std::back_inserter(leaves), [](const LayerSlice& l) { return l.leaf; });
+  if (leaves.empty()) return;
+  std::vector<Event> split;
+  for (std::size_t i = first; i < b.events.size(); ++i) split_at_layers(b.events[i], leaves, split);
+  b.events.resize(first);
+  b.events.insert(b.events.end(), split.begin(), split.end());
+}
+
 // One CPU thread's spans, sorted by start (outer first): nesting from a stack.
 Status walk_thread(const std::vector<const Span*>& spans, Builder& b) {
   std::vector<Open> stack;
   std::int32_t phase_step = INT32_MIN;
   bool in_backward = false;
+  const std::size_t first_event = b.events.size();
+  std::vector<LayerSlice> slices;        // in start order, outer first, as the spans come
+  std::vector<std::size_t> open_slices;  // indices of the labelled ranges around the current span
   for (const Span* s : spans) {
     while (!stack.empty() && stack.back().end <= s->start) stack.pop_back();
+    while (!open_slices.empty() && slices[open_slices.back()].end <= s->start) open_slices.pop_back();
+    if (const auto label = layer_label(s->name); label && b.step_at(s->start) >= 0) {
+      if (!open_slices.empty()) slices[open_slices.back()].leaf = false;
+      slices.push_back({s->start, s->end, label->first, layer_id(label->second, b)});
+      open_slices.push_back(slices.size() - 1);
+    }
     const Open* parent = stack.empty() ? nullptr : &stack.back();
     const MappingRule* rule = rule_for(s->name);
     Open open{s->end, rule, parent ? parent->collective : -1, parent ? parent->phase : EventKind::Forward};
@@ -469,6 +542,7 @@ Status walk_thread(const std::vector<const Span*>& spans, Builder& b) {
     if (parent && open.end > parent->end) open.end = parent->end;
     stack.push_back(open);
   }
+  apply_layer_labels(slices, first_event, b);
   return {};
 }
 
@@ -615,7 +689,7 @@ Expected<RankTrace> parse_kineto_trace(const std::string& text, const std::strin
   out.has_gpu = std::any_of(spans.begin(), spans.end(), [](const Span& s) { return s.device != Device::Cpu; });
   out.device = device_of_trace(*doc, spans);
 
-  Builder b{file, out.has_gpu, {}, {}, {}, {}, {}, 0};
+  Builder b{file, out.has_gpu, {}, {}, {}, {}, {}, {}, 0};
   LOOM_TRY(collect_steps(spans, b));
   std::map<std::string, std::vector<const Span*>> threads;
   for (const Span& s : spans)
@@ -637,6 +711,7 @@ Expected<RankTrace> parse_kineto_trace(const std::string& text, const std::strin
     }
   }
   out.ignored = out.trace_events - std::int64_t(spans.size());
+  out.layer_names = std::move(b.layer_names);
   out.events = std::move(b.events);
   std::stable_sort(out.events.begin(), out.events.end(), [](const Event& x, const Event& y) { return x.start_ns < y.start_ns; });
   return out;
@@ -686,7 +761,24 @@ Status check_ranks(const std::vector<RankTrace>& traces) {
   return {};
 }
 
-std::string plan_of(const std::vector<RankTrace>& traces, int world) {
+// One list of layer names for the run, in order of first appearance over the ranks; each
+// rank's events renumbered into it.
+std::vector<std::string> unify_layer_names(std::vector<RankTrace>& traces) {
+  std::vector<std::string> names;
+  for (RankTrace& t : traces) {
+    std::vector<std::int32_t> to_run;
+    for (const std::string& name : t.layer_names) {
+      const auto it = std::find(names.begin(), names.end(), name);
+      to_run.push_back(std::int32_t(it - names.begin()));
+      if (it == names.end()) names.push_back(name);
+    }
+    for (Event& e : t.events)
+      if (e.layer >= 0) e.layer = to_run[std::size_t(e.layer)];
+  }
+  return names;
+}
+
+std::string plan_of(const std::vector<RankTrace>& traces, int world, const std::vector<std::string>& layers) {
   json files = json::array();
   std::string backend;
   for (const RankTrace& t : traces) {
@@ -695,7 +787,8 @@ std::string plan_of(const std::vector<RankTrace>& traces, int world) {
   }
   return json{{"imported", "kineto"}, {"files", files}, {"world_size", world}, {"backend", backend},
               {"clock", traces.front().absolute_clock ? "shared (times since the epoch)" : "per file, aligned on collective ends"},
-              {"device", std::any_of(traces.begin(), traces.end(), [](const RankTrace& t) { return t.has_gpu; }) ? "gpu" : "cpu"}}
+              {"device", std::any_of(traces.begin(), traces.end(), [](const RankTrace& t) { return t.has_gpu; }) ? "gpu" : "cpu"},
+              {"layers", layers}}
       .dump();
 }
 
@@ -758,7 +851,7 @@ Expected<ImportedRun> import_kineto_files(const std::vector<std::string>& paths,
   run.run.name = !options.name.empty() ? options.name : "pytorch " + base_name(traces.front().file);
   run.run.status = trace::RunStatus::Completed;
   run.run.world_size = world;
-  run.run.plan_json = plan_of(traces, world);
+  run.run.plan_json = plan_of(traces, world, unify_layer_names(traces));
   run.run.host = "imported";
   run.run.version = "loom import --kineto";
   run.run.wall_s = any ? double(last - first) / 1e9 : 0.0;
@@ -782,6 +875,16 @@ Expected<std::int64_t> store_imported_run(store::RunStore& store, const Imported
 bool is_imported_plan(const std::string& plan_json) {
   const json plan = json::parse(plan_json, nullptr, /*allow_exceptions=*/false);
   return plan.is_object() && plan.contains("imported");
+}
+
+std::vector<std::string> imported_layer_names(const std::string& plan_json) {
+  const json plan = json::parse(plan_json, nullptr, /*allow_exceptions=*/false);
+  std::vector<std::string> names;
+  if (!plan.is_object() || !plan.contains("imported")) return names;
+  const auto layers = plan.find("layers");
+  if (layers == plan.end() || !layers->is_array()) return names;
+  for (const json& name : *layers) names.push_back(name.is_string() ? name.get<std::string>() : std::string());
+  return names;
 }
 
 }  // namespace loom::kineto

@@ -313,7 +313,8 @@ Expected<RunSummary> summarize_run(store::RunStore& store, std::int64_t run_id,
                                    const RankEventsVisitor& visit_rank_events = {});
 
 // Layer names by LayerId (the number trace events carry), from the same inference that
-// numbered the layers when tracing; empty when the plan does not parse.
+// numbered the layers when tracing (an imported trace: the names its ranges gave); empty
+// when the plan does not parse.
 std::vector<std::string> layer_names_by_id(const std::string& plan_json);
 
 // Keys: id, name, status, started_unix_ms, ended_unix_ms, error, plan (parsed plan JSON,

@@ -36,6 +36,9 @@ struct RankTrace {
   // name, totalGlobalMem, computeMajor/Minor; cuda_runtime_version and cuda_driver_version
   // where present). Not recorded for older files and traces without GPU work.
   trace::DeviceInfo device;
+  // Layers the trace names ("forward NAME" / "backward NAME" ranges): events' layer ids
+  // index this list; spans outside such ranges keep layer -1 (the whole pass).
+  std::vector<std::string> layer_names;
   std::vector<trace::Event> events;
   std::int64_t steps = 0, collectives = 0, collective_bytes = 0;
   std::int64_t trace_events = 0, ignored = 0;  // every traceEvents entry; those not imported
@@ -76,6 +79,10 @@ Expected<ImportedRun> import_kineto_files(const std::vector<std::string>& paths,
 
 // Stores the run in one transaction (RunStore::import_run); returns its id.
 Expected<std::int64_t> store_imported_run(store::RunStore& store, const ImportedRun& run);
+
+// The layer names an imported run's plan_json lists, by layer id; empty when it names none
+// or is not an imported plan.
+std::vector<std::string> imported_layer_names(const std::string& plan_json);
 
 // True when a stored run's plan_json says it was imported (it is then not a Loom plan).
 bool is_imported_plan(const std::string& plan_json);
