@@ -179,9 +179,12 @@ void print_runs_table(const std::vector<trace::RunRecord>& runs, const std::vect
     if (std::isfinite(accuracy[i])) std::snprintf(acc, sizeof acc, "%.2f%%", accuracy[i] * 100.0);
     std::string joined;
     for (const std::string& t : tags_of(tags, r.id)) joined += (joined.empty() ? "" : ", ") + t;
-    std::printf("%6lld  %s  %-11s  %-19s  %5d  %8.1fs  %9s  %s\n", static_cast<long long>(r.id),
+    // As the Runs list: a 24 ms imported trace reads 0.024s, not 0.0s.
+    char wall[32];
+    std::snprintf(wall, sizeof wall, r.wall_s < 1 ? "%.3fs" : "%.1fs", r.wall_s);
+    std::printf("%6lld  %s  %-11s  %-19s  %5d  %9s  %9s  %s\n", static_cast<long long>(r.id),
                 pad_right(r.name, name_width).c_str(), status_text(r.status).c_str(), format_time(r.started_unix_ms).c_str(),
-                r.world_size, r.wall_s, acc, joined.c_str());
+                r.world_size, wall, acc, joined.c_str());
   }
   if (runs.empty()) std::printf("(no runs yet: try `loom-cli run`)\n");
 }

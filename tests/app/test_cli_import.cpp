@@ -4,6 +4,7 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QRegularExpression>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -48,6 +49,10 @@ class CliImportTest : public QObject {
     QCOMPARE(counts["steps"].toInt(), 4);        // ProfilerStep#1..#4, on each rank: steps are not per rank
     QCOMPARE(counts["collectives"].toInt(), 8);  // one gradient bucket per step and rank
     const QString id = QString::number(counts["id"].toInteger());
+
+    // `runs` gives a 24 ms trace its milliseconds, as the Runs list does (it said 0.0s).
+    const Result listed = run_cli({"runs", "--db", db()});
+    QVERIFY2(QRegularExpression(R"(torch-ddp .* 2 +0\.0[1-9]\ds )").match(listed.out).hasMatch(), qPrintable(listed.out));
 
     const Result shown = run_cli({"show", id, "--db", db(), "--json"});
     QVERIFY2(shown.exit_code == 0, qPrintable(shown.err));

@@ -111,6 +111,34 @@ class TestReport : public QObject {
     }
   }
 
+  // A PyTorch trace beside Loom runs: its accuracy is "-" (not "- %"), its plan section
+  // says it is a profile imported from its files, its missing device is said, and its
+  // timeline says it has no step 0 (its steps are 1-4; the Loom run's 0-4).
+  void importedTraceSaysWhatItLacks() {
+    auto store = loom::store::RunStore::open(db_.toStdString());
+    loom::trace::RunRecord run;
+    run.name = "pytorch rank0.json";
+    run.world_size = 1;
+    run.plan_json = R"({"imported": "kineto", "files": ["rank0.json"], "world_size": 1})";
+    const std::int64_t id = *store->create_run(run);
+    std::vector<Event> events;
+    for (int step = 1; step <= 4; ++step) events.push_back(span(EventKind::Step, step * 10, 10, step));
+    check(store->append_events(id, 0, events.data(), events.size()));
+    check(store->finish_run(id, loom::trace::RunStatus::Completed, 0.05, 0, ""));
+    loom::ui::report::ReportOptions options;
+    options.runs = {slow_, id};
+    options.step = 4;
+    const QString at4 = loom::ui::report::build_report(*store, options)->html;
+    QVERIFY(!at4.contains("has no step"));
+    options.step = 0;
+    const QString html = loom::ui::report::build_report(*store, options)->html;
+    QVERIFY2(!html.contains("- %"), qPrintable(html.left(3000)));
+    QVERIFY(html.contains("No Loom plan: a PyTorch profiler trace imported from rank0.json"));
+    QVERIFY(html.contains("<br>B not recorded"));
+    QCOMPARE(html.count("This run has no step 0: shown from its start."), 1);
+    check(store->delete_run(id));
+  }
+
   void oneRunReportHoldsShowsText() {
     auto store = loom::store::RunStore::open(db_.toStdString());
     loom::ui::report::ReportOptions options;

@@ -6,6 +6,9 @@
 #include <QDateTime>
 #include <QFile>
 #include <QFileInfo>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QPageSize>
 #include <QPainter>
 #include <QPdfWriter>
@@ -40,6 +43,11 @@ QString pre(const std::string& text) { return QStringLiteral("<pre>%1</pre>").ar
 
 QString number(double v, int decimals) {
   return std::isfinite(v) ? QString::number(v, 'f', decimals) : QStringLiteral("-");
+}
+
+// A fraction as "83.25 %"; unknown is "-" alone.
+QString percent(double fraction) {
+  return std::isfinite(fraction) ? number(100 * fraction, 2) + QStringLiteral(" %") : number(fraction, 2);
 }
 
 // What report pictures and tables need of one run, read once.
@@ -78,6 +86,13 @@ Expected<RunData> read_run(store::RunStore& store, std::int64_t id) {
   }
   d.timeline.layer_names = analysis::layer_names_by_id(d.run.plan_json);
   return d;
+}
+
+bool has_step(const RunData& d, int step) {
+  for (const auto& [rank, events] : d.timeline.events)
+    for (const trace::Event& e : events)
+      if (e.kind == trace::EventKind::Step && e.step == step) return true;
+  return false;
 }
 
 QString image_tag(Report& report, QImage image, const QString& alt) {
@@ -124,7 +139,7 @@ QString runs_table(const std::vector<RunData>& runs) {
                 // a 20 ms trace's wall time is not "0.0".
                 .arg(number(r.wall_s, r.wall_s < 1 ? 3 : 1),
                      number(r.samples_per_s() > 0 ? r.samples_per_s() : std::nan(""), 0),
-                     number(100 * last_metric(runs[i].metrics, "test_accuracy"), 2) + QStringLiteral(" %"));
+                     percent(last_metric(runs[i].metrics, "test_accuracy")));
   }
   html += QStringLiteral("</table>");
   // What each run ran on in full, where its ranks said (runs before schema v7 did not).
@@ -135,14 +150,31 @@ QString runs_table(const std::vector<RunData>& runs) {
     for (const std::string& line : analysis::device_lines(groups))
       devices << QStringLiteral("%1 %2").arg(runs.size() > 1 ? letter(i) : QString(), esc(line)).trimmed();
   }
+  // Beside runs that said, one that did not is named, so no run's line is missing unexplained.
+  for (std::size_t i = 0; i < runs.size() && !devices.isEmpty(); ++i)
+    if (!analysis::any_device_recorded(analysis::group_devices(runs[i].timeline.clocks)))
+      devices << QStringLiteral("%1 not recorded").arg(letter(i));
   if (!devices.isEmpty()) html += QStringLiteral("<p>Devices: ") + devices.join(QStringLiteral("<br>")) + QStringLiteral("</p>");
   return html;
+}
+
+// Why a run has no plan to show: an imported trace names its files; anything else is a
+// stored plan this version cannot read.
+QString no_plan_words(const trace::RunRecord& run) {
+  const QJsonObject plan = QJsonDocument::fromJson(QByteArray::fromStdString(run.plan_json)).object();
+  if (!plan.contains(QStringLiteral("imported")))
+    return QStringLiteral("<p>The stored plan cannot be read by this version of Loom.</p>");
+  QStringList files;
+  for (const QJsonValue& f : plan.value(QStringLiteral("files")).toArray()) files << f.toString().toHtmlEscaped();
+  return QStringLiteral("<p>No Loom plan: a PyTorch profiler trace imported from %1, a profile recorded "
+                        "elsewhere. It has no model, batch or optimizer to show.</p>")
+      .arg(files.isEmpty() ? QStringLiteral("its files") : files.join(QStringLiteral(", ")));
 }
 
 // The model table `loom-cli validate` prints, and the training settings.
 QString plan_section(const RunData& d, std::size_t index) {
   QString html = QStringLiteral("<h3>Plan of %1 (#%2 %3)</h3>").arg(letter(index)).arg(d.run.id).arg(esc(d.run.name));
-  if (!d.plan) return html + QStringLiteral("<p>The stored plan does not parse (an imported trace has none).</p>");
+  if (!d.plan) return html + no_plan_words(d.run);
   const Plan& p = *d.plan;
   const QString length = p.training.steps > 0 ? QStringLiteral("%1 steps").arg(p.training.steps)
                                               : QStringLiteral("%1 epochs").arg(p.training.epochs);
@@ -270,6 +302,8 @@ Expected<Report> build_report(store::RunStore& store, const ReportOptions& optio
   for (std::size_t i = 0; i < pictures.size(); ++i) {
     body += QStringLiteral("<h3><font color=\"%1\">&#9632;</font> %2 #%3 %4</h3>")
                 .arg(run_color(int(i)).name(), letter(i)).arg(runs[i].run.id).arg(esc(runs[i].run.name));
+    if (!has_step(runs[i], options.step))
+      body += QStringLiteral("<p>This run has no step %1: shown from its start.</p>").arg(options.step);
     body += image_tag(report, std::move(pictures[i]), QStringLiteral("timeline"));
   }
   for (std::size_t i = 0; i < runs.size(); ++i) body += plan_section(runs[i], i);
