@@ -234,6 +234,10 @@ RunResult run_plan(const Plan& plan, store::RunStore& store, const host::ResumeR
 
 }  // namespace
 
+std::optional<Plan> read_plan_argument(const Args& args, bool allow_default) {
+  return load_plan_or_report(args, allow_default);
+}
+
 Expected<std::int64_t> run_for_lesson(const Plan& plan, store::RunStore& store) {
   const RunResult result = run_plan(plan, store);
   if (result.run_id == 0) return make_error(ErrorCode::Io, "the run of '" + plan.name + "' could not be stored");

@@ -55,6 +55,12 @@ Expected<store::RunStore> open_store(const Args& args);  // --db, else $LOOM_DB,
 std::optional<std::int64_t> parse_run_id(const Args& args);  // the first positional, a positive id
 int cmd_import(const Args& args);
 int cmd_lesson(const Args& args);
+int cmd_predict(const Args& args);
+int cmd_calibration(const Args& args);
+
+// The plan file named first on the command line (or the default plan), checked as `run`
+// checks it; its errors printed and nullopt when it is refused.
+std::optional<Plan> read_plan_argument(const Args& args, bool allow_default);
 
 // Runs a plan as `run` does (in this process or as an mpirun job, with the progress bar)
 // and gives its run id; an error when it could not be stored or did not complete.

@@ -17,6 +17,8 @@ constexpr const char* kUsage =
     "\n"
     "commands:\n"
     "  validate PLAN                    check a plan; print its layers, shapes, parameters and memory\n"
+    "  predict [PLAN]                   predict one steady step from this machine's stored runs\n"
+    "  calibration                      the costs predict uses, fitted from this machine's runs\n"
     "  run [PLAN] [--db PATH] [--json]  train the plan (default: the embedded MLP plan) and record the run\n"
     "  runs [--db PATH] [--json]        list stored runs\n"
     "  show RUN_ID [--db PATH] [--json] summarise a stored run\n"
@@ -48,6 +50,29 @@ constexpr CommandHelp kCommandHelp[] = {
      "shapes against the dataset, stage placement, devices against the strategy, and what\n"
      "this build can run. Prints the layers with their shapes, parameters and memory.\n"
      "Exit codes: 0 valid, 2 invalid (every error is printed with its JSON path).\n"},
+    {"predict",
+     "usage: loom-cli predict [PLAN] [--db PATH] [--json]\n"
+     "\n"
+     "Predicts one steady training step of the plan (default: the embedded MLP plan) before\n"
+     "it runs: step time, throughput and what each rank does when, from costs calibrated on\n"
+     "this machine's completed runs in the store (each layer's forward and backward, loss,\n"
+     "optimizer, data loading, all-reduce and messages). docs/prediction.md says how.\n"
+     "Synchronous training on cpu ranks: one process, data parallel, pipelines, hybrid,\n"
+     "gradient accumulation, stragglers.\n"
+     "  --db PATH   the run store (else $LOOM_DB, else $XDG_DATA_HOME/loom/runs.db)\n"
+     "  --json      one JSON line: the figures and every predicted span\n"
+     "Exit codes: 0 predicted, 1 not calibrated for this plan (it names what to run), 2 an\n"
+     "invalid plan or one the predictor does not cover yet.\n"},
+    {"calibration",
+     "usage: loom-cli calibration [--db PATH] [--json]\n"
+     "\n"
+     "Prints the costs `predict` uses: for each layer's forward and backward (by kind, shapes\n"
+     "and BLAS threads), the loss, the optimizer, data loading, all-reduce, messages and the\n"
+     "time no span covers, the line time = fixed + per unit x units fitted through the medians\n"
+     "of this machine's completed synchronous runs in the store. Nothing is kept apart from\n"
+     "the runs: delete runs to forget what they measured.\n"
+     "  --db PATH   the run store (else $LOOM_DB, else $XDG_DATA_HOME/loom/runs.db)\n"
+     "  --json      one JSON object instead of the table\n"},
     {"run",
      "usage: loom-cli run [PLAN] [--db PATH] [--json]\n"
      "\n"
@@ -298,6 +323,8 @@ int run_command(int argc, char** argv) {
   if (command == "delete") return cmd_delete(args);
   if (command == "import") return cmd_import(args);
   if (command == "lesson") return cmd_lesson(args);
+  if (command == "predict") return cmd_predict(args);
+  if (command == "calibration") return cmd_calibration(args);
   return cmd_export(args);
 }
 

@@ -31,41 +31,49 @@ namespace {
 int source_stage(const ScheduledOp& op, int stage) { return op.forward ? stage - 1 : stage + 1; }
 }  // namespace
 
-std::vector<ReplayedStage> replay_step(Schedule schedule, int microbatches, const std::vector<StageOpTimes>& stages) {
+std::vector<std::vector<TimedOp>> replay_ops(Schedule schedule, int microbatches, const std::vector<StageOpTimes>& stages) {
   const int p = static_cast<int>(stages.size());
   if (p == 0 || microbatches < 1) return {};
   std::vector<std::vector<ScheduledOp>> orders;
   for (int s = 0; s < p; ++s) orders.push_back(stage_order(schedule, s, p, microbatches));
-  // (stage, forward?, micro-batch) -> when that op ended
-  std::map<std::tuple<int, bool, int>, double> done;
+  // (stage, forward?, micro-batch) -> when its output reaches the stage that needs it
+  std::map<std::tuple<int, bool, int>, double> arrives;
+  std::vector<std::vector<TimedOp>> timed(static_cast<std::size_t>(p));
   std::vector<double> clock(static_cast<std::size_t>(p), 0.0);
-  std::vector<std::size_t> next(static_cast<std::size_t>(p), 0);
   for (bool progressed = true; progressed;) {
     progressed = false;
     for (int s = 0; s < p; ++s) {
       const auto su = static_cast<std::size_t>(s);
-      while (next[su] < orders[su].size()) {
-        const ScheduledOp op = orders[su][next[su]];
+      while (timed[su].size() < orders[su].size()) {
+        const ScheduledOp op = orders[su][timed[su].size()];
         const int from = source_stage(op, s);
         // The last stage's backward follows its own forward (the loss), already done in order.
         double ready = 0;
         if (from >= 0 && from < p) {
-          auto it = done.find({from, op.forward, op.microbatch});
-          if (it == done.end()) break;
+          auto it = arrives.find({from, op.forward, op.microbatch});
+          if (it == arrives.end()) break;
           ready = it->second;
         }
-        const double duration = op.forward ? stages[su].forward : stages[su].backward;
-        clock[su] = std::max(clock[su], ready) + duration;
-        done[{s, op.forward, op.microbatch}] = clock[su];
-        ++next[su];
+        const StageOpTimes& st = stages[su];
+        const double start = std::max(clock[su], ready);
+        clock[su] = start + (op.forward ? st.forward : st.backward);
+        arrives[{s, op.forward, op.microbatch}] = clock[su] + (op.forward ? st.to_next : st.to_previous);
+        timed[su].push_back({op, start, clock[su]});
         progressed = true;
       }
     }
   }
   for (int s = 0; s < p; ++s)
-    if (next[static_cast<std::size_t>(s)] < orders[static_cast<std::size_t>(s)].size()) return {};  // deadlock
+    if (timed[static_cast<std::size_t>(s)].size() < orders[static_cast<std::size_t>(s)].size()) return {};  // deadlock
+  return timed;
+}
+
+std::vector<ReplayedStage> replay_step(Schedule schedule, int microbatches, const std::vector<StageOpTimes>& stages) {
+  const std::vector<std::vector<TimedOp>> timed = replay_ops(schedule, microbatches, stages);
+  if (timed.empty()) return {};
   double end = 0;
-  for (int s = 0; s < p; ++s) end = std::max(end, clock[static_cast<std::size_t>(s)] + stages[static_cast<std::size_t>(s)].other);
+  for (std::size_t s = 0; s < stages.size(); ++s)
+    end = std::max(end, (timed[s].empty() ? 0.0 : timed[s].back().end) + stages[s].other);
   std::vector<ReplayedStage> out;
   for (const StageOpTimes& st : stages)
     out.push_back({end, microbatches * (st.forward + st.backward) + st.other});

@@ -19,6 +19,9 @@ struct StageOpTimes {
   double forward = 0;   // one micro-batch's forward (data loading and loss included)
   double backward = 0;  // one micro-batch's backward
   double other = 0;     // per step, after the last backward: the optimizer
+  // From the end of this stage's forward (backward) until the next (previous) stage has
+  // its input: 0 in the analysis's replays (free communication); the predictor's transfers.
+  double to_next = 0, to_previous = 0;
 };
 
 // One stage's replayed step: it starts at 0, and every stage's window ends when the
@@ -39,9 +42,20 @@ struct ScheduledOp {
 // alternates a backward and a forward, then drains the backwards.
 std::vector<ScheduledOp> stage_order(Schedule schedule, int stage, int stages, int microbatches);
 
+// One op of a replayed step and when it ran.
+struct TimedOp {
+  ScheduledOp op;
+  double start = 0, end = 0;
+};
+
 // Each op starts when its stage is free and its input exists (the previous stage's forward,
-// or the next stage's backward, of the same micro-batch). Empty when stages is empty or
-// microbatches < 1.
+// or the next stage's backward, of the same micro-batch, plus its transfer). Per stage, its
+// ops in the order it runs them; empty when stages is empty, microbatches < 1, or the
+// orders deadlock.
+std::vector<std::vector<TimedOp>> replay_ops(Schedule schedule, int microbatches, const std::vector<StageOpTimes>& stages);
+
+// The step replay_ops gives, per stage: every stage's window ends when the slowest has run
+// its last op and its `other`.
 std::vector<ReplayedStage> replay_step(Schedule schedule, int microbatches, const std::vector<StageOpTimes>& stages);
 
 }  // namespace loom::analysis

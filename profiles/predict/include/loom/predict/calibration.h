@@ -1,0 +1,89 @@
+// Calibration: what the stored runs of one machine say each piece of a training step
+// costs, as a straight line in the work it does: a layer's forward or backward, the loss
+// and the data loading in samples, the optimizer in parameters, an all-reduce or a
+// point-to-point message in bytes. docs/prediction.md defines every key and fit.
+//
+// Observations are medians over a run's steady steps (warm-up left out) of one kind of
+// span at one size; a cost goes through the median of its key's observations at each size
+// (LinearCost). Interpolating rather than fitting one line keeps every measured size
+// exact: per-sample GEMM time is not constant in the batch. Runs whose ranks outnumbered the cores keep their costs
+// apart (the device tag says how crowded): their spans include time waiting for a core.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "loom/core/model_info.h"
+#include "loom/core/plan.h"
+#include "loom/core/status.h"
+#include "loom/store/run_store.h"
+
+namespace loom::predict {
+
+// A cost as a function of size, through the measured points: linear between neighbouring
+// sizes, the line through the two nearest beyond them (a message's latency shows as that
+// line's value at 0), proportional to size with one size measured. Never below 0.
+struct LinearCost {
+  std::vector<std::pair<double, double>> points;  // (units, median ms), by units, one per size
+  double work = 0;                // a layer's work per sample (layer_work), 0 for the rest
+  std::int64_t observations = 0;  // measured spans behind it
+  double at(double units) const;
+  int sizes() const { return int(points.size()); }
+};
+
+// One (key, size, median time) point from one run.
+struct Observation {
+  std::string key;
+  double work = 0;  // layer_work for a layer's key
+  double units = 0;
+  double ms = 0;
+  std::int64_t spans = 0;
+};
+
+struct Calibration {
+  std::string host;
+  std::map<std::string, LinearCost> costs;
+  std::vector<std::int64_t> runs;  // the stored runs it was taken from, oldest first
+};
+
+// What a rank computes on: "cpu 2t" (BLAS threads), "cpu 1t shared x2.00" (its host's
+// threads twice its cores), or "gpu " and the GPU's name.
+std::string device_tag(const DeviceSpec& device, int threads, const std::string& gpu_name = {}, double stretch = 1.0);
+// The tag without its sharing, and the suffix alone ("" when not shared).
+std::string unshared(const std::string& key);
+std::string sharing_suffix(double stretch);
+
+// A layer's work per sample, for scaling a calibrated layer of the same kind to another
+// size: its forward FLOPs, or its output's elements where it has none (relu, flatten).
+double layer_work(const LayerInfo& layer);
+
+// Keys, one per thing that has a cost of its own (layer signature: kind, input and output
+// shape per sample). Costs measured while a host's BLAS threads outnumbered its cores carry
+// the device tag's " shared xS" (S = threads / cores): the predictor uses them for the same
+// crowding, and the unshared cost stretched by S otherwise.
+std::string forward_key(const LayerInfo& layer, const std::string& device);
+std::string backward_key(const LayerInfo& layer, const std::string& device);
+std::string loss_key(const Plan& plan, const std::string& device);
+std::string optimizer_key(const Plan& plan, const std::string& device);
+std::string data_key(const Plan& plan);
+std::string allreduce_key(int replicas, CommBackend backend, double stretch = 1.0);
+std::string p2p_key(CommBackend backend, double stretch = 1.0);
+// Time inside a step that no span covers (the code between spans, a rank waiting for a
+// core), per op (one forward or backward of one micro-batch): pipelines and one-stage
+// plans apart, since a pipeline's ops also pass messages.
+std::string untraced_key(bool pipeline, const std::string& device);
+
+// The observations one stored run gives; empty (not an error) for a run that cannot
+// calibrate: not completed, imported, serving, asynchronous, or from before ranks recorded
+// their device.
+Expected<std::vector<Observation>> observe_run(store::RunStore& store, std::int64_t run_id);
+
+// Costs through the observations, by key.
+std::map<std::string, LinearCost> fit_costs(const std::vector<Observation>& observations);
+
+// Every completed run of `host` in the store (every host when empty).
+Expected<Calibration> calibrate(store::RunStore& store, const std::string& host);
+
+}  // namespace loom::predict

@@ -1,0 +1,295 @@
+// Calibration from stored runs (see calibration.h).
+#include "loom/predict/calibration.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "loom/analysis/analysis.h"
+#include "loom/analysis/import_kineto.h"
+
+namespace loom::predict {
+
+using trace::Event;
+using trace::EventKind;
+
+std::string sharing_suffix(double stretch) {
+  if (stretch <= 1.0 + 1e-9) return {};
+  char text[32];
+  std::snprintf(text, sizeof text, " shared x%.2f", stretch);
+  return text;
+}
+
+std::string unshared(const std::string& key) {
+  const std::size_t at = key.find(" shared x");
+  return at == std::string::npos ? key : key.substr(0, at);
+}
+
+std::string device_tag(const DeviceSpec& device, int threads, const std::string& gpu_name, double stretch) {
+  if (device.kind == DeviceKind::Gpu) return "gpu " + (gpu_name.empty() ? std::string("unknown") : gpu_name);
+  return "cpu " + std::to_string(threads) + "t" + sharing_suffix(stretch);
+}
+
+namespace {
+
+std::string signature(const LayerInfo& layer) {
+  return std::string(layer_kind_name(layer.kind)) + " " + format_shape(layer.input) + "->" + format_shape(layer.output);
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  const std::size_t mid = v.size() / 2;
+  std::nth_element(v.begin(), v.begin() + std::ptrdiff_t(mid), v.end());
+  const double upper = v[mid];
+  if (v.size() % 2) return upper;
+  return (upper + *std::max_element(v.begin(), v.begin() + std::ptrdiff_t(mid))) / 2;
+}
+
+// The samples one forward or backward of one chunk processes: the global batch split over
+// replicas, accumulation micro-steps and pipeline micro-batches.
+double samples_per_chunk(const Plan& plan) {
+  const ParallelSpec& p = plan.parallel;
+  return double(plan.training.batch) / double(std::max(1, p.data_parallel) * std::max(1, p.grad_accumulation) *
+                                              std::max(1, p.microbatches));
+}
+
+// Which runs calibrate: finished synchronous training runs of a Loom plan whose every rank
+// said what it ran on.
+bool can_calibrate(const trace::RunRecord& run, const std::optional<Plan>& plan, const std::vector<trace::RankRecord>& ranks) {
+  if (run.status != trace::RunStatus::Completed || !plan || plan->serve) return false;
+  if (plan->parallel.sync.mode != SyncMode::AllReduce || ranks.empty()) return false;
+  return std::all_of(ranks.begin(), ranks.end(), [&](const trace::RankRecord& r) {
+    return r.device_info.recorded() && std::size_t(r.rank) < plan->parallel.devices.size();
+  });
+}
+
+// How crowded each rank's host was: its ranks' BLAS threads over its cores (at least 1).
+std::map<std::string, double> stretch_by_host(const std::vector<trace::RankRecord>& ranks) {
+  std::map<std::string, int> threads, cores;
+  for (const trace::RankRecord& r : ranks) {
+    threads[r.host] += r.device_info.kind == "cpu" ? std::max(1, r.device_info.blas_threads) : 0;
+    cores[r.host] = std::max(cores[r.host], r.device_info.logical_cores);
+  }
+  std::map<std::string, double> stretch;
+  for (const auto& [host, n] : threads) stretch[host] = std::max(1.0, double(n) / double(std::max(1, cores[host])));
+  return stretch;
+}
+
+// Spans of one run collected under their key and size before taking medians.
+struct Collector {
+  std::map<std::pair<std::string, double>, std::vector<double>> spans;
+  std::map<std::string, double> work;
+  // Untraced time per step by (key, ops), per rank: only the most untraced rank of a run
+  // counts (on the others a wait for it covers the same time).
+  std::map<std::pair<std::string, double>, std::vector<double>> untraced;
+  // (key, step, bucket index) -> (bytes, shortest span over the ranks)
+  std::map<std::tuple<std::string, std::int32_t, int>, std::pair<std::int64_t, double>> buckets;
+  void add(const std::string& key, double units, const Event& e) {
+    if (units > 0 && e.end_ns > e.start_ns) spans[{key, units}].push_back(double(e.end_ns - e.start_ns) / 1e6);
+  }
+  void add_layer(const std::string& key, const LayerInfo& layer, double units, const Event& e) {
+    work[key] = layer_work(layer);
+    add(key, units, e);
+  }
+};
+
+// A collective lasts from the first rank's arrival to the end: on every rank but the last
+// to arrive its span includes waiting for the others. So a bucket's cost is its shortest
+// span over the ranks (keyed by step and the bucket's place in the step). Where ranks
+// outnumber cores (`crowded`) that wait is part of every collective (a rank waits for
+// the others to get a core), so there it is the longest. A bucket that started before the
+// previous one on its rank had finished waited in the communication thread's queue and is
+// left out.
+void add_allreduces(const std::vector<Event>& events, const std::string& key, bool crowded, Collector& c) {
+  std::int64_t previous_end = 0;
+  std::map<std::int32_t, int> index_in_step;
+  for (const Event& e : events) {
+    if (e.kind != EventKind::AllReduce || e.bytes <= 0) continue;
+    const int index = index_in_step[e.step]++;
+    const bool queued = e.start_ns < previous_end;
+    previous_end = std::max(previous_end, e.end_ns);
+    if (queued) continue;
+    auto [it, fresh] = c.buckets.try_emplace({key, e.step, index}, e.bytes, double(e.end_ns - e.start_ns) / 1e6);
+    const double ms = double(e.end_ns - e.start_ns) / 1e6;
+    if (!fresh) it->second.second = crowded ? std::max(it->second.second, ms) : std::min(it->second.second, ms);
+  }
+}
+
+// Per steady step, the part of the Step span that no span on the rank's own streams covers
+// (communication threads' spans overlap work and do not count).
+std::vector<double> untraced_per_step(const std::vector<Event>& steady) {
+  std::map<std::int32_t, std::vector<std::pair<std::int64_t, std::int64_t>>> covered;
+  std::map<std::int32_t, std::int64_t> step_ns;
+  for (const Event& e : steady) {
+    if (e.kind == EventKind::Step) step_ns[e.step] += e.end_ns - e.start_ns;
+    else if (e.stream != trace::Stream::Comm) covered[e.step].push_back({e.start_ns, e.end_ns});
+  }
+  std::vector<double> out;
+  for (auto& [step, total] : step_ns) {
+    auto& spans = covered[step];
+    std::sort(spans.begin(), spans.end());
+    std::int64_t union_ns = 0, open = INT64_MIN;
+    for (const auto& [begin, end] : spans) {
+      if (end <= open) continue;
+      union_ns += end - std::max(begin, open);
+      open = end;
+    }
+    out.push_back(std::max(0.0, double(total - union_ns) / 1e6));
+  }
+  return out;
+}
+
+void add_rank(const Plan& plan, const ModelInfo& model, int rank, const std::string& device, double stretch,
+              const std::vector<Event>& events, Collector& c) {
+  std::int32_t first_step = INT32_MAX;
+  for (const Event& e : events)
+    if (e.kind == EventKind::Step) first_step = std::min(first_step, e.step);
+  const double chunk = samples_per_chunk(plan);
+  const int stage = std::max(0, rank_role(plan, rank).stage);
+  const double stage_params = std::size_t(stage) < model.stage_params.size() ? double(model.stage_params[std::size_t(stage)]) : 0;
+  std::vector<Event> steady;
+  for (const Event& e : events)
+    if (e.step > first_step) steady.push_back(e);  // kWarmupSteps = 1
+  std::sort(steady.begin(), steady.end(), [](const Event& a, const Event& b) { return a.start_ns < b.start_ns; });
+  for (const Event& e : steady) {
+    const bool layer = e.layer >= 0 && std::size_t(e.layer) < model.layers.size() && model.layers[std::size_t(e.layer)].id.valid();
+    if (layer && (e.kind == EventKind::Forward || e.kind == EventKind::Backward)) {
+      const LayerInfo& info = model.layers[std::size_t(e.layer)];
+      c.add_layer(e.kind == EventKind::Forward ? forward_key(info, device) : backward_key(info, device), info, chunk, e);
+    }
+    if (e.kind == EventKind::Loss) c.add(loss_key(plan, device), chunk, e);
+    if (e.kind == EventKind::DataLoad && e.stream == trace::Stream::Compute) c.add(data_key(plan), chunk, e);
+    if (e.kind == EventKind::Optimizer) c.add(optimizer_key(plan, device), stage_params, e);
+    if (e.kind == EventKind::Send && e.bytes > 0) c.add(p2p_key(plan.parallel.backend, stretch), double(e.bytes), e);
+  }
+  if (plan.parallel.data_parallel > 1)
+    add_allreduces(steady, allreduce_key(plan.parallel.data_parallel, plan.parallel.backend, stretch), stretch > 1, c);
+  const int ops = 2 * std::max(1, plan.parallel.microbatches) * std::max(1, plan.parallel.grad_accumulation);
+  for (double ms : untraced_per_step(steady)) c.untraced[{untraced_key(plan.parallel.stages > 1, device), double(ops)}].push_back(ms);
+}
+
+// Layers by LayerId (the number events carry).
+ModelInfo model_by_id(const Plan& plan) {
+  ModelInfo model = infer_model(plan, nullptr);
+  std::vector<LayerInfo> by_id;
+  for (const LayerInfo& l : model.layers) {
+    if (!l.id.valid()) continue;
+    if (by_id.size() <= std::size_t(l.id.value)) by_id.resize(std::size_t(l.id.value) + 1);
+    by_id[std::size_t(l.id.value)] = l;
+  }
+  model.layers = std::move(by_id);
+  return model;
+}
+
+}  // namespace
+
+double layer_work(const LayerInfo& layer) {
+  double elements = 1;
+  for (std::int64_t d : layer.output) elements *= double(d);
+  return std::max(double(layer.forward_flops), elements);
+}
+
+std::string forward_key(const LayerInfo& layer, const std::string& device) { return "forward " + signature(layer) + " @" + device; }
+std::string backward_key(const LayerInfo& layer, const std::string& device) { return "backward " + signature(layer) + " @" + device; }
+std::string loss_key(const Plan& plan, const std::string& device) {
+  return "loss softmax_cross_entropy " + std::to_string(dataset_classes(plan)) + " classes @" + device;
+}
+std::string optimizer_key(const Plan& plan, const std::string& device) {
+  return "optimizer " + std::string(optimizer_name(plan.training.optimizer.kind)) + " @" + device;
+}
+std::string data_key(const Plan& plan) {
+  return "data " + std::string(data_source_name(plan.data.source)) + " " + format_shape(plan.model.input);
+}
+std::string allreduce_key(int replicas, CommBackend backend, double stretch) {
+  return "all-reduce " + std::to_string(replicas) + " ranks " + (backend == CommBackend::Nccl ? "nccl" : "mpi") + sharing_suffix(stretch);
+}
+std::string p2p_key(CommBackend backend, double stretch) {
+  return std::string("send ") + (backend == CommBackend::Nccl ? "nccl" : "mpi") + sharing_suffix(stretch);
+}
+std::string untraced_key(bool pipeline, const std::string& device) {
+  return std::string("untraced per step, ") + (pipeline ? "pipeline" : "one stage") + " @" + device;
+}
+
+Expected<std::vector<Observation>> observe_run(store::RunStore& store, std::int64_t run_id) {
+  auto run = store.load_run(run_id);
+  if (!run.ok()) return run.error();
+  std::vector<Observation> out;
+  if (kineto::is_imported_plan(run->plan_json)) return out;
+  PlanResult parsed = parse_plan(run->plan_json);
+  std::optional<Plan> plan;
+  if (parsed.ok()) plan = std::move(*parsed.plan);
+  auto ranks = store.load_ranks(run_id);
+  if (!ranks.ok()) return ranks.error();
+  if (!can_calibrate(*run, plan, *ranks)) return out;
+  const ModelInfo model = model_by_id(*plan);
+  const std::map<std::string, double> stretch = stretch_by_host(*ranks);
+  Collector c;
+  std::map<std::pair<std::string, double>, std::pair<double, std::int64_t>> untraced;  // most untraced rank's median
+  for (const trace::RankRecord& r : *ranks) {
+    auto events = store.load_events(run_id, r.rank);
+    if (!events.ok()) return events.error();
+    const DeviceSpec& spec = plan->parallel.devices[std::size_t(r.rank)];
+    const double s = stretch.at(r.host);
+    add_rank(*plan, model, r.rank, device_tag(spec, r.device_info.blas_threads, r.device_info.name, s), s, *events, c);
+    for (auto& [key, times] : c.untraced) {
+      auto& best = untraced[key];
+      if (median(times) >= best.first) best = {median(times), std::int64_t(times.size())};
+    }
+    c.untraced.clear();
+  }
+  for (const auto& [where, cost] : c.buckets) c.spans[{std::get<0>(where), double(cost.first)}].push_back(cost.second);
+  for (auto& [key, times] : c.spans)
+    out.push_back({key.first, c.work.count(key.first) ? c.work[key.first] : 0.0, key.second, median(times), std::int64_t(times.size())});
+  for (const auto& [key, m] : untraced) out.push_back({key.first, 0.0, key.second, m.first, m.second});
+  return out;
+}
+
+double LinearCost::at(double units) const {
+  if (points.empty()) return 0;
+  if (points.size() == 1) return points[0].first > 0 ? points[0].second * units / points[0].first : points[0].second;
+  // The segment that holds units, or the nearest one beyond the measured sizes.
+  std::size_t i = 1;
+  while (i + 1 < points.size() && units > points[i].first) ++i;
+  const auto [x0, y0] = points[i - 1];
+  const auto [x1, y1] = points[i];
+  return std::max(0.0, y0 + (y1 - y0) * (units - x0) / (x1 - x0));
+}
+
+std::map<std::string, LinearCost> fit_costs(const std::vector<Observation>& observations) {
+  std::map<std::string, std::map<double, std::vector<double>>> by_key;
+  std::map<std::string, LinearCost> costs;
+  for (const Observation& o : observations) {
+    by_key[o.key][o.units].push_back(o.ms);
+    LinearCost& c = costs[o.key];
+    c.work = o.work;
+    c.observations += o.spans;
+  }
+  for (auto& [key, sizes] : by_key)
+    for (auto& [units, ms] : sizes) costs[key].points.emplace_back(units, median(ms));
+  return costs;
+}
+
+Expected<Calibration> calibrate(store::RunStore& store, const std::string& host) {
+  auto runs = store.list_runs();
+  if (!runs.ok()) return runs.error();
+  Calibration cal;
+  cal.host = host;
+  std::vector<Observation> all;
+  std::vector<trace::RunRecord> ordered = *runs;
+  std::sort(ordered.begin(), ordered.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
+  for (const trace::RunRecord& r : ordered) {
+    if (!host.empty() && r.host != host) continue;
+    auto seen = observe_run(store, r.id);
+    if (!seen.ok()) return seen.error();
+    if (seen->empty()) continue;
+    cal.runs.push_back(r.id);
+    all.insert(all.end(), seen->begin(), seen->end());
+  }
+  cal.costs = fit_costs(all);
+  return cal;
+}
+
+}  // namespace loom::predict

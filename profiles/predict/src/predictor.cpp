@@ -1,0 +1,308 @@
+// The predictor (see predictor.h): one steady step per rank from calibrated costs.
+#include "loom/predict/predictor.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "loom/analysis/pipeline_replay.h"
+
+namespace loom::predict {
+
+using trace::EventKind;
+using trace::Stream;
+
+namespace {
+
+// Costs by key, recording what the calibration lacks instead of failing at the first. A
+// key measured under this plan's crowding is used as it is; otherwise the same cost
+// measured unshared, stretched by how crowded the plan's host will be.
+class Lookup {
+ public:
+  Lookup(const Calibration& cal, double stretch, std::vector<std::string>& notes) : cal_(cal), stretch_(stretch), notes_(notes) {}
+
+  double compute(const std::string& key, double units) { return cost(key, units, stretch_); }
+  double transfer(const std::string& key, double units) { return cost(key, units, 1.0); }
+  // 0 and a note when not calibrated: the step is then what the spans add up to.
+  double optional(const std::string& key, double units) {
+    if (find(key).first) return compute(key, units);
+    note(key + ": not calibrated, counted as 0");
+    return 0;
+  }
+
+  // A layer's pass; when this size was never measured, a layer of the same kind, device and
+  // direction scaled by work.
+  double layer(const std::string& key, const LayerInfo& layer, double samples) {
+    if (find(key).first) return compute(key, samples);
+    for (const std::string& k : {key, unshared(key)}) {
+      const LinearCost* nearest = nearest_of_kind(k, layer_work(layer));
+      if (!nearest) continue;
+      note(key + ": not measured, scaled by work from a " + std::string(layer_kind_name(layer.kind)) + " layer of another size");
+      const double stretch = k == key ? 1.0 : stretch_;
+      return stretch * nearest->at(samples) * layer_work(layer) / nearest->work;
+    }
+    return compute(key, samples);  // records it as missing
+  }
+
+  const std::set<std::string>& missing() const { return missing_; }
+
+ private:
+  // The cost and whether it is the key's own (false: the unshared one).
+  std::pair<const LinearCost*, bool> find(const std::string& key) const {
+    if (auto it = cal_.costs.find(key); it != cal_.costs.end()) return {&it->second, true};
+    if (auto it = cal_.costs.find(unshared(key)); it != cal_.costs.end()) return {&it->second, false};
+    return {nullptr, false};
+  }
+  double cost(const std::string& key, double units, double stretch) {
+    const auto [c, own] = find(key);
+    if (!c) {
+      missing_.insert(key);
+      return 0;
+    }
+    if (!own) note(key + ": measured only unshared" + (stretch > 1 ? ", stretched" : ""));
+    return std::max(0.0, c->at(units)) * (own ? 1.0 : stretch);
+  }
+  void note(const std::string& text) {
+    if (noted_.insert(text).second) notes_.push_back(text);
+  }
+  // Same direction and kind ("forward linear "), same device (" @cpu 2t"), nearest work.
+  const LinearCost* nearest_of_kind(const std::string& key, double work) const {
+    const std::size_t kind_end = key.find(' ', key.find(' ') + 1);
+    const std::string prefix = key.substr(0, kind_end + 1), device = key.substr(key.rfind(" @"));
+    const LinearCost* best = nullptr;
+    double best_distance = 0;
+    for (const auto& [k, c] : cal_.costs) {
+      if (!k.starts_with(prefix) || !k.ends_with(device) || c.work <= 0 || work <= 0) continue;
+      const double distance = std::abs(std::log(c.work / work));
+      if (!best || distance < best_distance) best = &c, best_distance = distance;
+    }
+    return best;
+  }
+
+  const Calibration& cal_;
+  double stretch_;
+  std::vector<std::string>& notes_;
+  std::set<std::string> missing_, noted_;
+};
+
+struct Bucket {
+  std::int64_t bytes = 0;
+  std::size_t last_layer = 0;  // index in the stage's layers whose backward completes it
+};
+
+// One stage of one replica: its layers and what each op costs.
+struct StageWork {
+  std::vector<const LayerInfo*> layers;  // forward order
+  std::vector<double> forward_ms, backward_ms;
+  double data_ms = 0, loss_ms = 0, optimizer_ms = 0, delay_ms = 0, slowdown = 1;
+  double to_next_ms = 0, to_previous_ms = 0;
+  double untraced_ms = 0;  // before each op: time no span covers
+  std::int64_t output_bytes = 0;  // what crosses to the next stage per micro-batch
+  std::vector<Bucket> buckets;
+};
+
+double sum(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += x;
+  return s;
+}
+
+// Buckets as GradientSync forms them (last parameter first), whole layers at a time.
+std::vector<Bucket> buckets_of(const std::vector<const LayerInfo*>& layers, double bucket_mb) {
+  const auto limit = std::int64_t(bucket_mb * 1024.0 * 1024.0);
+  std::vector<Bucket> buckets;
+  std::int64_t filled = 0;
+  for (std::size_t i = layers.size(); i-- > 0;) {
+    const std::int64_t bytes = layers[i]->param_bytes;
+    if (bytes <= 0) continue;
+    if (buckets.empty() || (filled > 0 && filled + bytes > limit)) buckets.push_back({}), filled = 0;
+    buckets.back().bytes += bytes;
+    buckets.back().last_layer = i;
+    filled += bytes;
+  }
+  return buckets;
+}
+
+std::int64_t elements(const Shape& shape) {
+  std::int64_t n = 1;
+  for (std::int64_t d : shape) n *= d;
+  return n;
+}
+
+struct Layout {
+  int replicas = 1, stages = 1, chunks = 1;  // chunks: micro-batches x accumulation micro-steps
+  double samples = 0;                        // per chunk
+};
+
+Layout layout_of(const Plan& plan) {
+  const ParallelSpec& p = plan.parallel;
+  Layout l;
+  l.replicas = std::max(1, p.data_parallel);
+  l.stages = std::max(1, p.stages);
+  l.chunks = std::max(1, p.microbatches) * std::max(1, p.grad_accumulation);
+  l.samples = double(plan.training.batch) / double(l.replicas * l.chunks);
+  return l;
+}
+
+StageWork stage_work(const Plan& plan, const ModelInfo& model, int stage, int rank, const std::string& device, double stretch,
+                     Lookup& costs) {
+  const Layout l = layout_of(plan);
+  StageWork w;
+  for (const LayerInfo& layer : model.layers)
+    if (layer.stage == stage && layer.kind != LayerKind::Parallel) w.layers.push_back(&layer);
+  for (const LayerInfo* layer : w.layers) {
+    w.forward_ms.push_back(costs.layer(forward_key(*layer, device), *layer, l.samples));
+    w.backward_ms.push_back(costs.layer(backward_key(*layer, device), *layer, l.samples));
+  }
+  if (stage == 0) w.data_ms = costs.compute(data_key(plan), l.samples);
+  if (stage == l.stages - 1) w.loss_ms = costs.compute(loss_key(plan, device), l.samples);
+  const std::int64_t params = std::size_t(stage) < model.stage_params.size() ? model.stage_params[std::size_t(stage)] : 0;
+  w.optimizer_ms = costs.compute(optimizer_key(plan, device), double(params));
+  if (!w.layers.empty() && stage < l.stages - 1) {
+    w.output_bytes = std::int64_t(double(elements(w.layers.back()->output)) * l.samples * sizeof(float));
+    w.to_next_ms = costs.transfer(p2p_key(plan.parallel.backend, stretch), double(w.output_bytes));
+  }
+  if (l.replicas > 1) w.buckets = buckets_of(w.layers, plan.parallel.bucket_mb);
+  for (const StragglerSpec& s : plan.parallel.stragglers) {
+    if (s.rank != rank) continue;
+    w.slowdown = s.slowdown;
+    w.delay_ms = s.delay == DelayDistribution::None ? 0.0 : s.delay_ms;  // the distribution's mean
+  }
+  return w;
+}
+
+// The spans of one timed op on its stage.
+void add_op_spans(const analysis::TimedOp& t, const StageWork& w, int rank, int chunks, std::vector<PredictedSpan>& out) {
+  const int micro = chunks > 1 ? t.op.microbatch : -1;
+  double at = t.start + w.untraced_ms;
+  auto span = [&](EventKind kind, double ms, int layer) {
+    out.push_back({rank, kind, Stream::Compute, layer, micro, at, at + ms, 0});
+    at += ms;
+  };
+  if (t.op.forward) {
+    if (w.data_ms > 0) span(EventKind::DataLoad, w.data_ms, -1);
+    for (std::size_t i = 0; i < w.layers.size(); ++i) span(EventKind::Forward, w.forward_ms[i], w.layers[i]->id.value);
+    if (w.loss_ms > 0) span(EventKind::Loss, w.loss_ms, -1);
+  } else {
+    for (std::size_t i = w.layers.size(); i-- > 0;) span(EventKind::Backward, w.backward_ms[i], w.layers[i]->id.value);
+  }
+}
+
+// When the last backward op finishes each of the stage's layers (index in w.layers).
+std::vector<double> layer_done_times(const analysis::TimedOp& last_backward, const StageWork& w) {
+  std::vector<double> done(w.layers.size(), last_backward.start);
+  double at = last_backward.start + w.untraced_ms;
+  for (std::size_t i = w.layers.size(); i-- > 0;) done[i] = at += w.backward_ms[i];
+  return done;
+}
+
+}  // namespace
+
+Expected<Prediction> predict_step(const Plan& plan, const Calibration& calibration, const MachineShape& machine) {
+  if (plan.serve) return make_error(ErrorCode::Unavailable, "serving plans are not predicted yet");
+  if (plan.parallel.sync.mode != SyncMode::AllReduce)
+    return make_error(ErrorCode::Unavailable, "only synchronous (all-reduce) training is predicted yet",
+                      "parameter server, SSP and local SGD come next");
+  const Layout l = layout_of(plan);
+  const ModelInfo model = infer_model(plan, nullptr);
+  for (const LayerInfo& layer : model.layers) {
+    if (!layer.parent.valid()) continue;
+    for (const LayerInfo& parent : model.layers)
+      if (parent.id == layer.parent && parent.stage != layer.stage)
+        return make_error(ErrorCode::Unavailable, "branches on separate devices are not predicted yet");
+  }
+  std::map<std::string, int> ranks_on_host;
+  for (const DeviceSpec& d : plan.parallel.devices) {
+    if (d.kind == DeviceKind::Gpu)
+      return make_error(ErrorCode::Unavailable, "gpu ranks are not predicted yet", "calibration has only cpu runs");
+    ++ranks_on_host[d.host];
+  }
+  int crowd = 1;
+  for (const auto& [host, n] : ranks_on_host) crowd = std::max(crowd, n);
+  Prediction out;
+  out.threads_per_rank = plan.training.threads > 0 ? plan.training.threads : std::max(1, machine.cores / crowd);
+  out.stretch = std::max(1.0, double(crowd * out.threads_per_rank) / double(std::max(1, machine.cores)));
+  if (out.stretch > 1) out.notes.push_back("ranks outnumber cores: compute stretched " + std::to_string(out.stretch).substr(0, 4) + "x");
+  const std::string device = device_tag(DeviceSpec{}, out.threads_per_rank, {}, out.stretch);
+  Lookup costs(calibration, out.stretch, out.notes);
+  // What no span covers, spread over the ops (a gap before each, as in a measured step).
+  const double ops = 2.0 * l.chunks;
+  const double untraced_per_op = costs.optional(untraced_key(l.stages > 1, device), ops) / ops;
+
+  // Stage work per replica (stragglers differ by rank), then the schedule per replica.
+  std::vector<std::vector<StageWork>> work(std::size_t(l.replicas));
+  std::vector<std::vector<std::vector<analysis::TimedOp>>> timed(std::size_t(l.replicas));
+  for (int r = 0; r < l.replicas; ++r) {
+    std::vector<analysis::StageOpTimes> ops;
+    for (int s = 0; s < l.stages; ++s) {
+      StageWork w = stage_work(plan, model, s, s * l.replicas + r, device, out.stretch, costs);
+      if (s > 0) w.to_previous_ms = work[std::size_t(r)][std::size_t(s - 1)].to_next_ms;  // the gradient of the same tensor
+      w.untraced_ms = untraced_per_op;
+      ops.push_back({w.untraced_ms + w.data_ms + sum(w.forward_ms) + w.loss_ms, w.untraced_ms + sum(w.backward_ms), 0, w.to_next_ms,
+                     w.to_previous_ms});
+      work[std::size_t(r)].push_back(std::move(w));
+    }
+    // One stage alternates forward and backward per accumulation micro-step, as 1F1B does.
+    const Schedule schedule = l.stages == 1 ? Schedule::OneFOneB : plan.parallel.schedule;
+    timed[std::size_t(r)] = analysis::replay_ops(schedule, l.chunks, ops);
+    if (timed[std::size_t(r)].empty()) return make_error(ErrorCode::Internal, "the schedule replay deadlocked");
+  }
+  if (!costs.missing().empty()) {
+    std::string list;
+    for (const std::string& k : costs.missing()) list += (list.empty() ? "" : "; ") + k;
+    return make_error(ErrorCode::NotFound, "no calibration for: " + list,
+                      "run a plan with these layers on this machine with " + std::to_string(out.threads_per_rank) +
+                          " BLAS threads per rank (a few hundred steps), then predict again");
+  }
+
+  // Per stage: each bucket's all-reduce starts when every replica has its gradients and the
+  // previous bucket is done.
+  for (int s = 0; s < l.stages; ++s) {
+    const StageWork& w0 = work[0][std::size_t(s)];
+    std::vector<double> bucket_end(w0.buckets.size(), 0.0);
+    double comm_free = 0;
+    for (std::size_t b = 0; b < w0.buckets.size(); ++b) {
+      double ready = 0;
+      for (int r = 0; r < l.replicas; ++r) {
+        const auto& stage_ops = timed[std::size_t(r)][std::size_t(s)];
+        ready = std::max(ready, layer_done_times(stage_ops.back(), work[std::size_t(r)][std::size_t(s)])[w0.buckets[b].last_layer]);
+      }
+      const double start = std::max(ready, comm_free);
+      comm_free = bucket_end[b] =
+          start + costs.transfer(allreduce_key(l.replicas, plan.parallel.backend, out.stretch), double(w0.buckets[b].bytes));
+      for (int r = 0; r < l.replicas; ++r)
+        out.spans.push_back({s * l.replicas + r, EventKind::AllReduce, Stream::Comm, -1, -1, start, bucket_end[b], w0.buckets[b].bytes});
+    }
+    for (int r = 0; r < l.replicas; ++r) {
+      const int rank = s * l.replicas + r;
+      const StageWork& w = work[std::size_t(r)][std::size_t(s)];
+      const auto& stage_ops = timed[std::size_t(r)][std::size_t(s)];
+      double previous_end = 0;
+      double compute = 0;
+      for (const analysis::TimedOp& t : stage_ops) {
+        if (t.start > previous_end) out.spans.push_back({rank, EventKind::Idle, Stream::Compute, -1, -1, previous_end, t.start, 0});
+        add_op_spans(t, w, rank, l.chunks, out.spans);
+        const double transfer = t.op.forward ? w.to_next_ms : w.to_previous_ms;
+        const bool sends = t.op.forward ? s + 1 < l.stages : s > 0;
+        if (sends && transfer > 0) out.spans.push_back({rank, EventKind::Send, Stream::Comm, -1, l.chunks > 1 ? t.op.microbatch : -1, t.end, t.end + transfer, w.output_bytes});
+        compute += t.end - t.start;
+        previous_end = t.end;
+      }
+      double at = previous_end;
+      const double injected = compute * (w.slowdown - 1) + w.delay_ms;
+      if (injected > 0) out.spans.push_back({rank, EventKind::InjectedDelay, Stream::Compute, -1, -1, at, at += injected, 0});
+      const double synced = bucket_end.empty() ? 0.0 : bucket_end.back();
+      if (synced > at) out.spans.push_back({rank, EventKind::Wait, Stream::Compute, -1, -1, at, synced, 0}), at = synced;
+      out.spans.push_back({rank, EventKind::Optimizer, Stream::Compute, -1, -1, at, at + w.optimizer_ms, 0});
+      out.step_ms = std::max(out.step_ms, at + w.optimizer_ms);
+    }
+  }
+  out.samples_per_s = out.step_ms > 0 ? double(plan.training.batch) / out.step_ms * 1000.0 : 0.0;
+  std::sort(out.spans.begin(), out.spans.end(), [](const PredictedSpan& a, const PredictedSpan& b) {
+    return a.rank != b.rank ? a.rank < b.rank : a.start_ms < b.start_ms;
+  });
+  return out;
+}
+
+}  // namespace loom::predict

@@ -1,0 +1,273 @@
+// The predictor on hand-set costs, whose steps are worked out by hand below, and the
+// calibration read back from runs written into a real store file.
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <cmath>
+
+#include "loom/analysis/pipeline_replay.h"
+#include "loom/predict/predictor.h"
+#include "loom/store/run_store.h"
+
+using loom::Plan;
+using loom::predict::Calibration;
+using loom::predict::LinearCost;
+using loom::predict::Prediction;
+using loom::predict::PredictedSpan;
+using loom::trace::Event;
+using loom::trace::EventKind;
+
+namespace {
+
+// fc1 (2 -> 8), act (relu), fc2 (8 -> 3) on spirals; `parallel` is spliced in.
+Plan tiny_plan(const std::string& parallel, const std::string& stages = "0, 0, 0", std::int64_t batch = 64) {
+  std::vector<std::string> s;
+  for (char c : stages)
+    if (c >= '0' && c <= '9') s.push_back(std::string(1, c));
+  const std::string json = R"({"format": "loom-plan/1", "name": "tiny",
+    "model": {"input": [2], "layers": [{"type": "linear", "out": 8, "name": "fc1", "stage": )" + s[0] + R"(},
+      {"type": "relu", "name": "act", "stage": )" + s[1] + R"(}, {"type": "linear", "out": 3, "name": "fc2", "stage": )" + s[2] + R"(}]},
+    "data": {"source": "synthetic", "kind": "spirals", "classes": 3, "train_samples": 640, "test_samples": 128},
+    "training": {"batch": )" + std::to_string(batch) + R"(, "steps": 5, "threads": 1, "optimizer": "sgd"},
+    "parallel": )" + parallel + "}";
+  loom::PlanResult r = loom::parse_plan(json);
+  if (!r.ok()) qFatal("plan: %s %s", r.errors.front().path.c_str(), r.errors.front().reason.c_str());
+  return *r.plan;
+}
+
+std::string devices(int n) {
+  std::string d = "[";
+  for (int i = 0; i < n; ++i) d += std::string(i ? ", " : "") + R"({"kind": "cpu"})";
+  return d + "]";
+}
+
+const loom::LayerInfo& layer(const loom::ModelInfo& m, const std::string& name) {
+  for (const auto& l : m.layers)
+    if (l.name == name) return l;
+  qFatal("no layer %s", name.c_str());
+}
+
+LinearCost at(double units, double ms) {
+  LinearCost c;
+  c.points = {{units, ms}};
+  return c;
+}
+
+// Every cost of the tiny model on "cpu 1t" at 64 samples per chunk (proportional beyond).
+Calibration costs_for(const Plan& plan, const std::string& device = "cpu 1t") {
+  using namespace loom::predict;
+  const loom::ModelInfo m = loom::infer_model(plan, nullptr);
+  Calibration c;
+  const double per_chunk = 64;
+  c.costs[forward_key(layer(m, "fc1"), device)] = at(per_chunk, 1.0);
+  c.costs[forward_key(layer(m, "act"), device)] = at(per_chunk, 0.5);
+  c.costs[forward_key(layer(m, "fc2"), device)] = at(per_chunk, 2.0);
+  c.costs[backward_key(layer(m, "fc1"), device)] = at(per_chunk, 3.0);
+  c.costs[backward_key(layer(m, "act"), device)] = at(per_chunk, 0.25);
+  c.costs[backward_key(layer(m, "fc2"), device)] = at(per_chunk, 1.5);
+  c.costs[loss_key(plan, device)] = at(per_chunk, 0.4);
+  c.costs[data_key(plan)] = at(per_chunk, 0.6);
+  c.costs[optimizer_key(plan, device)] = at(51, 0.3);  // fc1 2x8+8, fc2 8x3+3 parameters
+  c.costs[untraced_key(false, device)] = at(2, 0.2);   // per step of 2 ops
+  c.costs[allreduce_key(2, loom::CommBackend::Mpi)].points = {{96, 2.0}, {108, 2.0}};
+  return c;
+}
+
+Prediction must(loom::Expected<Prediction> p) {
+  if (!p.ok()) qFatal("%s", p.error().describe().c_str());
+  return std::move(p).value();
+}
+
+std::vector<PredictedSpan> of(const Prediction& p, int rank, EventKind kind) {
+  std::vector<PredictedSpan> out;
+  for (const PredictedSpan& s : p.spans)
+    if (s.rank == rank && s.kind == kind) out.push_back(s);
+  return out;
+}
+
+}  // namespace
+
+class TestPredict : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void costCurveGoesThroughItsPoints() {
+    LinearCost c;
+    c.points = {{64, 1.0}, {512, 6.0}};
+    QCOMPARE(c.at(64), 1.0);
+    QCOMPARE(c.at(288), 3.5);
+    QVERIFY(std::abs(c.at(1024) - (6.0 + 5.0 / 448.0 * 512.0)) < 1e-12);  // the last segment, extended
+    QVERIFY(std::abs(c.at(0) - (1.0 - 5.0 / 448.0 * 64.0)) < 1e-12);         // the first, extended: a latency
+    LinearCost steep;
+    steep.points = {{64, 1.0}, {128, 3.0}};
+    QCOMPARE(steep.at(0), 0.0);  // never below 0
+    QCOMPARE(at(64, 2.0).at(32), 1.0);                                      // one size: proportional
+  }
+
+  // One process: untraced 0.1 + data 0.6 + forward 1 + 0.5 + 2 + loss 0.4, then untraced
+  // 0.1 + backward 1.5 + 0.25 + 3, then the optimizer 0.3: 9.75 ms.
+  void oneProcessIsTheSumOfItsCosts() {
+    const Plan plan = tiny_plan(R"({"devices": )" + devices(1) + "}");
+    const Prediction p = must(loom::predict::predict_step(plan, costs_for(plan), {2}));
+    QCOMPARE(p.threads_per_rank, 1);
+    QVERIFY(std::abs(p.step_ms - 9.75) < 1e-9);
+    QVERIFY(std::abs(p.samples_per_s - 64 / 9.75e-3) < 1e-6);
+    QCOMPARE(of(p, 0, EventKind::Forward).size(), std::size_t(3));
+    QVERIFY(std::abs(of(p, 0, EventKind::Optimizer).front().start_ms - 9.45) < 1e-9);
+    QVERIFY(of(p, 0, EventKind::Wait).empty() && of(p, 0, EventKind::AllReduce).empty());
+  }
+
+  // Two replicas, buckets of 104 bytes: fc2's gradient (108 bytes) alone, then fc1's (96).
+  // fc2's backward ends at 6.2: its bucket runs 6.2-8.2; fc1's ends at 9.45: 9.45-11.45,
+  // a 2 ms wait; the optimizer 11.45-11.75.
+  void bucketsOverlapTheBackward() {
+    const Plan plan = tiny_plan(R"({"devices": )" + devices(2) + R"(, "data_parallel": 2, "bucket_mb": 0.0001})", "0, 0, 0", 128);
+    const Prediction p = must(loom::predict::predict_step(plan, costs_for(plan), {2}));
+    for (int rank = 0; rank < 2; ++rank) {
+      const auto buckets = of(p, rank, EventKind::AllReduce);
+      QCOMPARE(buckets.size(), std::size_t(2));
+      QVERIFY(std::abs(buckets[0].start_ms - 6.2) < 1e-9 && std::abs(buckets[0].end_ms - 8.2) < 1e-9);
+      QCOMPARE(buckets[0].bytes, std::int64_t(108));
+      QVERIFY(std::abs(buckets[1].start_ms - 9.45) < 1e-9 && std::abs(buckets[1].end_ms - 11.45) < 1e-9);
+      const auto wait = of(p, rank, EventKind::Wait);
+      QCOMPARE(wait.size(), std::size_t(1));
+      QVERIFY(std::abs(wait[0].end_ms - wait[0].start_ms - 2.0) < 1e-9);
+    }
+    QVERIFY(std::abs(p.step_ms - 11.75) < 1e-9);
+  }
+
+  // A straggler with slowdown 2 adds its own compute (9.45 ms) after its backward; its
+  // buckets still leave as its backward finishes them, so it does not wait; the step ends
+  // with its optimizer at 19.2.
+  void stragglerAddsItsSlowdown() {
+    const Plan plan = tiny_plan(R"({"devices": )" + devices(2) +
+                                R"(, "data_parallel": 2, "bucket_mb": 0.0001, "stragglers": [{"rank": 1, "slowdown": 2.0}]})",
+                                "0, 0, 0", 128);
+    const Prediction p = must(loom::predict::predict_step(plan, costs_for(plan), {2}));
+    const auto injected = of(p, 1, EventKind::InjectedDelay);
+    QCOMPARE(injected.size(), std::size_t(1));
+    QVERIFY(std::abs(injected[0].end_ms - injected[0].start_ms - 9.45) < 1e-9);
+    QVERIFY(of(p, 1, EventKind::Wait).empty());
+    QVERIFY(of(p, 0, EventKind::InjectedDelay).empty());
+    QVERIFY(std::abs(p.step_ms - 19.2) < 1e-9);
+  }
+
+  // Two GPipe stages, four micro-batches of 16: the step is what the schedule replay gives
+  // for the same op times and transfers, and the first stage idles for the bubble.
+  void pipelineFollowsTheScheduleReplay() {
+    const Plan plan = tiny_plan(R"({"devices": )" + devices(2) + R"(, "stages": 2, "microbatches": 4, "schedule": "gpipe"})", "0, 1, 1");
+    Calibration cal = costs_for(plan);
+    cal.costs.erase(loom::predict::untraced_key(false, "cpu 1t"));
+    cal.costs[loom::predict::untraced_key(true, "cpu 1t")] = at(8, 0.8);           // 0.1 per op
+    cal.costs[loom::predict::p2p_key(loom::CommBackend::Mpi)] = at(16 * 8 * 4, 0.05);  // fc1's output
+    const Prediction p = must(loom::predict::predict_step(plan, cal, {2}));
+    // Per micro-batch of 16 samples the costs are a quarter of those at 64.
+    const double f0 = 0.1 + (0.6 + 1.0) / 4, b0 = 0.1 + 3.0 / 4;
+    const double f1 = 0.1 + (0.5 + 2.0 + 0.4) / 4, b1 = 0.1 + (0.25 + 1.5) / 4;
+    const double opt0 = 0.3 * 24 / 51, opt1 = 0.3 * 27 / 51;  // each stage's own parameters
+    const auto replay = loom::analysis::replay_ops(loom::Schedule::GPipe, 4, {{f0, b0, 0, 0.05, 0}, {f1, b1, 0, 0, 0.05}});
+    const double expected = std::max(replay[0].back().end + opt0, replay[1].back().end + opt1);
+    QVERIFY2(std::abs(p.step_ms - expected) < 1e-9, qPrintable(QString("%1 vs %2").arg(p.step_ms).arg(expected)));
+    QVERIFY(!of(p, 0, EventKind::Idle).empty());
+    QCOMPARE(of(p, 0, EventKind::Send).size(), std::size_t(4));  // one activation per micro-batch
+    QCOMPARE(of(p, 1, EventKind::Loss).size(), std::size_t(4));
+    QVERIFY(of(p, 0, EventKind::Loss).empty() && of(p, 1, EventKind::DataLoad).empty());
+  }
+
+  // Four ranks of one thread on two cores: costs measured unshared are stretched 2x, and
+  // the prediction says so.
+  void crowdedHostStretchesUnsharedCosts() {
+    const Plan plan = tiny_plan(R"({"devices": )" + devices(4) + R"(, "data_parallel": 4})", "0, 0, 0", 256);
+    Calibration cal = costs_for(plan);
+    cal.costs[loom::predict::allreduce_key(4, loom::CommBackend::Mpi)].points = {{204, 1.0}};
+    const Prediction p = must(loom::predict::predict_step(plan, cal, {2}));
+    QCOMPARE(p.stretch, 2.0);
+    QCOMPARE(of(p, 0, EventKind::Forward).front().end_ms - of(p, 0, EventKind::Forward).front().start_ms, 2.0);
+    QVERIFY(std::any_of(p.notes.begin(), p.notes.end(), [](const std::string& n) { return n.find("stretched") != std::string::npos; }));
+  }
+
+  void missingCostsAreNamedAndAsyncIsRefused() {
+    const Plan plan = tiny_plan(R"({"devices": )" + devices(1) + "}");
+    const auto p = loom::predict::predict_step(plan, Calibration{}, {2});
+    QVERIFY(!p.ok() && p.error().code == loom::ErrorCode::NotFound);
+    QVERIFY2(p.error().message.find("forward linear 2->8 @cpu 1t") != std::string::npos, p.error().message.c_str());
+    QVERIFY(p.error().message.find("optimizer sgd @cpu 1t") != std::string::npos);
+    const Plan async = tiny_plan(R"({"devices": )" + devices(3) + R"(, "data_parallel": 2, "sync": {"mode": "parameter_server"}})");
+    const auto refused = loom::predict::predict_step(async, costs_for(async), {2});
+    QVERIFY(!refused.ok() && refused.error().code == loom::ErrorCode::Unavailable);
+  }
+
+  // A layer of another size is scaled by work from the measured one of its kind.
+  void unmeasuredSizeIsScaledByWork() {
+    const Plan plan = tiny_plan(R"({"devices": )" + devices(1) + "}");
+    Calibration cal = costs_for(plan);
+    const loom::ModelInfo m = loom::infer_model(plan, nullptr);
+    for (const char* name : {"fc1", "fc2"}) {
+      const auto& l = layer(m, name);
+      cal.costs[loom::predict::forward_key(l, "cpu 1t")].work = loom::predict::layer_work(l);
+    }
+    cal.costs.erase(loom::predict::forward_key(layer(m, "fc2"), "cpu 1t"));  // 8 -> 3: 48 FLOPs, fc1 32
+    const Prediction p = must(loom::predict::predict_step(plan, cal, {2}));
+    const auto forward = of(p, 0, EventKind::Forward);
+    QVERIFY(std::abs(forward[2].end_ms - forward[2].start_ms - 1.0 * 48 / 32) < 1e-9);
+    QVERIFY(!p.notes.empty());
+  }
+
+  // Two ranks, five steps of 20 ms: forward fc1 lasts 10 ms in the warm-up step and 1, 2, 3
+  // and 10 ms after (median 2.5); the all-reduce of 204 bytes 5 ms on rank 0, which
+  // arrived first, and 2 ms on rank 1 (the cost: 2). A run still running is not read.
+  void calibrationTakesMediansOfSteadySteps() {
+    QTemporaryDir dir;
+    auto store = loom::store::RunStore::open(dir.filePath("runs.db").toStdString());
+    QVERIFY(store.ok());
+    const Plan plan = tiny_plan(R"({"devices": )" + devices(2) + R"(, "data_parallel": 2})", "0, 0, 0", 128);
+    loom::trace::RunRecord run;
+    run.name = "dp2";
+    run.plan_json = loom::plan_to_json(plan);
+    run.world_size = 2;
+    const std::int64_t id = *store->create_run(run);
+    const std::int64_t running = *store->create_run(run);
+    for (std::int64_t r : {id, running})
+      for (int rank = 0; rank < 2; ++rank) {
+        loom::trace::RankRecord record;
+        record.rank = rank;
+        record.host = "h";
+        record.device_info.kind = "cpu";
+        record.device_info.blas_threads = 1;
+        record.device_info.logical_cores = 2;
+        QVERIFY(store->upsert_rank(r, record).ok());
+        std::vector<Event> events;
+        const double forward_ms[] = {10, 1, 2, 3, 10};
+        for (int step = 0; step < 5; ++step) {
+          const std::int64_t t = step * 20'000'000LL;
+          auto span = [&](EventKind kind, loom::trace::Stream stream, std::int64_t start, double ms, int layer = -1) {
+            Event e;
+            e.kind = kind, e.stream = stream, e.step = step, e.layer = layer;
+            e.start_ns = start, e.end_ns = start + std::int64_t(ms * 1e6);
+            return e;
+          };
+          events.push_back(span(EventKind::Step, loom::trace::Stream::Host, t, 20));
+          events.push_back(span(EventKind::Forward, loom::trace::Stream::Compute, t, forward_ms[step], 0));
+          Event bucket = span(EventKind::AllReduce, loom::trace::Stream::Comm, t + 12'000'000, rank == 0 ? 5 : 2);
+          bucket.bytes = 204;
+          events.push_back(bucket);
+        }
+        QVERIFY(store->append_events(r, rank, events.data(), events.size()).ok());
+      }
+    QVERIFY(store->finish_run(id, loom::trace::RunStatus::Completed, 1.0, 640, "").ok());
+    const Calibration cal = *loom::predict::calibrate(*store, "");
+    QCOMPARE(cal.runs, (std::vector<std::int64_t>{id}));
+    const loom::ModelInfo m = loom::infer_model(plan, nullptr);
+    const LinearCost& fc1 = cal.costs.at(loom::predict::forward_key(layer(m, "fc1"), "cpu 1t"));
+    QCOMPARE(fc1.points, (std::vector<std::pair<double, double>>{{64, 2.5}}));
+    QCOMPARE(fc1.observations, std::int64_t(8));
+    QCOMPARE(cal.costs.at(loom::predict::allreduce_key(2, loom::CommBackend::Mpi)).points,
+             (std::vector<std::pair<double, double>>{{204, 2.0}}));
+    // Per step 20 ms less the forward (the all-reduce runs beside it): 19, 18, 17, 10.
+    QCOMPARE(cal.costs.at(loom::predict::untraced_key(false, "cpu 1t")).points,
+             (std::vector<std::pair<double, double>>{{2, 17.5}}));
+  }
+};
+
+QTEST_GUILESS_MAIN(TestPredict)
+#include "test_predict.moc"
