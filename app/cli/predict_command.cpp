@@ -1,0 +1,147 @@
+// `loom-cli predict PLAN [--db PATH] [--json]`: one steady step of the plan as the
+// calibration from this machine's stored runs predicts it (loom/predict), before it runs.
+#include <cstdio>
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "loom/analysis/analysis.h"
+#include "loom/predict/predictor.h"
+#include "loom/trace/machine.h"
+
+namespace loom::cli {
+
+namespace {
+
+using predict::Prediction;
+using predict::PredictedSpan;
+using trace::EventKind;
+
+// Per rank: the time it computes, waits for gradients, idles in the pipeline, is delayed.
+struct RankShares {
+  double compute = 0, wait = 0, idle = 0, injected = 0, communication = 0, end = 0;
+};
+
+std::map<int, RankShares> shares_of(const Prediction& p) {
+  std::map<int, RankShares> by_rank;
+  for (const PredictedSpan& s : p.spans) {
+    RankShares& r = by_rank[s.rank];
+    const double ms = s.end_ms - s.start_ms;
+    if (s.kind == EventKind::Wait) r.wait += ms;
+    else if (s.kind == EventKind::Idle) r.idle += ms;
+    else if (s.kind == EventKind::InjectedDelay) r.injected += ms;
+    else if (trace::is_communication(s.kind)) r.communication += ms;
+    else r.compute += ms;
+    if (s.stream == trace::Stream::Compute) r.end = std::max(r.end, s.end_ms);
+  }
+  return by_rank;
+}
+
+void print_text(const Plan& plan, const Prediction& p, const predict::Calibration& cal, int cores) {
+  std::printf("prediction for '%s' on this machine: %d cores, %d BLAS thread%s per rank\n", plan.name.c_str(), cores,
+              p.threads_per_rank, p.threads_per_rank == 1 ? "" : "s");
+  std::printf("  step time:   %.3f ms (one steady step)\n", p.step_ms);
+  std::printf("  throughput:  %.0f samples/s (global batch %lld)\n", p.samples_per_s, static_cast<long long>(plan.training.batch));
+  std::string runs;
+  for (std::int64_t id : cal.runs) runs += (runs.empty() ? "" : ", ") + std::to_string(id);
+  std::printf("  calibrated:  from run%s %s (%zu costs)\n", cal.runs.size() == 1 ? "" : "s", runs.c_str(), cal.costs.size());
+  std::printf("\n  rank   compute ms   waiting for gradients   pipeline idle   injected   comm (overlapping)\n");
+  for (const auto& [rank, r] : shares_of(p))
+    std::printf("  %4d   %10.3f   %21.3f   %13.3f   %8.3f   %18.3f\n", rank, r.compute, r.wait, r.idle, r.injected, r.communication);
+  for (const std::string& note : p.notes) std::printf("  note: %s\n", note.c_str());
+}
+
+nlohmann::json to_json(const Plan& plan, const Prediction& p, const predict::Calibration& cal) {
+  const std::vector<std::string> names = analysis::layer_names_by_id(plan_to_json(plan));
+  nlohmann::json spans = nlohmann::json::array();
+  for (const PredictedSpan& s : p.spans) {
+    nlohmann::json j = {{"rank", s.rank},         {"kind", trace::event_kind_name(s.kind)},
+                        {"stream", trace::stream_name(s.stream)}, {"start_ms", s.start_ms},
+                        {"end_ms", s.end_ms}};
+    if (s.layer >= 0) j["layer"] = std::size_t(s.layer) < names.size() ? names[std::size_t(s.layer)] : std::to_string(s.layer);
+    if (s.microbatch >= 0) j["microbatch"] = s.microbatch;
+    if (s.bytes > 0) j["bytes"] = s.bytes;
+    spans.push_back(std::move(j));
+  }
+  return {{"plan", plan.name},           {"step_ms", p.step_ms},        {"samples_per_s", p.samples_per_s},
+          {"threads_per_rank", p.threads_per_rank}, {"compute_stretch", p.stretch}, {"notes", p.notes},
+          {"calibration", {{"host", cal.host}, {"runs", cal.runs}, {"costs", cal.costs.size()}}},
+          {"spans", spans}};
+}
+
+std::string format_point(double units, double ms) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.0f: %.4g", units, ms);
+  return text;
+}
+
+void print_costs(const predict::Calibration& cal) {
+  std::string runs;
+  for (std::int64_t id : cal.runs) runs += (runs.empty() ? "" : ", ") + std::to_string(id);
+  std::printf("calibration of host '%s' from run%s %s: the median ms measured at each size\n", cal.host.c_str(),
+              cal.runs.size() == 1 ? "" : "s", runs.empty() ? "(none)" : runs.c_str());
+  std::printf("  %-60s %8s  %s\n", "cost (units: samples, parameters or bytes)", "spans", "units: ms");
+  for (const auto& [key, c] : cal.costs) {
+    std::string points;
+    for (const auto& [units, ms] : c.points) points += (points.empty() ? "" : ", ") + format_point(units, ms);
+    std::printf("  %-60s %8lld  %s\n", key.c_str(), static_cast<long long>(c.observations), points.c_str());
+  }
+}
+
+nlohmann::json costs_json(const predict::Calibration& cal) {
+  nlohmann::json costs = nlohmann::json::object();
+  for (const auto& [key, c] : cal.costs)
+    costs[key] = {{"points", c.points}, {"spans", c.observations}};
+  return {{"host", cal.host}, {"runs", cal.runs}, {"costs", costs}};
+}
+
+}  // namespace
+
+int cmd_calibration(const Args& args) {
+  auto store = open_store(args);
+  if (!store.ok()) {
+    print_error(store.error());
+    return kFailed;
+  }
+  auto calibration = predict::calibrate(*store, store::this_host_name());
+  if (!calibration.ok()) {
+    print_error(calibration.error());
+    return kFailed;
+  }
+  if (args.json) {
+    std::printf("%s\n", costs_json(*calibration).dump().c_str());
+  } else {
+    print_costs(*calibration);
+  }
+  return kOk;
+}
+
+int cmd_predict(const Args& args) {
+  auto plan = read_plan_argument(args, true);
+  if (!plan) return kInvalidInput;
+  auto store = open_store(args);
+  if (!store.ok()) {
+    print_error(store.error());
+    return kFailed;
+  }
+  auto calibration = predict::calibrate(*store, store::this_host_name());
+  if (!calibration.ok()) {
+    print_error(calibration.error());
+    return kFailed;
+  }
+  const int cores = machine::cores_available();
+  auto prediction = predict::predict_step(*plan, *calibration, {cores});
+  if (!prediction.ok()) {
+    print_error(prediction.error());
+    return prediction.error().code == ErrorCode::Unavailable ? kInvalidInput : kFailed;
+  }
+  if (args.json) {
+    std::printf("%s\n", to_json(*plan, *prediction, *calibration).dump().c_str());
+  } else {
+    print_text(*plan, *prediction, *calibration, cores);
+  }
+  return kOk;
+}
+
+}  // namespace loom::cli
