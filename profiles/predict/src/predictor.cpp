@@ -202,8 +202,8 @@ std::vector<double> layer_done_times(const analysis::TimedOp& last_backward, con
 Expected<Prediction> predict_step(const Plan& plan, const Calibration& calibration, const MachineShape& machine) {
   if (plan.serve) return make_error(ErrorCode::Unavailable, "serving plans are not predicted yet");
   if (plan.parallel.sync.mode != SyncMode::AllReduce)
-    return make_error(ErrorCode::Unavailable, "only synchronous (all-reduce) training is predicted yet",
-                      "parameter server, SSP and local SGD come next");
+    return make_error(ErrorCode::Unavailable, std::string(sync_mode_name(plan.parallel.sync.mode)) + " training is not predicted yet",
+                      "only synchronous (all-reduce) training is");
   const Layout l = layout_of(plan);
   const ModelInfo model = infer_model(plan, nullptr);
   for (const LayerInfo& layer : model.layers) {

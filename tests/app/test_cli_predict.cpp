@@ -1,0 +1,96 @@
+// `loom-cli predict` and `loom-cli calibration` end to end: with an empty store the
+// prediction names every cost it lacks (exit 1); after one real run of the spirals plan
+// it predicts that plan, with its layers by name, close to what the run measured; a plan
+// it does not cover is refused with exit 2.
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include "cli_runner.h"
+
+namespace {
+
+using loom::test::Result;
+using loom::test::last_json_line;
+using loom::test::run_cli;
+
+const char* kSpiralsPlan = R"({
+  "format": "loom-plan/1", "name": "cli-spirals",
+  "model": {"input": [2], "layers": [{"type": "linear", "out": 64}, {"type": "tanh"}, {"type": "linear", "out": 3}]},
+  "data": {"source": "synthetic", "kind": "spirals", "classes": 3, "train_samples": 6400, "test_samples": 128},
+  "training": {"batch": 64, "steps": 300, "optimizer": {"type": "adam", "lr": 0.01}, "threads": 1}
+})";
+
+const char* kParameterServerPlan = R"({
+  "format": "loom-plan/1", "name": "cli-ps",
+  "model": {"input": [2], "layers": [{"type": "linear", "out": 3}]},
+  "data": {"source": "synthetic", "kind": "spirals", "classes": 3, "train_samples": 640, "test_samples": 128},
+  "training": {"batch": 32, "steps": 20, "threads": 1},
+  "parallel": {"devices": [{"kind": "cpu"}, {"kind": "cpu"}, {"kind": "cpu"}], "data_parallel": 2,
+               "sync": {"mode": "parameter_server"}}
+})";
+
+}  // namespace
+
+class CliPredictTest : public QObject {
+  Q_OBJECT
+  QTemporaryDir dir_;
+  QString db() const { return dir_.filePath("runs.db"); }
+  QString write(const QString& name, const QByteArray& bytes) {
+    QFile f(dir_.filePath(name));
+    f.open(QIODevice::WriteOnly);
+    f.write(bytes);
+    return f.fileName();
+  }
+
+ private slots:
+  void predictsFromTheStoreOnly() {
+    const QString plan = write("spirals.json", kSpiralsPlan);
+    const Result empty = run_cli({"predict", plan, "--db", db()});
+    QCOMPARE(empty.exit_code, 1);
+    QVERIFY2(empty.err.contains("no calibration for") && empty.err.contains("forward linear 2->64 @cpu 1t"), qPrintable(empty.err));
+
+    const Result ran = run_cli({"run", plan, "--db", db(), "--json"});
+    QVERIFY2(ran.exit_code == 0, qPrintable(ran.err));
+    const QString id = QString::number(last_json_line(ran.out)["id"].toInteger());
+    const Result predicted = run_cli({"predict", plan, "--db", db(), "--json"});
+    QVERIFY2(predicted.exit_code == 0, qPrintable(predicted.err));
+    const QJsonObject p = last_json_line(predicted.out);
+    QCOMPARE(p["calibration"].toObject()["runs"].toArray().first().toInteger(), id.toLongLong());
+    QCOMPARE(p["threads_per_rank"].toInt(), 1);
+    QStringList forwards;
+    for (const QJsonValue& s : p["spans"].toArray())
+      if (s.toObject()["kind"].toString() == "forward") forwards << s.toObject()["layer"].toString();
+    QCOMPARE(forwards, (QStringList{"linear_0", "tanh_1", "linear_2"}));
+    // Predicting the run it was calibrated on: the step is within 20% of the run's own
+    // median step (on this 2-core VM, 6 runs: -0.1% to -5.5%; the bound leaves room for
+    // ctest -j2 beside it).
+    const Result again = run_cli({"run", plan, "--db", db(), "--json"});  // compare takes two runs
+    QVERIFY2(again.exit_code == 0, qPrintable(again.err));
+    const QString other = QString::number(last_json_line(again.out)["id"].toInteger());
+    const Result compared = run_cli({"compare", id, other, "--db", db(), "--json"});
+    double measured = 0;
+    for (const QJsonValue& m : last_json_line(compared.out)["metrics"].toArray())
+      if (m.toObject()["key"].toString() == "step_time_median_ms") measured = m.toObject()["values"].toArray()[0].toDouble();
+    const double step = p["step_ms"].toDouble();
+    qInfo("predicted %.4f ms, measured median %.4f ms (%+.1f%%)", step, measured, 100 * (step / measured - 1));
+    QVERIFY2(measured > 0 && std::abs(step / measured - 1) < 0.20, qPrintable(QString("%1 vs %2 ms").arg(step).arg(measured)));
+
+    const Result text = run_cli({"predict", plan, "--db", db()});
+    QVERIFY2(text.out.contains("step time:") && text.out.contains("throughput:"), qPrintable(text.out));
+    const Result costs = run_cli({"calibration", "--db", db(), "--json"});
+    QVERIFY2(costs.exit_code == 0, qPrintable(costs.err));
+    QVERIFY(last_json_line(costs.out)["costs"].toObject().contains("backward tanh 64->64 @cpu 1t"));
+  }
+
+  void planNotCoveredIsRefused() {
+    const Result refused = run_cli({"predict", write("ps.json", kParameterServerPlan), "--db", db()});
+    QCOMPARE(refused.exit_code, 2);
+    QVERIFY2(refused.err.contains("not predicted yet"), qPrintable(refused.err));
+  }
+};
+
+QTEST_GUILESS_MAIN(CliPredictTest)
+#include "test_cli_predict.moc"
