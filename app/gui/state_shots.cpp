@@ -156,6 +156,13 @@ bool save_pipeline_run(const Shot& s, qint64 id) {
   ok = save_widget(s, &s.window, "arrows-1f1b") && ok;
   raise_dock(s.window, "TrainingDock");
   ok = save_widget(s, &s.window, "training-dock") && ok;
+  {
+    auto* t = s.window.views()->training();
+    auto* lp = t->lossPlot();
+    std::fprintf(stderr, "  training %dx%d, loss plot %dx%d, axis rect %d, legend outer %d..%d inner %d..%d\n", t->width(), t->height(),
+                 lp->width(), lp->height(), lp->axisRect()->height(), lp->legend->outerRect().top(), lp->legend->outerRect().bottom(),
+                 lp->legend->rect().top(), lp->legend->rect().bottom());
+  }
   ok = save_widget(s, s.window.views()->training()->throughputPlot(), "throughput") && ok;
   raise_dock(s.window, "RunsDock");
   ok = save_widget(s, &s.window, "runs-dock") && ok;
