@@ -84,10 +84,12 @@ bool save_widget(const Shot& s, QWidget* widget, const QString& state) {
   return report(widget->grab().save(path), path, widget->size());
 }
 
-// The screen where the window is: what a tooltip (a window of its own) covers is in it.
+// The screen where the window is, and as far as a tooltip (a window of its own) reaches.
 bool save_screen(const Shot& s, const QString& state) {
   wait_ms(700);
-  const QRect frame = s.window.frameGeometry();
+  QRect frame = s.window.frameGeometry();
+  for (QWidget* w : QApplication::topLevelWidgets())
+    if (w->isVisible() && w->inherits("QTipLabel")) frame |= w->frameGeometry();
   const QPixmap shot = s.window.screen()->grabWindow(0, frame.x(), frame.y(), frame.width(), frame.height());
   const QString path = s.out.filePath(s.name(state));
   return report(shot.save(path), path, frame.size());
