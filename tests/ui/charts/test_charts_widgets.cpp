@@ -117,6 +117,7 @@ class TestChartsWidgets : public QObject {
   void timeAxisChangesKeys();
   void clearEmptiesGraphs();
   void chartsSitSideBySideInALowDock();
+  void lossChartIsReadableInALowDock();
   void breakdownBarsPerRank();
   void breakdownShowsPipelineBubbles();
   void breakdownCategoriesExplainThemselves();
@@ -187,6 +188,34 @@ void TestChartsWidgets::chartsSitSideBySideInALowDock() {
   QCoreApplication::processEvents();
   QVERIFY(!charts.sideBySide());
   QVERIFY(charts.throughputPlot()->y() > charts.lossPlot()->y());
+}
+
+// The Training dock of a 1280x720 window is 864x185 px (measured with loom-state-shots):
+// the loss legend's two rows under the plot left it 36 px high, its tick labels on top of
+// each other. There the legend stands beside the plot, one entry a row, and the plot keeps
+// 60 px; in the 1920x1080 dock (1474x325) it stays under the plot in one row.
+void TestChartsWidgets::lossChartIsReadableInALowDock() {
+  for (const QSize size : {QSize(864, 185), QSize(1474, 325)}) {
+    QScrollArea dock;  // as main_window_layout.cpp's scrollable() docks it
+    dock.setWidgetResizable(true);
+    dock.setFrameShape(QFrame::NoFrame);
+    auto* charts = new TrainingCharts;
+    charts->appendMetrics(training_records());
+    dock.setWidget(charts);
+    dock.resize(size);
+    dock.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&dock));
+    QCoreApplication::processEvents();
+    charts->replotNow();
+    QCustomPlot* plot = charts->lossPlot();
+    const QString where = QStringLiteral("at %1x%2").arg(size.width()).arg(size.height());
+    QVERIFY2(plot->axisRect()->height() >= 60,
+             qPrintable(QStringLiteral("plot area %1 px high %2").arg(plot->axisRect()->height()).arg(where)));
+    QVERIFY2(plot->rect().contains(plot->legend->outerRect()), qPrintable(where));
+    const bool beside = plot->legend->outerRect().left() > plot->axisRect()->outerRect().right();
+    QCOMPARE(beside, size.width() < 1000);
+    if (!beside) QCOMPARE(plot->legend->wrap(), 4);  // one row
+  }
 }
 
 void TestChartsWidgets::appendsAreCoalescedIntoOneRedraw() {

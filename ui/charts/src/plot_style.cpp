@@ -66,6 +66,33 @@ void put_legend_below(QCustomPlot* plot, int columns) {
   plot->plotLayout()->setRowStretchFactor(plot->plotLayout()->rowCount() - 1, 0.001);
 }
 
+void place_legend(QCustomPlot* plot, bool beside) {
+  QCPLegend* legend = plot->legend;
+  QCPLayoutGrid* main = plot->plotLayout();
+  auto* holder = qobject_cast<QCPLayoutGrid*>(legend->layout());
+  if (holder == nullptr || (holder != main) == beside) return;
+  holder->take(legend);
+  if (holder != main) {  // the side column: gone with the legend
+    main->take(holder);
+    delete holder;
+  }
+  main->simplify();  // drops the emptied row or column
+  if (!beside) {
+    main->addElement(main->rowCount(), 0, legend);
+    main->setRowStretchFactor(main->rowCount() - 1, 0.001);
+    return;
+  }
+  int row = 0;  // the axis rect's row (under a title, if any)
+  while (row < main->rowCount() && main->element(row, 0) != plot->axisRect()) ++row;
+  auto* side = new QCPLayoutGrid;
+  main->addElement(row, 1, side);
+  side->addElement(0, 0, legend);
+  side->addElement(1, 0, new QCPLayoutElement(plot));
+  side->setRowSpacing(0);
+  side->setRowStretchFactor(0, 0.001);
+  main->setColumnStretchFactor(1, 0.001);
+}
+
 void put_legend_right(QCustomPlot* plot) {
   QCPLegend* legend = plot->legend;
   legend->setVisible(true);

@@ -24,6 +24,11 @@ void put_legend_below(QCustomPlot* plot, int columns);
 // no height.
 void put_legend_right(QCustomPlot* plot);
 
+// Moves a legend that put_legend_below placed to beside the axis rect (beside: true; one
+// entry a row, top-aligned, as put_legend_right places it) or back under it; nothing when
+// it is there already. For a plot whose panel may be low or tall.
+void place_legend(QCustomPlot* plot, bool beside);
+
 // Adds a small bold title row above the plot's first axis rect.
 void add_title(QCustomPlot* plot, const QString& title);
 

@@ -109,8 +109,13 @@ void TrainingCharts::resizeEvent(QResizeEvent* event) {
     plots_layout_->setStretch(0, wide ? 1 : 3);
     plots_layout_->setStretch(1, wide ? 1 : 2);
   }
-  // The loss legend's four entries in one row need about 560 px; narrower, two rows.
-  const int columns = (wide ? width() / 2 : width()) >= 560 ? 4 : 2;
+  // The loss legend's four entries in one row need about 560 px; narrower, two rows under
+  // the plot, or where the plot is low one column beside it: in a 1280x720 window's dock
+  // (864x185) two rows left the plot 36 px high, its tick labels on top of each other.
+  const int loss_width = wide ? width() / 2 : width(), loss_height = wide ? height() : height() * 3 / 5;
+  const bool beside = loss_width < 560 && loss_height < 260;
+  const int columns = beside ? 1 : loss_width >= 560 ? 4 : 2;
+  detail::place_legend(loss_plot_, beside);
   if (loss_plot_->legend->wrap() != columns) {
     loss_plot_->legend->setWrap(columns);
     loss_plot_->legend->setFillOrder(QCPLegend::foColumnsFirst);  // rearranges with the new wrap

@@ -65,6 +65,9 @@ ReplayBar::ReplayBar(TimelineView* view, QWidget* parent) : QWidget(parent), vie
   row->addWidget(label_);
   tick_.setInterval(kTickMs);
   connect(&tick_, &QTimer::timeout, this, &ReplayBar::onTick);
+  // The step count and the slider follow the run on screen (another run opened, the
+  // timeline emptied, a live run's new steps), not only a replay's start and end.
+  connect(view_, &TimelineView::dataChanged, this, &ReplayBar::refresh);
   connect(replay_, &QToolButton::toggled, this, &ReplayBar::setReplaying);
   connect(play_, &QToolButton::clicked, this, [this] { playing() ? pause() : play(); });
   connect(back_, &QToolButton::clicked, this, &ReplayBar::stepBack);

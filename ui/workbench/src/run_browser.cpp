@@ -14,8 +14,10 @@
 #include <QLineEdit>
 #include <QMenu>
 #include <QMessageBox>
+#include <QPainter>
 #include <QPointer>
 #include <QSortFilterProxyModel>
+#include <QStyle>
 #include <QTableView>
 #include <QThreadPool>
 #include <QTimer>
@@ -43,6 +45,22 @@ QToolButton* tool_button(QAction* action) {
   button->setAutoRaise(true);
   return button;
 }
+
+// The store line: as wide as its text where the row has room (the filter box gives way
+// first), ending in "…" where it has not, instead of cut mid-word ("(no runs" for "(no
+// runs yet)" at 1280x720). The full path is in its tooltip.
+class StoreLabel : public QLabel {
+ public:
+  QSize minimumSizeHint() const override { return {fontMetrics().horizontalAdvance(QStringLiteral("Store: \u2026")), QLabel::minimumSizeHint().height()}; }
+
+ protected:
+  void paintEvent(QPaintEvent*) override {
+    QPainter painter(this);
+    const QRect r = contentsRect();
+    style()->drawItemText(&painter, r, Qt::AlignLeft | Qt::AlignVCenter, palette(), isEnabled(),
+                          fontMetrics().elidedText(text(), Qt::ElideRight, r.width()), foregroundRole());
+  }
+};
 
 }  // namespace
 
@@ -82,16 +100,15 @@ RunBrowser::RunBrowser(QWidget* parent) : QWidget(parent) {
   filter_->setClearButtonEnabled(true);
   connect(filter_, &QLineEdit::textChanged, proxy_, &QSortFilterProxyModel::setFilterFixedString);
 
-  store_label_ = new QLabel;
+  store_label_ = new StoreLabel;
   store_label_->setTextFormat(Qt::PlainText);
-  store_label_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
 
   createActions();
   auto* bar = new QHBoxLayout;
   bar->setContentsMargins(4, 2, 4, 2);
   bar->addWidget(filter_, 2);
   for (QAction* a : {open_, compare_, rename_, tag_, delete_, open_store_}) bar->addWidget(tool_button(a));
-  bar->addWidget(store_label_, 1);
+  bar->addWidget(store_label_);
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 0);
   layout->setSpacing(0);
