@@ -192,9 +192,25 @@ class TestPredict : public QObject {
     QVERIFY(!p.ok() && p.error().code == loom::ErrorCode::NotFound);
     QVERIFY2(p.error().message.find("forward linear 2->8 @cpu 1t") != std::string::npos, p.error().message.c_str());
     QVERIFY(p.error().message.find("optimizer sgd @cpu 1t") != std::string::npos);
+    // The all-reduce is looked up last: its absence is said too (it was counted as free).
+    const Plan dp2 = tiny_plan(R"({"devices": )" + devices(2) + R"(, "data_parallel": 2})", "0, 0, 0", 128);
+    Calibration no_allreduce = costs_for(dp2);
+    no_allreduce.costs.erase(loom::predict::allreduce_key(2, loom::CommBackend::Mpi));
+    const auto free_sync = loom::predict::predict_step(dp2, no_allreduce, {2});
+    QVERIFY(!free_sync.ok() && free_sync.error().message.find("all-reduce 2 ranks mpi") != std::string::npos);
     const Plan async = tiny_plan(R"({"devices": )" + devices(3) + R"(, "data_parallel": 2, "sync": {"mode": "parameter_server"}})");
     const auto refused = loom::predict::predict_step(async, costs_for(async), {2});
     QVERIFY(!refused.ok() && refused.error().code == loom::ErrorCode::Unavailable);
+  }
+
+  // Four replicas where only two were measured: the two-rank cost x (2*3/4) / (2*1/2).
+  void allreduceScalesFromAnotherRankCount() {
+    const Plan plan = tiny_plan(R"({"devices": )" + devices(4) + R"(, "data_parallel": 4})", "0, 0, 0", 256);
+    Calibration cal = costs_for(plan, "cpu 1t shared x2.00");
+    const Prediction p = must(loom::predict::predict_step(plan, cal, {2}));
+    const auto bucket = of(p, 0, EventKind::AllReduce);
+    QCOMPARE(bucket.size(), std::size_t(1));  // 204 bytes, in one bucket of 25 MiB
+    QVERIFY(std::abs(bucket[0].end_ms - bucket[0].start_ms - 2.0 * 1.5) < 1e-9);
   }
 
   // A layer of another size is scaled by work from the measured one of its kind.

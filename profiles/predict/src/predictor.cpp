@@ -45,6 +45,22 @@ class Lookup {
     return compute(key, samples);  // records it as missing
   }
 
+  // A bucket's all-reduce over `replicas` ranks. Not measured at that count, the nearest
+  // count measured (same backend and crowding) scaled as a ring all-reduce scales: each
+  // rank sends and receives 2 (R - 1) / R of the bucket.
+  double allreduce(int replicas, CommBackend backend, double stretch, double bytes) {
+    const std::string key = allreduce_key(replicas, backend, stretch);
+    if (find(key).first) return transfer(key, bytes);
+    auto ring = [](int r) { return 2.0 * (r - 1) / r; };
+    for (int delta = 1; delta < 4096; ++delta)
+      for (int other : {replicas - delta, replicas + delta}) {
+        if (other < 2 || !find(allreduce_key(other, backend, stretch)).first) continue;
+        note(key + ": not measured, scaled from " + std::to_string(other) + " ranks as a ring all-reduce scales");
+        return transfer(allreduce_key(other, backend, stretch), bytes) * ring(replicas) / ring(other);
+      }
+    return transfer(key, bytes);  // records it as missing
+  }
+
   const std::set<std::string>& missing() const { return missing_; }
 
  private:
@@ -248,13 +264,6 @@ Expected<Prediction> predict_step(const Plan& plan, const Calibration& calibrati
     timed[std::size_t(r)] = analysis::replay_ops(schedule, l.chunks, ops);
     if (timed[std::size_t(r)].empty()) return make_error(ErrorCode::Internal, "the schedule replay deadlocked");
   }
-  if (!costs.missing().empty()) {
-    std::string list;
-    for (const std::string& k : costs.missing()) list += (list.empty() ? "" : "; ") + k;
-    return make_error(ErrorCode::NotFound, "no calibration for: " + list,
-                      "run a plan with these layers on this machine with " + std::to_string(out.threads_per_rank) +
-                          " BLAS threads per rank (a few hundred steps), then predict again");
-  }
 
   // Per stage: each bucket's all-reduce starts when every replica has its gradients and the
   // previous bucket is done.
@@ -269,8 +278,7 @@ Expected<Prediction> predict_step(const Plan& plan, const Calibration& calibrati
         ready = std::max(ready, layer_done_times(stage_ops.back(), work[std::size_t(r)][std::size_t(s)])[w0.buckets[b].last_layer]);
       }
       const double start = std::max(ready, comm_free);
-      comm_free = bucket_end[b] =
-          start + costs.transfer(allreduce_key(l.replicas, plan.parallel.backend, out.stretch), double(w0.buckets[b].bytes));
+      comm_free = bucket_end[b] = start + costs.allreduce(l.replicas, plan.parallel.backend, out.stretch, double(w0.buckets[b].bytes));
       for (int r = 0; r < l.replicas; ++r)
         out.spans.push_back({s * l.replicas + r, EventKind::AllReduce, Stream::Comm, -1, -1, start, bucket_end[b], w0.buckets[b].bytes});
     }
@@ -297,6 +305,15 @@ Expected<Prediction> predict_step(const Plan& plan, const Calibration& calibrati
       out.spans.push_back({rank, EventKind::Optimizer, Stream::Compute, -1, -1, at, at + w.optimizer_ms, 0});
       out.step_ms = std::max(out.step_ms, at + w.optimizer_ms);
     }
+  }
+  // Every cost is looked up before this: the buckets' all-reduces too.
+  if (!costs.missing().empty()) {
+    std::string list;
+    for (const std::string& k : costs.missing()) list += (list.empty() ? "" : "; ") + k;
+    return make_error(ErrorCode::NotFound, "no calibration for: " + list,
+                      "run a plan with these layers, threads per rank (" + std::to_string(out.threads_per_rank) +
+                          ") and replicas on this machine for a few hundred steps, then predict again; "
+                          "`loom-cli calibration` lists what is calibrated");
   }
   out.samples_per_s = out.step_ms > 0 ? double(plan.training.batch) / out.step_ms * 1000.0 : 0.0;
   std::sort(out.spans.begin(), out.spans.end(), [](const PredictedSpan& a, const PredictedSpan& b) {

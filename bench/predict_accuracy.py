@@ -1,0 +1,148 @@
+#!/usr/bin/python3
+"""How close `loom-cli predict` comes to what the runs then measure, on this machine.
+
+For each example plan (one process, data parallel, GPipe, 1F1B, hybrid, layer split, an
+unbalanced pipeline, gradient accumulation, a straggler), in --rounds rounds (each round
+every plan once, so that the machine's drift falls on all of them alike):
+  1. a short calibration run (--cal-steps) into a calibration store;
+  2. a longer measured run (--steps) into a measurement store; its median step from
+     `compare` (warm-up left out).
+Then each plan is predicted twice: from the whole calibration store ("seen": this
+configuration was calibrated), and from a copy with this plan's calibration runs deleted
+("unseen": only the other plans' runs, i.e. other sizes, thread counts, replica counts or
+crowding, scaled).
+Prints a markdown table (measured median of the rounds with their min-max, the two
+predictions and their errors) and writes it to --out.
+
+  /usr/bin/python3 bench/predict_accuracy.py [--rounds 3] [--steps 200] [--cal-steps 80]
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_util import ROOT, add_run_args, parse_run_args, wait_for_quiet  # noqa: E402
+
+PLANS = [
+    ("one process", "mlp_fashion", {}),
+    ("data parallel x4", "dp4_mlp_fashion", {}),
+    ("GPipe 2 stages", "gpipe_mlp", {}),
+    ("1F1B 2 stages", "onefoneb_mlp", {}),
+    ("hybrid 2x2", "hybrid_mlp", {}),
+    ("layer split", "layer_split_mlp", {}),
+    ("unbalanced pipeline", "pipeline_unbalanced_mlp", {}),
+    ("one process, accumulation x4", "mlp_fashion", {"parallel": {"grad_accumulation": 4}, "training": {"batch": 256}}),
+    ("data parallel x2, straggler", "mlp_fashion", {"parallel": {"devices": [{"kind": "cpu"}, {"kind": "cpu"}],
+                                                                "data_parallel": 2,
+                                                                "stragglers": [{"rank": 1, "slowdown": 1.5}]},
+                                                   "training": {"batch": 128}}),
+]
+
+
+def env():
+    e = dict(os.environ)
+    e.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMPI_MCA_btl_vader_single_copy_mechanism="none")
+    return e
+
+
+def write_plan(folder, index, source, changes, steps):
+    with open(os.path.join(ROOT, "resources", "plans", source + ".json")) as f:
+        plan = json.load(f)
+    for section, values in changes.items():
+        plan[section].update(values)
+    plan["training"].update(steps=steps, epochs=1, eval_every=0)
+    plan["name"] = f"{source}-{index}"
+    path = os.path.join(folder, f"plan{index}-{steps}.json")
+    with open(path, "w") as f:
+        json.dump(plan, f)
+    return path
+
+
+def cli(args, *argv):
+    r = subprocess.run([args.cli, *argv], capture_output=True, text=True, env=env())
+    return r
+
+
+def run(args, plan, db):
+    wait_for_quiet(args)
+    r = cli(args, "run", plan, "--db", db, "--json")
+    if r.returncode != 0:
+        sys.exit(f"run of {plan} failed: {r.stderr}")
+    return json.loads(r.stdout.strip().splitlines()[-1])["id"]
+
+
+def median_step(args, db, run_id, other_id):
+    """A run's median step (ms), as `compare` gives it (it compares two runs at least)."""
+    r = cli(args, "compare", str(run_id), str(other_id), "--db", db, "--json")
+    if r.returncode != 0:
+        sys.exit(f"compare failed: {r.stderr}")
+    for m in json.loads(r.stdout.strip().splitlines()[-1])["metrics"]:
+        if m["key"] == "step_time_median_ms":
+            return m["values"][0]
+    sys.exit("compare gave no step_time_median_ms")
+
+
+def predict(args, plan, db):
+    r = cli(args, "predict", plan, "--db", db, "--json")
+    if r.returncode != 0:
+        return None, r.stderr.strip().splitlines()[-1] if r.stderr.strip() else f"exit {r.returncode}"
+    return json.loads(r.stdout.strip().splitlines()[-1])["step_ms"], ""
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_run_args(ap, "predict_accuracy.md")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--steps", type=int, default=200)
+    ap.add_argument("--cal-steps", type=int, default=80)
+    args = parse_run_args(ap)
+    folder = tempfile.mkdtemp(prefix="loom-predict-")
+    cal_db, meas_db = os.path.join(folder, "calibration.db"), os.path.join(folder, "measured.db")
+    cal_runs = [[] for _ in PLANS]
+    measured = [[] for _ in PLANS]
+    for round_ in range(args.rounds):
+        for i, (label, source, changes) in enumerate(PLANS):
+            print(f"round {round_ + 1}: {label}", file=sys.stderr, flush=True)
+            cal_runs[i].append(run(args, write_plan(folder, i, source, changes, args.cal_steps), cal_db))
+            measured[i].append(run(args, write_plan(folder, i, source, changes, args.steps), meas_db))
+    all_ids = [rid for runs in measured for rid in runs]
+    by_id = {rid: median_step(args, meas_db, rid, all_ids[0] if rid != all_ids[0] else all_ids[1]) for rid in all_ids}
+    rows = []
+    for i, (label, source, changes) in enumerate(PLANS):
+        plan = write_plan(folder, i, source, changes, args.steps)
+        seen, why_seen = predict(args, plan, cal_db)
+        unseen_db = os.path.join(folder, f"unseen{i}.db")
+        shutil.copy(cal_db, unseen_db)
+        for rid in cal_runs[i]:
+            cli(args, "delete", str(rid), "--db", unseen_db, "--yes")
+        unseen, why_unseen = predict(args, plan, unseen_db)
+        values = sorted(by_id[r] for r in measured[i])
+        mid = values[len(values) // 2] if len(values) % 2 else (values[len(values) // 2 - 1] + values[len(values) // 2]) / 2
+        rows.append((label, mid, values[0], values[-1], seen, why_seen, unseen, why_unseen))
+
+    def err(p, m):
+        return f"{100 * (p / m - 1):+.1f}%" if p is not None else "-"
+
+    lines = [f"Command: `{args.command}`", "",
+             "| plan | measured median step, ms (min-max over rounds) | predicted, seen | error | predicted, unseen | error |",
+             "|---|---|---|---|---|---|"]
+    notes = []
+    for label, mid, lo, hi, seen, ws, unseen, wu in rows:
+        lines.append(f"| {label} | {mid:.3f} ({lo:.3f}-{hi:.3f}) | {seen if seen is None else f'{seen:.3f}'} | {err(seen, mid)} "
+                     f"| {unseen if unseen is None else f'{unseen:.3f}'} | {err(unseen, mid)} |")
+        for kind, why in (("seen", ws), ("unseen", wu)):
+            if why:
+                notes.append(f"- {label}, {kind}: {why}")
+    text = "\n".join(lines + ([""] + notes if notes else [])) + "\n"
+    print(text)
+    with open(args.out, "w") as f:
+        f.write(text)
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
