@@ -9,6 +9,8 @@
 #include <tuple>
 
 #include "loom/analysis/analysis.h"
+#include "loom/analysis/critical_path.h"
+#include "loom/trace/clock_align.h"
 #include "loom/analysis/import_kineto.h"
 
 namespace loom::predict {
@@ -82,9 +84,6 @@ std::map<std::string, double> stretch_by_host(const std::vector<trace::RankRecor
 struct Collector {
   std::map<std::pair<std::string, double>, std::vector<double>> spans;
   std::map<std::string, double> work;
-  // Untraced time per step by (key, ops), per rank: only the most untraced rank of a run
-  // counts (on the others a wait for it covers the same time).
-  std::map<std::pair<std::string, double>, std::vector<double>> untraced;
   // (key, step, bucket index) -> (bytes, shortest span over the ranks)
   std::map<std::tuple<std::string, std::int32_t, int>, std::pair<std::int64_t, double>> buckets;
   void add(const std::string& key, double units, const Event& e) {
@@ -118,30 +117,6 @@ void add_allreduces(const std::vector<Event>& events, const std::string& key, bo
   }
 }
 
-// Per steady step, the part of the Step span that no span on the rank's own streams covers
-// (communication threads' spans overlap work and do not count).
-std::vector<double> untraced_per_step(const std::vector<Event>& steady) {
-  std::map<std::int32_t, std::vector<std::pair<std::int64_t, std::int64_t>>> covered;
-  std::map<std::int32_t, std::int64_t> step_ns;
-  for (const Event& e : steady) {
-    if (e.kind == EventKind::Step) step_ns[e.step] += e.end_ns - e.start_ns;
-    else if (e.stream != trace::Stream::Comm) covered[e.step].push_back({e.start_ns, e.end_ns});
-  }
-  std::vector<double> out;
-  for (auto& [step, total] : step_ns) {
-    auto& spans = covered[step];
-    std::sort(spans.begin(), spans.end());
-    std::int64_t union_ns = 0, open = INT64_MIN;
-    for (const auto& [begin, end] : spans) {
-      if (end <= open) continue;
-      union_ns += end - std::max(begin, open);
-      open = end;
-    }
-    out.push_back(std::max(0.0, double(total - union_ns) / 1e6));
-  }
-  return out;
-}
-
 void add_rank(const Plan& plan, const ModelInfo& model, int rank, const std::string& device, double stretch,
               const std::vector<Event>& events, Collector& c) {
   std::int32_t first_step = INT32_MAX;
@@ -167,8 +142,25 @@ void add_rank(const Plan& plan, const ModelInfo& model, int rank, const std::str
   }
   if (plan.parallel.data_parallel > 1)
     add_allreduces(steady, allreduce_key(plan.parallel.data_parallel, plan.parallel.backend, stretch), stretch > 1, c);
-  const int ops = 2 * std::max(1, plan.parallel.microbatches) * std::max(1, plan.parallel.grad_accumulation);
-  for (double ms : untraced_per_step(steady)) c.untraced[{untraced_key(plan.parallel.stages > 1, device), double(ops)}].push_back(ms);
+}
+
+// Untraced time on the critical path of each of rank 0's steady steps (the ranks' events
+// on rank 0's clock): the time on the step's longest chain that no span covers.
+std::vector<double> untraced_on_path(const Plan& plan, const std::vector<trace::RankRecord>& ranks,
+                                     std::vector<std::vector<Event>> events) {
+  for (const trace::RankRecord& r : ranks)
+    if (std::size_t(r.rank) < events.size()) clock::align_events(r, events[std::size_t(r.rank)]);
+  const std::vector<int> groups = analysis::sync_groups(plan, int(events.size()));
+  std::set<std::int32_t> steps;
+  for (const Event& e : events.empty() ? std::vector<Event>{} : events[0])
+    if (e.kind == EventKind::Step) steps.insert(e.step);
+  if (!steps.empty()) steps.erase(steps.begin());  // kWarmupSteps = 1
+  std::vector<double> out;
+  for (std::int32_t step : steps) {
+    const analysis::CriticalPath path = analysis::critical_path_of_step(events, groups, step);
+    out.push_back(double(path.part_ns[int(analysis::PathPart::Untraced)]) / 1e6);
+  }
+  return out;
 }
 
 // Layers by LayerId (the number events carry).
@@ -227,23 +219,26 @@ Expected<std::vector<Observation>> observe_run(store::RunStore& store, std::int6
   const ModelInfo model = model_by_id(*plan);
   const std::map<std::string, double> stretch = stretch_by_host(*ranks);
   Collector c;
-  std::map<std::pair<std::string, double>, std::pair<double, std::int64_t>> untraced;  // most untraced rank's median
+  std::vector<std::vector<Event>> by_rank;
+  std::string rank0_device;
   for (const trace::RankRecord& r : *ranks) {
     auto events = store.load_events(run_id, r.rank);
     if (!events.ok()) return events.error();
     const DeviceSpec& spec = plan->parallel.devices[std::size_t(r.rank)];
     const double s = stretch.at(r.host);
-    add_rank(*plan, model, r.rank, device_tag(spec, r.device_info.blas_threads, r.device_info.name, s), s, *events, c);
-    for (auto& [key, times] : c.untraced) {
-      auto& best = untraced[key];
-      if (median(times) >= best.first) best = {median(times), std::int64_t(times.size())};
-    }
-    c.untraced.clear();
+    const std::string device = device_tag(spec, r.device_info.blas_threads, r.device_info.name, s);
+    if (r.rank == 0) rank0_device = device;
+    add_rank(*plan, model, r.rank, device, s, *events, c);
+    if (by_rank.size() <= std::size_t(r.rank)) by_rank.resize(std::size_t(r.rank) + 1);
+    by_rank[std::size_t(r.rank)] = std::move(*events);
   }
+  const std::vector<double> untraced = untraced_on_path(*plan, *ranks, std::move(by_rank));
   for (const auto& [where, cost] : c.buckets) c.spans[{std::get<0>(where), double(cost.first)}].push_back(cost.second);
   for (auto& [key, times] : c.spans)
     out.push_back({key.first, c.work.count(key.first) ? c.work[key.first] : 0.0, key.second, median(times), std::int64_t(times.size())});
-  for (const auto& [key, m] : untraced) out.push_back({key.first, 0.0, key.second, m.first, m.second});
+  const int ops = 2 * std::max(1, plan->parallel.microbatches) * std::max(1, plan->parallel.grad_accumulation);
+  if (!untraced.empty())
+    out.push_back({untraced_key(plan->parallel.stages > 1, rank0_device), 0.0, double(ops), median(untraced), std::int64_t(untraced.size())});
   return out;
 }
 

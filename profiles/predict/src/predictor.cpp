@@ -113,7 +113,6 @@ struct StageWork {
   std::vector<double> forward_ms, backward_ms;
   double data_ms = 0, loss_ms = 0, optimizer_ms = 0, delay_ms = 0, slowdown = 1;
   double to_next_ms = 0, to_previous_ms = 0;
-  double untraced_ms = 0;  // before each op: time no span covers
   std::int64_t output_bytes = 0;  // what crosses to the next stage per micro-batch
   std::vector<Bucket> buckets;
 };
@@ -191,7 +190,7 @@ StageWork stage_work(const Plan& plan, const ModelInfo& model, int stage, int ra
 // The spans of one timed op on its stage.
 void add_op_spans(const analysis::TimedOp& t, const StageWork& w, int rank, int chunks, std::vector<PredictedSpan>& out) {
   const int micro = chunks > 1 ? t.op.microbatch : -1;
-  double at = t.start + w.untraced_ms;
+  double at = t.start;
   auto span = [&](EventKind kind, double ms, int layer) {
     out.push_back({rank, kind, Stream::Compute, layer, micro, at, at + ms, 0});
     at += ms;
@@ -208,7 +207,7 @@ void add_op_spans(const analysis::TimedOp& t, const StageWork& w, int rank, int 
 // When the last backward op finishes each of the stage's layers (index in w.layers).
 std::vector<double> layer_done_times(const analysis::TimedOp& last_backward, const StageWork& w) {
   std::vector<double> done(w.layers.size(), last_backward.start);
-  double at = last_backward.start + w.untraced_ms;
+  double at = last_backward.start;
   for (std::size_t i = w.layers.size(); i-- > 0;) done[i] = at += w.backward_ms[i];
   return done;
 }
@@ -242,9 +241,8 @@ Expected<Prediction> predict_step(const Plan& plan, const Calibration& calibrati
   if (out.stretch > 1) out.notes.push_back("ranks outnumber cores: compute stretched " + std::to_string(out.stretch).substr(0, 4) + "x");
   const std::string device = device_tag(DeviceSpec{}, out.threads_per_rank, {}, out.stretch);
   Lookup costs(calibration, out.stretch, out.notes);
-  // What no span covers, spread over the ops (a gap before each, as in a measured step).
-  const double ops = 2.0 * l.chunks;
-  const double untraced_per_op = costs.optional(untraced_key(l.stages > 1, device), ops) / ops;
+  // What no span covers on a measured step's critical path: one gap before the optimizer.
+  const double untraced_ms = costs.optional(untraced_key(l.stages > 1, device), 2.0 * l.chunks);
 
   // Stage work per replica (stragglers differ by rank), then the schedule per replica.
   std::vector<std::vector<StageWork>> work(std::size_t(l.replicas));
@@ -254,9 +252,7 @@ Expected<Prediction> predict_step(const Plan& plan, const Calibration& calibrati
     for (int s = 0; s < l.stages; ++s) {
       StageWork w = stage_work(plan, model, s, s * l.replicas + r, device, out.stretch, costs);
       if (s > 0) w.to_previous_ms = work[std::size_t(r)][std::size_t(s - 1)].to_next_ms;  // the gradient of the same tensor
-      w.untraced_ms = untraced_per_op;
-      ops.push_back({w.untraced_ms + w.data_ms + sum(w.forward_ms) + w.loss_ms, w.untraced_ms + sum(w.backward_ms), 0, w.to_next_ms,
-                     w.to_previous_ms});
+      ops.push_back({w.data_ms + sum(w.forward_ms) + w.loss_ms, sum(w.backward_ms), 0, w.to_next_ms, w.to_previous_ms});
       work[std::size_t(r)].push_back(std::move(w));
     }
     // One stage alternates forward and backward per accumulation micro-step, as 1F1B does.
@@ -302,6 +298,7 @@ Expected<Prediction> predict_step(const Plan& plan, const Calibration& calibrati
       if (injected > 0) out.spans.push_back({rank, EventKind::InjectedDelay, Stream::Compute, -1, -1, at, at += injected, 0});
       const double synced = bucket_end.empty() ? 0.0 : bucket_end.back();
       if (synced > at) out.spans.push_back({rank, EventKind::Wait, Stream::Compute, -1, -1, at, synced, 0}), at = synced;
+      at += untraced_ms;  // a gap: no span
       out.spans.push_back({rank, EventKind::Optimizer, Stream::Compute, -1, -1, at, at + w.optimizer_ms, 0});
       out.step_ms = std::max(out.step_ms, at + w.optimizer_ms);
     }

@@ -70,9 +70,10 @@ std::string optimizer_key(const Plan& plan, const std::string& device);
 std::string data_key(const Plan& plan);
 std::string allreduce_key(int replicas, CommBackend backend, double stretch = 1.0);
 std::string p2p_key(CommBackend backend, double stretch = 1.0);
-// Time inside a step that no span covers (the code between spans, a rank waiting for a
-// core), per op (one forward or backward of one micro-batch): pipelines and one-stage
-// plans apart, since a pipeline's ops also pass messages.
+// Time on a step's critical path that no span covers (the code between spans, a rank
+// waiting for a core), per step, by ops per rank and step (forwards and backwards of
+// micro-batches): pipelines and one-stage plans apart, since a pipeline's ops also pass
+// messages.
 std::string untraced_key(bool pipeline, const std::string& device);
 
 // The observations one stored run gives; empty (not an error) for a run that cannot
