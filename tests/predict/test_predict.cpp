@@ -68,7 +68,7 @@ Calibration costs_for(const Plan& plan, const std::string& device = "cpu 1t") {
   c.costs[loss_key(plan, device)] = at(per_chunk, 0.4);
   c.costs[data_key(plan)] = at(per_chunk, 0.6);
   c.costs[optimizer_key(plan, device)] = at(51, 0.3);  // fc1 2x8+8, fc2 8x3+3 parameters
-  c.costs[untraced_key(false, device)] = at(2, 0.2);   // per step of 2 ops
+  c.costs[residual_key(false, device)] = at(2, 0.2);   // per step of 2 ops
   c.costs[allreduce_key(2, loom::CommBackend::Mpi)].points = {{96, 2.0}, {108, 2.0}};
   return c;
 }
@@ -157,8 +157,8 @@ class TestPredict : public QObject {
   void pipelineFollowsTheScheduleReplay() {
     const Plan plan = tiny_plan(R"({"devices": )" + devices(2) + R"(, "stages": 2, "microbatches": 4, "schedule": "gpipe"})", "0, 1, 1");
     Calibration cal = costs_for(plan);
-    cal.costs.erase(loom::predict::untraced_key(false, "cpu 1t"));
-    cal.costs[loom::predict::untraced_key(true, "cpu 1t")] = at(8, 0.8);           // per step of 8 ops
+    cal.costs.erase(loom::predict::residual_key(false, "cpu 1t"));
+    cal.costs[loom::predict::residual_key(true, "cpu 1t")] = at(8, 0.8);           // per step of 8 ops
     cal.costs[loom::predict::p2p_key(loom::CommBackend::Mpi)] = at(16 * 8 * 4, 0.05);  // fc1's output
     const Prediction p = must(loom::predict::predict_step(plan, cal, {2}));
     // Per micro-batch of 16 samples the costs are a quarter of those at 64.
@@ -279,10 +279,48 @@ class TestPredict : public QObject {
     QCOMPARE(fc1.observations, std::int64_t(8));
     QCOMPARE(cal.costs.at(loom::predict::allreduce_key(2, loom::CommBackend::Mpi)).points,
              (std::vector<std::pair<double, double>>{{204, 2.0}}));
-    // On each step's critical path, 20 ms less the forward and the 5 ms all-reduce it
-    // ends with is untraced: 14, 13, 12, 5.
-    QCOMPARE(cal.costs.at(loom::predict::untraced_key(false, "cpu 1t")).points,
-             (std::vector<std::pair<double, double>>{{2, 12.5}}));
+    // The run measured only fc1 and the all-reduce: the predictor cannot make a step of
+    // its plan, so the run gives no residual.
+    QVERIFY(!cal.costs.count(loom::predict::residual_key(false, "cpu 1t")));
+  }
+
+  // One process whose nine spans take 1 ms each in steps of 20 ms: the predictor makes 9 ms
+  // of those costs, so the residual is 11 ms per step of 2 ops, and the prediction of the
+  // same plan gives back the 20 ms the run measured.
+  void residualIsWhatTheStepTookBeyondItsCosts() {
+    QTemporaryDir dir;
+    auto store = loom::store::RunStore::open(dir.filePath("runs.db").toStdString());
+    const Plan plan = tiny_plan(R"({"devices": )" + devices(1) + "}");
+    loom::trace::RunRecord run;
+    run.plan_json = loom::plan_to_json(plan);
+    const std::int64_t id = *store->create_run(run);
+    loom::trace::RankRecord record;
+    record.host = "h";
+    record.device_info.kind = "cpu";
+    record.device_info.blas_threads = 1;
+    record.device_info.logical_cores = 2;
+    QVERIFY(store->upsert_rank(id, record).ok());
+    std::vector<Event> events;
+    const std::vector<std::pair<EventKind, int>> order = {{EventKind::DataLoad, -1}, {EventKind::Forward, 0}, {EventKind::Forward, 1},
+                                                          {EventKind::Forward, 2},   {EventKind::Loss, -1},   {EventKind::Backward, 2},
+                                                          {EventKind::Backward, 1},  {EventKind::Backward, 0}, {EventKind::Optimizer, -1}};
+    for (int step = 0; step < 4; ++step) {
+      const std::int64_t t = step * 20'000'000LL;
+      Event s;
+      s.kind = EventKind::Step, s.stream = loom::trace::Stream::Host, s.step = step, s.start_ns = t, s.end_ns = t + 20'000'000;
+      events.push_back(s);
+      for (std::size_t i = 0; i < order.size(); ++i) {
+        Event e;
+        e.kind = order[i].first, e.layer = order[i].second, e.step = step;
+        e.start_ns = t + std::int64_t(i) * 1'000'000, e.end_ns = e.start_ns + 1'000'000;
+        events.push_back(e);
+      }
+    }
+    QVERIFY(store->append_events(id, 0, events.data(), events.size()).ok());
+    QVERIFY(store->finish_run(id, loom::trace::RunStatus::Completed, 1.0, 256, "").ok());
+    const Calibration cal = *loom::predict::calibrate(*store, "");
+    QCOMPARE(cal.costs.at(loom::predict::residual_key(false, "cpu 1t")).points, (std::vector<std::pair<double, double>>{{2, 11.0}}));
+    QVERIFY(std::abs(must(loom::predict::predict_step(plan, cal, {2})).step_ms - 20.0) < 1e-9);
   }
 };
 

@@ -9,8 +9,6 @@
 #include <tuple>
 
 #include "loom/analysis/analysis.h"
-#include "loom/analysis/critical_path.h"
-#include "loom/trace/clock_align.h"
 #include "loom/analysis/import_kineto.h"
 
 namespace loom::predict {
@@ -144,23 +142,20 @@ void add_rank(const Plan& plan, const ModelInfo& model, int rank, const std::str
     add_allreduces(steady, allreduce_key(plan.parallel.data_parallel, plan.parallel.backend, stretch), stretch > 1, c);
 }
 
-// Untraced time on the critical path of each of rank 0's steady steps (the ranks' events
-// on rank 0's clock): the time on the step's longest chain that no span covers.
-std::vector<double> untraced_on_path(const Plan& plan, const std::vector<trace::RankRecord>& ranks,
-                                     std::vector<std::vector<Event>> events) {
-  for (const trace::RankRecord& r : ranks)
-    if (std::size_t(r.rank) < events.size()) clock::align_events(r, events[std::size_t(r.rank)]);
-  const std::vector<int> groups = analysis::sync_groups(plan, int(events.size()));
-  std::set<std::int32_t> steps;
-  for (const Event& e : events.empty() ? std::vector<Event>{} : events[0])
-    if (e.kind == EventKind::Step) steps.insert(e.step);
-  if (!steps.empty()) steps.erase(steps.begin());  // kWarmupSteps = 1
-  std::vector<double> out;
-  for (std::int32_t step : steps) {
-    const analysis::CriticalPath path = analysis::critical_path_of_step(events, groups, step);
-    out.push_back(double(path.part_ns[int(analysis::PathPart::Untraced)]) / 1e6);
-  }
-  return out;
+// Per steady step, the slowest rank's Step span; their median.
+double median_step_ms(const std::vector<std::vector<Event>>& by_rank, std::int64_t* steps) {
+  std::map<std::int32_t, double> slowest;
+  std::int32_t first = INT32_MAX;
+  for (const auto& events : by_rank)
+    for (const Event& e : events)
+      if (e.kind == EventKind::Step) first = std::min(first, e.step);
+  for (const auto& events : by_rank)
+    for (const Event& e : events)
+      if (e.kind == EventKind::Step && e.step > first) slowest[e.step] = std::max(slowest[e.step], double(e.end_ns - e.start_ns) / 1e6);
+  std::vector<double> v;
+  for (const auto& [step, ms] : slowest) v.push_back(ms);
+  *steps = std::int64_t(v.size());
+  return median(v);
 }
 
 // Layers by LayerId (the number events carry).
@@ -201,45 +196,43 @@ std::string allreduce_key(int replicas, CommBackend backend, double stretch) {
 std::string p2p_key(CommBackend backend, double stretch) {
   return std::string("send ") + (backend == CommBackend::Nccl ? "nccl" : "mpi") + sharing_suffix(stretch);
 }
-std::string untraced_key(bool pipeline, const std::string& device) {
-  return std::string("untraced per step, ") + (pipeline ? "pipeline" : "one stage") + " @" + device;
+std::string residual_key(bool pipeline, const std::string& device) {
+  return std::string("residual per step, ") + (pipeline ? "pipeline" : "one stage") + " @" + device;
 }
 
-Expected<std::vector<Observation>> observe_run(store::RunStore& store, std::int64_t run_id) {
+Expected<std::optional<ObservedRun>> observe_run(store::RunStore& store, std::int64_t run_id) {
   auto run = store.load_run(run_id);
   if (!run.ok()) return run.error();
-  std::vector<Observation> out;
-  if (kineto::is_imported_plan(run->plan_json)) return out;
+  if (kineto::is_imported_plan(run->plan_json)) return std::optional<ObservedRun>();
   PlanResult parsed = parse_plan(run->plan_json);
   std::optional<Plan> plan;
   if (parsed.ok()) plan = std::move(*parsed.plan);
   auto ranks = store.load_ranks(run_id);
   if (!ranks.ok()) return ranks.error();
-  if (!can_calibrate(*run, plan, *ranks)) return out;
+  if (!can_calibrate(*run, plan, *ranks)) return std::optional<ObservedRun>();
+  ObservedRun out;
+  out.id = run_id;
+  out.plan = *plan;
   const ModelInfo model = model_by_id(*plan);
   const std::map<std::string, double> stretch = stretch_by_host(*ranks);
   Collector c;
   std::vector<std::vector<Event>> by_rank;
-  std::string rank0_device;
   for (const trace::RankRecord& r : *ranks) {
     auto events = store.load_events(run_id, r.rank);
     if (!events.ok()) return events.error();
     const DeviceSpec& spec = plan->parallel.devices[std::size_t(r.rank)];
     const double s = stretch.at(r.host);
     const std::string device = device_tag(spec, r.device_info.blas_threads, r.device_info.name, s);
-    if (r.rank == 0) rank0_device = device;
+    if (r.rank == 0) out.device = device, out.cores = std::max(1, r.device_info.logical_cores);
     add_rank(*plan, model, r.rank, device, s, *events, c);
-    if (by_rank.size() <= std::size_t(r.rank)) by_rank.resize(std::size_t(r.rank) + 1);
-    by_rank[std::size_t(r.rank)] = std::move(*events);
+    by_rank.push_back(std::move(*events));
   }
-  const std::vector<double> untraced = untraced_on_path(*plan, *ranks, std::move(by_rank));
+  out.step_ms = median_step_ms(by_rank, &out.steps);
   for (const auto& [where, cost] : c.buckets) c.spans[{std::get<0>(where), double(cost.first)}].push_back(cost.second);
   for (auto& [key, times] : c.spans)
-    out.push_back({key.first, c.work.count(key.first) ? c.work[key.first] : 0.0, key.second, median(times), std::int64_t(times.size())});
-  const int ops = 2 * std::max(1, plan->parallel.microbatches) * std::max(1, plan->parallel.grad_accumulation);
-  if (!untraced.empty())
-    out.push_back({untraced_key(plan->parallel.stages > 1, rank0_device), 0.0, double(ops), median(untraced), std::int64_t(untraced.size())});
-  return out;
+    out.observations.push_back({key.first, c.work.count(key.first) ? c.work[key.first] : 0.0, key.second, median(times),
+                                std::int64_t(times.size())});
+  return std::optional<ObservedRun>(std::move(out));
 }
 
 double LinearCost::at(double units) const {
@@ -265,26 +258,6 @@ std::map<std::string, LinearCost> fit_costs(const std::vector<Observation>& obse
   for (auto& [key, sizes] : by_key)
     for (auto& [units, ms] : sizes) costs[key].points.emplace_back(units, median(ms));
   return costs;
-}
-
-Expected<Calibration> calibrate(store::RunStore& store, const std::string& host) {
-  auto runs = store.list_runs();
-  if (!runs.ok()) return runs.error();
-  Calibration cal;
-  cal.host = host;
-  std::vector<Observation> all;
-  std::vector<trace::RunRecord> ordered = *runs;
-  std::sort(ordered.begin(), ordered.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
-  for (const trace::RunRecord& r : ordered) {
-    if (!host.empty() && r.host != host) continue;
-    auto seen = observe_run(store, r.id);
-    if (!seen.ok()) return seen.error();
-    if (seen->empty()) continue;
-    cal.runs.push_back(r.id);
-    all.insert(all.end(), seen->begin(), seen->end());
-  }
-  cal.costs = fit_costs(all);
-  return cal;
 }
 
 }  // namespace loom::predict

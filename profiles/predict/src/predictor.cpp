@@ -241,8 +241,8 @@ Expected<Prediction> predict_step(const Plan& plan, const Calibration& calibrati
   if (out.stretch > 1) out.notes.push_back("ranks outnumber cores: compute stretched " + std::to_string(out.stretch).substr(0, 4) + "x");
   const std::string device = device_tag(DeviceSpec{}, out.threads_per_rank, {}, out.stretch);
   Lookup costs(calibration, out.stretch, out.notes);
-  // What no span covers on a measured step's critical path: one gap before the optimizer.
-  const double untraced_ms = costs.optional(untraced_key(l.stages > 1, device), 2.0 * l.chunks);
+  // What measured steps took beyond their costs: one gap before the optimizer.
+  const double untraced_ms = costs.optional(residual_key(l.stages > 1, device), 2.0 * l.chunks);
 
   // Stage work per replica (stragglers differ by rank), then the schedule per replica.
   std::vector<std::vector<StageWork>> work(std::size_t(l.replicas));

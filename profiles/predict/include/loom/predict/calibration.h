@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -70,21 +71,33 @@ std::string optimizer_key(const Plan& plan, const std::string& device);
 std::string data_key(const Plan& plan);
 std::string allreduce_key(int replicas, CommBackend backend, double stretch = 1.0);
 std::string p2p_key(CommBackend backend, double stretch = 1.0);
-// Time on a step's critical path that no span covers (the code between spans, a rank
-// waiting for a core), per step, by ops per rank and step (forwards and backwards of
-// micro-batches): pipelines and one-stage plans apart, since a pipeline's ops also pass
-// messages.
-std::string untraced_key(bool pipeline, const std::string& device);
+// What measured steps took beyond what the predictor makes of the same runs' costs (time
+// no span covers: the code between spans, messages' handshakes, a rank waiting for a
+// core), per step, by ops per rank and step (forwards and backwards of micro-batches):
+// pipelines and one-stage plans apart.
+std::string residual_key(bool pipeline, const std::string& device);
 
-// The observations one stored run gives; empty (not an error) for a run that cannot
-// calibrate: not completed, imported, serving, asynchronous, or from before ranks recorded
-// their device.
-Expected<std::vector<Observation>> observe_run(store::RunStore& store, std::int64_t run_id);
+// What one stored run gives: its costs' observations and its measured step.
+struct ObservedRun {
+  std::int64_t id = 0;
+  Plan plan;
+  int cores = 1;           // rank 0's host's
+  std::string device;      // rank 0's device tag
+  double step_ms = 0;      // median over steady steps of the slowest rank's Step span
+  std::int64_t steps = 0;  // steady steps
+  std::vector<Observation> observations;
+};
+
+// nullopt (not an error) for a run that cannot calibrate: not completed, imported,
+// serving, asynchronous, or from before ranks recorded their device.
+Expected<std::optional<ObservedRun>> observe_run(store::RunStore& store, std::int64_t run_id);
 
 // Costs through the observations, by key.
 std::map<std::string, LinearCost> fit_costs(const std::vector<Observation>& observations);
 
-// Every completed run of `host` in the store (every host when empty).
+// Every completed run of `host` in the store (every host when empty): the costs, then each
+// run's residual (its measured step less the step the predictor makes of its plan from
+// those costs). calibrate.cpp.
 Expected<Calibration> calibrate(store::RunStore& store, const std::string& host);
 
 }  // namespace loom::predict

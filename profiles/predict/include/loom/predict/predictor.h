@@ -10,8 +10,8 @@
 // one communication thread per rank as the last backward finishes each bucket's layers,
 // the slowest replica deciding when a bucket starts; what remains after the backward is a
 // wait. Then a straggler's injected delay (its slowdown of the compute, plus its mean
-// delay), the time measured steps' critical paths had untraced (a gap), and the
-// optimizer. Ranks on a host with more BLAS threads than cores have their
+// delay), the residual measured steps had beyond their costs (a gap: time no span
+// covers), and the optimizer. Ranks on a host with more BLAS threads than cores have their
 // compute stretched by threads / cores. The step ends when the last rank's optimizer does.
 #pragma once
 
