@@ -128,15 +128,29 @@ def main():
         return f"{100 * (p / m - 1):+.1f}%" if p is not None else "-"
 
     lines = [f"Command: `{args.command}`", "",
-             "| plan | measured median step, ms (min-max over rounds) | predicted, seen | error | predicted, unseen | error |",
-             "|---|---|---|---|---|---|"]
+             "| plan | measured median step, ms (min-max over rounds) | spread | predicted, seen | error | predicted, unseen | error |",
+             "|---|---|---|---|---|---|---|"]
     notes = []
     for label, mid, lo, hi, seen, ws, unseen, wu in rows:
-        lines.append(f"| {label} | {mid:.3f} ({lo:.3f}-{hi:.3f}) | {seen if seen is None else f'{seen:.3f}'} | {err(seen, mid)} "
+        lines.append(f"| {label} | {mid:.3f} ({lo:.3f}-{hi:.3f}) | {100 * (hi - lo) / mid:.0f}% "
+                     f"| {seen if seen is None else f'{seen:.3f}'} | {err(seen, mid)} "
                      f"| {unseen if unseen is None else f'{unseen:.3f}'} | {err(unseen, mid)} |")
         for kind, why in (("seen", ws), ("unseen", wu)):
             if why:
                 notes.append(f"- {label}, {kind}: {why}")
+
+    def summary(values):
+        values = sorted(values)
+        if not values:
+            return "none"
+        mid = values[len(values) // 2] if len(values) % 2 else (values[len(values) // 2 - 1] + values[len(values) // 2]) / 2
+        return f"mean {sum(values) / len(values):.1f}%, median {mid:.1f}%, over {len(values)} plans"
+
+    seen_errors = [abs(100 * (r[4] / r[1] - 1)) for r in rows if r[4] is not None]
+    unseen_errors = [abs(100 * (r[6] / r[1] - 1)) for r in rows if r[6] is not None]
+    spreads = [100 * (r[3] - r[2]) / r[1] for r in rows]
+    lines += ["", f"|error| seen: {summary(seen_errors)}; unseen: {summary(unseen_errors)}; "
+                  f"the measured runs' own spread (max-min over median): {summary(spreads)}."]
     text = "\n".join(lines + ([""] + notes if notes else [])) + "\n"
     print(text)
     with open(args.out, "w") as f:
