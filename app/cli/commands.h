@@ -32,6 +32,7 @@ struct Args {
   std::optional<std::string> name;   // import: --name NAME
   std::optional<int> rank;           // import: --rank N (one file without distributedInfo)
   std::optional<std::string> predict;  // lesson: --predict X (the student's answer)
+  std::optional<std::string> against;  // predict: --against RUN_ID (a measured run of the plan)
 };
 
 int cmd_validate(const Args& args);

@@ -1,5 +1,6 @@
 // `loom-cli predict PLAN [--db PATH] [--json]`: one steady step of the plan as the
 // calibration from this machine's stored runs predicts it (loom/predict), before it runs.
+#include <cmath>
 #include <cstdio>
 #include <map>
 
@@ -7,6 +8,7 @@
 
 #include "commands.h"
 #include "loom/analysis/analysis.h"
+#include "loom/predict/against_run.h"
 #include "loom/predict/predictor.h"
 #include "loom/trace/machine.h"
 
@@ -96,6 +98,34 @@ nlohmann::json costs_json(const predict::Calibration& cal) {
   return {{"host", cal.host}, {"runs", cal.runs}, {"costs", costs}};
 }
 
+double error_percent(double predicted, double measured) {
+  return measured > 0 ? 100.0 * (predicted / measured - 1.0) : std::nan("");
+}
+
+void print_against(std::int64_t run_id, const predict::AgainstRun& a) {
+  std::printf("\nagainst run %lld (%lld steady steps): step predicted %.3f ms, measured %.3f ms (%+.1f%%)\n",
+              static_cast<long long>(run_id), static_cast<long long>(a.steady_steps), a.predicted_step_ms, a.measured_step_ms,
+              error_percent(a.predicted_step_ms, a.measured_step_ms));
+  std::printf("  rank  %-16s %12s %12s %8s   (ms per step; measured: median over steady steps)\n", "kind", "predicted",
+              "measured", "error");
+  for (const predict::KindAgainstRun& k : a.kinds) {
+    const double e = error_percent(k.predicted_ms, k.measured_ms);
+    char error[16] = "-";
+    if (std::isfinite(e)) std::snprintf(error, sizeof error, "%+.0f%%", e);
+    std::printf("  %4d  %-16s %12.3f %12.3f %8s\n", k.rank, std::string(trace::event_kind_name(k.kind)).c_str(), k.predicted_ms,
+                k.measured_ms, error);
+  }
+}
+
+nlohmann::json against_json(std::int64_t run_id, const predict::AgainstRun& a) {
+  nlohmann::json kinds = nlohmann::json::array();
+  for (const predict::KindAgainstRun& k : a.kinds)
+    kinds.push_back({{"rank", k.rank}, {"kind", trace::event_kind_name(k.kind)}, {"predicted_ms", k.predicted_ms},
+                     {"measured_ms", k.measured_ms}});
+  return {{"run", run_id}, {"steady_steps", a.steady_steps}, {"predicted_step_ms", a.predicted_step_ms},
+          {"measured_step_ms", a.measured_step_ms}, {"kinds", kinds}};
+}
+
 }  // namespace
 
 int cmd_calibration(const Args& args) {
@@ -136,10 +166,31 @@ int cmd_predict(const Args& args) {
     print_error(prediction.error());
     return prediction.error().code == ErrorCode::Unavailable ? kInvalidInput : kFailed;
   }
+  std::optional<predict::AgainstRun> against;
+  std::int64_t against_id = 0;
+  if (args.against) {
+    Args id_args;
+    id_args.positional = {*args.against};
+    const auto id = parse_run_id(id_args);
+    if (!id) {
+      std::fprintf(stderr, "loom-cli: --against needs a run id (a positive number; see `loom-cli runs`)\n");
+      return kInvalidInput;
+    }
+    auto a = predict::against_run(*prediction, *store, *id);
+    if (!a.ok()) {
+      print_error(a.error());
+      return a.error().code == ErrorCode::Internal || a.error().code == ErrorCode::Io ? kFailed : kInvalidInput;
+    }
+    against = std::move(*a);
+    against_id = *id;
+  }
   if (args.json) {
-    std::printf("%s\n", to_json(*plan, *prediction, *calibration).dump().c_str());
+    nlohmann::json j = to_json(*plan, *prediction, *calibration);
+    if (against) j["against"] = against_json(against_id, *against);
+    std::printf("%s\n", j.dump().c_str());
   } else {
     print_text(*plan, *prediction, *calibration, cores);
+    if (against) print_against(against_id, *against);
   }
   return kOk;
 }

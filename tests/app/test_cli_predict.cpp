@@ -78,6 +78,14 @@ class CliPredictTest : public QObject {
     qInfo("predicted %.4f ms, measured median %.4f ms (%+.1f%%)", step, measured, 100 * (step / measured - 1));
     QVERIFY2(measured > 0 && std::abs(step / measured - 1) < 0.01, qPrintable(QString("%1 vs %2 ms").arg(step).arg(measured)));
 
+    // Beside the run: the measured step and per kind both sides.
+    const Result against = run_cli({"predict", plan, "--db", db(), "--against", id, "--json"});
+    QVERIFY2(against.exit_code == 0, qPrintable(against.err));
+    const QJsonObject a = last_json_line(against.out)["against"].toObject();
+    QCOMPARE(a["run"].toInteger(), id.toLongLong());
+    QVERIFY(a["measured_step_ms"].toDouble() > 0 && a["kinds"].toArray().size() >= 5);
+    QCOMPARE(run_cli({"predict", plan, "--db", db(), "--against", "999"}).exit_code, 2);  // no such run
+
     const Result text = run_cli({"predict", plan, "--db", db()});
     QVERIFY2(text.out.contains("step time:") && text.out.contains("throughput:"), qPrintable(text.out));
     const Result costs = run_cli({"calibration", "--db", db(), "--json"});

@@ -4,8 +4,10 @@
 #include <QtTest>
 
 #include <cmath>
+#include <map>
 
 #include "loom/analysis/pipeline_replay.h"
+#include "loom/predict/against_run.h"
 #include "loom/predict/predictor.h"
 #include "loom/store/run_store.h"
 
@@ -71,6 +73,39 @@ Calibration costs_for(const Plan& plan, const std::string& device = "cpu 1t") {
   c.costs[residual_key(false, device)] = at(2, 0.2);   // per step of 2 ops
   c.costs[allreduce_key(2, loom::CommBackend::Mpi)].points = {{96, 2.0}, {108, 2.0}};
   return c;
+}
+
+// A completed one-process run of `plan` (fc1, act, fc2) in a store: 4 steps of 20 ms, each
+// with nine 1 ms spans (data, three forwards, loss, three backwards, optimizer).
+std::int64_t store_one_millisecond_spans(loom::store::RunStore& store, const Plan& plan) {
+  loom::trace::RunRecord run;
+  run.plan_json = loom::plan_to_json(plan);
+  const std::int64_t id = *store.create_run(run);
+  loom::trace::RankRecord record;
+  record.host = "h";
+  record.device_info.kind = "cpu";
+  record.device_info.blas_threads = 1;
+  record.device_info.logical_cores = 2;
+  if (!store.upsert_rank(id, record).ok()) qFatal("upsert_rank");
+  std::vector<Event> events;
+  const std::vector<std::pair<EventKind, int>> order = {{EventKind::DataLoad, -1}, {EventKind::Forward, 0}, {EventKind::Forward, 1},
+                                                        {EventKind::Forward, 2},   {EventKind::Loss, -1},   {EventKind::Backward, 2},
+                                                        {EventKind::Backward, 1},  {EventKind::Backward, 0}, {EventKind::Optimizer, -1}};
+  for (int step = 0; step < 4; ++step) {
+    const std::int64_t t = step * 20'000'000LL;
+    Event s;
+    s.kind = EventKind::Step, s.stream = loom::trace::Stream::Host, s.step = step, s.start_ns = t, s.end_ns = t + 20'000'000;
+    events.push_back(s);
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      Event e;
+      e.kind = order[i].first, e.layer = order[i].second, e.step = step;
+      e.start_ns = t + std::int64_t(i) * 1'000'000, e.end_ns = e.start_ns + 1'000'000;
+      events.push_back(e);
+    }
+  }
+  if (!store.append_events(id, 0, events.data(), events.size()).ok()) qFatal("append_events");
+  if (!store.finish_run(id, loom::trace::RunStatus::Completed, 1.0, 256, "").ok()) qFatal("finish_run");
+  return id;
 }
 
 Prediction must(loom::Expected<Prediction> p) {
@@ -163,7 +198,7 @@ class TestPredict : public QObject {
     const Prediction p = must(loom::predict::predict_step(plan, cal, {2}));
     // Per micro-batch of 16 samples the costs are a quarter of those at 64.
     const double f0 = (0.6 + 1.0) / 4, b0 = 3.0 / 4;
-    const double f1 = (0.5 + 2.0 + 0.4) / 4, b1 = (0.25 + 1.5) / 4;
+    const double f1 = (0.6 + 0.5 + 2.0 + 0.4) / 4, b1 = (0.25 + 1.5) / 4;  // the loss stage loads labels
     const double opt0 = 0.3 * 24 / 51, opt1 = 0.3 * 27 / 51;  // each stage's own parameters
     const auto replay = loom::analysis::replay_ops(loom::Schedule::GPipe, 4, {{f0, b0, 0, 0.05, 0}, {f1, b1, 0, 0, 0.05}});
     const double expected = std::max(replay[0].back().end + opt0, replay[1].back().end + opt1) + 0.8;
@@ -171,7 +206,7 @@ class TestPredict : public QObject {
     QVERIFY(!of(p, 0, EventKind::Idle).empty());
     QCOMPARE(of(p, 0, EventKind::Send).size(), std::size_t(4));  // one activation per micro-batch
     QCOMPARE(of(p, 1, EventKind::Loss).size(), std::size_t(4));
-    QVERIFY(of(p, 0, EventKind::Loss).empty() && of(p, 1, EventKind::DataLoad).empty());
+    QVERIFY(of(p, 0, EventKind::Loss).empty() && of(p, 1, EventKind::DataLoad).size() == 4);
   }
 
   // Four ranks of one thread on two cores: costs measured unshared are stretched 2x, and
@@ -291,36 +326,32 @@ class TestPredict : public QObject {
     QTemporaryDir dir;
     auto store = loom::store::RunStore::open(dir.filePath("runs.db").toStdString());
     const Plan plan = tiny_plan(R"({"devices": )" + devices(1) + "}");
-    loom::trace::RunRecord run;
-    run.plan_json = loom::plan_to_json(plan);
-    const std::int64_t id = *store->create_run(run);
-    loom::trace::RankRecord record;
-    record.host = "h";
-    record.device_info.kind = "cpu";
-    record.device_info.blas_threads = 1;
-    record.device_info.logical_cores = 2;
-    QVERIFY(store->upsert_rank(id, record).ok());
-    std::vector<Event> events;
-    const std::vector<std::pair<EventKind, int>> order = {{EventKind::DataLoad, -1}, {EventKind::Forward, 0}, {EventKind::Forward, 1},
-                                                          {EventKind::Forward, 2},   {EventKind::Loss, -1},   {EventKind::Backward, 2},
-                                                          {EventKind::Backward, 1},  {EventKind::Backward, 0}, {EventKind::Optimizer, -1}};
-    for (int step = 0; step < 4; ++step) {
-      const std::int64_t t = step * 20'000'000LL;
-      Event s;
-      s.kind = EventKind::Step, s.stream = loom::trace::Stream::Host, s.step = step, s.start_ns = t, s.end_ns = t + 20'000'000;
-      events.push_back(s);
-      for (std::size_t i = 0; i < order.size(); ++i) {
-        Event e;
-        e.kind = order[i].first, e.layer = order[i].second, e.step = step;
-        e.start_ns = t + std::int64_t(i) * 1'000'000, e.end_ns = e.start_ns + 1'000'000;
-        events.push_back(e);
-      }
-    }
-    QVERIFY(store->append_events(id, 0, events.data(), events.size()).ok());
-    QVERIFY(store->finish_run(id, loom::trace::RunStatus::Completed, 1.0, 256, "").ok());
+    store_one_millisecond_spans(*store, plan);
     const Calibration cal = *loom::predict::calibrate(*store, "");
     QCOMPARE(cal.costs.at(loom::predict::residual_key(false, "cpu 1t")).points, (std::vector<std::pair<double, double>>{{2, 11.0}}));
     QVERIFY(std::abs(must(loom::predict::predict_step(plan, cal, {2})).step_ms - 20.0) < 1e-9);
+  }
+
+  // Against the run it came from: the step (20 against 20 ms) and per kind what each side
+  // says (3 forwards of 1 ms: 3 against 3); a run of another size is refused.
+  void againstTheRunItCameFrom() {
+    QTemporaryDir dir;
+    auto store = loom::store::RunStore::open(dir.filePath("runs.db").toStdString());
+    const Plan plan = tiny_plan(R"({"devices": )" + devices(1) + "}");
+    const std::int64_t id = store_one_millisecond_spans(*store, plan);
+    const Prediction p = must(loom::predict::predict_step(plan, *loom::predict::calibrate(*store, ""), {2}));
+    const loom::predict::AgainstRun a = *loom::predict::against_run(p, *store, id);
+    QCOMPARE(a.steady_steps, std::int64_t(3));
+    QVERIFY(std::abs(a.measured_step_ms - 20.0) < 1e-9 && std::abs(a.predicted_step_ms - 20.0) < 1e-9);
+    std::map<EventKind, std::pair<double, double>> by_kind;
+    for (const auto& k : a.kinds) by_kind[k.kind] = {k.predicted_ms, k.measured_ms};
+    QCOMPARE(by_kind.size(), std::size_t(5));  // data, forward, loss, backward, optimizer
+    QVERIFY(std::abs(by_kind[EventKind::Forward].first - 3.0) < 1e-9 && std::abs(by_kind[EventKind::Forward].second - 3.0) < 1e-9);
+    QVERIFY(std::abs(by_kind[EventKind::Optimizer].first - 1.0) < 1e-9);
+    const Plan dp2 = tiny_plan(R"({"devices": )" + devices(2) + R"(, "data_parallel": 2})", "0, 0, 0", 128);
+    const Prediction two = must(loom::predict::predict_step(dp2, costs_for(dp2), {2}));
+    const auto refused = loom::predict::against_run(two, *store, id);
+    QVERIFY(!refused.ok() && refused.error().code == loom::ErrorCode::InvalidArgument);
   }
 };
 

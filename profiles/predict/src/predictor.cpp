@@ -170,7 +170,8 @@ StageWork stage_work(const Plan& plan, const ModelInfo& model, int stage, int ra
     w.forward_ms.push_back(costs.layer(forward_key(*layer, device), *layer, l.samples));
     w.backward_ms.push_back(costs.layer(backward_key(*layer, device), *layer, l.samples));
   }
-  if (stage == 0) w.data_ms = costs.compute(data_key(plan), l.samples);
+  // The first stage reads the inputs, the loss stage the labels: both load the batch.
+  if (stage == 0 || stage == l.stages - 1) w.data_ms = costs.compute(data_key(plan), l.samples);
   if (stage == l.stages - 1) w.loss_ms = costs.compute(loss_key(plan, device), l.samples);
   const std::int64_t params = std::size_t(stage) < model.stage_params.size() ? model.stage_params[std::size_t(stage)] : 0;
   w.optimizer_ms = costs.compute(optimizer_key(plan, device), double(params));

@@ -4,7 +4,8 @@
 // Each replica's stages run their forward and backward ops in the plan's schedule order
 // (analysis::replay_ops; one stage with gradient accumulation alternates forward and
 // backward per micro-step), each op the sum of its layers' calibrated costs at the
-// micro-batch's samples, the first stage loading data and the last computing the loss;
+// micro-batch's samples, the first and the last stage loading the batch (inputs, labels)
+// and the last computing the loss;
 // a stage's output reaches the next after a point-to-point transfer. Gradients are
 // all-reduced across replicas in buckets (bucket_mb, last layer first, whole layers) on
 // one communication thread per rank as the last backward finishes each bucket's layers,

@@ -1,0 +1,97 @@
+// A prediction against a measured run (see against_run.h).
+#include "loom/predict/against_run.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+namespace loom::predict {
+
+using trace::Event;
+using trace::EventKind;
+
+bool compared_kind(EventKind kind) {
+  switch (kind) {
+    case EventKind::DataLoad:
+    case EventKind::Forward:
+    case EventKind::Loss:
+    case EventKind::Backward:
+    case EventKind::Optimizer:
+    case EventKind::AllReduce:
+    case EventKind::Send:
+    case EventKind::Wait:
+    case EventKind::Idle:
+    case EventKind::InjectedDelay:
+      return true;
+    default:
+      return false;
+  }
+}
+
+namespace {
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const std::size_t mid = v.size() / 2;
+  return v.size() % 2 ? v[mid] : (v[mid - 1] + v[mid]) / 2;
+}
+
+// One rank's time per kind in each steady step (steps after its first); the median.
+std::map<EventKind, double> measured_per_kind(const std::vector<Event>& events, std::set<std::int32_t>& steps) {
+  std::int32_t first = INT32_MAX;
+  for (const Event& e : events)
+    if (e.kind == EventKind::Step) first = std::min(first, e.step);
+  std::map<EventKind, std::map<std::int32_t, double>> per_step;
+  for (const Event& e : events) {
+    if (e.step <= first) continue;
+    if (e.kind == EventKind::Step) steps.insert(e.step);
+    if (compared_kind(e.kind)) per_step[e.kind][e.step] += double(e.end_ns - e.start_ns) / 1e6;
+  }
+  std::map<EventKind, double> out;
+  for (auto& [kind, by_step] : per_step) {
+    std::vector<double> v;
+    for (std::int32_t s : steps) v.push_back(by_step.count(s) ? by_step[s] : 0.0);  // a step without it: 0
+    out[kind] = median(v);
+  }
+  return out;
+}
+
+}  // namespace
+
+Expected<AgainstRun> against_run(const Prediction& prediction, store::RunStore& store, std::int64_t run_id) {
+  auto run = store.load_run(run_id);
+  if (!run.ok()) return run.error();
+  int ranks = 0;
+  for (const PredictedSpan& s : prediction.spans) ranks = std::max(ranks, s.rank + 1);
+  if (run->world_size != ranks)
+    return make_error(ErrorCode::InvalidArgument,
+                      "run " + std::to_string(run_id) + " has " + std::to_string(run->world_size) + " ranks, the prediction " +
+                          std::to_string(ranks),
+                      "compare a prediction with a run of the same plan");
+  AgainstRun out;
+  out.predicted_step_ms = prediction.step_ms;
+  std::map<std::int32_t, double> slowest;
+  for (int rank = 0; rank < ranks; ++rank) {
+    auto events = store.load_events(run_id, rank);
+    if (!events.ok()) return events.error();
+    std::set<std::int32_t> steps;
+    std::map<EventKind, double> measured = measured_per_kind(*events, steps);
+    for (const Event& e : *events)
+      if (e.kind == EventKind::Step && steps.count(e.step)) slowest[e.step] = std::max(slowest[e.step], double(e.end_ns - e.start_ns) / 1e6);
+    std::map<EventKind, double> predicted;
+    for (const PredictedSpan& s : prediction.spans)
+      if (s.rank == rank && compared_kind(s.kind)) predicted[s.kind] += s.end_ms - s.start_ms;
+    std::set<EventKind> kinds;
+    for (const auto& [k, ms] : measured) kinds.insert(k);
+    for (const auto& [k, ms] : predicted) kinds.insert(k);
+    for (EventKind k : kinds) out.kinds.push_back({rank, k, predicted[k], measured[k]});
+  }
+  std::vector<double> steps;
+  for (const auto& [step, ms] : slowest) steps.push_back(ms);
+  out.measured_step_ms = median(steps);
+  out.steady_steps = std::int64_t(steps.size());
+  return out;
+}
+
+}  // namespace loom::predict
