@@ -147,7 +147,8 @@ void print_runs_json(const std::vector<trace::RunRecord>& runs, const std::vecto
   nlohmann::json list = nlohmann::json::array();
   for (std::size_t i = 0; i < runs.size(); ++i) {
     const auto& r = runs[i];
-    list.push_back({{"id", r.id}, {"name", r.name}, {"status", trace::to_text(r.status)}, {"error", r.error},
+    list.push_back({{"id", r.id}, {"name", r.name}, {"status", trace::to_text(r.status)},
+                    {"kind", r.kind.empty() ? std::string("measured") : r.kind}, {"error", r.error},
                     {"started_unix_ms", r.started_unix_ms},
                     {"wall_s", r.wall_s}, {"samples", r.samples}, {"world_size", r.world_size},
                     {"test_accuracy", std::isfinite(accuracy[i]) ? nlohmann::json(accuracy[i]) : nlohmann::json()},
@@ -183,7 +184,8 @@ void print_runs_table(const std::vector<trace::RunRecord>& runs, const std::vect
     char wall[32];
     std::snprintf(wall, sizeof wall, r.wall_s < 1 ? "%.3fs" : "%.1fs", r.wall_s);
     std::printf("%6lld  %s  %-11s  %-19s  %5d  %9s  %9s  %s\n", static_cast<long long>(r.id),
-                pad_right(r.name, name_width).c_str(), status_text(r.status).c_str(), format_time(r.started_unix_ms).c_str(),
+                pad_right(r.name, name_width).c_str(), r.predicted() ? "predicted" : status_text(r.status).c_str(),
+                format_time(r.started_unix_ms).c_str(),
                 r.world_size, wall, acc, joined.c_str());
   }
   if (runs.empty()) std::printf("(no runs yet: try `loom-cli run`)\n");

@@ -33,6 +33,7 @@ struct Args {
   std::optional<int> rank;           // import: --rank N (one file without distributedInfo)
   std::optional<std::string> predict;  // lesson: --predict X (the student's answer)
   std::optional<std::string> against;  // predict: --against RUN_ID (a measured run of the plan)
+  bool store_prediction = false;       // predict: --store (keep the prediction as a run)
 };
 
 int cmd_validate(const Args& args);

@@ -51,7 +51,7 @@ constexpr CommandHelp kCommandHelp[] = {
      "this build can run. Prints the layers with their shapes, parameters and memory.\n"
      "Exit codes: 0 valid, 2 invalid (every error is printed with its JSON path).\n"},
     {"predict",
-     "usage: loom-cli predict [PLAN] [--against RUN_ID] [--db PATH] [--json]\n"
+     "usage: loom-cli predict [PLAN] [--against RUN_ID] [--store] [--db PATH] [--json]\n"
      "\n"
      "Predicts one steady training step of the plan (default: the embedded MLP plan) before\n"
      "it runs: step time, throughput and what each rank does when, from costs calibrated on\n"
@@ -62,6 +62,8 @@ constexpr CommandHelp kCommandHelp[] = {
      "  --db PATH   the run store (else $LOOM_DB, else $XDG_DATA_HOME/loom/runs.db)\n"
      "  --against RUN_ID  beside a measured run of the plan: the step, and per rank and span\n"
      "                    kind the predicted and the measured time per step, and the error\n"
+     "  --store     keep the prediction as a run of kind \"predicted\" (six equal steps), to\n"
+     "              compare, report and open beside measured runs; never calibrates\n"
      "  --json      one JSON line: the figures and every predicted span\n"
      "Exit codes: 0 predicted, 1 not calibrated for this plan (it names what to run), 2 an\n"
      "invalid plan or one the predictor does not cover yet.\n"},
@@ -260,6 +262,8 @@ bool parse_args(int argc, char** argv, loom::cli::Args& args, const char* usage)
         return false;
       }
       args.against = argv[++i];
+    } else if (arg == "--store") {
+      args.store_prediction = true;
     } else if (arg == "--yes") {
       args.yes = true;
     } else if (arg == "--clear") {

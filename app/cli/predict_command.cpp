@@ -10,6 +10,7 @@
 #include "loom/analysis/analysis.h"
 #include "loom/predict/against_run.h"
 #include "loom/predict/predictor.h"
+#include "loom/predict/stored_prediction.h"
 #include "loom/trace/machine.h"
 
 namespace loom::cli {
@@ -184,13 +185,26 @@ int cmd_predict(const Args& args) {
     against = std::move(*a);
     against_id = *id;
   }
+  std::int64_t stored = 0;
+  if (args.store_prediction) {
+    auto id = predict::store_prediction(*store, *plan, *prediction, *calibration);
+    if (!id.ok()) {
+      print_error(id.error());
+      return kFailed;
+    }
+    stored = *id;
+  }
   if (args.json) {
     nlohmann::json j = to_json(*plan, *prediction, *calibration);
     if (against) j["against"] = against_json(against_id, *against);
+    if (stored) j["id"] = stored;
     std::printf("%s\n", j.dump().c_str());
   } else {
     print_text(*plan, *prediction, *calibration, cores);
     if (against) print_against(against_id, *against);
+    if (stored)
+      std::printf("\nstored as run %lld, kind predicted (`loom-cli compare %lld RUN_ID` puts it beside a measured run)\n",
+                  static_cast<long long>(stored), static_cast<long long>(stored));
   }
   return kOk;
 }

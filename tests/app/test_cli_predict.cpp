@@ -86,6 +86,18 @@ class CliPredictTest : public QObject {
     QVERIFY(a["measured_step_ms"].toDouble() > 0 && a["kinds"].toArray().size() >= 5);
     QCOMPARE(run_cli({"predict", plan, "--db", db(), "--against", "999"}).exit_code, 2);  // no such run
 
+    // Stored, the prediction is a run of its own kind that `compare` puts beside the run.
+    const Result stored = run_cli({"predict", plan, "--db", db(), "--store", "--json"});
+    QVERIFY2(stored.exit_code == 0, qPrintable(stored.err));
+    const QString prediction_id = QString::number(last_json_line(stored.out)["id"].toInteger());
+    const QJsonArray runs = QJsonDocument::fromJson(run_cli({"runs", "--db", db(), "--json"}).out.toUtf8()).array();
+    QCOMPARE(runs.first().toObject()["kind"].toString(), QString("predicted"));
+    const Result beside = run_cli({"compare", id, prediction_id, "--db", db(), "--json"});
+    QVERIFY2(beside.exit_code == 0, qPrintable(beside.err));
+    QVERIFY(last_json_line(beside.out)["runs"].toArray()[1].toObject()["mode"].toString().startsWith("predicted: "));
+    const Result recalibrated = run_cli({"predict", plan, "--db", db(), "--json"});
+    QCOMPARE(last_json_line(recalibrated.out)["calibration"].toObject()["runs"].toArray().size(), 2);  // the two runs, not the prediction
+
     const Result text = run_cli({"predict", plan, "--db", db()});
     QVERIFY2(text.out.contains("step time:") && text.out.contains("throughput:"), qPrintable(text.out));
     const Result costs = run_cli({"calibration", "--db", db(), "--json"});

@@ -7,7 +7,9 @@
 #include <map>
 
 #include "loom/analysis/pipeline_replay.h"
+#include "loom/analysis/compare.h"
 #include "loom/predict/against_run.h"
+#include "loom/predict/stored_prediction.h"
 #include "loom/predict/predictor.h"
 #include "loom/store/run_store.h"
 
@@ -352,6 +354,32 @@ class TestPredict : public QObject {
     const Prediction two = must(loom::predict::predict_step(dp2, costs_for(dp2), {2}));
     const auto refused = loom::predict::against_run(two, *store, id);
     QVERIFY(!refused.ok() && refused.error().code == loom::ErrorCode::InvalidArgument);
+  }
+
+  // Stored, the prediction is a run of kind "predicted": six equal steps of 20 ms that
+  // the comparison puts beside the measured run (20 against 20 ms, no run starred, its
+  // mode says "predicted"); it never calibrates.
+  void storedPredictionSitsBesideTheRun() {
+    QTemporaryDir dir;
+    auto store = loom::store::RunStore::open(dir.filePath("runs.db").toStdString());
+    const Plan plan = tiny_plan(R"({"devices": )" + devices(1) + "}");
+    const std::int64_t measured = store_one_millisecond_spans(*store, plan);
+    const Calibration cal = *loom::predict::calibrate(*store, "");
+    const Prediction p = must(loom::predict::predict_step(plan, cal, {2}));
+    const std::int64_t predicted = *loom::predict::store_prediction(*store, plan, p, cal);
+    const loom::trace::RunRecord run = *store->load_run(predicted);
+    QVERIFY(run.predicted() && run.status == loom::trace::RunStatus::Completed);
+    QVERIFY(run.log.find("runs " + std::to_string(measured)) != std::string::npos);
+    QCOMPARE(store->load_events(predicted, 0)->size(), std::size_t(loom::predict::kStoredPredictionSteps) * (1 + p.spans.size()));
+    QCOMPARE(loom::predict::calibrate(*store, "")->runs, (std::vector<std::int64_t>{measured}));
+    const auto c = loom::analysis::compare_runs(*store, {measured, predicted});
+    QVERIFY2(c.ok(), c.ok() ? "" : c.error().describe().c_str());
+    QVERIFY(c->runs[1].mode.starts_with("predicted: one process"));
+    for (const auto& row : c->metrics) {
+      QCOMPARE(row.best, -1);
+      if (row.key == "step_time_median_ms")
+        QVERIFY(std::abs(row.values[0] - 20.0) < 1e-6 && std::abs(row.values[1] - 20.0) < 1e-6);
+    }
   }
 };
 

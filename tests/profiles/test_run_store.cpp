@@ -552,12 +552,14 @@ void TestRunStore::version6FileMigrates() {
     must_ok(store.upsert_rank(id, RankRecord{0, "n0", "gpu 0", -5}));
   }
   {
-    // Back to v6 exactly: v7 only added this column.
+    // Back to v6 exactly: v7 and v8 only added these columns.
     auto db = must(Database::open(path));
-    must_ok(db.exec("ALTER TABLE ranks DROP COLUMN device_info; UPDATE schema_version SET version = 6;"));
+    must_ok(db.exec("ALTER TABLE ranks DROP COLUMN device_info; ALTER TABLE runs DROP COLUMN kind; "
+                    "UPDATE schema_version SET version = 6;"));
   }
   RunStore store = must(RunStore::open(path));
-  QCOMPARE(store.schema_version(), 7);
+  QCOMPARE(store.schema_version(), loom::store::kSchemaVersion);
+  QVERIFY(!must(store.load_run(id)).predicted());  // every run before v8 was measured
   auto ranks = must(store.load_ranks(id));
   QCOMPARE(ranks.size(), std::size_t(1));
   QCOMPARE(ranks[0].offset_ns, std::int64_t(-5));

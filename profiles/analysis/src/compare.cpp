@@ -82,7 +82,10 @@ std::string mode_of(const std::optional<Plan>& plan, const trace::RunRecord& run
 
 }  // namespace
 
-std::string run_mode(const trace::RunRecord& run) { return mode_of(plan_of(run), run); }
+// A prediction says so first: it is the predictor's step, not a measurement.
+std::string run_mode(const trace::RunRecord& run) {
+  return (run.predicted() ? "predicted: " : "") + mode_of(plan_of(run), run);
+}
 
 namespace {
 
@@ -463,12 +466,14 @@ int best_of(const std::vector<double>& values, Better better) {
 
 std::vector<CompareRow> metric_rows(const std::vector<RunFigures>& runs, const CompareOptions& options) {
   std::vector<CompareRow> rows;
+  // Beside a prediction no run is better: the ratios say how far the prediction was.
+  const bool prediction = std::any_of(runs.begin(), runs.end(), [](const RunFigures& f) { return f.summary.run.predicted(); });
   for (const MetricSpec& spec : metric_specs(options)) {
     CompareRow row{spec.key, spec.label, spec.unit, spec.better, {}, -1};
     for (const RunFigures& f : runs) row.values.push_back(spec.value(f));
     const bool any = std::any_of(row.values.begin(), row.values.end(), [](double v) { return std::isfinite(v); });
     if (!any) continue;  // applies to none of these runs
-    row.best = best_of(row.values, spec.better);
+    row.best = prediction ? -1 : best_of(row.values, spec.better);
     rows.push_back(std::move(row));
   }
   return rows;
@@ -492,7 +497,7 @@ std::vector<PhaseRow> phase_rows(const std::vector<RunFigures>& runs) {
 }
 
 ComparedRun compared_run(const RunFigures& f) {
-  return {f.summary.run.id, f.summary.run.name, f.summary.run.status, mode_of(f.plan, f.summary.run), f.summary.world_size,
+  return {f.summary.run.id, f.summary.run.name, f.summary.run.status, run_mode(f.summary.run), f.summary.world_size,
           f.summary.steps, f.summary.devices};
 }
 

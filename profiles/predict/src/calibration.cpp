@@ -57,9 +57,9 @@ double samples_per_chunk(const Plan& plan) {
 }
 
 // Which runs calibrate: finished synchronous training runs of a Loom plan whose every rank
-// said what it ran on.
+// said what it ran on; never a stored prediction (its spans are the predictor's own).
 bool can_calibrate(const trace::RunRecord& run, const std::optional<Plan>& plan, const std::vector<trace::RankRecord>& ranks) {
-  if (run.status != trace::RunStatus::Completed || !plan || plan->serve) return false;
+  if (run.status != trace::RunStatus::Completed || run.predicted() || !plan || plan->serve) return false;
   if (plan->parallel.sync.mode != SyncMode::AllReduce || ranks.empty()) return false;
   return std::all_of(ranks.begin(), ranks.end(), [&](const trace::RankRecord& r) {
     return r.device_info.recorded() && std::size_t(r.rank) < plan->parallel.devices.size();

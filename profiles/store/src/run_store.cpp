@@ -168,6 +168,11 @@ CREATE TABLE event_blocks (
     R"sql(
 ALTER TABLE ranks ADD COLUMN device_info TEXT NOT NULL DEFAULT '';
 )sql",
+    // 8: what kind of run a row is: '' a measured run (every run before), 'predicted' a
+    // prediction stored by `loom-cli predict --store` (RunRecord::kind).
+    R"sql(
+ALTER TABLE runs ADD COLUMN kind TEXT NOT NULL DEFAULT '';
+)sql",
 };
 static_assert(std::size(kMigrations) == kSchemaVersion, "one migration per schema version");
 
@@ -439,8 +444,8 @@ Status RunStore::require_run(std::int64_t run_id) {
 Expected<std::int64_t> RunStore::create_run(const RunRecord& run) {
   auto q = db_.prepare(
       "INSERT INTO runs (name, plan_json, status, started_unix_ms, ended_unix_ms, wall_s, samples, "
-      "world_size, host, version, error, log, owner_pid, heartbeat_unix_ms, resumed_from) "
-      "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+      "world_size, host, version, error, log, owner_pid, heartbeat_unix_ms, resumed_from, kind) "
+      "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
   if (!q.ok()) return q.error();
   q->bind(1, run.name)
       .bind(2, run.plan_json)
@@ -456,7 +461,8 @@ Expected<std::int64_t> RunStore::create_run(const RunRecord& run) {
       .bind(12, run.log)
       .bind(13, run.owner_pid ? run.owner_pid : std::int64_t(::getpid()))
       .bind(14, unix_ms_now())
-      .bind(15, run.resumed_from);
+      .bind(15, run.resumed_from)
+      .bind(16, run.kind);
   LOOM_TRY(run_once(*q));
   return db_.last_insert_rowid();
 }
@@ -612,7 +618,8 @@ Status RunStore::finish_run(std::int64_t run_id, RunStatus status, double wall_s
 namespace {
 constexpr std::string_view kRunColumns =
     "id, name, plan_json, status, started_unix_ms, ended_unix_ms, wall_s, samples, world_size, host, "
-    "version, error, train_s, train_samples, owner_pid, heartbeat_unix_ms, resumed_from";
+    "version, error, train_s, train_samples, owner_pid, heartbeat_unix_ms, resumed_from, kind";
+constexpr int kRunColumnCount = 18;
 
 RunRecord read_run(const Statement& q) {
   RunRecord r;
@@ -633,6 +640,7 @@ RunRecord read_run(const Statement& q) {
   r.owner_pid = q.column_int64(14);
   r.heartbeat_unix_ms = q.column_int64(15);
   r.resumed_from = q.column_int64(16);
+  r.kind = q.column_text(17);
   return r;
 }
 
@@ -730,7 +738,7 @@ Expected<RunRecord> RunStore::load_run(std::int64_t run_id) {
   if (!row.ok()) return row.error();
   if (!*row) return unknown_run(run_id, db_.path());
   RunRecord r = read_run(*q);
-  r.log = q->column_text(17);
+  r.log = q->column_text(kRunColumnCount);  // after kRunColumns
   q->reset();
   interrupt_if_orphaned(r);
   return r;

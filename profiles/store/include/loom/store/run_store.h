@@ -76,7 +76,7 @@ inline constexpr std::int64_t kOwnerSilentMs = 30000;
 std::string orphan_reason(const RunRecord& run, bool owner_on_this_host, bool owner_alive, std::int64_t now_ms);
 
 // The schema version this build writes and the newest it can read.
-inline constexpr int kSchemaVersion = 7;
+inline constexpr int kSchemaVersion = 8;
 
 // One connection to a run database. Movable, not copyable; use one RunStore per thread
 // (open another on the same file for a second thread or process).

@@ -58,6 +58,10 @@ struct RunRecord {
   // Schema v4. The process that runs it (on `host`; 0 = create_run's caller) and when it
   // last said it was alive (RunStore::heartbeat); the run a resumed run continues (0: none).
   std::int64_t owner_pid = 0, heartbeat_unix_ms = 0, resumed_from = 0;
+  // Schema v8: "" a measured run; "predicted" a prediction (`loom-cli predict --store`),
+  // whose events are the predictor's spans, never calibration.
+  std::string kind;
+  bool predicted() const { return kind == "predicted"; }
   // The figure every list shows: steady when known, else the whole job's.
   double samples_per_s() const {
     if (train_s > 0 && train_samples > 0) return static_cast<double>(train_samples) / train_s;
