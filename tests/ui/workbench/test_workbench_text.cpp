@@ -63,6 +63,10 @@ class TestWorkbenchText : public QObject {
     other.name = "mlp-fashion";
     QVERIFY(runCaption(run, other).contains("not the plan in the designer (\u201cmlp-fashion\u201d)"));
 
+    ShownRun prediction{14, loom::trace::RunStatus::Completed, designer};
+    prediction.predicted = true;  // a stored prediction never ran: no status, "predicted"
+    QCOMPARE(runCaption(prediction, designer), QString("Run 14 \u00b7 plan \u201cgpipe-mlp\u201d \u00b7 predicted, not measured"));
+
     ShownRun resumed{13, loom::trace::RunStatus::Running, designer, 12};
     QCOMPARE(runCaption(resumed, designer),
              QString("Run 13 \u00b7 plan \u201cgpipe-mlp\u201d \u00b7 running \u00b7 resumed from run 12"));

@@ -203,6 +203,7 @@ void MainWindow::onBatch(std::shared_ptr<const FeedBatch> batch) {
     if (parsed.ok() && !run.plan) run.plan = *parsed.plan;
     run.status = batch->status;
     run.resumed_from = batch->resumed_from;
+    run.predicted = batch->predicted;
     setShownRun(run);
     // Offered after this batch is drawn: a dialog's event loop would let later batches
     // overtake this one.

@@ -103,6 +103,7 @@ bool FeedWorker::readRun(FeedBatch& batch) {
     }
     batch.plan_json = QString::fromStdString(run->plan_json);
     batch.resumed_from = run->resumed_from;
+    batch.predicted = run->predicted();
     PlanResult plan = parse_plan(run->plan_json);
     if (plan.ok()) plan_ = std::move(plan.plan);
   }

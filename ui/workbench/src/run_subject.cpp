@@ -22,7 +22,11 @@ QString runCaption(const ShownRun& run, const loom::Plan& designer) {
   }
   QString text = tr("Run %1").arg(run.id);
   if (run.plan) text += tr(" \u00b7 plan %1").arg(quoted(run.plan->name));
-  if (run.status) text += QStringLiteral(" \u00b7 ") + QString::fromStdString(run_status_label(*run.status)).toLower();
+  if (run.predicted) {
+    text += tr(" \u00b7 predicted, not measured");  // its status says nothing: it never ran
+  } else if (run.status) {
+    text += QStringLiteral(" \u00b7 ") + QString::fromStdString(run_status_label(*run.status)).toLower();
+  }
   if (!run.device.empty()) text += tr(" \u00b7 on %1").arg(QString::fromStdString(run.device));
   if (run.resumed_from > 0) text += tr(" \u00b7 resumed from run %1").arg(run.resumed_from);
   if (!run.plan) return text;

@@ -47,6 +47,7 @@ struct FeedBatch {
   QString log;         // what was appended to the run's log (launch line, mpirun output)
   QString plan_json;   // in the first batch
   std::int64_t resumed_from = 0;  // in the first batch: the run this one continues
+  bool predicted = false;         // in the first batch: a stored prediction (RunRecord::kind)
   bool first = false;  // the first batch of this follow()
   bool finished = false;  // the run ended and everything stored has been delivered
   std::int64_t total_events = 0;

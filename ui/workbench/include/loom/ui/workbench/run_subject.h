@@ -20,6 +20,7 @@ struct ShownRun {
   std::optional<loom::trace::RunStatus> status;  // until known: none
   std::optional<loom::Plan> plan;  // the plan the run was trained with, once read
   qint64 resumed_from = 0;  // the run this one continues from a checkpoint (0: none)
+  bool predicted = false;   // a stored prediction (loom-cli predict --store), not a measurement
   // What its ranks ran on (analysis/device_identity.h devices_named), once they said:
   // "NVIDIA H200", "cpu (AMD EPYC 7B13)"; and in full, a line per kind of device. Empty
   // until known, or never recorded.
