@@ -213,106 +213,134 @@ std::vector<double> layer_done_times(const analysis::TimedOp& last_backward, con
   return done;
 }
 
-}  // namespace
-
-Expected<Prediction> predict_step(const Plan& plan, const Calibration& calibration, const MachineShape& machine) {
+// Refuses what the predictor does not cover yet.
+Status check_covered(const Plan& plan, const ModelInfo& model) {
   if (plan.serve) return make_error(ErrorCode::Unavailable, "serving plans are not predicted yet");
   if (plan.parallel.sync.mode != SyncMode::AllReduce)
     return make_error(ErrorCode::Unavailable, std::string(sync_mode_name(plan.parallel.sync.mode)) + " training is not predicted yet",
                       "only synchronous (all-reduce) training is");
-  const Layout l = layout_of(plan);
-  const ModelInfo model = infer_model(plan, nullptr);
   for (const LayerInfo& layer : model.layers) {
     if (!layer.parent.valid()) continue;
     for (const LayerInfo& parent : model.layers)
       if (parent.id == layer.parent && parent.stage != layer.stage)
         return make_error(ErrorCode::Unavailable, "branches on separate devices are not predicted yet");
   }
+  for (const DeviceSpec& d : plan.parallel.devices)
+    if (d.kind == DeviceKind::Gpu) return make_error(ErrorCode::Unavailable, "gpu ranks are not predicted yet", "calibration has only cpu runs");
+  return {};
+}
+
+// BLAS threads per rank as the launcher will set them, and how far the busiest host's
+// threads outnumber its cores.
+void set_threads(const Plan& plan, const MachineShape& machine, Prediction& out) {
   std::map<std::string, int> ranks_on_host;
-  for (const DeviceSpec& d : plan.parallel.devices) {
-    if (d.kind == DeviceKind::Gpu)
-      return make_error(ErrorCode::Unavailable, "gpu ranks are not predicted yet", "calibration has only cpu runs");
-    ++ranks_on_host[d.host];
-  }
+  for (const DeviceSpec& d : plan.parallel.devices) ++ranks_on_host[d.host];
   int crowd = 1;
   for (const auto& [host, n] : ranks_on_host) crowd = std::max(crowd, n);
-  Prediction out;
   out.threads_per_rank = plan.training.threads > 0 ? plan.training.threads : std::max(1, machine.cores / crowd);
   out.stretch = std::max(1.0, double(crowd * out.threads_per_rank) / double(std::max(1, machine.cores)));
   if (out.stretch > 1) out.notes.push_back("ranks outnumber cores: compute stretched " + std::to_string(out.stretch).substr(0, 4) + "x");
-  const std::string device = device_tag(DeviceSpec{}, out.threads_per_rank, {}, out.stretch);
-  Lookup costs(calibration, out.stretch, out.notes);
-  // What measured steps took beyond their costs: one gap before the optimizer.
-  const double untraced_ms = costs.optional(residual_key(l.stages > 1, device), 2.0 * l.chunks);
+}
 
-  // Stage work per replica (stragglers differ by rank), then the schedule per replica.
-  std::vector<std::vector<StageWork>> work(std::size_t(l.replicas));
-  std::vector<std::vector<std::vector<analysis::TimedOp>>> timed(std::size_t(l.replicas));
+// Every replica's stages and their ops in schedule order (stragglers differ by rank).
+struct Replayed {
+  std::vector<std::vector<StageWork>> work;                        // [replica][stage]
+  std::vector<std::vector<std::vector<analysis::TimedOp>>> timed;  // [replica][stage][op]
+};
+
+Expected<Replayed> replay_replicas(const Plan& plan, const ModelInfo& model, const std::string& device, double stretch, Lookup& costs) {
+  const Layout l = layout_of(plan);
+  Replayed out;
+  out.work.resize(std::size_t(l.replicas));
   for (int r = 0; r < l.replicas; ++r) {
     std::vector<analysis::StageOpTimes> ops;
+    auto& stages = out.work[std::size_t(r)];
     for (int s = 0; s < l.stages; ++s) {
-      StageWork w = stage_work(plan, model, s, s * l.replicas + r, device, out.stretch, costs);
-      if (s > 0) w.to_previous_ms = work[std::size_t(r)][std::size_t(s - 1)].to_next_ms;  // the gradient of the same tensor
+      StageWork w = stage_work(plan, model, s, s * l.replicas + r, device, stretch, costs);
+      if (s > 0) w.to_previous_ms = stages[std::size_t(s - 1)].to_next_ms;  // the gradient of the same tensor
       ops.push_back({w.data_ms + sum(w.forward_ms) + w.loss_ms, sum(w.backward_ms), 0, w.to_next_ms, w.to_previous_ms});
-      work[std::size_t(r)].push_back(std::move(w));
+      stages.push_back(std::move(w));
     }
     // One stage alternates forward and backward per accumulation micro-step, as 1F1B does.
     const Schedule schedule = l.stages == 1 ? Schedule::OneFOneB : plan.parallel.schedule;
-    timed[std::size_t(r)] = analysis::replay_ops(schedule, l.chunks, ops);
-    if (timed[std::size_t(r)].empty()) return make_error(ErrorCode::Internal, "the schedule replay deadlocked");
+    out.timed.push_back(analysis::replay_ops(schedule, l.chunks, ops));
+    if (out.timed.back().empty()) return make_error(ErrorCode::Internal, "the schedule replay deadlocked");
   }
+  return out;
+}
 
-  // Per stage: each bucket's all-reduce starts when every replica has its gradients and the
-  // previous bucket is done.
-  for (int s = 0; s < l.stages; ++s) {
-    const StageWork& w0 = work[0][std::size_t(s)];
-    std::vector<double> bucket_end(w0.buckets.size(), 0.0);
-    double comm_free = 0;
-    for (std::size_t b = 0; b < w0.buckets.size(); ++b) {
-      double ready = 0;
-      for (int r = 0; r < l.replicas; ++r) {
-        const auto& stage_ops = timed[std::size_t(r)][std::size_t(s)];
-        ready = std::max(ready, layer_done_times(stage_ops.back(), work[std::size_t(r)][std::size_t(s)])[w0.buckets[b].last_layer]);
-      }
-      const double start = std::max(ready, comm_free);
-      comm_free = bucket_end[b] = start + costs.allreduce(l.replicas, plan.parallel.backend, out.stretch, double(w0.buckets[b].bytes));
-      for (int r = 0; r < l.replicas; ++r)
-        out.spans.push_back({s * l.replicas + r, EventKind::AllReduce, Stream::Comm, -1, -1, start, bucket_end[b], w0.buckets[b].bytes});
-    }
+// Stage s's buckets: each all-reduce starts when every replica's last backward has its
+// layers and the previous bucket is done. Returns when the last one ends (0: none).
+double sync_buckets(const Plan& plan, int s, const Replayed& replayed, double stretch, Lookup& costs, Prediction& out) {
+  const Layout l = layout_of(plan);
+  const StageWork& w0 = replayed.work[0][std::size_t(s)];
+  double comm_free = 0;
+  for (const Bucket& bucket : w0.buckets) {
+    double ready = 0;
     for (int r = 0; r < l.replicas; ++r) {
-      const int rank = s * l.replicas + r;
-      const StageWork& w = work[std::size_t(r)][std::size_t(s)];
-      const auto& stage_ops = timed[std::size_t(r)][std::size_t(s)];
-      double previous_end = 0;
-      double compute = 0;
-      for (const analysis::TimedOp& t : stage_ops) {
-        if (t.start > previous_end) out.spans.push_back({rank, EventKind::Idle, Stream::Compute, -1, -1, previous_end, t.start, 0});
-        add_op_spans(t, w, rank, l.chunks, out.spans);
-        const double transfer = t.op.forward ? w.to_next_ms : w.to_previous_ms;
-        const bool sends = t.op.forward ? s + 1 < l.stages : s > 0;
-        if (sends && transfer > 0) out.spans.push_back({rank, EventKind::Send, Stream::Comm, -1, l.chunks > 1 ? t.op.microbatch : -1, t.end, t.end + transfer, w.output_bytes});
-        compute += t.end - t.start;
-        previous_end = t.end;
-      }
-      double at = previous_end;
-      const double injected = compute * (w.slowdown - 1) + w.delay_ms;
-      if (injected > 0) out.spans.push_back({rank, EventKind::InjectedDelay, Stream::Compute, -1, -1, at, at += injected, 0});
-      const double synced = bucket_end.empty() ? 0.0 : bucket_end.back();
-      if (synced > at) out.spans.push_back({rank, EventKind::Wait, Stream::Compute, -1, -1, at, synced, 0}), at = synced;
-      at += untraced_ms;  // a gap: no span
-      out.spans.push_back({rank, EventKind::Optimizer, Stream::Compute, -1, -1, at, at + w.optimizer_ms, 0});
-      out.step_ms = std::max(out.step_ms, at + w.optimizer_ms);
+      const auto& last_backward = replayed.timed[std::size_t(r)][std::size_t(s)].back();
+      ready = std::max(ready, layer_done_times(last_backward, replayed.work[std::size_t(r)][std::size_t(s)])[bucket.last_layer]);
     }
+    const double start = std::max(ready, comm_free);
+    comm_free = start + costs.allreduce(l.replicas, plan.parallel.backend, stretch, double(bucket.bytes));
+    for (int r = 0; r < l.replicas; ++r)
+      out.spans.push_back({s * l.replicas + r, EventKind::AllReduce, Stream::Comm, -1, -1, start, comm_free, bucket.bytes});
   }
-  // Every cost is looked up before this: the buckets' all-reduces too.
-  if (!costs.missing().empty()) {
-    std::string list;
-    for (const std::string& k : costs.missing()) list += (list.empty() ? "" : "; ") + k;
-    return make_error(ErrorCode::NotFound, "no calibration for: " + list,
-                      "run a plan with these layers, threads per rank (" + std::to_string(out.threads_per_rank) +
-                          ") and replicas on this machine for a few hundred steps, then predict again; "
-                          "`loom-cli calibration` lists what is calibrated");
+  return comm_free;
+}
+
+// One rank's step: its ops with idle gaps and sends, then a straggler's delay, the wait for
+// its stage's gradients, the residual and the optimizer.
+void lay_out_rank(const Layout& l, int s, int r, const Replayed& replayed, double synced, double residual_ms, Prediction& out) {
+  const int rank = s * l.replicas + r;
+  const StageWork& w = replayed.work[std::size_t(r)][std::size_t(s)];
+  double at = 0, compute = 0;
+  for (const analysis::TimedOp& t : replayed.timed[std::size_t(r)][std::size_t(s)]) {
+    if (t.start > at) out.spans.push_back({rank, EventKind::Idle, Stream::Compute, -1, -1, at, t.start, 0});
+    add_op_spans(t, w, rank, l.chunks, out.spans);
+    const double transfer = t.op.forward ? w.to_next_ms : w.to_previous_ms;
+    const bool sends = t.op.forward ? s + 1 < l.stages : s > 0;
+    if (sends && transfer > 0)
+      out.spans.push_back({rank, EventKind::Send, Stream::Comm, -1, l.chunks > 1 ? t.op.microbatch : -1, t.end, t.end + transfer, w.output_bytes});
+    compute += t.end - t.start;
+    at = t.end;
   }
+  const double injected = compute * (w.slowdown - 1) + w.delay_ms;
+  if (injected > 0) out.spans.push_back({rank, EventKind::InjectedDelay, Stream::Compute, -1, -1, at, at += injected, 0});
+  if (synced > at) out.spans.push_back({rank, EventKind::Wait, Stream::Compute, -1, -1, at, synced, 0}), at = synced;
+  at += residual_ms;  // a gap: no span
+  out.spans.push_back({rank, EventKind::Optimizer, Stream::Compute, -1, -1, at, at + w.optimizer_ms, 0});
+  out.step_ms = std::max(out.step_ms, at + w.optimizer_ms);
+}
+
+Status missing_costs(const Lookup& costs, int threads) {
+  if (costs.missing().empty()) return {};
+  std::string list;
+  for (const std::string& k : costs.missing()) list += (list.empty() ? "" : "; ") + k;
+  return make_error(ErrorCode::NotFound, "no calibration for: " + list,
+                    "run a plan with these layers, threads per rank (" + std::to_string(threads) +
+                        ") and replicas on this machine for a few hundred steps, then predict again; "
+                        "`loom-cli calibration` lists what is calibrated");
+}
+
+}  // namespace
+
+Expected<Prediction> predict_step(const Plan& plan, const Calibration& calibration, const MachineShape& machine) {
+  const ModelInfo model = infer_model(plan, nullptr);
+  LOOM_TRY(check_covered(plan, model));
+  const Layout l = layout_of(plan);
+  Prediction out;
+  set_threads(plan, machine, out);
+  const std::string device = device_tag(DeviceSpec{}, out.threads_per_rank, {}, out.stretch);
+  Lookup costs(calibration, out.stretch, out.notes);
+  const double residual_ms = costs.optional(residual_key(l.stages > 1, device), 2.0 * l.chunks);
+  auto replayed = replay_replicas(plan, model, device, out.stretch, costs);
+  if (!replayed.ok()) return replayed.error();
+  for (int s = 0; s < l.stages; ++s) {
+    const double synced = sync_buckets(plan, s, *replayed, out.stretch, costs, out);
+    for (int r = 0; r < l.replicas; ++r) lay_out_rank(l, s, r, *replayed, synced, residual_ms, out);
+  }
+  LOOM_TRY(missing_costs(costs, out.threads_per_rank));  // after every lookup, the all-reduces' too
   out.samples_per_s = out.step_ms > 0 ? double(plan.training.batch) / out.step_ms * 1000.0 : 0.0;
   std::sort(out.spans.begin(), out.spans.end(), [](const PredictedSpan& a, const PredictedSpan& b) {
     return a.rank != b.rank ? a.rank < b.rank : a.start_ms < b.start_ms;
