@@ -127,19 +127,32 @@ nlohmann::json against_json(std::int64_t run_id, const predict::AgainstRun& a) {
           {"measured_step_ms", a.measured_step_ms}, {"kinds", kinds}};
 }
 
-}  // namespace
-
-int cmd_calibration(const Args& args) {
+// The store the arguments name and this host's calibration from it; nullopt when either
+// failed (the error printed).
+struct Calibrated {
+  store::RunStore store;
+  predict::Calibration calibration;
+};
+std::optional<Calibrated> open_calibrated(const Args& args) {
   auto store = open_store(args);
   if (!store.ok()) {
     print_error(store.error());
-    return kFailed;
+    return std::nullopt;
   }
   auto calibration = predict::calibrate(*store, store::this_host_name());
   if (!calibration.ok()) {
     print_error(calibration.error());
-    return kFailed;
+    return std::nullopt;
   }
+  return Calibrated{std::move(*store), std::move(*calibration)};
+}
+
+}  // namespace
+
+int cmd_calibration(const Args& args) {
+  auto opened = open_calibrated(args);
+  if (!opened) return kFailed;
+  const predict::Calibration* calibration = &opened->calibration;
   if (args.json) {
     std::printf("%s\n", costs_json(*calibration).dump().c_str());
   } else {
@@ -151,16 +164,10 @@ int cmd_calibration(const Args& args) {
 int cmd_predict(const Args& args) {
   auto plan = read_plan_argument(args, true);
   if (!plan) return kInvalidInput;
-  auto store = open_store(args);
-  if (!store.ok()) {
-    print_error(store.error());
-    return kFailed;
-  }
-  auto calibration = predict::calibrate(*store, store::this_host_name());
-  if (!calibration.ok()) {
-    print_error(calibration.error());
-    return kFailed;
-  }
+  auto opened = open_calibrated(args);
+  if (!opened) return kFailed;
+  store::RunStore* store = &opened->store;
+  const predict::Calibration* calibration = &opened->calibration;
   const int cores = machine::cores_available();
   auto prediction = predict::predict_step(*plan, *calibration, {cores});
   if (!prediction.ok()) {

@@ -30,13 +30,6 @@ bool compared_kind(EventKind kind) {
 
 namespace {
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const std::size_t mid = v.size() / 2;
-  return v.size() % 2 ? v[mid] : (v[mid - 1] + v[mid]) / 2;
-}
-
 // One rank's time per kind in each steady step (steps after its first); the median.
 std::map<EventKind, double> measured_per_kind(const std::vector<Event>& events, std::set<std::int32_t>& steps) {
   std::int32_t first = INT32_MAX;

@@ -39,15 +39,6 @@ std::string signature(const LayerInfo& layer) {
   return std::string(layer_kind_name(layer.kind)) + " " + format_shape(layer.input) + "->" + format_shape(layer.output);
 }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  const std::size_t mid = v.size() / 2;
-  std::nth_element(v.begin(), v.begin() + std::ptrdiff_t(mid), v.end());
-  const double upper = v[mid];
-  if (v.size() % 2) return upper;
-  return (upper + *std::max_element(v.begin(), v.begin() + std::ptrdiff_t(mid))) / 2;
-}
-
 // The samples one forward or backward of one chunk processes: the global batch split over
 // replicas, accumulation micro-steps and pipeline micro-batches.
 double samples_per_chunk(const Plan& plan) {
@@ -172,6 +163,15 @@ ModelInfo model_by_id(const Plan& plan) {
 }
 
 }  // namespace
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  const std::size_t mid = v.size() / 2;
+  std::nth_element(v.begin(), v.begin() + std::ptrdiff_t(mid), v.end());
+  const double upper = v[mid];
+  if (v.size() % 2) return upper;
+  return (upper + *std::max_element(v.begin(), v.begin() + std::ptrdiff_t(mid))) / 2;
+}
 
 double layer_work(const LayerInfo& layer) {
   double elements = 1;
