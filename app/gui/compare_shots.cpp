@@ -25,6 +25,7 @@
 #include <cstdio>
 #include <functional>
 
+#include "shot_wait.h"
 #include "loom/ui/charts/overlay_charts.h"
 #include "loom/ui/item_roles.h"
 #include "loom/ui/run_list_model.h"
@@ -37,19 +38,8 @@ namespace {
 using loom::ui::ComparisonWindow;
 using loom::ui::MainWindow;
 
-void wait_ms(int ms) {
-  QElapsedTimer clock;
-  clock.start();
-  while (clock.elapsed() < ms) QApplication::processEvents(QEventLoop::AllEvents, 20);
-}
-
-bool wait_for(const std::function<bool()>& done, int ms) {
-  QElapsedTimer clock;
-  clock.start();
-  while (!done() && clock.elapsed() < ms) wait_ms(50);
-  return done();
-}
-
+using loom::shots::wait_ms;
+using loom::shots::wait_for;
 bool save(QWidget* widget, const QDir& out, const QString& name) {
   wait_ms(500);  // let throttled views repaint
   const QString path = out.filePath(name);

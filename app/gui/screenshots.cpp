@@ -31,6 +31,7 @@
 
 #include <QUndoStack>
 
+#include "shot_wait.h"
 #include "loom/ui/charts/training_charts.h"
 #include "loom/ui/designer/strategy.h"
 #include "loom/ui/timeline/timeline_view.h"
@@ -42,12 +43,7 @@ namespace {
 
 using loom::ui::MainWindow;
 
-void wait_ms(int ms) {
-  QElapsedTimer clock;
-  clock.start();
-  while (clock.elapsed() < ms) QApplication::processEvents(QEventLoop::AllEvents, 20);
-}
-
+using loom::shots::wait_ms;
 bool save_widget(QWidget* widget, const QDir& out, const QString& name) {
   wait_ms(400);  // let throttled views repaint
   const QString path = out.filePath(name);

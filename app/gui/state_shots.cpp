@@ -35,6 +35,7 @@
 #include <functional>
 #include <map>
 
+#include "shot_wait.h"
 #include "loom/store/run_store.h"
 #include "loom/ui/charts/training_charts.h"
 #include "loom/ui/run_list_model.h"
@@ -49,19 +50,8 @@ namespace {
 
 using loom::ui::MainWindow;
 
-void wait_ms(int ms) {
-  QElapsedTimer clock;
-  clock.start();
-  while (clock.elapsed() < ms) QApplication::processEvents(QEventLoop::AllEvents, 20);
-}
-
-bool wait_for(const std::function<bool()>& done, int ms) {
-  QElapsedTimer clock;
-  clock.start();
-  while (!done() && clock.elapsed() < ms) wait_ms(50);
-  return done();
-}
-
+using loom::shots::wait_ms;
+using loom::shots::wait_for;
 // One size in one palette: where the pictures go and what they are called.
 struct Shot {
   MainWindow& window;

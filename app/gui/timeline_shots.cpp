@@ -14,6 +14,7 @@
 
 #include <cstdio>
 
+#include "shot_wait.h"
 #include "loom/ui/charts/training_charts.h"
 #include "loom/ui/timeline/replay_bar.h"
 #include "loom/ui/timeline/step_navigator.h"
@@ -25,12 +26,7 @@ namespace {
 
 using loom::ui::MainWindow;
 
-void wait_ms(int ms) {
-  QElapsedTimer clock;
-  clock.start();
-  while (clock.elapsed() < ms) QApplication::processEvents(QEventLoop::AllEvents, 20);
-}
-
+using loom::shots::wait_ms;
 bool save(QWidget* widget, const QDir& out, const QString& name) {
   wait_ms(500);  // let throttled views repaint
   const QString path = out.filePath(name);
