@@ -34,6 +34,11 @@ struct Args {
   std::optional<std::string> predict;  // lesson: --predict X (the student's answer)
   std::optional<std::string> against;  // predict: --against RUN_ID (a measured run of the plan)
   bool store_prediction = false;       // predict: --store (keep the prediction as a run)
+  std::optional<std::string> cluster;  // predict, search: --cluster FILE (a cluster file)
+  int scale = 0;                       // predict: --scale N (a scaling curve to N devices)
+  int devices = 0;                     // search: --devices N (0: the cluster's, else the plan's ranks)
+  std::optional<std::string> memory_per_device;  // search: --memory-per-device SIZE
+  std::optional<std::string> save;     // search: --save DIR (the top layouts as plan files)
 };
 
 int cmd_validate(const Args& args);
@@ -58,6 +63,7 @@ std::optional<std::int64_t> parse_run_id(const Args& args);  // the first positi
 int cmd_import(const Args& args);
 int cmd_lesson(const Args& args);
 int cmd_predict(const Args& args);
+int cmd_search(const Args& args);
 int cmd_calibration(const Args& args);
 
 // The plan file named first on the command line (or the default plan), checked as `run`

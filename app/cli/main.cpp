@@ -19,6 +19,7 @@ constexpr const char* kUsage =
     "  validate PLAN                    check a plan; print its layers, shapes, parameters and memory\n"
     "  predict [PLAN]                   predict one steady step from this machine's stored runs\n"
     "  calibration                      the costs predict uses, fitted from this machine's runs\n"
+    "  search [PLAN] [--cluster FILE]   predict every layout of a plan and rank them\n"
     "  run [PLAN] [--db PATH] [--json]  train the plan (default: the embedded MLP plan) and record the run\n"
     "  runs [--db PATH] [--json]        list stored runs\n"
     "  show RUN_ID [--db PATH] [--json] summarise a stored run\n"
@@ -51,7 +52,8 @@ constexpr CommandHelp kCommandHelp[] = {
      "this build can run. Prints the layers with their shapes, parameters and memory.\n"
      "Exit codes: 0 valid, 2 invalid (every error is printed with its JSON path).\n"},
     {"predict",
-     "usage: loom-cli predict [PLAN] [--against RUN_ID] [--store] [--db PATH] [--json]\n"
+     "usage: loom-cli predict [PLAN] [--cluster FILE] [--replicas N] [--scale N] [--against RUN_ID]\n"
+     "                        [--store] [--db PATH] [--json]\n"
      "\n"
      "Predicts one steady training step of the plan (default: the embedded MLP plan) before\n"
      "it runs: step time, throughput and what each rank does when, from costs calibrated on\n"
@@ -64,9 +66,26 @@ constexpr CommandHelp kCommandHelp[] = {
      "                    kind the predicted and the measured time per step, and the error\n"
      "  --store     keep the prediction as a run of kind \"predicted\" (six equal steps), to\n"
      "              compare, report and open beside measured runs; never calibrates\n"
-     "  --json      one JSON line: the figures and every predicted span\n"
+     "  --cluster FILE  on a cluster instead of this machine: hosts, devices per host (this\n"
+     "                  machine's calibrated rank, or a roofline), links (docs/prediction.md)\n"
+     "  --replicas N    the plan with N data-parallel replicas (same global batch)\n"
+     "  --scale N       a scaling curve: 1, 2, 4, ... replicas up to N devices, each replica\n"
+     "                  keeping the plan's per-replica batch\n"
+     "  --json      one JSON line: the figures, memory per rank and every predicted span\n"
      "Exit codes: 0 predicted, 1 not calibrated for this plan (it names what to run), 2 an\n"
-     "invalid plan or one the predictor does not cover yet.\n"},
+     "invalid plan or cluster file, or one the predictor does not cover yet.\n"},
+    {"search",
+     "usage: loom-cli search [PLAN] [--cluster FILE] [--devices N] [--memory-per-device SIZE]\n"
+     "                       [--save DIR] [--db PATH] [--json]\n"
+     "\n"
+     "Predicts the plan's model and global batch laid out every way the devices allow: data-\n"
+     "parallel replicas (powers of two, and all), pipeline stages (layers cut for equal work),\n"
+     "micro-batches 1/2/4/8, GPipe and 1F1B, buckets 1/5/25 MB. Drops layouts whose fullest\n"
+     "rank would need more than SIZE (e.g. 512MiB, 16GiB), ranks the rest by predicted\n"
+     "throughput, and prints the top 5 with their breakdowns and why each loses to the first.\n"
+     "  --devices N  at most N ranks (default: the cluster's devices, else the plan's ranks)\n"
+     "  --save DIR   write the top 5 as plan files DIR/layout-1.json ... to open or run\n"
+     "Exit codes: 0 ranked, 1 not calibrated, 2 invalid plan, cluster or size.\n"},
     {"calibration",
      "usage: loom-cli calibration [--db PATH] [--json]\n"
      "\n"
@@ -264,6 +283,21 @@ bool parse_args(int argc, char** argv, loom::cli::Args& args, const char* usage)
       args.against = argv[++i];
     } else if (arg == "--store") {
       args.store_prediction = true;
+    } else if (arg == "--cluster" || arg == "--memory-per-device" || arg == "--save") {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "loom-cli: %s needs a value\n", arg.c_str());
+        return false;
+      }
+      (arg == "--cluster" ? args.cluster : arg == "--save" ? args.save : args.memory_per_device) = argv[++i];
+    } else if (arg == "--scale" || arg == "--devices") {
+      const std::string value = i + 1 < argc ? argv[++i] : "";
+      char* end = nullptr;
+      const long n = std::strtol(value.c_str(), &end, 10);
+      if (value.empty() || *end != '\0' || n < 1 || n > 4096) {
+        std::fprintf(stderr, "loom-cli: %s needs a number of devices from 1 to 4096 (got '%s')\n", arg.c_str(), value.c_str());
+        return false;
+      }
+      (arg == "--scale" ? args.scale : args.devices) = int(n);
     } else if (arg == "--yes") {
       args.yes = true;
     } else if (arg == "--clear") {
@@ -336,6 +370,7 @@ int run_command(int argc, char** argv) {
   if (command == "import") return cmd_import(args);
   if (command == "lesson") return cmd_lesson(args);
   if (command == "predict") return cmd_predict(args);
+  if (command == "search") return cmd_search(args);
   if (command == "calibration") return cmd_calibration(args);
   return cmd_export(args);
 }

@@ -7,8 +7,10 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "predict_common.h"
 #include "loom/analysis/analysis.h"
 #include "loom/predict/against_run.h"
+#include "loom/predict/layouts.h"
 #include "loom/predict/predictor.h"
 #include "loom/predict/stored_prediction.h"
 #include "loom/trace/machine.h"
@@ -41,17 +43,46 @@ std::map<int, RankShares> shares_of(const Prediction& p) {
   return by_rank;
 }
 
-void print_text(const Plan& plan, const Prediction& p, const predict::Calibration& cal, int cores) {
-  std::printf("prediction for '%s' on this machine: %d cores, %d BLAS thread%s per rank\n", plan.name.c_str(), cores,
-              p.threads_per_rank, p.threads_per_rank == 1 ? "" : "s");
+std::string where_text(const predict::MachineShape& machine, const Prediction& p) {
+  char text[256];
+  if (!machine.cluster)
+    std::snprintf(text, sizeof text, "this machine: %d cores, %d BLAS thread%s per rank", machine.cores, p.threads_per_rank,
+                  p.threads_per_rank == 1 ? "" : "s");
+  else
+    std::snprintf(text, sizeof text, "cluster '%s': %d host%s x %d %s", machine.cluster->name.c_str(), machine.cluster->hosts,
+                  machine.cluster->hosts == 1 ? "" : "s", machine.cluster->devices_per_host,
+                  machine.cluster->device.calibrated ? "ranks like this machine's" : machine.cluster->device.name.c_str());
+  return text;
+}
+
+void print_memory(const Prediction& p) {
+  std::printf("\n  rank   memory at peak: parameters   gradients   optimizer   activations   workspace       total\n");
+  const std::size_t shown = std::min<std::size_t>(p.memory.size(), 16);
+  for (std::size_t rank = 0; rank < shown; ++rank) {
+    const predict::RankMemory& m = p.memory[rank];
+    std::printf("  %4zu   %26s %11s %11s %13s %11s %11s\n", rank, format_bytes(m.parameters).c_str(), format_bytes(m.gradients).c_str(),
+                format_bytes(m.optimizer_state).c_str(), format_bytes(m.activations).c_str(), format_bytes(m.workspace).c_str(),
+                format_bytes(m.total()).c_str());
+  }
+  if (shown < p.memory.size()) std::printf("  ... %zu more ranks (--json lists every one)\n", p.memory.size() - shown);
+}
+
+void print_text(const Plan& plan, const Prediction& p, const predict::Calibration& cal, const predict::MachineShape& machine) {
+  std::printf("prediction for '%s' on %s\n", plan.name.c_str(), where_text(machine, p).c_str());
   std::printf("  step time:   %.3f ms (one steady step)\n", p.step_ms);
   std::printf("  throughput:  %.0f samples/s (global batch %lld)\n", p.samples_per_s, static_cast<long long>(plan.training.batch));
   std::string runs;
   for (std::int64_t id : cal.runs) runs += (runs.empty() ? "" : ", ") + std::to_string(id);
   std::printf("  calibrated:  from run%s %s (%zu costs)\n", cal.runs.size() == 1 ? "" : "s", runs.c_str(), cal.costs.size());
   std::printf("\n  rank   compute ms   waiting for gradients   pipeline idle   injected   comm (overlapping)\n");
-  for (const auto& [rank, r] : shares_of(p))
+  int shown = 0;
+  const auto shares = shares_of(p);
+  for (const auto& [rank, r] : shares) {
+    if (++shown > 16) break;
     std::printf("  %4d   %10.3f   %21.3f   %13.3f   %8.3f   %18.3f\n", rank, r.compute, r.wait, r.idle, r.injected, r.communication);
+  }
+  if (shares.size() > 16) std::printf("  ... %zu more ranks\n", shares.size() - 16);
+  print_memory(p);
   for (const std::string& note : p.notes) std::printf("  note: %s\n", note.c_str());
 }
 
@@ -67,7 +98,11 @@ nlohmann::json to_json(const Plan& plan, const Prediction& p, const predict::Cal
     if (s.bytes > 0) j["bytes"] = s.bytes;
     spans.push_back(std::move(j));
   }
-  return {{"plan", plan.name},           {"step_ms", p.step_ms},        {"samples_per_s", p.samples_per_s},
+  nlohmann::json memory = nlohmann::json::array();
+  for (const predict::RankMemory& m : p.memory)
+    memory.push_back({{"parameters", m.parameters}, {"gradients", m.gradients}, {"optimizer_state", m.optimizer_state},
+                      {"activations", m.activations}, {"workspace", m.workspace}, {"total", m.total()}});
+  return {{"plan", plan.name},           {"step_ms", p.step_ms},        {"samples_per_s", p.samples_per_s}, {"memory", memory},
           {"threads_per_rank", p.threads_per_rank}, {"compute_stretch", p.stretch}, {"notes", p.notes},
           {"calibration", {{"host", cal.host}, {"runs", cal.runs}, {"costs", cal.costs.size()}}},
           {"spans", spans}};
@@ -127,12 +162,8 @@ nlohmann::json against_json(std::int64_t run_id, const predict::AgainstRun& a) {
           {"measured_step_ms", a.measured_step_ms}, {"kinds", kinds}};
 }
 
-// The store the arguments name and this host's calibration from it; nullopt when either
-// failed (the error printed).
-struct Calibrated {
-  store::RunStore store;
-  predict::Calibration calibration;
-};
+}  // namespace
+
 std::optional<Calibrated> open_calibrated(const Args& args) {
   auto store = open_store(args);
   if (!store.ok()) {
@@ -145,6 +176,55 @@ std::optional<Calibrated> open_calibrated(const Args& args) {
     return std::nullopt;
   }
   return Calibrated{std::move(*store), std::move(*calibration)};
+}
+
+bool read_cluster(const Args& args, std::optional<predict::Cluster>& cluster) {
+  if (!args.cluster) return true;
+  auto c = predict::load_cluster(*args.cluster);
+  if (!c.ok()) {
+    print_error(c.error());
+    return false;
+  }
+  cluster = std::move(*c);
+  return true;
+}
+
+int prediction_failed(const Error& error) {
+  print_error(error);
+  return error.code == ErrorCode::NotFound || error.code == ErrorCode::Io || error.code == ErrorCode::Internal ? kFailed
+                                                                                                             : kInvalidInput;
+}
+
+namespace {
+
+// The plan with `replicas` data-parallel replicas, its stages and global batch kept.
+bool relay(Plan& plan, int replicas) {
+  const ParallelSpec& p = plan.parallel;
+  auto laid = predict::with_layout(plan, {replicas, std::max(1, p.stages), std::max(1, p.microbatches), p.schedule, p.bucket_mb});
+  if (!laid.ok()) {
+    print_error(laid.error());
+    return false;
+  }
+  plan = std::move(*laid);
+  return true;
+}
+
+int print_scaling(const Plan& plan, const predict::Calibration& calibration, const predict::MachineShape& machine, const Args& args) {
+  auto curve = predict::scaling_curve(plan, calibration, machine, args.scale);
+  if (!curve.ok()) return prediction_failed(curve.error());
+  if (args.json) {
+    nlohmann::json points = nlohmann::json::array();
+    for (const predict::ScalePoint& p : *curve)
+      points.push_back({{"devices", p.devices}, {"step_ms", p.step_ms}, {"samples_per_s", p.samples_per_s}, {"efficiency", p.efficiency}});
+    std::printf("%s\n", nlohmann::json{{"plan", plan.name}, {"scaling", points}}.dump().c_str());
+    return kOk;
+  }
+  std::printf("scaling of '%s' (each replica keeps a batch of %lld; predicted)\n", plan.name.c_str(),
+              static_cast<long long>(plan.training.batch / std::max(1, plan.parallel.data_parallel)));
+  std::printf("  %8s %12s %14s %11s\n", "devices", "step ms", "samples/s", "efficiency");
+  for (const predict::ScalePoint& p : *curve)
+    std::printf("  %8d %12.3f %14.0f %10.0f%%\n", p.devices, p.step_ms, p.samples_per_s, 100 * p.efficiency);
+  return kOk;
 }
 
 }  // namespace
@@ -164,16 +244,17 @@ int cmd_calibration(const Args& args) {
 int cmd_predict(const Args& args) {
   auto plan = read_plan_argument(args, true);
   if (!plan) return kInvalidInput;
+  std::optional<predict::Cluster> cluster;
+  if (!read_cluster(args, cluster)) return kInvalidInput;
+  if (args.replicas > 0 && !relay(*plan, args.replicas)) return kInvalidInput;
   auto opened = open_calibrated(args);
   if (!opened) return kFailed;
   store::RunStore* store = &opened->store;
   const predict::Calibration* calibration = &opened->calibration;
-  const int cores = machine::cores_available();
-  auto prediction = predict::predict_step(*plan, *calibration, {cores});
-  if (!prediction.ok()) {
-    print_error(prediction.error());
-    return prediction.error().code == ErrorCode::Unavailable ? kInvalidInput : kFailed;
-  }
+  const predict::MachineShape machine{machine::cores_available(), cluster ? &*cluster : nullptr};
+  if (args.scale > 0) return print_scaling(*plan, *calibration, machine, args);
+  auto prediction = predict::predict_step(*plan, *calibration, machine);
+  if (!prediction.ok()) return prediction_failed(prediction.error());
   std::optional<predict::AgainstRun> against;
   std::int64_t against_id = 0;
   if (args.against) {
@@ -207,7 +288,7 @@ int cmd_predict(const Args& args) {
     if (stored) j["id"] = stored;
     std::printf("%s\n", j.dump().c_str());
   } else {
-    print_text(*plan, *prediction, *calibration, cores);
+    print_text(*plan, *prediction, *calibration, machine);
     if (against) print_against(against_id, *against);
     if (stored)
       std::printf("\nstored as run %lld, kind predicted (`loom-cli compare %lld RUN_ID` puts it beside a measured run)\n",

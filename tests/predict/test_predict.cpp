@@ -12,70 +12,9 @@
 #include "loom/predict/stored_prediction.h"
 #include "loom/predict/predictor.h"
 #include "loom/store/run_store.h"
-
-using loom::Plan;
-using loom::predict::Calibration;
-using loom::predict::LinearCost;
-using loom::predict::Prediction;
-using loom::predict::PredictedSpan;
-using loom::trace::Event;
-using loom::trace::EventKind;
+#include "predict_fixtures.h"
 
 namespace {
-
-// fc1 (2 -> 8), act (relu), fc2 (8 -> 3) on spirals; `parallel` is spliced in.
-Plan tiny_plan(const std::string& parallel, const std::string& stages = "0, 0, 0", std::int64_t batch = 64) {
-  std::vector<std::string> s;
-  for (char c : stages)
-    if (c >= '0' && c <= '9') s.push_back(std::string(1, c));
-  const std::string json = R"({"format": "loom-plan/1", "name": "tiny",
-    "model": {"input": [2], "layers": [{"type": "linear", "out": 8, "name": "fc1", "stage": )" + s[0] + R"(},
-      {"type": "relu", "name": "act", "stage": )" + s[1] + R"(}, {"type": "linear", "out": 3, "name": "fc2", "stage": )" + s[2] + R"(}]},
-    "data": {"source": "synthetic", "kind": "spirals", "classes": 3, "train_samples": 640, "test_samples": 128},
-    "training": {"batch": )" + std::to_string(batch) + R"(, "steps": 5, "threads": 1, "optimizer": "sgd"},
-    "parallel": )" + parallel + "}";
-  loom::PlanResult r = loom::parse_plan(json);
-  if (!r.ok()) qFatal("plan: %s %s", r.errors.front().path.c_str(), r.errors.front().reason.c_str());
-  return *r.plan;
-}
-
-std::string devices(int n) {
-  std::string d = "[";
-  for (int i = 0; i < n; ++i) d += std::string(i ? ", " : "") + R"({"kind": "cpu"})";
-  return d + "]";
-}
-
-const loom::LayerInfo& layer(const loom::ModelInfo& m, const std::string& name) {
-  for (const auto& l : m.layers)
-    if (l.name == name) return l;
-  qFatal("no layer %s", name.c_str());
-}
-
-LinearCost at(double units, double ms) {
-  LinearCost c;
-  c.points = {{units, ms}};
-  return c;
-}
-
-// Every cost of the tiny model on "cpu 1t" at 64 samples per chunk (proportional beyond).
-Calibration costs_for(const Plan& plan, const std::string& device = "cpu 1t") {
-  using namespace loom::predict;
-  const loom::ModelInfo m = loom::infer_model(plan, nullptr);
-  Calibration c;
-  const double per_chunk = 64;
-  c.costs[forward_key(layer(m, "fc1"), device)] = at(per_chunk, 1.0);
-  c.costs[forward_key(layer(m, "act"), device)] = at(per_chunk, 0.5);
-  c.costs[forward_key(layer(m, "fc2"), device)] = at(per_chunk, 2.0);
-  c.costs[backward_key(layer(m, "fc1"), device)] = at(per_chunk, 3.0);
-  c.costs[backward_key(layer(m, "act"), device)] = at(per_chunk, 0.25);
-  c.costs[backward_key(layer(m, "fc2"), device)] = at(per_chunk, 1.5);
-  c.costs[loss_key(plan, device)] = at(per_chunk, 0.4);
-  c.costs[data_key(plan)] = at(per_chunk, 0.6);
-  c.costs[optimizer_key(plan, device)] = at(51, 0.3);  // fc1 2x8+8, fc2 8x3+3 parameters
-  c.costs[residual_key(false, device)] = at(2, 0.2);   // per step of 2 ops
-  c.costs[allreduce_key(2, loom::CommBackend::Mpi)].points = {{96, 2.0}, {108, 2.0}};
-  return c;
-}
 
 // A completed one-process run of `plan` (fc1, act, fc2) in a store: 4 steps of 20 ms, each
 // with nine 1 ms spans (data, three forwards, loss, three backwards, optimizer).
@@ -108,18 +47,6 @@ std::int64_t store_one_millisecond_spans(loom::store::RunStore& store, const Pla
   if (!store.append_events(id, 0, events.data(), events.size()).ok()) qFatal("append_events");
   if (!store.finish_run(id, loom::trace::RunStatus::Completed, 1.0, 256, "").ok()) qFatal("finish_run");
   return id;
-}
-
-Prediction must(loom::Expected<Prediction> p) {
-  if (!p.ok()) qFatal("%s", p.error().describe().c_str());
-  return std::move(p).value();
-}
-
-std::vector<PredictedSpan> of(const Prediction& p, int rank, EventKind kind) {
-  std::vector<PredictedSpan> out;
-  for (const PredictedSpan& s : p.spans)
-    if (s.rank == rank && s.kind == kind) out.push_back(s);
-  return out;
 }
 
 }  // namespace

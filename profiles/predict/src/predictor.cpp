@@ -7,6 +7,7 @@
 #include <set>
 
 #include "loom/analysis/pipeline_replay.h"
+#include "step_costs.h"
 
 namespace loom::predict {
 
@@ -14,93 +15,6 @@ using trace::EventKind;
 using trace::Stream;
 
 namespace {
-
-// Costs by key, recording what the calibration lacks instead of failing at the first. A
-// key measured under this plan's crowding is used as it is; otherwise the same cost
-// measured unshared, stretched by how crowded the plan's host will be.
-class Lookup {
- public:
-  Lookup(const Calibration& cal, double stretch, std::vector<std::string>& notes) : cal_(cal), stretch_(stretch), notes_(notes) {}
-
-  double compute(const std::string& key, double units) { return cost(key, units, stretch_); }
-  double transfer(const std::string& key, double units) { return cost(key, units, 1.0); }
-  // 0 and a note when not calibrated: the step is then what the spans add up to.
-  double optional(const std::string& key, double units) {
-    if (find(key).first) return compute(key, units);
-    note(key + ": not calibrated, counted as 0");
-    return 0;
-  }
-
-  // A layer's pass; when this size was never measured, a layer of the same kind, device and
-  // direction scaled by work.
-  double layer(const std::string& key, const LayerInfo& layer, double samples) {
-    if (find(key).first) return compute(key, samples);
-    for (const std::string& k : {key, unshared(key)}) {
-      const LinearCost* nearest = nearest_of_kind(k, layer_work(layer));
-      if (!nearest) continue;
-      note(key + ": not measured, scaled by work from a " + std::string(layer_kind_name(layer.kind)) + " layer of another size");
-      const double stretch = k == key ? 1.0 : stretch_;
-      return stretch * nearest->at(samples) * layer_work(layer) / nearest->work;
-    }
-    return compute(key, samples);  // records it as missing
-  }
-
-  // A bucket's all-reduce over `replicas` ranks. Not measured at that count, the nearest
-  // count measured (same backend and crowding) scaled as a ring all-reduce scales: each
-  // rank sends and receives 2 (R - 1) / R of the bucket.
-  double allreduce(int replicas, CommBackend backend, double stretch, double bytes) {
-    const std::string key = allreduce_key(replicas, backend, stretch);
-    if (find(key).first) return transfer(key, bytes);
-    auto ring = [](int r) { return 2.0 * (r - 1) / r; };
-    for (int delta = 1; delta < 4096; ++delta)
-      for (int other : {replicas - delta, replicas + delta}) {
-        if (other < 2 || !find(allreduce_key(other, backend, stretch)).first) continue;
-        note(key + ": not measured, scaled from " + std::to_string(other) + " ranks as a ring all-reduce scales");
-        return transfer(allreduce_key(other, backend, stretch), bytes) * ring(replicas) / ring(other);
-      }
-    return transfer(key, bytes);  // records it as missing
-  }
-
-  const std::set<std::string>& missing() const { return missing_; }
-
- private:
-  // The cost and whether it is the key's own (false: the unshared one).
-  std::pair<const LinearCost*, bool> find(const std::string& key) const {
-    if (auto it = cal_.costs.find(key); it != cal_.costs.end()) return {&it->second, true};
-    if (auto it = cal_.costs.find(unshared(key)); it != cal_.costs.end()) return {&it->second, false};
-    return {nullptr, false};
-  }
-  double cost(const std::string& key, double units, double stretch) {
-    const auto [c, own] = find(key);
-    if (!c) {
-      missing_.insert(key);
-      return 0;
-    }
-    if (!own) note(key + ": measured only unshared" + (stretch > 1 ? ", stretched" : ""));
-    return std::max(0.0, c->at(units)) * (own ? 1.0 : stretch);
-  }
-  void note(const std::string& text) {
-    if (noted_.insert(text).second) notes_.push_back(text);
-  }
-  // Same direction and kind ("forward linear "), same device (" @cpu 2t"), nearest work.
-  const LinearCost* nearest_of_kind(const std::string& key, double work) const {
-    const std::size_t kind_end = key.find(' ', key.find(' ') + 1);
-    const std::string prefix = key.substr(0, kind_end + 1), device = key.substr(key.rfind(" @"));
-    const LinearCost* best = nullptr;
-    double best_distance = 0;
-    for (const auto& [k, c] : cal_.costs) {
-      if (!k.starts_with(prefix) || !k.ends_with(device) || c.work <= 0 || work <= 0) continue;
-      const double distance = std::abs(std::log(c.work / work));
-      if (!best || distance < best_distance) best = &c, best_distance = distance;
-    }
-    return best;
-  }
-
-  const Calibration& cal_;
-  double stretch_;
-  std::vector<std::string>& notes_;
-  std::set<std::string> missing_, noted_;
-};
 
 struct Bucket {
   std::int64_t bytes = 0;
@@ -160,24 +74,23 @@ Layout layout_of(const Plan& plan) {
   return l;
 }
 
-StageWork stage_work(const Plan& plan, const ModelInfo& model, int stage, int rank, const std::string& device, double stretch,
-                     Lookup& costs) {
+StageWork stage_work(const Plan& plan, const ModelInfo& model, int stage, int rank, StepCosts& costs) {
   const Layout l = layout_of(plan);
   StageWork w;
   for (const LayerInfo& layer : model.layers)
     if (layer.stage == stage && layer.kind != LayerKind::Parallel) w.layers.push_back(&layer);
   for (const LayerInfo* layer : w.layers) {
-    w.forward_ms.push_back(costs.layer(forward_key(*layer, device), *layer, l.samples));
-    w.backward_ms.push_back(costs.layer(backward_key(*layer, device), *layer, l.samples));
+    w.forward_ms.push_back(costs.forward(*layer, l.samples));
+    w.backward_ms.push_back(costs.backward(*layer, l.samples));
   }
   // The first stage reads the inputs, the loss stage the labels: both load the batch.
-  if (stage == 0 || stage == l.stages - 1) w.data_ms = costs.compute(data_key(plan), l.samples);
-  if (stage == l.stages - 1) w.loss_ms = costs.compute(loss_key(plan, device), l.samples);
+  if (stage == 0 || stage == l.stages - 1) w.data_ms = costs.data(l.samples);
+  if (stage == l.stages - 1) w.loss_ms = costs.loss(l.samples);
   const std::int64_t params = std::size_t(stage) < model.stage_params.size() ? model.stage_params[std::size_t(stage)] : 0;
-  w.optimizer_ms = costs.compute(optimizer_key(plan, device), double(params));
+  w.optimizer_ms = costs.optimizer(double(params));
   if (!w.layers.empty() && stage < l.stages - 1) {
     w.output_bytes = std::int64_t(double(elements(w.layers.back()->output)) * l.samples * sizeof(float));
-    w.to_next_ms = costs.transfer(p2p_key(plan.parallel.backend, stretch), double(w.output_bytes));
+    w.to_next_ms = costs.send(rank, rank + l.replicas, double(w.output_bytes));
   }
   if (l.replicas > 1) w.buckets = buckets_of(w.layers, plan.parallel.bucket_mb);
   for (const StragglerSpec& s : plan.parallel.stragglers) {
@@ -214,7 +127,7 @@ std::vector<double> layer_done_times(const analysis::TimedOp& last_backward, con
 }
 
 // Refuses what the predictor does not cover yet.
-Status check_covered(const Plan& plan, const ModelInfo& model) {
+Status check_covered(const Plan& plan, const ModelInfo& model, const MachineShape& machine) {
   if (plan.serve) return make_error(ErrorCode::Unavailable, "serving plans are not predicted yet");
   if (plan.parallel.sync.mode != SyncMode::AllReduce)
     return make_error(ErrorCode::Unavailable, std::string(sync_mode_name(plan.parallel.sync.mode)) + " training is not predicted yet",
@@ -225,18 +138,31 @@ Status check_covered(const Plan& plan, const ModelInfo& model) {
       if (parent.id == layer.parent && parent.stage != layer.stage)
         return make_error(ErrorCode::Unavailable, "branches on separate devices are not predicted yet");
   }
+  const bool roofline = machine.cluster && !machine.cluster->device.calibrated;
   for (const DeviceSpec& d : plan.parallel.devices)
-    if (d.kind == DeviceKind::Gpu) return make_error(ErrorCode::Unavailable, "gpu ranks are not predicted yet", "calibration has only cpu runs");
+    if (d.kind == DeviceKind::Gpu && !roofline)
+      return make_error(ErrorCode::Unavailable, "gpu ranks are not predicted from a calibration yet",
+                        "calibration has only cpu runs; a cluster file with a roofline device predicts them");
+  const int ranks = std::max(1, plan.parallel.data_parallel) * std::max(1, plan.parallel.stages);
+  if (machine.cluster && ranks > machine.cluster->devices())
+    return make_error(ErrorCode::InvalidArgument,
+                      "the plan has " + std::to_string(ranks) + " ranks; the cluster '" + machine.cluster->name + "' has " +
+                          std::to_string(machine.cluster->devices()) + " devices");
   return {};
 }
 
 // BLAS threads per rank as the launcher will set them, and how far the busiest host's
 // threads outnumber its cores.
+// On a cluster, ranks fill its hosts in order.
 void set_threads(const Plan& plan, const MachineShape& machine, Prediction& out) {
   std::map<std::string, int> ranks_on_host;
   for (const DeviceSpec& d : plan.parallel.devices) ++ranks_on_host[d.host];
   int crowd = 1;
   for (const auto& [host, n] : ranks_on_host) crowd = std::max(crowd, n);
+  if (machine.cluster) {
+    if (!machine.cluster->device.calibrated) return;  // a roofline device: no BLAS threads, nothing shared
+    crowd = std::min(machine.cluster->devices_per_host, layout_of(plan).replicas * layout_of(plan).stages);
+  }
   out.threads_per_rank = plan.training.threads > 0 ? plan.training.threads : std::max(1, machine.cores / crowd);
   out.stretch = std::max(1.0, double(crowd * out.threads_per_rank) / double(std::max(1, machine.cores)));
   if (out.stretch > 1) out.notes.push_back("ranks outnumber cores: compute stretched " + std::to_string(out.stretch).substr(0, 4) + "x");
@@ -248,7 +174,7 @@ struct Replayed {
   std::vector<std::vector<std::vector<analysis::TimedOp>>> timed;  // [replica][stage][op]
 };
 
-Expected<Replayed> replay_replicas(const Plan& plan, const ModelInfo& model, const std::string& device, double stretch, Lookup& costs) {
+Expected<Replayed> replay_replicas(const Plan& plan, const ModelInfo& model, StepCosts& costs) {
   const Layout l = layout_of(plan);
   Replayed out;
   out.work.resize(std::size_t(l.replicas));
@@ -256,7 +182,7 @@ Expected<Replayed> replay_replicas(const Plan& plan, const ModelInfo& model, con
     std::vector<analysis::StageOpTimes> ops;
     auto& stages = out.work[std::size_t(r)];
     for (int s = 0; s < l.stages; ++s) {
-      StageWork w = stage_work(plan, model, s, s * l.replicas + r, device, stretch, costs);
+      StageWork w = stage_work(plan, model, s, s * l.replicas + r, costs);
       if (s > 0) w.to_previous_ms = stages[std::size_t(s - 1)].to_next_ms;  // the gradient of the same tensor
       ops.push_back({w.data_ms + sum(w.forward_ms) + w.loss_ms, sum(w.backward_ms), 0, w.to_next_ms, w.to_previous_ms});
       stages.push_back(std::move(w));
@@ -271,9 +197,11 @@ Expected<Replayed> replay_replicas(const Plan& plan, const ModelInfo& model, con
 
 // Stage s's buckets: each all-reduce starts when every replica's last backward has its
 // layers and the previous bucket is done. Returns when the last one ends (0: none).
-double sync_buckets(const Plan& plan, int s, const Replayed& replayed, double stretch, Lookup& costs, Prediction& out) {
+double sync_buckets(const Plan& plan, int s, const Replayed& replayed, StepCosts& costs, Prediction& out) {
   const Layout l = layout_of(plan);
   const StageWork& w0 = replayed.work[0][std::size_t(s)];
+  std::vector<int> group;
+  for (int r = 0; r < l.replicas; ++r) group.push_back(s * l.replicas + r);
   double comm_free = 0;
   for (const Bucket& bucket : w0.buckets) {
     double ready = 0;
@@ -282,7 +210,7 @@ double sync_buckets(const Plan& plan, int s, const Replayed& replayed, double st
       ready = std::max(ready, layer_done_times(last_backward, replayed.work[std::size_t(r)][std::size_t(s)])[bucket.last_layer]);
     }
     const double start = std::max(ready, comm_free);
-    comm_free = start + costs.allreduce(l.replicas, plan.parallel.backend, stretch, double(bucket.bytes));
+    comm_free = start + costs.allreduce(group, double(bucket.bytes));
     for (int r = 0; r < l.replicas; ++r)
       out.spans.push_back({s * l.replicas + r, EventKind::AllReduce, Stream::Comm, -1, -1, start, comm_free, bucket.bytes});
   }
@@ -313,7 +241,40 @@ void lay_out_rank(const Layout& l, int s, int r, const Replayed& replayed, doubl
   out.step_ms = std::max(out.step_ms, at + w.optimizer_ms);
 }
 
-Status missing_costs(const Lookup& costs, int threads) {
+// Micro-batches whose activations a stage holds at once: forwards run less backwards done.
+int most_in_flight(const std::vector<analysis::TimedOp>& ops) {
+  int now = 0, most = 0;
+  for (const analysis::TimedOp& t : ops) most = std::max(most, now += t.op.forward ? 1 : -1);
+  return most;
+}
+
+// What each rank holds at its peak (see RankMemory).
+std::vector<RankMemory> memory_per_rank(const Plan& plan, const ModelInfo& model, const Replayed& replayed) {
+  const Layout l = layout_of(plan);
+  const OptimizerKind optimizer = plan.training.optimizer.kind;
+  const int states = optimizer == OptimizerKind::Adam ? 2 : optimizer == OptimizerKind::Momentum ? 1 : 0;
+  std::vector<RankMemory> out(std::size_t(l.replicas * l.stages));
+  for (int s = 0; s < l.stages; ++s)
+    for (int r = 0; r < l.replicas; ++r) {
+      const StageWork& w = replayed.work[std::size_t(r)][std::size_t(s)];
+      RankMemory& m = out[std::size_t(s * l.replicas + r)];
+      const std::int64_t params = std::size_t(s) < model.stage_params.size() ? model.stage_params[std::size_t(s)] : 0;
+      m.parameters = m.gradients = params * 4;
+      m.optimizer_state = states * params * 4;
+      double kept = 0, widest = 0;  // per sample: each layer's input, kept for its backward; the widest layer
+      for (const LayerInfo* layer : w.layers) {
+        kept += double(elements(layer->input));
+        widest = std::max(widest, double(elements(layer->input) + elements(layer->output)));
+      }
+      m.activations = std::int64_t(kept * l.samples * 4) * most_in_flight(replayed.timed[std::size_t(r)][std::size_t(s)]);
+      std::int64_t buckets = 0;
+      for (const Bucket& b : w.buckets) buckets += b.bytes;
+      m.workspace = std::int64_t(widest * l.samples * 4) + buckets;
+    }
+  return out;
+}
+
+Status missing_costs(const StepCosts& costs, int threads) {
   if (costs.missing().empty()) return {};
   std::string list;
   for (const std::string& k : costs.missing()) list += (list.empty() ? "" : "; ") + k;
@@ -327,19 +288,20 @@ Status missing_costs(const Lookup& costs, int threads) {
 
 Expected<Prediction> predict_step(const Plan& plan, const Calibration& calibration, const MachineShape& machine) {
   const ModelInfo model = infer_model(plan, nullptr);
-  LOOM_TRY(check_covered(plan, model));
+  LOOM_TRY(check_covered(plan, model, machine));
   const Layout l = layout_of(plan);
   Prediction out;
   set_threads(plan, machine, out);
   const std::string device = device_tag(DeviceSpec{}, out.threads_per_rank, {}, out.stretch);
-  Lookup costs(calibration, out.stretch, out.notes);
-  const double residual_ms = costs.optional(residual_key(l.stages > 1, device), 2.0 * l.chunks);
-  auto replayed = replay_replicas(plan, model, device, out.stretch, costs);
+  StepCosts costs(plan, calibration, machine.cluster, device, out.stretch, out.notes);
+  const double residual_ms = costs.residual(2.0 * l.chunks);
+  auto replayed = replay_replicas(plan, model, costs);
   if (!replayed.ok()) return replayed.error();
   for (int s = 0; s < l.stages; ++s) {
-    const double synced = sync_buckets(plan, s, *replayed, out.stretch, costs, out);
+    const double synced = sync_buckets(plan, s, *replayed, costs, out);
     for (int r = 0; r < l.replicas; ++r) lay_out_rank(l, s, r, *replayed, synced, residual_ms, out);
   }
+  out.memory = memory_per_rank(plan, model, *replayed);
   LOOM_TRY(missing_costs(costs, out.threads_per_rank));  // after every lookup, the all-reduces' too
   out.samples_per_s = out.step_ms > 0 ? double(plan.training.batch) / out.step_ms * 1000.0 : 0.0;
   std::sort(out.spans.begin(), out.spans.end(), [](const PredictedSpan& a, const PredictedSpan& b) {

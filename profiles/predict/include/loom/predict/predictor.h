@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "loom/predict/calibration.h"
+#include "loom/predict/cluster.h"
 #include "loom/trace/event.h"
 
 namespace loom::predict {
@@ -34,9 +35,21 @@ struct PredictedSpan {
   std::int64_t bytes = 0;
 };
 
-// What the machine the plan will run on offers, beyond its calibration.
+// What the plan will run on: this machine (its cores beside its calibration), or a cluster
+// (cluster.h) whose hosts its ranks fill in order.
 struct MachineShape {
   int cores = 1;
+  const Cluster* cluster = nullptr;
+};
+
+// What a rank holds at its peak, in bytes: fp32 weights, their gradients, the optimizer's
+// state (momentum: one tensor, Adam: two), the inputs each layer keeps for its backward
+// for every micro-batch in flight at once (the schedule decides how many: GPipe all,
+// 1F1B at most the stages after this one), and workspace (the widest layer's input and
+// output gradient for one micro-batch, and the all-reduce buckets).
+struct RankMemory {
+  std::int64_t parameters = 0, gradients = 0, optimizer_state = 0, activations = 0, workspace = 0;
+  std::int64_t total() const { return parameters + gradients + optimizer_state + activations + workspace; }
 };
 
 struct Prediction {
@@ -45,6 +58,7 @@ struct Prediction {
   int threads_per_rank = 0;    // BLAS threads, as the launcher will set them
   double stretch = 1;          // compute time multiplier for ranks outnumbering cores
   std::vector<PredictedSpan> spans;  // one steady step, every rank, from 0
+  std::vector<RankMemory> memory;    // by rank
   std::vector<std::string> notes;    // what was approximated, in words
 };
 

@@ -1,0 +1,67 @@
+// A cluster the predictor may lay a plan onto without running it there: hosts with the
+// same number of devices each, one kind of device, and the links inside and between
+// hosts (docs/prediction.md, "Clusters"). A device is either this machine's rank as its
+// stored runs calibrated it, or a roofline (peak FLOP/s and memory bandwidth); a link is
+// latency + bytes / bandwidth, or, inside a host of this machine's kind, what its runs
+// measured.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "loom/core/status.h"
+
+namespace loom::predict {
+
+// latency + bytes / bandwidth. measured: no figures given, the calibration's costs stand.
+struct Link {
+  bool measured = true;
+  double bandwidth_gbs = 0;  // GB/s (1e9 bytes per second)
+  double latency_us = 0;
+  double ms(double bytes) const { return latency_us / 1e3 + bytes / (bandwidth_gbs * 1e6); }
+};
+
+struct ClusterDevice {
+  bool calibrated = true;  // this machine's rank, from its stored runs; else a roofline
+  std::string name;
+  double peak_tflops = 0;           // fp32 FLOP/s / 1e12 the device reaches at best
+  double memory_bandwidth_gbs = 0;  // GB/s
+  double host_link_gbs = 25;        // host to device (the batch's copy), GB/s
+  double launch_us = 5;             // fixed cost of each kernel
+  double efficiency = 1;            // share of the peaks reached (1: the roofline's bound)
+  double memory_gib = 0;            // per device; 0: not said
+};
+
+struct Cluster {
+  std::string name;
+  int hosts = 1;
+  int devices_per_host = 1;
+  ClusterDevice device;
+  Link inside_host, between_hosts;
+
+  int devices() const { return hosts * devices_per_host; }
+  int host_of(int rank) const { return rank / devices_per_host; }
+  // The link a message between two ranks crosses.
+  const Link& link(int a, int b) const { return host_of(a) == host_of(b) ? inside_host : between_hosts; }
+  // The slowest link a ring through these ranks crosses.
+  const Link& ring_link(const std::vector<int>& ranks) const;
+};
+
+// A ring all-reduce of `bytes` over `ranks` ranks on one link: 2 (p - 1) steps, each one
+// latency and bytes / p over the link (each rank sends and receives 2 (p - 1) / p of it).
+double ring_allreduce_ms(const Link& link, int ranks, double bytes);
+// A pipelined tree (reduce up, broadcast down): 2 ceil(log2 p) latencies, and the whole
+// message twice over the link. Beats the ring where latency dominates.
+double tree_allreduce_ms(const Link& link, int ranks, double bytes);
+
+// The fastest of the algorithms NCCL and MPI choose between, for these ranks on the
+// cluster: a ring or a tree over the slowest link the ranks cross, or, across hosts with
+// several of the ranks each, hierarchical (reduce-scatter inside each host, an all-reduce
+// of each host's share between hosts, all-gather inside). `algorithm` gets its name.
+double allreduce_ms(const Cluster& cluster, const std::vector<int>& ranks, double bytes, std::string* algorithm = nullptr);
+
+// The cluster a JSON text describes; InvalidArgument naming the field that is wrong.
+Expected<Cluster> cluster_from_json(const std::string& text, const std::string& where = "cluster");
+Expected<Cluster> load_cluster(const std::string& path);
+
+}  // namespace loom::predict

@@ -1,0 +1,175 @@
+// StepCosts (see step_costs.h): calibrated costs by key, a roofline for a cluster's
+// device, alpha-beta for its links.
+#include "step_costs.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace loom::predict {
+
+namespace {
+
+double elements(const Shape& shape) {
+  double n = 1;
+  for (std::int64_t d : shape) n *= double(d);
+  return n;
+}
+
+// Bytes an optimizer step moves per parameter: read weight and gradient, write the weight,
+// and read and write each state tensor (momentum: one, Adam: two).
+double optimizer_bytes_per_param(OptimizerKind kind) {
+  switch (kind) {
+    case OptimizerKind::Sgd: return 12;
+    case OptimizerKind::Momentum: return 20;
+    case OptimizerKind::Adam: return 28;
+  }
+  return 12;
+}
+
+}  // namespace
+
+StepCosts::StepCosts(const Plan& plan, const Calibration& calibration, const Cluster* cluster, std::string device, double stretch,
+                     std::vector<std::string>& notes)
+    : plan_(plan), cal_(calibration), cluster_(cluster), device_(std::move(device)), stretch_(stretch), notes_(notes) {
+  if (roofline())
+    note("device: roofline of " + cluster_->device.name + " at " + std::to_string(int(cluster_->device.efficiency * 100)) +
+         "% of its peaks; no residual");
+}
+
+// ---- compute ---------------------------------------------------------------------------
+
+double StepCosts::roofline_ms(double flops, double bytes, int kernels) const {
+  const ClusterDevice& d = cluster_->device;
+  const double compute = flops / (d.peak_tflops * d.efficiency * 1e9);  // FLOP per ms
+  const double memory = bytes / (d.memory_bandwidth_gbs * d.efficiency * 1e6);  // bytes per ms
+  return std::max(compute, memory) + kernels * d.launch_us / 1e3;
+}
+
+double StepCosts::forward(const LayerInfo& l, double samples) {
+  if (!roofline()) return layer(forward_key(l, device_), l, samples);
+  const double bytes = double(l.param_bytes) + (elements(l.input) + elements(l.output)) * samples * 4;
+  return roofline_ms(double(l.forward_flops) * samples, bytes, 1);
+}
+
+// The input's gradient and the weights' each cost a forward's FLOPs; a layer without
+// weights computes only the first.
+double StepCosts::backward(const LayerInfo& l, double samples) {
+  if (!roofline()) return layer(backward_key(l, device_), l, samples);
+  const int products = l.params > 0 ? 2 : 1;
+  const double bytes = 2.0 * double(l.param_bytes) + (elements(l.input) + 2 * elements(l.output)) * samples * 4;
+  return roofline_ms(products * double(l.forward_flops) * samples, bytes, products);
+}
+
+// A roofline device copies the batch from its host.
+double StepCosts::data(double samples) {
+  if (!roofline()) return cost(data_key(plan_), samples, stretch_);
+  const double bytes = elements(plan_.model.input) * samples * 4;
+  return bytes / (cluster_->device.host_link_gbs * 1e6) + cluster_->device.launch_us / 1e3;
+}
+
+// Softmax and cross-entropy read the logits and write probabilities and their gradient.
+double StepCosts::loss(double samples) {
+  if (!roofline()) return cost(loss_key(plan_, device_), samples, stretch_);
+  return roofline_ms(0, 3.0 * dataset_classes(plan_) * samples * 4, 2);
+}
+
+double StepCosts::optimizer(double params) {
+  if (!roofline()) return cost(optimizer_key(plan_, device_), params, stretch_);
+  return roofline_ms(0, params * optimizer_bytes_per_param(plan_.training.optimizer.kind), 1);
+}
+
+double StepCosts::residual(double ops) {
+  if (roofline()) return 0;
+  const std::string key = residual_key(plan_.parallel.stages > 1, device_);
+  if (find(key).cost) return cost(key, ops, stretch_);
+  note(key + ": not calibrated, counted as 0");
+  return 0;
+}
+
+// A layer's pass; when this size was never measured, a layer of the same kind, device and
+// direction scaled by work.
+double StepCosts::layer(const std::string& key, const LayerInfo& l, double samples) {
+  if (find(key).cost) return cost(key, samples, stretch_);
+  for (const std::string& k : {key, unshared(key)}) {
+    const LinearCost* nearest = nearest_of_kind(k, layer_work(l));
+    if (!nearest) continue;
+    note(key + ": not measured, scaled by work from a " + std::string(layer_kind_name(l.kind)) + " layer of another size");
+    const double stretch = k == key ? 1.0 : stretch_;
+    return stretch * nearest->at(samples) * layer_work(l) / nearest->work;
+  }
+  return cost(key, samples, stretch_);  // records it as missing
+}
+
+// ---- communication ---------------------------------------------------------------------
+
+double StepCosts::allreduce(const std::vector<int>& ranks, double bytes) {
+  if (cluster_ && !cluster_->ring_link(ranks).measured) {
+    std::string algorithm;
+    const double ms = allreduce_ms(*cluster_, ranks, bytes, &algorithm);
+    note("all-reduce over " + std::to_string(ranks.size()) + " ranks: " + algorithm + ", the fastest for these links");
+    return ms;
+  }
+  return allreduce_calibrated(int(ranks.size()), bytes);
+}
+
+double StepCosts::send(int from, int to, double bytes) {
+  if (cluster_) {
+    const Link& link = cluster_->link(from, to);
+    if (!link.measured) return link.ms(bytes);
+  }
+  return cost(p2p_key(plan_.parallel.backend, stretch_), bytes, 1.0);
+}
+
+// Not measured at this count, the nearest count measured (same backend and crowding)
+// scaled as a ring all-reduce scales: each rank sends and receives 2 (R - 1) / R of it.
+double StepCosts::allreduce_calibrated(int replicas, double bytes) {
+  const CommBackend backend = plan_.parallel.backend;
+  const std::string key = allreduce_key(replicas, backend, stretch_);
+  if (find(key).cost) return cost(key, bytes, 1.0);
+  auto ring = [](int r) { return 2.0 * (r - 1) / r; };
+  for (int delta = 1; delta < 4096; ++delta)
+    for (int other : {replicas - delta, replicas + delta}) {
+      if (other < 2 || !find(allreduce_key(other, backend, stretch_)).cost) continue;
+      note(key + ": not measured, scaled from " + std::to_string(other) + " ranks as a ring all-reduce scales");
+      return cost(allreduce_key(other, backend, stretch_), bytes, 1.0) * ring(replicas) / ring(other);
+    }
+  return cost(key, bytes, 1.0);  // records it as missing
+}
+
+// ---- calibrated keys -------------------------------------------------------------------
+
+StepCosts::Found StepCosts::find(const std::string& key) const {
+  if (auto it = cal_.costs.find(key); it != cal_.costs.end()) return {&it->second, true};
+  if (auto it = cal_.costs.find(unshared(key)); it != cal_.costs.end()) return {&it->second, false};
+  return {};
+}
+
+double StepCosts::cost(const std::string& key, double units, double stretch) {
+  const Found f = find(key);
+  if (!f.cost) {
+    missing_.insert(key);
+    return 0;
+  }
+  if (!f.own) note(key + ": measured only unshared" + (stretch > 1 ? ", stretched" : ""));
+  return std::max(0.0, f.cost->at(units)) * (f.own ? 1.0 : stretch);
+}
+
+void StepCosts::note(const std::string& text) {
+  if (noted_.insert(text).second) notes_.push_back(text);
+}
+
+// Same direction and kind ("forward linear "), same device (" @cpu 2t"), nearest work.
+const LinearCost* StepCosts::nearest_of_kind(const std::string& key, double work) const {
+  const std::size_t kind_end = key.find(' ', key.find(' ') + 1);
+  const std::string prefix = key.substr(0, kind_end + 1), device = key.substr(key.rfind(" @"));
+  const LinearCost* best = nullptr;
+  double best_distance = 0;
+  for (const auto& [k, c] : cal_.costs) {
+    if (!k.starts_with(prefix) || !k.ends_with(device) || c.work <= 0 || work <= 0) continue;
+    const double distance = std::abs(std::log(c.work / work));
+    if (!best || distance < best_distance) best = &c, best_distance = distance;
+  }
+  return best;
+}
+
+}  // namespace loom::predict

@@ -1,0 +1,65 @@
+// What each piece of a step costs the predictor, from one of two sources: this machine's
+// calibration (keys, see calibration.h), or a cluster file's roofline device and links.
+// The predictor asks in layers, samples, parameters and bytes and never sees which source
+// answered. Costs the calibration lacks are collected, not failed on at the first, so one
+// error can name all of them.
+#pragma once
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "loom/core/model_info.h"
+#include "loom/core/plan.h"
+#include "loom/predict/calibration.h"
+#include "loom/predict/cluster.h"
+
+namespace loom::predict {
+
+class StepCosts {
+ public:
+  // device: the calibration's device tag for this plan's ranks; stretch: how far their
+  // compute is stretched by ranks outnumbering cores. cluster: null for this machine.
+  StepCosts(const Plan& plan, const Calibration& calibration, const Cluster* cluster, std::string device, double stretch,
+            std::vector<std::string>& notes);
+
+  double forward(const LayerInfo& layer, double samples);
+  double backward(const LayerInfo& layer, double samples);
+  double data(double samples);  // loading a micro-batch's samples (inputs or labels)
+  double loss(double samples);
+  double optimizer(double params);
+  // A bucket's all-reduce over these ranks; a message between two ranks.
+  double allreduce(const std::vector<int>& ranks, double bytes);
+  double send(int from, int to, double bytes);
+  // Time measured steps had beyond their spans, per step, for `ops` ops per rank.
+  double residual(double ops);
+
+  const std::set<std::string>& missing() const { return missing_; }
+
+ private:
+  // Calibrated costs by key. A key measured under this plan's crowding is used as it is;
+  // otherwise the same cost measured unshared, stretched by the crowding.
+  struct Found {
+    const LinearCost* cost = nullptr;
+    bool own = false;  // false: the unshared key's
+  };
+  Found find(const std::string& key) const;
+  double cost(const std::string& key, double units, double stretch);
+  double layer(const std::string& key, const LayerInfo& layer, double samples);
+  double allreduce_calibrated(int replicas, double bytes);
+  const LinearCost* nearest_of_kind(const std::string& key, double work) const;
+  void note(const std::string& text);
+
+  bool roofline() const { return cluster_ && !cluster_->device.calibrated; }
+  double roofline_ms(double flops, double bytes, int kernels) const;
+
+  const Plan& plan_;
+  const Calibration& cal_;
+  const Cluster* cluster_;
+  std::string device_;
+  double stretch_;
+  std::vector<std::string>& notes_;
+  std::set<std::string> missing_, noted_;
+};
+
+}  // namespace loom::predict

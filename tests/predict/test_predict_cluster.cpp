@@ -1,0 +1,198 @@
+// The predictor on clusters it has never run on (cluster files, a roofline device, links
+// as latency + size / bandwidth and the all-reduce algorithms), the memory it predicts per
+// rank, and the layouts of one plan: re-laying, the search and the scaling curve. Every
+// expected figure is worked out by hand in the comment above its test.
+#include <QtTest>
+
+#include <cmath>
+
+#include "loom/predict/cluster.h"
+#include "loom/predict/layouts.h"
+#include "predict_fixtures.h"
+
+using loom::predict::Cluster;
+using loom::predict::Link;
+
+namespace {
+
+Cluster must_cluster(const std::string& json) {
+  auto c = loom::predict::cluster_from_json(json);
+  if (!c.ok()) qFatal("%s", c.error().describe().c_str());
+  return *c;
+}
+
+// A device so slow that compute outweighs everything: 1e-6 TFLOP/s at half its peak is
+// 500 FLOP per ms; memory and host link effectively free; no launch cost.
+const char* kSlowDevice =
+    "\"device\": {\"name\": \"slow\", \"peak_tflops\": 1e-6, \"efficiency\": 0.5, \"memory_bandwidth_gbs\": 1e9, "
+    "\"host_link_gbs\": 1e9, \"launch_us\": 0}";
+
+bool near(double a, double b) { return std::abs(a - b) <= 1e-9 * std::max(1.0, std::abs(b)); }
+
+}  // namespace
+
+class TestPredictCluster : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void clusterFileErrorsNameTheField() {
+    auto missing = loom::predict::cluster_from_json(R"({"hosts": 2, "device": {"memory_bandwidth_gbs": 10},)"
+                                                        R"("links": {"between_hosts": {"bandwidth_gbs": 1}}})");
+    QVERIFY(!missing.ok());
+    QVERIFY2(missing.error().message.find("device.peak_tflops is missing") != std::string::npos, missing.error().message.c_str());
+    auto negative = loom::predict::cluster_from_json(R"({"hosts": 2, "links": {"between_hosts": {"bandwidth_gbs": -1}}})");
+    QVERIFY(!negative.ok());
+    QVERIFY(negative.error().message.find("between_hosts.bandwidth_gbs must be more than 0") != std::string::npos);
+    auto no_link = loom::predict::cluster_from_json(R"({"hosts": 2})");
+    QVERIFY(!no_link.ok() && no_link.error().message.find("between_hosts is missing") != std::string::npos);
+    QVERIFY(!loom::predict::cluster_from_json(R"({"hosts": 0})").ok());
+    QVERIFY(!loom::predict::cluster_from_json("{").ok());
+    QCOMPARE(must_cluster(R"({"hosts": 1, "devices_per_host": 4})").devices(), 4);  // this machine, measured links
+  }
+
+  // Ring: 2 (p - 1) steps of latency + bytes / p. 4 ranks, 4 MB, 1 GB/s, 10 us:
+  // 6 x (0.01 + 1) = 6.06 ms. Tree: 2 log2(4) latencies + the message twice: 8.04 ms.
+  // Hierarchical on 2 hosts x 2 (inside 100 GB/s, 1 us): 2 x (0.001 + 0.02) inside, and
+  // the 2 MB shard over the 2 hosts (ring 2 x (0.01 + 1) = 2.02): 2.062 ms, the fastest.
+  void allreduceAlgorithmsFollowAlphaBeta() {
+    const Link slow{false, 1, 10};
+    QVERIFY(near(loom::predict::ring_allreduce_ms(slow, 4, 4e6), 6.06));
+    QVERIFY(near(loom::predict::tree_allreduce_ms(slow, 4, 4e6), 8.04));
+    const Cluster c = must_cluster(R"({"hosts": 2, "devices_per_host": 2, )" + std::string(kSlowDevice) + R"(,)"
+        R"("links": {"inside_host": {"bandwidth_gbs": 100, "latency_us": 1}, "between_hosts": {"bandwidth_gbs": 1, "latency_us": 10}}})");
+    std::string algorithm;
+    QVERIFY(near(loom::predict::allreduce_ms(c, {0, 1, 2, 3}, 4e6, &algorithm), 2.062));
+    QCOMPARE(algorithm, std::string("hierarchical"));
+    QVERIFY(near(loom::predict::allreduce_ms(c, {0, 1}, 4e6, &algorithm), 2 * (0.001 + 0.02)));  // one host: its own link
+    QCOMPARE(algorithm, std::string("ring"));
+  }
+
+  // On the roofline device each layer's forward is its FLOPs over 500 FLOP/ms, and four
+  // replicas on four hosts (1 ms latency, 1 GB/s) all-reduce the 204 bytes of gradients
+  // by tree, the faster here: 2 x 2 x 1 ms + 2 x 204 bytes / 1e6 bytes per ms.
+  void rooflineAndLinksMakeTheStep() {
+    const Plan plan = tiny_plan(R"({"devices": )" + devices(4) + R"(, "data_parallel": 4})", "0, 0, 0", 256);
+    const Cluster c = must_cluster(R"({"hosts": 4, )" + std::string(kSlowDevice) +
+                                   R"(, "links": {"between_hosts": {"bandwidth_gbs": 1, "latency_us": 1000}}})");
+    const Prediction p = must(loom::predict::predict_step(plan, Calibration{}, {2, &c}));
+    const loom::ModelInfo m = loom::infer_model(plan, nullptr);
+    const auto forwards = of(p, 0, EventKind::Forward);
+    QCOMPARE(forwards.size(), std::size_t(3));
+    QVERIFY(near(forwards[0].end_ms - forwards[0].start_ms, double(layer(m, "fc1").forward_flops) * 64 / 500));
+    QVERIFY(near(forwards[2].end_ms - forwards[2].start_ms, double(layer(m, "fc2").forward_flops) * 64 / 500));
+    const auto reduce = of(p, 3, EventKind::AllReduce);
+    QCOMPARE(reduce.size(), std::size_t(1));
+    QCOMPARE(reduce[0].bytes, std::int64_t(204));
+    QVERIFY(near(reduce[0].end_ms - reduce[0].start_ms, 4.0 + 2 * 204 / 1e6));
+    QCOMPARE(p.threads_per_rank, 0);  // a roofline device has no BLAS threads
+  }
+
+  // A cluster of one host like this one, with the links measured, predicts what this
+  // machine does: the same calibrated costs, the same spans.
+  void calibratedClusterOfThisMachineAgrees() {
+    const Plan plan = tiny_plan(R"({"devices": )" + devices(2) + R"(, "data_parallel": 2})", "0, 0, 0", 128);
+    const Cluster c = must_cluster(R"({"hosts": 1, "devices_per_host": 2, "device": "calibrated"})");
+    const Prediction here = must(loom::predict::predict_step(plan, costs_for(plan), {2}));
+    const Prediction there = must(loom::predict::predict_step(plan, costs_for(plan), {2, &c}));
+    QVERIFY(near(here.step_ms, there.step_ms));
+    QCOMPARE(here.spans.size(), there.spans.size());
+    // More ranks than the cluster has devices is an error that says both numbers.
+    const Cluster small = must_cluster(R"({"hosts": 1, "devices_per_host": 1})");
+    auto refused = loom::predict::predict_step(plan, costs_for(plan), {2, &small});
+    QVERIFY(!refused.ok() && refused.error().message.find("2 ranks") != std::string::npos);
+  }
+
+  // Two stages, four micro-batches of 16 samples. Stage 0 (fc1, relu) keeps each layer's
+  // input, 2 + 8 floats a sample: 640 bytes a micro-batch. GPipe holds all four at once,
+  // 1F1B at most the two stages from it; stage 1 under 1F1B one. Weights of fc1: 24 floats.
+  void memoryFollowsTheSchedule() {
+    const std::string parallel = R"({"devices": )" + devices(2) + R"(, "stages": 2, "microbatches": 4)";
+    const Plan gpipe = tiny_plan(parallel + R"(, "schedule": "gpipe"})", "0, 0, 1");
+    const Plan onefoneb = tiny_plan(parallel + R"(, "schedule": "1f1b"})", "0, 0, 1");
+    const Cluster c = must_cluster(R"({"hosts": 2, )" + std::string(kSlowDevice) +
+                                   R"(, "links": {"between_hosts": {"bandwidth_gbs": 1, "latency_us": 1}}})");
+    const Prediction g = must(loom::predict::predict_step(gpipe, Calibration{}, {2, &c}));
+    const Prediction f = must(loom::predict::predict_step(onefoneb, Calibration{}, {2, &c}));
+    QCOMPARE(g.memory.size(), std::size_t(2));
+    QCOMPARE(g.memory[0].activations, std::int64_t(4 * 640));
+    QCOMPARE(f.memory[0].activations, std::int64_t(2 * 640));
+    QCOMPARE(f.memory[1].activations, std::int64_t(1 * 8 * 16 * 4));
+    QCOMPARE(g.memory[0].parameters, std::int64_t(24 * 4));
+    QCOMPARE(g.memory[0].gradients, g.memory[0].parameters);
+    QCOMPARE(g.memory[0].optimizer_state, std::int64_t(0));  // plain SGD keeps none
+  }
+
+  // fc1 (32 FLOPs a sample), relu (8 outputs), fc2 (48): two stages cut after relu, the
+  // largest stage's work as small as it can be; the plan re-laid is valid.
+  void layoutCutsStagesForEqualWork() {
+    const Plan plan = tiny_plan(R"({"devices": )" + devices(1) + "}", "0, 0, 0", 128);
+    auto laid = loom::predict::with_layout(plan, {2, 2, 4, loom::Schedule::OneFOneB, 25});
+    QVERIFY(laid.ok());
+    QCOMPARE(laid->model.layers[0].stage, 0);
+    QCOMPARE(laid->model.layers[1].stage, 0);
+    QCOMPARE(laid->model.layers[2].stage, 1);
+    QCOMPARE(laid->parallel.devices.size(), std::size_t(4));
+    QVERIFY(loom::validate_plan(*laid).empty());
+    QVERIFY(!loom::predict::with_layout(plan, {1, 4, 1, loom::Schedule::GPipe, 25}).ok());  // 4 stages, 3 layers
+    // Work 256 (2 -> 64), 65536 (64 -> 512), 512, 512 (relus), 3072 (512 -> 3): cutting after
+    // the second layer leaves 65792 on the larger stage; cutting by count (after the third)
+    // would leave 66304.
+    loom::PlanResult skewed = loom::parse_plan(R"({"format": "loom-plan/1", "name": "skewed", "model": {"input": [2], "layers": [)"
+                                               R"({"type": "linear", "out": 64}, {"type": "linear", "out": 512}, {"type": "relu"},)"
+                                               R"({"type": "relu"}, {"type": "linear", "out": 3}]},)"
+                                               R"("data": {"source": "synthetic", "kind": "spirals", "classes": 3},)"
+                                               R"("training": {"batch": 64, "steps": 5}, "parallel": {"devices": [{"kind": "cpu"}]}})");
+    QVERIFY(skewed.ok());
+    auto cut = loom::predict::with_layout(*skewed.plan, {1, 2, 1, loom::Schedule::GPipe, 25});
+    QVERIFY(cut.ok());
+    std::vector<int> stages;
+    for (const auto& l : cut->model.layers) stages.push_back(l.stage);
+    QCOMPARE(stages, (std::vector<int>{0, 0, 1, 1, 1}));
+    QVERIFY(!loom::predict::with_layout(plan, {3, 1, 1, loom::Schedule::GPipe, 25}).ok());  // 128 / 3
+  }
+
+  // Every layout that fits is ranked, fastest first, each exactly as predict_step makes
+  // it; a memory limit leaves out what needs more; a pipeline loses by its idle time.
+  void searchRanksWhatFits() {
+    const Plan plan = tiny_plan(R"({"devices": )" + devices(1) + "}", "0, 0, 0", 128);
+    const Cluster c = must_cluster(R"({"hosts": 4, )" + std::string(kSlowDevice) +
+                                   R"(, "links": {"between_hosts": {"bandwidth_gbs": 1, "latency_us": 1}}})");
+    loom::predict::SearchSpace space;
+    space.devices = 4;
+    auto ranked = loom::predict::search_layouts(plan, Calibration{}, {2, &c}, space);
+    QVERIFY(ranked.ok() && ranked->size() > 10);
+    for (std::size_t i = 1; i < ranked->size(); ++i)
+      QVERIFY((*ranked)[i - 1].prediction.samples_per_s >= (*ranked)[i].prediction.samples_per_s);
+    const auto& best = ranked->front();
+    const Prediction again = must(loom::predict::predict_step(*loom::predict::with_layout(plan, best.choice), Calibration{}, {2, &c}));
+    QVERIFY(near(again.step_ms, best.prediction.step_ms));
+    QCOMPARE(best.choice.replicas, 4);  // compute outweighs a 1 us link: split the batch
+    for (const auto& other : *ranked)
+      if (other.choice.stages > 1 && other.choice.replicas == 1)
+        QVERIFY2(loom::predict::why_slower(best.prediction, other.prediction).find("pipeline idle") != std::string::npos,
+                 loom::predict::why_slower(best.prediction, other.prediction).c_str());
+    space.memory_per_device = best.peak_memory - 1;
+    auto limited = loom::predict::search_layouts(plan, Calibration{}, {2, &c}, space);
+    QVERIFY(limited.ok());
+    for (const auto& candidate : *limited)
+      QCOMPARE(candidate.left_out.empty(), candidate.peak_memory < best.peak_memory);
+  }
+
+  // Each replica keeps 64 samples: 1, 2, 4 devices; the first point is the yardstick.
+  void scalingKeepsThePerReplicaBatch() {
+    const Plan plan = tiny_plan(R"({"devices": )" + devices(1) + "}");
+    const Cluster c = must_cluster(R"({"hosts": 4, )" + std::string(kSlowDevice) +
+                                   R"(, "links": {"between_hosts": {"bandwidth_gbs": 1, "latency_us": 1000}}})");
+    auto curve = loom::predict::scaling_curve(plan, Calibration{}, {2, &c}, 4);
+    QVERIFY(curve.ok());
+    QCOMPARE(curve->size(), std::size_t(3));
+    QCOMPARE((*curve)[2].devices, 4);
+    QCOMPARE((*curve)[0].efficiency, 1.0);
+    QVERIFY(near((*curve)[0].samples_per_s, 64 / (*curve)[0].step_ms * 1000));
+    QVERIFY(near((*curve)[2].samples_per_s, 256 / (*curve)[2].step_ms * 1000));
+    QVERIFY((*curve)[2].efficiency < 1.0);  // 4 ms of tree all-reduce latency per step
+  }
+};
+
+QTEST_GUILESS_MAIN(TestPredictCluster)
+#include "test_predict_cluster.moc"
