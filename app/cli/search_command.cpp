@@ -76,8 +76,11 @@ nlohmann::json ranking_json(const Plan& plan, const std::vector<predict::Candida
   return {{"plan", plan.name}, {"devices", devices}, {"layouts", layouts}};
 }
 
-// The top layouts as plan files, to open in the workbench or run.
-bool save_layouts(const Plan& plan, const std::vector<predict::Candidate>& ranked, const std::string& dir) {
+// The top layouts as plan files, to open in the workbench or run; the paths written, or
+// nullopt when one could not be (the error printed).
+std::optional<std::vector<std::string>> save_layouts(const Plan& plan, const std::vector<predict::Candidate>& ranked,
+                                                     const std::string& dir) {
+  std::vector<std::string> written;
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   for (int i = 0; i < std::min<int>(kShown, int(ranked.size())); ++i) {
@@ -91,11 +94,11 @@ bool save_layouts(const Plan& plan, const std::vector<predict::Candidate>& ranke
     out << plan_to_json(*laid) << "\n";
     if (!out) {
       std::fprintf(stderr, "loom-cli: cannot write %s\n", path.c_str());
-      return false;
+      return std::nullopt;
     }
-    std::printf("  saved %s\n", path.c_str());
+    written.push_back(path);
   }
-  return true;
+  return written;
 }
 
 }  // namespace
@@ -121,12 +124,20 @@ int cmd_search(const Args& args) {
   const predict::MachineShape machine{machine::cores_available(), cluster ? &*cluster : nullptr};
   auto ranked = predict::search_layouts(*plan, opened->calibration, machine, space);
   if (!ranked.ok()) return prediction_failed(ranked.error());
+  std::vector<std::string> saved;
+  if (args.save) {
+    auto written = save_layouts(*plan, *ranked, *args.save);
+    if (!written) return kFailed;
+    saved = std::move(*written);
+  }
   if (args.json) {
-    std::printf("%s\n", ranking_json(*plan, *ranked, space.devices).dump().c_str());
+    nlohmann::json j = ranking_json(*plan, *ranked, space.devices);
+    if (args.save) j["saved"] = saved;
+    std::printf("%s\n", j.dump().c_str());
   } else {
     print_ranking(*plan, *ranked, space.devices);
+    for (const std::string& path : saved) std::printf("  saved %s\n", path.c_str());
   }
-  if (args.save && !save_layouts(*plan, *ranked, *args.save)) return kFailed;
   return kOk;
 }
 

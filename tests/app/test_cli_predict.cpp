@@ -105,6 +105,39 @@ class CliPredictTest : public QObject {
     QVERIFY(last_json_line(costs.out)["costs"].toObject().contains("backward tanh 64->64 @cpu 1t"));
   }
 
+  // A roofline cluster needs no calibration: a scaling curve to 1,024 devices, a ranked
+  // search whose best layout saved as a plan validates, and errors that name the field.
+  void clusterScalingAndSearch() {
+    const QString plan = write("spirals.json", kSpiralsPlan);
+    const QString cluster = write("cluster.json", R"({"name": "test", "hosts": 128, "devices_per_host": 8,)"
+                                                  R"("device": {"peak_tflops": 10, "memory_bandwidth_gbs": 1000},)"
+                                                  R"("links": {"inside_host": {"bandwidth_gbs": 100, "latency_us": 2},)"
+                                                  R"("between_hosts": {"bandwidth_gbs": 10, "latency_us": 5}}})");
+    const Result scaled = run_cli({"predict", plan, "--db", db(), "--cluster", cluster, "--scale", "1024", "--json"});
+    QVERIFY2(scaled.exit_code == 0, qPrintable(scaled.err));
+    const QJsonArray points = last_json_line(scaled.out)["scaling"].toArray();
+    QCOMPARE(points.size(), 11);  // 1, 2, 4, ... 1024
+    QCOMPARE(points.last().toObject()["devices"].toInt(), 1024);
+    QCOMPARE(points.first().toObject()["efficiency"].toDouble(), 1.0);
+
+    const QString saved = dir_.filePath("layouts");
+    const Result searched = run_cli({"search", plan, "--db", db(), "--cluster", cluster, "--devices", "8", "--save", saved, "--json"});
+    QVERIFY2(searched.exit_code == 0, qPrintable(searched.err));
+    const QJsonArray layouts = last_json_line(searched.out)["layouts"].toArray();
+    QVERIFY(layouts.size() >= 4);
+    for (int i = 1; i < layouts.size(); ++i)
+      QVERIFY(layouts[i - 1].toObject()["samples_per_s"].toDouble() >= layouts[i].toObject()["samples_per_s"].toDouble());
+    QVERIFY(layouts[1].toObject().contains("why_slower"));
+    const Result valid = run_cli({"validate", saved + "/layout-1.json"});
+    QVERIFY2(valid.exit_code == 0, qPrintable(valid.out + valid.err));
+
+    const Result size = run_cli({"search", plan, "--db", db(), "--cluster", cluster, "--memory-per-device", "lots"});
+    QCOMPARE(size.exit_code, 2);
+    const Result broken = run_cli({"predict", plan, "--db", db(), "--cluster", write("bad.json", R"({"hosts": 2, "device": {"peak_tflops": 1}})")});
+    QCOMPARE(broken.exit_code, 2);
+    QVERIFY2(broken.err.contains("device.memory_bandwidth_gbs is missing"), qPrintable(broken.err));
+  }
+
   void planNotCoveredIsRefused() {
     const Result refused = run_cli({"predict", write("ps.json", kParameterServerPlan), "--db", db()});
     QCOMPARE(refused.exit_code, 2);
