@@ -107,6 +107,43 @@ class TestWorkbench : public QObject {
     QVERIFY(window_->runAction()->isEnabled());
   }
 
+  // Run > Predict on an empty store says what to measure; after a real run, the run
+  // opens beside a prediction of its plan (the closed loop), and Predict shows the
+  // designer's plan as a predicted run.
+  void predictionBesideTheRunItPredicts() {
+    loom::Plan plan = two_rank_plan(120);
+    plan.parallel.data_parallel = 1;
+    plan.parallel.devices.assign(1, loom::DeviceSpec{});
+    window_->document()->reset(plan);
+    QVERIFY(window_->predictAction()->isEnabled());
+    QVERIFY(!window_->comparePredictionAction()->isEnabled());
+    QCOMPARE(window_->predictPlan(), qint64(0));
+    QVERIFY2(window_->statusText().contains("no calibration for"), qPrintable(window_->statusText()));
+
+    QSignalSpy finished(window_.get(), &MainWindow::runFinished);
+    window_->runAction()->trigger();
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 240000);
+    QVERIFY(finished_status(finished, 0) == RunStatus::Completed);
+    const qint64 measured = finished.at(0).at(0).toLongLong();
+    QTRY_VERIFY_WITH_TIMEOUT(window_->comparePredictionAction()->isEnabled(), 10000);
+    QVERIFY2(window_->statusText().contains("Compare with prediction"), qPrintable(window_->statusText()));
+    QSignalSpy opened(window_.get(), &MainWindow::comparisonOpened);
+    window_->comparePredictionAction()->trigger();
+    QCOMPARE(opened.count(), 1);
+    auto* comparison = opened.at(0).at(0).value<ComparisonWindow*>();
+    QCOMPARE(comparison->runIds().size(), 2);
+    QCOMPARE(comparison->runIds().front(), measured);
+    QCOMPARE(stored_run(window_->dbPath(), comparison->runIds().back()).kind, std::string("predicted"));
+    QTRY_VERIFY_WITH_TIMEOUT(comparison->comparisonShown(), 20000);
+    comparison->close();
+
+    const qint64 predicted = window_->predictPlan();
+    QVERIFY(predicted > measured);
+    QCOMPARE(window_->currentRunId(), predicted);
+    QTRY_VERIFY2_WITH_TIMEOUT(window_->runCaption().contains("predicted, not measured"), qPrintable(window_->runCaption()), 10000);
+    QVERIFY(!window_->comparePredictionAction()->isEnabled());  // a prediction is not compared with itself
+  }
+
   void runFromTheWindowStreamsIntoTheTimelineAndCompletes() {
     window_->document()->reset(two_rank_plan(60));
     QSignalSpy finished(window_.get(), &MainWindow::runFinished);

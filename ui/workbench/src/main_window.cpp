@@ -86,6 +86,11 @@ void MainWindow::createActions() {
   stop_action_->setEnabled(false);
   resume_action_ = make(tr("Res&ume run"), {}, [this] { resumeRun(); });
   resume_action_->setEnabled(false);
+  predict_action_ = make(tr("&Predict"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_R), [this] { predictPlan(); });
+  predict_action_->setToolTip(tr("Predict one steady step of this plan from this machine's stored runs, "
+                                 "store the prediction as a run and show it (nothing runs)"));
+  compare_prediction_action_ = make(tr("Compare with p&rediction"), {}, [this] { compareWithPrediction(); });
+  compare_prediction_action_->setEnabled(false);
   undo_action_ = document_.undoStack()->createUndoAction(this, tr("&Undo"));
   undo_action_->setShortcut(QKeySequence::Undo);
   redo_action_ = document_.undoStack()->createRedoAction(this, tr("&Redo"));
@@ -151,6 +156,8 @@ void MainWindow::createMenus() {
   edit->addActions({undo_action_, redo_action_});
   QMenu* run = menuBar()->addMenu(tr("&Run"));
   run->addActions({run_action_, stop_action_, resume_action_});
+  run->addSeparator();
+  run->addActions({predict_action_, compare_prediction_action_});
   view_menu_ = menuBar()->addMenu(tr("&View"));
   view_menu_->addActions({follow_action_, fit_action_, path_action_, dark_action_});
   view_menu_->addSeparator();
@@ -399,6 +406,7 @@ void MainWindow::updateRunState() {
   run_action_->setEnabled(blocked.isEmpty() && !running);
   stop_action_->setEnabled(running);
   updateResumeAction();
+  updatePredictionActions();
   run_action_->setToolTip(blocked.isEmpty() ? tr("Run this plan (%1 ranks)").arg(loom::world_size(document_.plan()))
                                             : tr("Cannot run: %1").arg(blocked));
   // A plan error outranks the last run's outcome: it is what stops the next Run.

@@ -255,6 +255,7 @@ void MainWindow::setShownRun(const ShownRun& run) {
   updateSubject();
   updateTitle();
   updateResumeAction();
+  updatePredictionActions();
   report_action_->setEnabled(shown_.id != 0);
   path_overlay_->setPlan(shown_.plan);
 }

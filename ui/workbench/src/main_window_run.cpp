@@ -183,6 +183,8 @@ void MainWindow::onRunFinished(qint64 runId, loom::trace::RunStatus status, cons
     ended.status = status;
     setShownRun(ended);
   }
+  // The closed loop: what was predicted for this run, one action away.
+  if (shownRunHasPredictablePlan()) run_state_ += tr(" · Run > Compare with prediction puts it beside its prediction");
   updateRunState();
   refreshRunList();
   emit runFinished(runId, status, error);

@@ -72,6 +72,14 @@ class MainWindow : public QMainWindow {
   bool openLesson(const QString& name);
   // Opens a window comparing these stored runs (2 to 6), deleted when closed.
   ComparisonWindow* openComparison(const QList<qint64>& runIds);
+  // Run > Predict: the designer's plan predicted from this machine's runs in the store,
+  // stored as a run of kind "predicted" and opened; its id, or 0 (the error shown).
+  qint64 predictPlan();
+  // Run > Compare with prediction: the completed measured run on screen beside a
+  // prediction of its plan; null when there is none or it cannot be predicted.
+  ComparisonWindow* compareWithPrediction();
+  QAction* predictAction() const { return predict_action_; }
+  QAction* comparePredictionAction() const { return compare_prediction_action_; }
   QString statusText() const;
   QString rateText() const;  // the status bar's samples/s
   QString launchLog() const;
@@ -176,6 +184,8 @@ class MainWindow : public QMainWindow {
   void startJob(const loom::Plan& plan, const loom::host::ResumeRequest* resume, const QString& state);
   int askResumeReplicas(const loom::host::ResumeRequest& request);
   void updateResumeAction();
+  void updatePredictionActions();
+  bool shownRunHasPredictablePlan() const;
   void onRunCreated(qint64 runId);
   void onProgress(const loom::host::JobProgress& progress);
   void onRunFinished(qint64 runId, loom::trace::RunStatus status, const QString& error, double wallSeconds);
@@ -215,6 +225,7 @@ class MainWindow : public QMainWindow {
   QToolBar* tool_bar_ = nullptr;
   QAction *new_action_ = nullptr, *open_action_ = nullptr, *save_action_ = nullptr, *save_as_action_ = nullptr;
   QAction *run_action_ = nullptr, *stop_action_ = nullptr, *resume_action_ = nullptr;
+  QAction *predict_action_ = nullptr, *compare_prediction_action_ = nullptr;
   QAction* report_action_ = nullptr;  // File > Save run report…, while a run is on screen
   QAction* path_action_ = nullptr;    // View > Critical path
   PathOverlay* path_overlay_ = nullptr;
