@@ -293,7 +293,7 @@ Expected<Prediction> predict_step(const Plan& plan, const Calibration& calibrati
   Prediction out;
   set_threads(plan, machine, out);
   const std::string device = device_tag(DeviceSpec{}, out.threads_per_rank, {}, out.stretch);
-  StepCosts costs(plan, calibration, machine.cluster, device, out.stretch, out.notes);
+  StepCosts costs(plan, calibration, machine.cluster, device, out.stretch, out.notes, machine.device_speed);
   const double residual_ms = costs.residual(2.0 * l.chunks);
   auto replayed = replay_replicas(plan, model, costs);
   if (!replayed.ok()) return replayed.error();

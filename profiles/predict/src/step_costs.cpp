@@ -29,8 +29,8 @@ double optimizer_bytes_per_param(OptimizerKind kind) {
 }  // namespace
 
 StepCosts::StepCosts(const Plan& plan, const Calibration& calibration, const Cluster* cluster, std::string device, double stretch,
-                     std::vector<std::string>& notes)
-    : plan_(plan), cal_(calibration), cluster_(cluster), device_(std::move(device)), stretch_(stretch), notes_(notes) {
+                     std::vector<std::string>& notes, double speed)
+    : plan_(plan), cal_(calibration), cluster_(cluster), device_(std::move(device)), stretch_(stretch), speed_(speed), notes_(notes) {
   if (roofline())
     note("device: roofline of " + cluster_->device.name + " at " + std::to_string(int(cluster_->device.efficiency * 100)) +
          "% of its peaks; no residual");
@@ -45,7 +45,7 @@ double StepCosts::roofline_ms(double flops, double bytes, int kernels) const {
   return std::max(compute, memory) + kernels * d.launch_us / 1e3;
 }
 
-double StepCosts::forward(const LayerInfo& l, double samples) {
+double StepCosts::forward_at_speed(const LayerInfo& l, double samples) {
   if (!roofline()) return layer(forward_key(l, device_), l, samples);
   const double bytes = double(l.param_bytes) + (elements(l.input) + elements(l.output)) * samples * 4;
   return roofline_ms(double(l.forward_flops) * samples, bytes, 1);
@@ -53,7 +53,7 @@ double StepCosts::forward(const LayerInfo& l, double samples) {
 
 // The input's gradient and the weights' each cost a forward's FLOPs; a layer without
 // weights computes only the first.
-double StepCosts::backward(const LayerInfo& l, double samples) {
+double StepCosts::backward_at_speed(const LayerInfo& l, double samples) {
   if (!roofline()) return layer(backward_key(l, device_), l, samples);
   const int products = l.params > 0 ? 2 : 1;
   const double bytes = 2.0 * double(l.param_bytes) + (elements(l.input) + 2 * elements(l.output)) * samples * 4;
@@ -61,27 +61,36 @@ double StepCosts::backward(const LayerInfo& l, double samples) {
 }
 
 // A roofline device copies the batch from its host.
-double StepCosts::data(double samples) {
+double StepCosts::data_at_speed(double samples) {
   if (!roofline()) return cost(data_key(plan_), samples, stretch_);
   const double bytes = elements(plan_.model.input) * samples * 4;
   return bytes / (cluster_->device.host_link_gbs * 1e6) + cluster_->device.launch_us / 1e3;
 }
 
 // Softmax and cross-entropy read the logits and write probabilities and their gradient.
-double StepCosts::loss(double samples) {
+double StepCosts::loss_at_speed(double samples) {
   if (!roofline()) return cost(loss_key(plan_, device_), samples, stretch_);
   return roofline_ms(0, 3.0 * dataset_classes(plan_) * samples * 4, 2);
 }
 
-double StepCosts::optimizer(double params) {
+double StepCosts::optimizer_at_speed(double params) {
   if (!roofline()) return cost(optimizer_key(plan_, device_), params, stretch_);
   return roofline_ms(0, params * optimizer_bytes_per_param(plan_.training.optimizer.kind), 1);
 }
 
+// Without a residual for this kind of plan (pipeline or not) on this device, the other
+// kind's at the same ops per step: counting it as 0 would favour whatever was never
+// measured (a layout search would pick it).
 double StepCosts::residual(double ops) {
   if (roofline()) return 0;
-  const std::string key = residual_key(plan_.parallel.stages > 1, device_);
+  const bool pipeline = plan_.parallel.stages > 1;
+  const std::string key = residual_key(pipeline, device_);
   if (find(key).cost) return cost(key, ops, stretch_);
+  const std::string other = residual_key(!pipeline, device_);
+  if (find(other).cost) {
+    note(key + ": not calibrated, taken from " + other);
+    return cost(other, ops, stretch_);
+  }
   note(key + ": not calibrated, counted as 0");
   return 0;
 }

@@ -20,14 +20,15 @@ class StepCosts {
  public:
   // device: the calibration's device tag for this plan's ranks; stretch: how far their
   // compute is stretched by ranks outnumbering cores. cluster: null for this machine.
+  // speed: a what-if factor every compute cost is divided by (1: as calibrated).
   StepCosts(const Plan& plan, const Calibration& calibration, const Cluster* cluster, std::string device, double stretch,
-            std::vector<std::string>& notes);
+            std::vector<std::string>& notes, double speed = 1.0);
 
-  double forward(const LayerInfo& layer, double samples);
-  double backward(const LayerInfo& layer, double samples);
-  double data(double samples);  // loading a micro-batch's samples (inputs or labels)
-  double loss(double samples);
-  double optimizer(double params);
+  double forward(const LayerInfo& layer, double samples) { return forward_at_speed(layer, samples) / speed_; }
+  double backward(const LayerInfo& layer, double samples) { return backward_at_speed(layer, samples) / speed_; }
+  double data(double samples) { return data_at_speed(samples) / speed_; }  // loading a micro-batch's inputs or labels
+  double loss(double samples) { return loss_at_speed(samples) / speed_; }
+  double optimizer(double params) { return optimizer_at_speed(params) / speed_; }
   // A bucket's all-reduce over these ranks; a message between two ranks.
   double allreduce(const std::vector<int>& ranks, double bytes);
   double send(int from, int to, double bytes);
@@ -50,6 +51,12 @@ class StepCosts {
   const LinearCost* nearest_of_kind(const std::string& key, double work) const;
   void note(const std::string& text);
 
+  double forward_at_speed(const LayerInfo& layer, double samples);
+  double backward_at_speed(const LayerInfo& layer, double samples);
+  double data_at_speed(double samples);
+  double loss_at_speed(double samples);
+  double optimizer_at_speed(double params);
+
   bool roofline() const { return cluster_ && !cluster_->device.calibrated; }
   double roofline_ms(double flops, double bytes, int kernels) const;
 
@@ -58,6 +65,7 @@ class StepCosts {
   const Cluster* cluster_;
   std::string device_;
   double stretch_;
+  double speed_;
   std::vector<std::string>& notes_;
   std::set<std::string> missing_, noted_;
 };

@@ -2,6 +2,7 @@
 // The dock layout is in main_window_layout.cpp, the Help menu and the examples in
 // main_window_help.cpp, running and the live views in main_window_run.cpp.
 #include "loom/ui/workbench/main_window.h"
+#include "loom/ui/workbench/what_if_panel.h"
 
 #include <QAction>
 #include <QApplication>
@@ -223,6 +224,7 @@ void MainWindow::setDbPath(const QString& path) {
 // the status bar gives the samples/s every view gives (the stored steady figure,
 // RunRecord::samples_per_s), not the last live estimate.
 void MainWindow::onRunListReloaded() {
+  if (!controller_.isRunning()) what_if_panel_->storeChanged(dbPath());  // runs came or went: recalibrate
   const RunListModel* runs = run_browser_->model();
   if (current_run_ == 0 || controller_.isRunning() || !runs->errorMessage().isEmpty() ||
       run_browser_->database() != dbPath())
@@ -387,6 +389,7 @@ std::vector<std::string> MainWindow::layerNames() const {
 
 void MainWindow::onPlanChanged() {
   if (document_.isModified()) example_hint_.clear();  // the example was edited: the hint may not hold
+  what_if_panel_->setPlan(document_.plan());
   updateRunState();
   updateTitle();
   updateSubject();

@@ -21,6 +21,7 @@
 #include "loom/ui/workbench/lesson_panel.h"
 #include "loom/ui/workbench/path_overlay.h"
 #include "loom/ui/workbench/run_browser.h"
+#include "loom/ui/workbench/what_if_panel.h"
 #include "loom/ui/charts/training_charts.h"
 #include "loom/ui/timeline/replay_bar.h"
 #include "loom/ui/timeline/timeline_view.h"
@@ -139,6 +140,9 @@ void MainWindow::createDocks() {
   connect(run_browser_, &RunBrowser::openStoreRequested, this, &MainWindow::chooseDatabase);
   connect(run_browser_, &RunBrowser::errorOccurred, this, &MainWindow::showError);
   connect(run_browser_, &RunBrowser::listReloaded, this, &MainWindow::onRunListReloaded);
+  what_if_panel_ = new WhatIfPanel;
+  connect(what_if_panel_, &WhatIfPanel::openPlanRequested, this, &MainWindow::openSearchedLayout);
+  connect(what_if_panel_, &WhatIfPanel::showPredictionRequested, this, [this] { storeWhatIfPrediction(); });
   view_menu_->addSeparator();
   result_docks_ = {
       addDock(tr("Training"), "TrainingDock", scrollable(views_.training()), Qt::BottomDockWidgetArea),
@@ -147,6 +151,7 @@ void MainWindow::createDocks() {
       addDock(tr("Serving"), "ServingDock", scrollable(views_.serving()), Qt::BottomDockWidgetArea),
       addDock(tr("Launch log"), "LogDock", log_, Qt::BottomDockWidgetArea),
       addDock(tr("Runs"), "RunsDock", run_browser_, Qt::BottomDockWidgetArea),
+      addDock(tr("What-if"), "WhatIfDock", scrollable(what_if_panel_), Qt::BottomDockWidgetArea),
   };
   arrangeDocks();
 }
@@ -197,7 +202,8 @@ void MainWindow::updateSubject() {
   caption_->setText(loom::ui::runCaption(shown_, document_.plan()));
   caption_->setToolTip(loom::ui::runCaptionToolTip(shown_, document_.plan()));
   for (QDockWidget* dock : result_docks_) {
-    if (dock->objectName() == QLatin1String("RunsDock")) continue;  // the list of every run
+    // The list of every run, and the plan's what-if: not about the run on screen.
+    if (dock->objectName() == QLatin1String("RunsDock") || dock->objectName() == QLatin1String("WhatIfDock")) continue;
     dock->setWindowTitle(dockTitle(dock->property("baseTitle").toString(), shown_));
   }
 }

@@ -7,6 +7,7 @@
 #include "loom/predict/stored_prediction.h"
 #include "loom/trace/machine.h"
 #include "loom/ui/workbench/main_window.h"
+#include "loom/ui/workbench/what_if_panel.h"
 
 namespace loom::ui {
 
@@ -44,13 +45,44 @@ qint64 MainWindow::predictPlan() {
     showError(tr("Cannot predict this plan"), describe(stored.error()));
     return 0;
   }
-  refreshRunList();
-  openRun(stored->id);
-  setStateText(tr("Predicted: %1 ms a step, %2 samples/s (run %3, predicted, not measured)")
-                   .arg(stored->step_ms, 0, 'f', 2)
-                   .arg(stored->samples_per_s, 0, 'f', 0)
-                   .arg(stored->id));
+  openStoredPrediction(stored->id, stored->step_ms, stored->samples_per_s);
   return stored->id;
+}
+
+void MainWindow::openStoredPrediction(qint64 id, double stepMs, double samplesPerS) {
+  refreshRunList();
+  openRun(id);
+  setStateText(tr("Predicted: %1 ms a step, %2 samples/s (run %3, predicted, not measured)")
+                   .arg(stepMs, 0, 'f', 2)
+                   .arg(samplesPerS, 0, 'f', 0)
+                   .arg(id));
+}
+
+qint64 MainWindow::storeWhatIfPrediction() {
+  const WhatIf* what_if = what_if_panel_->model();
+  if (!what_if->prediction() || !what_if->variedPlan()) return 0;
+  auto store = store::RunStore::open(dbPath().toStdString());
+  if (!store.ok()) {
+    showError(tr("Cannot store the prediction"), describe(store.error()));
+    return 0;
+  }
+  auto id = predict::store_prediction(*store, *what_if->variedPlan(), *what_if->prediction(), what_if->calibration());
+  if (!id.ok()) {
+    showError(tr("Cannot store the prediction"), describe(id.error()));
+    return 0;
+  }
+  openStoredPrediction(*id, what_if->prediction()->step_ms, what_if->prediction()->samples_per_s);
+  return *id;
+}
+
+// A searched layout replaces the designer's plan (asking first about unsaved changes).
+void MainWindow::openSearchedLayout(const loom::Plan& plan) {
+  if (!maybeSave()) return;
+  document_.reset(plan);
+  planReplaced();
+  setStateText(tr("Layout opened in the designer: %1 replicas x %2 stages (not saved yet)")
+                   .arg(plan.parallel.data_parallel)
+                   .arg(plan.parallel.stages));
 }
 
 ComparisonWindow* MainWindow::compareWithPrediction() {

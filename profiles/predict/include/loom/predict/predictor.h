@@ -40,6 +40,7 @@ struct PredictedSpan {
 struct MachineShape {
   int cores = 1;
   const Cluster* cluster = nullptr;
+  double device_speed = 1;  // what-if: every compute cost divided by this
 };
 
 // What a rank holds at its peak, in bytes: fp32 weights, their gradients, the optimizer's

@@ -42,6 +42,7 @@ namespace loom::ui {
 class LessonPanel;
 
 class ComparisonWindow;
+class WhatIfPanel;
 class PathOverlay;
 class RunBrowser;
 
@@ -79,6 +80,9 @@ class MainWindow : public QMainWindow {
   // prediction of its plan; null when there is none or it cannot be predicted.
   ComparisonWindow* compareWithPrediction();
   QAction* predictAction() const { return predict_action_; }
+  WhatIfPanel* whatIfPanel() const { return what_if_panel_; }
+  // The What-if panel's prediction stored as a run and opened; its id, or 0.
+  qint64 storeWhatIfPrediction();
   QAction* comparePredictionAction() const { return compare_prediction_action_; }
   QString statusText() const;
   QString rateText() const;  // the status bar's samples/s
@@ -186,6 +190,8 @@ class MainWindow : public QMainWindow {
   void updateResumeAction();
   void updatePredictionActions();
   bool shownRunHasPredictablePlan() const;
+  void openStoredPrediction(qint64 id, double stepMs, double samplesPerS);
+  void openSearchedLayout(const loom::Plan& plan);
   void onRunCreated(qint64 runId);
   void onProgress(const loom::host::JobProgress& progress);
   void onRunFinished(qint64 runId, loom::trace::RunStatus status, const QString& error, double wallSeconds);
@@ -208,6 +214,7 @@ class MainWindow : public QMainWindow {
   ShownRun shown_;
   RunBrowser* run_browser_ = nullptr;
   LessonPanel* lesson_panel_ = nullptr;
+  WhatIfPanel* what_if_panel_ = nullptr;
   QDockWidget* lesson_dock_ = nullptr;
   QPlainTextEdit* log_ = nullptr;
   QLabel* caption_ = nullptr;

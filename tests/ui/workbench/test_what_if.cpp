@@ -1,0 +1,151 @@
+// The What-if model without a display: the knobs re-lay and re-predict the plan exactly
+// as the predictor does for the same plan; device speed divides compute; a batch that
+// does not split is said, not predicted; hosts like this one use the link set; the
+// scaling curve and the layout search come from the same knobs; and the What-if dock
+// shows it (offscreen): figures, a scaling chart, searched layouts that open as plans.
+#include <QApplication>
+#include <QComboBox>
+#include <QLabel>
+#include <QPushButton>
+#include <QSignalSpy>
+#include <QSlider>
+#include <QSpinBox>
+#include <QTableWidget>
+#include <QtTest>
+
+#include "loom/ui/charts/scaling_chart.h"
+#include "loom/ui/workbench/what_if.h"
+#include "loom/ui/workbench/what_if_panel.h"
+#include "predict_fixtures.h"
+
+using loom::ui::WhatIf;
+
+namespace {
+
+bool near(double a, double b) { return std::abs(a - b) <= 1e-9 * std::max(1.0, std::abs(b)); }
+
+// The tiny plan with 128 samples, its costs and two cores fixed: the same on any machine.
+struct Fixture {
+  Plan plan = tiny_plan(R"({"devices": )" + devices(1) + "}", "0, 0, 0", 128);
+  WhatIf what_if;
+  Fixture() {
+    what_if.setCores(2);
+    what_if.setCalibration(costs_for(plan));
+    what_if.setPlan(plan);
+  }
+};
+
+double total(const Prediction& p, EventKind kind) {
+  double ms = 0;
+  for (const PredictedSpan& s : p.spans)
+    if (s.kind == kind) ms += s.end_ms - s.start_ms;
+  return ms;
+}
+
+}  // namespace
+
+class TestWhatIf : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void knobsRepredictAsThePredictorDoes() {
+    Fixture f;
+    QVERIFY2(f.what_if.prediction().has_value(), qPrintable(f.what_if.error()));
+    const Prediction direct = must(loom::predict::predict_step(f.plan, costs_for(f.plan), {2}));
+    QVERIFY(near(f.what_if.prediction()->step_ms, direct.step_ms));
+    QSignalSpy predicted(&f.what_if, &WhatIf::predicted);
+    WhatIf::Knobs k = f.what_if.knobs();
+    k.replicas = 2;
+    f.what_if.setKnobs(k);
+    QCOMPARE(predicted.count(), 1);
+    QCOMPARE(f.what_if.variedPlan()->parallel.data_parallel, 2);
+    QCOMPARE(f.what_if.variedPlan()->training.batch, std::int64_t(128));  // the global batch stays
+    const Prediction two = must(loom::predict::predict_step(*f.what_if.variedPlan(), costs_for(f.plan), {2}));
+    QVERIFY(near(f.what_if.prediction()->step_ms, two.step_ms));
+    QVERIFY(total(*f.what_if.prediction(), EventKind::AllReduce) > 0);
+    QVERIFY(near(f.what_if.baseline()->step_ms, direct.step_ms));  // the plan as it stands
+  }
+
+  // Twice as fast a device: every forward and backward takes half as long.
+  void deviceSpeedDividesCompute() {
+    Fixture f;
+    const double forward = total(*f.what_if.prediction(), EventKind::Forward);
+    const double backward = total(*f.what_if.prediction(), EventKind::Backward);
+    WhatIf::Knobs k = f.what_if.knobs();
+    k.device_speed = 2;
+    f.what_if.setKnobs(k);
+    QVERIFY(near(total(*f.what_if.prediction(), EventKind::Forward), forward / 2));
+    QVERIFY(near(total(*f.what_if.prediction(), EventKind::Backward), backward / 2));
+  }
+
+  void batchThatDoesNotSplitIsSaid() {
+    Fixture f;
+    WhatIf::Knobs k = f.what_if.knobs();
+    k.replicas = 3;
+    f.what_if.setKnobs(k);
+    QVERIFY(!f.what_if.prediction());
+    QVERIFY2(f.what_if.error().contains("does not split"), qPrintable(f.what_if.error()));
+  }
+
+  // Hosts like this one, one rank each: two replicas all-reduce fc2's and fc1's 204 bytes
+  // in one bucket over the link set (1 GB/s, 1 ms). For 2 ranks the ring, 2 steps of 1 ms
+  // + 102 bytes / 1e6 bytes per ms, beats the tree (2 ms + the 204 bytes twice).
+  void hostsLikeThisUseTheLinkSet() {
+    Fixture f;
+    WhatIf::Knobs k = f.what_if.knobs();
+    k.replicas = 2;
+    k.bandwidth_gbs = 1;
+    k.latency_us = 1000;
+    f.what_if.setKnobs(k);
+    f.what_if.setTarget(WhatIf::Target::HostsLikeThis);
+    QVERIFY2(f.what_if.prediction().has_value(), qPrintable(f.what_if.error()));
+    QVERIFY(near(total(*f.what_if.prediction(), EventKind::AllReduce) / 2, 2.0 + 204 / 1e6));
+  }
+
+  void scalingAndSearchFollowTheKnobs() {
+    Fixture f;
+    f.what_if.setTarget(WhatIf::Target::HostsLikeThis);
+    const auto curve = f.what_if.scaling(16);
+    QVERIFY2(!curve.empty(), qPrintable(f.what_if.error()));
+    QCOMPARE(curve.back().devices, 16);
+    QCOMPARE(curve.front().efficiency, 1.0);
+    QCOMPARE(f.what_if.searchDevices(), 16);
+    const auto ranked = f.what_if.search();
+    QVERIFY2(ranked.size() > 5, qPrintable(f.what_if.error()));
+    QVERIFY(ranked.front().left_out.empty());
+  }
+
+  // The dock, offscreen: moving a knob re-predicts the figures and the chart; Search
+  // fills the layouts, and Open hands the designer a plan laid out as the row says.
+  void dockShowsFiguresChartAndLayouts() {
+    Fixture f;
+    loom::ui::WhatIfPanel panel;
+    panel.model()->setCores(2);
+    panel.model()->setCalibration(costs_for(f.plan));
+    panel.setPlan(f.plan);
+    panel.resize(1200, 260);
+    panel.show();
+    QVERIFY2(panel.figuresLabel()->text().contains("Step"), qPrintable(panel.figuresLabel()->text()));
+    panel.targetBox()->setCurrentIndex(1);
+    emit panel.targetBox()->activated(1);
+    QVERIFY(panel.scalingChart()->pointCount() >= 5);  // 1, 2, 4, 8, 16 ... hosts
+    const QString before = panel.figuresLabel()->text();
+    panel.speedSlider()->setValue(4);  // x2
+    QVERIFY(panel.figuresLabel()->text() != before);
+    panel.searchLayouts();
+    QVERIFY(panel.searchTable()->rowCount() >= 2);
+    QSignalSpy open(&panel, &loom::ui::WhatIfPanel::openPlanRequested);
+    auto* button = qobject_cast<QPushButton*>(panel.searchTable()->cellWidget(1, 5));
+    QVERIFY(button);
+    button->click();
+    QCOMPARE(open.count(), 1);
+    const Plan opened = open.at(0).at(0).value<loom::Plan>();
+    QVERIFY(loom::validate_plan(opened).empty());
+    QVERIFY(panel.searchTable()->item(1, 0)->text().startsWith(QString::number(opened.parallel.data_parallel) + " replica"));
+    panel.replicasBox()->setValue(2);  // other knobs: the search is stale and cleared
+    QCOMPARE(panel.searchTable()->rowCount(), 0);
+  }
+};
+
+QTEST_MAIN(TestWhatIf)
+#include "test_what_if.moc"

@@ -1,0 +1,90 @@
+// The What-if dock: knobs (where to predict, replicas, micro-batches, bucket size, device
+// speed, the link between hosts), the predicted figures beside the plan as it stands, a
+// scaling chart to 1,024 devices, and the layout search, whose layouts open in the
+// designer. Every knob re-predicts at once (WhatIf); docs/prediction.md, "What-if".
+#pragma once
+
+#include <QWidget>
+
+#include "loom/ui/workbench/what_if.h"
+
+class QComboBox;
+class QDoubleSpinBox;
+class QLabel;
+class QPushButton;
+class QSlider;
+class QSpinBox;
+class QTableWidget;
+class QTabWidget;
+
+namespace loom::ui {
+
+namespace charts {
+class ScalingChart;
+}
+
+class WhatIfPanel : public QWidget {
+  Q_OBJECT
+
+ public:
+  explicit WhatIfPanel(QWidget* parent = nullptr);
+
+  WhatIf* model() { return &what_if_; }
+  void setPlan(const Plan& plan);
+  // The store changed (another store, a run finished or deleted): the calibration is read
+  // again now if the panel is on screen, else when it is shown (reading every run of a
+  // large store takes a while, so a hidden panel does not pay for it).
+  void storeChanged(const QString& dbPath);
+
+  // For tests and screenshots: the widgets as a user reaches them.
+  QSpinBox* replicasBox() const { return replicas_; }
+  QSlider* speedSlider() const { return speed_; }
+  QComboBox* targetBox() const { return target_; }
+  QLabel* figuresLabel() const { return figures_; }
+  charts::ScalingChart* scalingChart() const { return chart_; }
+  QTableWidget* searchTable() const { return search_table_; }
+  // Runs the layout search for the plan on the current target and fills the table.
+  void searchLayouts();
+  // Loads a cluster file as the target; false (the error shown) when it is wrong.
+  bool loadClusterFile(const QString& path);
+
+ signals:
+  // "Open" on a searched layout: the plan re-laid, for the designer.
+  void openPlanRequested(const loom::Plan& plan);
+  // "Show on timeline": the prediction on screen (model()'s), to store as a run and open.
+  void showPredictionRequested();
+
+ protected:
+  void showEvent(QShowEvent* event) override;
+
+ private:
+  void recalibrate();
+  QWidget* createKnobs();
+  void knobsChanged();
+  void chooseTarget(int index);
+  void showFigures();
+  void clearSearch();
+  void showScaling();
+  void syncKnobs();
+  double speed() const;
+
+  WhatIf what_if_;
+  std::vector<predict::Candidate> searched_;
+  QComboBox* target_ = nullptr;
+  QSpinBox* replicas_ = nullptr;
+  QSpinBox* microbatches_ = nullptr;
+  QDoubleSpinBox* bucket_ = nullptr;
+  QSlider* speed_ = nullptr;
+  QLabel* speed_label_ = nullptr;
+  QDoubleSpinBox* bandwidth_ = nullptr;
+  QDoubleSpinBox* latency_ = nullptr;
+  QLabel* figures_ = nullptr;
+  charts::ScalingChart* chart_ = nullptr;
+  QTabWidget* tabs_ = nullptr;
+  QTableWidget* search_table_ = nullptr;
+  bool syncing_ = false;
+  QString db_path_;
+  bool stale_ = false;
+};
+
+}  // namespace loom::ui
