@@ -87,10 +87,20 @@ def median_step(args, db, run_id, other_id):
 
 
 def predict(args, plan, db):
+    """(step ms, the fullest rank's predicted bytes, why not) of a prediction."""
     r = cli(args, "predict", plan, "--db", db, "--json")
     if r.returncode != 0:
-        return None, r.stderr.strip().splitlines()[-1] if r.stderr.strip() else f"exit {r.returncode}"
-    return json.loads(r.stdout.strip().splitlines()[-1])["step_ms"], ""
+        return None, None, r.stderr.strip().splitlines()[-1] if r.stderr.strip() else f"exit {r.returncode}"
+    p = json.loads(r.stdout.strip().splitlines()[-1])
+    return p["step_ms"], max(m["total"] for m in p["memory"]), ""
+
+
+def measured_memory(args, db, run_id):
+    """The fullest rank's device memory at its end (buffers keep their largest size: the peak)."""
+    r = cli(args, "show", str(run_id), "--db", db, "--json")
+    if r.returncode != 0:
+        sys.exit(f"show failed: {r.stderr}")
+    return max(m["total_bytes"] for m in json.loads(r.stdout.strip().splitlines()[-1])["device_memory"])
 
 
 def main():
@@ -114,27 +124,30 @@ def main():
     rows = []
     for i, (label, source, changes) in enumerate(PLANS):
         plan = write_plan(folder, i, source, changes, args.steps)
-        seen, why_seen = predict(args, plan, cal_db)
+        seen, memory, why_seen = predict(args, plan, cal_db)
         unseen_db = os.path.join(folder, f"unseen{i}.db")
         shutil.copy(cal_db, unseen_db)
         for rid in cal_runs[i]:
             cli(args, "delete", str(rid), "--db", unseen_db, "--yes")
-        unseen, why_unseen = predict(args, plan, unseen_db)
+        unseen, _, why_unseen = predict(args, plan, unseen_db)
+        peak = measured_memory(args, meas_db, measured[i][0])
         values = sorted(by_id[r] for r in measured[i])
         mid = values[len(values) // 2] if len(values) % 2 else (values[len(values) // 2 - 1] + values[len(values) // 2]) / 2
-        rows.append((label, mid, values[0], values[-1], seen, why_seen, unseen, why_unseen))
+        rows.append((label, mid, values[0], values[-1], seen, why_seen, unseen, why_unseen, memory, peak))
 
     def err(p, m):
         return f"{100 * (p / m - 1):+.1f}%" if p is not None else "-"
 
     lines = [f"Command: `{args.command}`", "",
-             "| plan | measured median step, ms (min-max over rounds) | spread | predicted, seen | error | predicted, unseen | error |",
-             "|---|---|---|---|---|---|---|"]
+             "| plan | measured median step, ms (min-max over rounds) | spread | predicted, seen | error | predicted, unseen | error "
+             "| memory of the fullest rank, predicted / measured peak | error |",
+             "|---|---|---|---|---|---|---|---|---|"]
     notes = []
-    for label, mid, lo, hi, seen, ws, unseen, wu in rows:
+    for label, mid, lo, hi, seen, ws, unseen, wu, memory, peak in rows:
+        mem = f"{memory / 1024:.0f} / {peak / 1024:.0f} KiB" if memory else "-"
         lines.append(f"| {label} | {mid:.3f} ({lo:.3f}-{hi:.3f}) | {100 * (hi - lo) / mid:.0f}% "
                      f"| {seen if seen is None else f'{seen:.3f}'} | {err(seen, mid)} "
-                     f"| {unseen if unseen is None else f'{unseen:.3f}'} | {err(unseen, mid)} |")
+                     f"| {unseen if unseen is None else f'{unseen:.3f}'} | {err(unseen, mid)} | {mem} | {err(memory, peak)} |")
         for kind, why in (("seen", ws), ("unseen", wu)):
             if why:
                 notes.append(f"- {label}, {kind}: {why}")
@@ -149,8 +162,10 @@ def main():
     seen_errors = [abs(100 * (r[4] / r[1] - 1)) for r in rows if r[4] is not None]
     unseen_errors = [abs(100 * (r[6] / r[1] - 1)) for r in rows if r[6] is not None]
     spreads = [100 * (r[3] - r[2]) / r[1] for r in rows]
+    memory_errors = [abs(100 * (r[8] / r[9] - 1)) for r in rows if r[8]]
     lines += ["", f"|error| seen: {summary(seen_errors)}; unseen: {summary(unseen_errors)}; "
-                  f"the measured runs' own spread (max-min over median): {summary(spreads)}."]
+                  f"the measured runs' own spread (max-min over median): {summary(spreads)}; "
+                  f"memory of the fullest rank: {summary(memory_errors)}."]
     text = "\n".join(lines + ([""] + notes if notes else [])) + "\n"
     print(text)
     with open(args.out, "w") as f:

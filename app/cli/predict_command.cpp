@@ -153,13 +153,33 @@ void print_against(std::int64_t run_id, const predict::AgainstRun& a) {
   }
 }
 
+void print_memory_against(const predict::AgainstRun& a) {
+  std::printf("\n  rank  memory at peak: %12s %12s %8s   of it weights, gradients, optimizer state / the rest\n", "predicted",
+              "measured", "error");
+  for (const predict::MemoryAgainstRun& m : a.memory) {
+    if (m.measured_total < 0) {
+      std::printf("  %4d  %28s %12s %8s   (the run recorded no memory)\n", m.rank, format_bytes(m.predicted_total).c_str(), "-", "-");
+      continue;
+    }
+    std::printf("  %4d  %28s %12s %+7.1f%%   %s / %s predicted, %s / %s measured\n", m.rank, format_bytes(m.predicted_total).c_str(),
+                format_bytes(m.measured_total).c_str(), error_percent(double(m.predicted_total), double(m.measured_total)),
+                format_bytes(m.predicted_weights).c_str(), format_bytes(m.predicted_rest).c_str(),
+                format_bytes(m.measured_weights).c_str(), format_bytes(m.measured_rest).c_str());
+  }
+}
+
 nlohmann::json against_json(std::int64_t run_id, const predict::AgainstRun& a) {
   nlohmann::json kinds = nlohmann::json::array();
   for (const predict::KindAgainstRun& k : a.kinds)
     kinds.push_back({{"rank", k.rank}, {"kind", trace::event_kind_name(k.kind)}, {"predicted_ms", k.predicted_ms},
                      {"measured_ms", k.measured_ms}});
+  nlohmann::json memory = nlohmann::json::array();
+  for (const predict::MemoryAgainstRun& m : a.memory)
+    memory.push_back({{"rank", m.rank}, {"predicted_bytes", m.predicted_total}, {"measured_bytes", m.measured_total},
+                      {"predicted_weights_bytes", m.predicted_weights}, {"measured_weights_bytes", m.measured_weights},
+                      {"predicted_rest_bytes", m.predicted_rest}, {"measured_rest_bytes", m.measured_rest}});
   return {{"run", run_id}, {"steady_steps", a.steady_steps}, {"predicted_step_ms", a.predicted_step_ms},
-          {"measured_step_ms", a.measured_step_ms}, {"kinds", kinds}};
+          {"measured_step_ms", a.measured_step_ms}, {"kinds", kinds}, {"memory", memory}};
 }
 
 }  // namespace
@@ -289,7 +309,7 @@ int cmd_predict(const Args& args) {
     std::printf("%s\n", j.dump().c_str());
   } else {
     print_text(*plan, *prediction, *calibration, machine);
-    if (against) print_against(against_id, *against);
+    if (against) print_against(against_id, *against), print_memory_against(*against);
     if (stored)
       std::printf("\nstored as run %lld, kind predicted (`loom-cli compare %lld RUN_ID` puts it beside a measured run)\n",
                   static_cast<long long>(stored), static_cast<long long>(stored));

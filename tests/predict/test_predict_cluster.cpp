@@ -102,9 +102,12 @@ class TestPredictCluster : public QObject {
     QVERIFY(!refused.ok() && refused.error().message.find("2 ranks") != std::string::npos);
   }
 
-  // Two stages, four micro-batches of 16 samples. Stage 0 (fc1, relu) keeps each layer's
-  // input, 2 + 8 floats a sample: 640 bytes a micro-batch. GPipe holds all four at once,
-  // 1F1B at most the two stages from it; stage 1 under 1F1B one. Weights of fc1: 24 floats.
+  // Two stages, four micro-batches of 16 samples, as the engine's pipeline trainer keeps
+  // them per micro-batch slot. Stage 0 (fc1 2 -> 8, relu): the outputs 8 + 8, the output
+  // copied out 8, the input 2: 26 floats a sample, 1664 bytes a slot. Stage 1 (fc2 8 -> 3,
+  // the loss): output 3, its copy 3, the received input 8, its gradient 8, probabilities
+  // and their gradient 3 + 3: 28 floats, 1792 bytes. GPipe holds 4 slots on stage 0, 1F1B
+  // 2 (the stages from it), and 1 on stage 1. Weights of fc1: 24 floats.
   void memoryFollowsTheSchedule() {
     const std::string parallel = R"({"devices": )" + devices(2) + R"(, "stages": 2, "microbatches": 4)";
     const Plan gpipe = tiny_plan(parallel + R"(, "schedule": "gpipe"})", "0, 0, 1");
@@ -114,9 +117,10 @@ class TestPredictCluster : public QObject {
     const Prediction g = must(loom::predict::predict_step(gpipe, Calibration{}, {2, &c}));
     const Prediction f = must(loom::predict::predict_step(onefoneb, Calibration{}, {2, &c}));
     QCOMPARE(g.memory.size(), std::size_t(2));
-    QCOMPARE(g.memory[0].activations, std::int64_t(4 * 640));
-    QCOMPARE(f.memory[0].activations, std::int64_t(2 * 640));
-    QCOMPARE(f.memory[1].activations, std::int64_t(1 * 8 * 16 * 4));
+    QCOMPARE(g.memory[0].activations, std::int64_t(4 * 1664));
+    QCOMPARE(f.memory[0].activations, std::int64_t(2 * 1664));
+    QCOMPARE(f.memory[1].activations, std::int64_t(1 * 1792));
+    QCOMPARE(f.memory[0].workspace, std::int64_t(16 * 16 * 4));  // a gradient buffer per layer output, once
     QCOMPARE(g.memory[0].parameters, std::int64_t(24 * 4));
     QCOMPARE(g.memory[0].gradients, g.memory[0].parameters);
     QCOMPARE(g.memory[0].optimizer_state, std::int64_t(0));  // plain SGD keeps none

@@ -50,6 +50,29 @@ std::map<EventKind, double> measured_per_kind(const std::vector<Event>& events, 
   return out;
 }
 
+// Each rank's device_memory_* metrics (the last of each name) beside its prediction.
+Expected<std::vector<MemoryAgainstRun>> memory_against(const Prediction& prediction, store::RunStore& store, std::int64_t run_id) {
+  auto metrics = store.load_metrics(run_id);
+  if (!metrics.ok()) return metrics.error();
+  std::map<int, std::map<std::string, double>> reported;
+  for (const trace::MetricRecord& m : *metrics)
+    if (m.name.starts_with("device_memory_")) reported[m.rank][m.name] = m.value;
+  std::vector<MemoryAgainstRun> out;
+  for (std::size_t rank = 0; rank < prediction.memory.size(); ++rank) {
+    const RankMemory& p = prediction.memory[rank];
+    MemoryAgainstRun m{int(rank), p.total(), -1, p.parameters + p.gradients + p.optimizer_state, -1, p.activations + p.workspace, -1};
+    if (auto it = reported.find(int(rank)); it != reported.end() && it->second.count("device_memory_bytes")) {
+      auto& r = it->second;
+      m.measured_total = std::int64_t(r["device_memory_bytes"]);
+      m.measured_weights = std::int64_t(r["device_memory_parameters_bytes"] + r["device_memory_gradients_bytes"] +
+                                        r["device_memory_optimizer_bytes"]);
+      m.measured_rest = m.measured_total - m.measured_weights;
+    }
+    out.push_back(m);
+  }
+  return out;
+}
+
 }  // namespace
 
 Expected<AgainstRun> against_run(const Prediction& prediction, store::RunStore& store, std::int64_t run_id) {
@@ -84,6 +107,9 @@ Expected<AgainstRun> against_run(const Prediction& prediction, store::RunStore& 
   for (const auto& [step, ms] : slowest) steps.push_back(ms);
   out.measured_step_ms = median(steps);
   out.steady_steps = std::int64_t(steps.size());
+  auto memory = memory_against(prediction, store, run_id);
+  if (!memory.ok()) return memory.error();
+  out.memory = std::move(*memory);
   return out;
 }
 

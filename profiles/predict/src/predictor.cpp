@@ -248,6 +248,32 @@ int most_in_flight(const std::vector<analysis::TimedOp>& ops) {
   return most;
 }
 
+// Floats per sample the stage keeps, by the engine's two trainers. The one-stage trainer:
+// each layer's input for its backward, and the widest layer's input and output gradient
+// as workspace. The pipeline trainer (stages or micro-batches), per micro-batch slot:
+// every layer's output, the stage's output copied out, its input (received, or the
+// batch), the gradient it sends back (after the first stage), the loss stage's
+// probabilities and their gradient; and once, a gradient buffer per layer output.
+struct Floats {
+  double per_slot = 0, once = 0;
+};
+Floats floats_per_sample(const Plan& plan, const StageWork& w, int s) {
+  Floats f;
+  if (w.layers.empty()) return f;
+  const bool pipeline_trainer = plan.parallel.stages > 1 || plan.parallel.microbatches > 1;
+  double widest = 0, outputs = 0;
+  for (const LayerInfo* layer : w.layers) {
+    widest = std::max(widest, double(elements(layer->input) + elements(layer->output)));
+    outputs += double(elements(layer->output));
+    if (!pipeline_trainer) f.per_slot += double(elements(layer->input));
+  }
+  if (!pipeline_trainer) return {f.per_slot, widest};
+  const double input = double(elements(w.layers.front()->input)), output = double(elements(w.layers.back()->output));
+  f.per_slot = outputs + output + input + (s > 0 ? input : 0) + (s == plan.parallel.stages - 1 ? 2.0 * dataset_classes(plan) : 0);
+  f.once = outputs;
+  return f;
+}
+
 // What each rank holds at its peak (see RankMemory).
 std::vector<RankMemory> memory_per_rank(const Plan& plan, const ModelInfo& model, const Replayed& replayed) {
   const Layout l = layout_of(plan);
@@ -261,15 +287,14 @@ std::vector<RankMemory> memory_per_rank(const Plan& plan, const ModelInfo& model
       const std::int64_t params = std::size_t(s) < model.stage_params.size() ? model.stage_params[std::size_t(s)] : 0;
       m.parameters = m.gradients = params * 4;
       m.optimizer_state = states * params * 4;
-      double kept = 0, widest = 0;  // per sample: each layer's input, kept for its backward; the widest layer
-      for (const LayerInfo* layer : w.layers) {
-        kept += double(elements(layer->input));
-        widest = std::max(widest, double(elements(layer->input) + elements(layer->output)));
-      }
-      m.activations = std::int64_t(kept * l.samples * 4) * most_in_flight(replayed.timed[std::size_t(r)][std::size_t(s)]);
+      const Floats f = floats_per_sample(plan, w, s);
+      m.activations = std::int64_t(f.per_slot * l.samples * 4) * most_in_flight(replayed.timed[std::size_t(r)][std::size_t(s)]);
+      // Over MPI the engine packs buckets in host vectors beside the rank's tensors; over
+      // NCCL they are device buffers, part of what a device must hold.
       std::int64_t buckets = 0;
-      for (const Bucket& b : w.buckets) buckets += b.bytes;
-      m.workspace = std::int64_t(widest * l.samples * 4) + buckets;
+      if (plan.parallel.backend == CommBackend::Nccl)
+        for (const Bucket& b : w.buckets) buckets += b.bytes;
+      m.workspace = std::int64_t(f.once * l.samples * 4) + buckets;
     }
   return out;
 }

@@ -16,11 +16,22 @@ struct KindAgainstRun {
   double measured_ms = 0;   // median over the run's steady steps of its spans' time per step
 };
 
+// A rank's memory: predicted (RankMemory) against what the rank reported at its end
+// (the run's device_memory_* metrics: the engine's buffers in use, which keep their
+// largest size, so the peak). -1 where the run recorded none.
+struct MemoryAgainstRun {
+  int rank = 0;
+  std::int64_t predicted_total = 0, measured_total = -1;
+  std::int64_t predicted_weights = 0, measured_weights = -1;  // parameters + gradients + optimizer state
+  std::int64_t predicted_rest = 0, measured_rest = -1;        // activations, buffers and workspace
+};
+
 struct AgainstRun {
   double predicted_step_ms = 0;
   double measured_step_ms = 0;  // median over steady steps of the slowest rank's step
   std::int64_t steady_steps = 0;
   std::vector<KindAgainstRun> kinds;  // by rank, then kind; where either side has time
+  std::vector<MemoryAgainstRun> memory;  // by rank
 };
 
 // The kinds compared: what a steady training step is made of.

@@ -47,7 +47,8 @@ struct MachineShape {
 // state (momentum: one tensor, Adam: two), the inputs each layer keeps for its backward
 // for every micro-batch in flight at once (the schedule decides how many: GPipe all,
 // 1F1B at most the stages after this one), and workspace (the widest layer's input and
-// output gradient for one micro-batch, and the all-reduce buckets).
+// output gradient for one micro-batch, and the all-reduce buckets over NCCL, which live
+// in device memory; over MPI they are host vectors outside the rank's tensors).
 struct RankMemory {
   std::int64_t parameters = 0, gradients = 0, optimizer_state = 0, activations = 0, workspace = 0;
   std::int64_t total() const { return parameters + gradients + optimizer_state + activations + workspace; }
