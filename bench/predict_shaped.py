@@ -1,0 +1,136 @@
+#!/usr/bin/python3
+"""Predicted against measured across a shaped network: two simulated hosts
+(scripts/cluster/netns-hosts.sh: network namespaces loom-a and loom-b, one rank each),
+their links shaped with tc (--rate; a token bucket, tbf), and a cluster file that says
+the same (two hosts like this one, the link's bandwidth, and --latency-us). This kernel
+has no netem, so latency is not shaped: --latency-us stands for the veth hop and the TCP
+stack (an assumption, not a measurement; no ping here to measure it).
+
+  1. calibration: the same plans with both ranks on this host (localhost), --cal-steps,
+     so that every layer, loss, optimizer and residual cost at 1 BLAS thread is measured;
+  2. prediction: `loom-cli predict PLAN --cluster` with the shaped link;
+  3. measurement: the plan across the shaped hosts, --rounds times, median step.
+Plans: 2 data-parallel replicas (an all-reduce a step over the link) and a 2-stage 1F1B
+pipeline (activations and gradients over the link per micro-batch). Root only (network
+namespaces, tc). Writes the table to --out.
+
+  /usr/bin/python3 bench/predict_shaped.py [--rate 1gbit] [--latency-us 50] [--rounds 3]
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_util import ROOT, add_run_args, parse_run_args  # noqa: E402
+
+SCRIPTS = os.path.join(ROOT, "scripts", "cluster")
+HOSTS = ["loom-a", "loom-b"]
+
+
+def plan_for(kind, hosts, steps):
+    """The 784-256-128-10 MLP of the examples on two ranks, 1 BLAS thread each."""
+    source = "dp4_mlp_fashion" if kind == "data parallel x2" else "onefoneb_mlp"
+    with open(os.path.join(ROOT, "resources", "plans", source + ".json")) as f:
+        plan = json.load(f)
+    plan["name"] = f"shaped-{kind.split()[0]}-{hosts[0]}"
+    plan["training"].update(steps=steps, epochs=1, eval_every=0, threads=1)
+    plan["parallel"]["devices"] = [{"kind": "cpu", "host": h} for h in hosts]
+    if kind == "data parallel x2":
+        plan["parallel"]["data_parallel"] = 2
+    return plan
+
+
+def cli(args, argv, remote=False):
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+               OMPI_MCA_btl_vader_single_copy_mechanism="none")
+    if remote:
+        env.update(OMPI_MCA_plm_rsh_agent=os.path.join(SCRIPTS, "netns-agent.sh"), LOOM_STREAM_HOST="10.213.1.1")
+    r = subprocess.run([args.cli, *argv], capture_output=True, text=True, env=env)
+    if r.returncode != 0:
+        sys.exit(f"loom-cli {' '.join(argv)} failed: {r.stderr}")
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def write(folder, name, obj):
+    path = os.path.join(folder, name)
+    with open(path, "w") as f:
+        json.dump(obj, f)
+    return path
+
+
+def shape(rate, gbs, on):
+    """A token bucket on the root side of each host's veth: what enters a host passes at
+    rate, so a message from one host to the other crosses one shaped hop. Its burst, what
+    passes at the veth's own speed after a pause, is 1 ms at the rate (the least a 1 ms
+    kernel tick allows), so that messages smaller than a large burst are not free."""
+    burst = max(int(gbs * 1e9 / 1000), 4000)
+    for h in HOSTS:
+        dev = f"veth-{h}"
+        subprocess.run(["tc", "qdisc", "del", "dev", dev, "root"], capture_output=True)
+        if on:
+            subprocess.run(["tc", "qdisc", "add", "dev", dev, "root", "tbf", "rate", rate, "burst", str(burst),
+                            "latency", "200ms"], check=True)
+
+
+def step_of(comparison):
+    for m in comparison["metrics"]:
+        if m["key"] == "step_time_median_ms":
+            return m["values"][0]
+    sys.exit("compare gave no step_time_median_ms")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_run_args(ap, "predict_shaped.md")
+    ap.add_argument("--rate", default="1gbit")
+    ap.add_argument("--latency-us", type=float, default=50.0)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--steps", type=int, default=120)
+    ap.add_argument("--cal-steps", type=int, default=120)
+    args = parse_run_args(ap)
+    folder = tempfile.mkdtemp(prefix="loom-shaped-")
+    db = os.path.join(folder, "runs.db")
+    gbs = {"gbit": 0.125, "mbit": 0.000125}[args.rate.lstrip("0123456789.")] * float(args.rate.rstrip("gmbit"))
+    cluster = write(folder, "cluster.json", {
+        "name": f"two hosts like this one, {args.rate} between them", "hosts": 2,
+        "devices_per_host": 1, "device": "calibrated",
+        "links": {"between_hosts": {"bandwidth_gbs": gbs, "latency_us": args.latency_us}}})
+    if subprocess.run([os.path.join(SCRIPTS, "netns-hosts.sh"), "up"]).returncode != 0:
+        sys.exit("cannot create the simulated hosts (root, iproute2, network namespaces)")
+    rows = []
+    try:
+        for kind in ("data parallel x2", "1F1B 2 stages"):
+            local = write(folder, "local.json", plan_for(kind, ["localhost", "localhost"], args.cal_steps))
+            calibration = cli(args, ["run", local, "--db", db, "--json"])["id"]
+            remote = write(folder, "remote.json", plan_for(kind, HOSTS, args.steps))
+            predicted = cli(args, ["predict", remote, "--db", db, "--cluster", cluster, "--json"])
+            shape(args.rate, gbs, True)
+            steps = []
+            for _ in range(args.rounds):
+                run = cli(args, ["run", remote, "--db", db, "--json"], remote=True)
+                steps.append(step_of(cli(args, ["compare", str(run["id"]), str(calibration), "--db", db, "--json"])))
+            shape(args.rate, gbs, False)
+            steps.sort()
+            rows.append((kind, predicted["step_ms"], steps[len(steps) // 2], steps[0], steps[-1], predicted["notes"]))
+            print(rows[-1][:5], file=sys.stderr, flush=True)
+    finally:
+        shape(args.rate, gbs, False)
+        subprocess.run([os.path.join(SCRIPTS, "netns-hosts.sh"), "down"])
+    lines = [f"Command: `{args.command}`", "",
+             f"Two simulated hosts, one rank each, links shaped to {args.rate} (tc tbf); the cluster file's latency "
+             f"{args.latency_us:g} us, not shaped (no netem in this kernel).", "",
+             "| plan | predicted step, ms | measured median, ms (min-max over rounds) | error |", "|---|---|---|---|"]
+    for kind, p, m, lo, hi, _ in rows:
+        lines.append(f"| {kind} | {p:.2f} | {m:.2f} ({lo:.2f}-{hi:.2f}) | {100 * (p / m - 1):+.1f}% |")
+    lines += [""] + [f"- {kind}: " + "; ".join(notes) for kind, *_, notes in rows if notes]
+    text = "\n".join(lines) + "\n"
+    print(text)
+    with open(args.out, "w") as f:
+        f.write(text)
+
+
+if __name__ == "__main__":
+    main()
