@@ -64,6 +64,7 @@ int cmd_import(const Args& args);
 int cmd_lesson(const Args& args);
 int cmd_predict(const Args& args);
 int cmd_search(const Args& args);
+int cmd_calibrate(const Args& args);
 int cmd_calibration(const Args& args);
 
 // The plan file named first on the command line (or the default plan), checked as `run`

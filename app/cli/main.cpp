@@ -20,6 +20,7 @@ constexpr const char* kUsage =
     "  predict [PLAN]                   predict one steady step from this machine's stored runs\n"
     "  calibration                      the costs predict uses, fitted from this machine's runs\n"
     "  search [PLAN] [--cluster FILE]   predict every layout of a plan and rank them\n"
+    "  calibrate [PLAN] [--steps N]     short real runs of a plan's model that calibrate predict\n"
     "  run [PLAN] [--db PATH] [--json]  train the plan (default: the embedded MLP plan) and record the run\n"
     "  runs [--db PATH] [--json]        list stored runs\n"
     "  show RUN_ID [--db PATH] [--json] summarise a stored run\n"
@@ -86,6 +87,16 @@ constexpr CommandHelp kCommandHelp[] = {
      "  --devices N  at most N ranks (default: the cluster's devices, else the plan's ranks)\n"
      "  --save DIR   write the top 5 as plan files DIR/layout-1.json ... to open or run\n"
      "Exit codes: 0 ranked, 1 not calibrated, 2 invalid plan, cluster or size.\n"},
+    {"calibrate",
+     "usage: loom-cli calibrate [PLAN] [--steps N] [--db PATH] [--json]\n"
+     "\n"
+     "Runs the plan's model briefly (N steps, default 60, no evaluation) in the layouts whose\n"
+     "costs `predict`, `search` and the workbench's What-if need on this machine: the plan as\n"
+     "written, one process with every core, two replicas, and a two-stage 1F1B pipeline with\n"
+     "4 micro-batches (each where the batch and layers allow). Each is a real run, stored\n"
+     "and tagged \"calibration\"; delete them to forget what they measured. Synchronous cpu\n"
+     "plans on this machine only.\n"
+     "Exit codes: 0 calibrated, 1 a run failed, 2 an invalid or uncovered plan.\n"},
     {"calibration",
      "usage: loom-cli calibration [--db PATH] [--json]\n"
      "\n"
@@ -371,6 +382,7 @@ int run_command(int argc, char** argv) {
   if (command == "lesson") return cmd_lesson(args);
   if (command == "predict") return cmd_predict(args);
   if (command == "search") return cmd_search(args);
+  if (command == "calibrate") return cmd_calibrate(args);
   if (command == "calibration") return cmd_calibration(args);
   return cmd_export(args);
 }

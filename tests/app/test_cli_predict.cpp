@@ -138,6 +138,26 @@ class CliPredictTest : public QObject {
     QVERIFY2(broken.err.contains("device.memory_bandwidth_gbs is missing"), qPrintable(broken.err));
   }
 
+  // calibrate on an empty store: real short runs in the layouts predict needs, tagged
+  // "calibration", after which the plan and its two-replica layout are predicted.
+  void calibrateMakesTheHistoryPredictNeeds() {
+    QTemporaryDir fresh;
+    const QString store = fresh.filePath("calibrate.db");
+    const QString plan = write("spirals-calibrate.json", kSpiralsPlan);
+    const Result calibrated = run_cli({"calibrate", plan, "--db", store, "--steps", "20", "--json"});
+    QVERIFY2(calibrated.exit_code == 0, qPrintable(calibrated.err));
+    const QJsonObject summary = last_json_line(calibrated.out);
+    QCOMPARE(summary["runs"].toArray().size(), 4);  // as planned, one process, two replicas, two stages
+    QVERIFY(summary["predicts_plan"].toBool());
+    const QJsonArray runs = QJsonDocument::fromJson(run_cli({"runs", "--db", store, "--json"}).out.toUtf8()).array();
+    QCOMPARE(runs.size(), 4);
+    for (const auto& r : runs) QVERIFY(r.toObject()["tags"].toArray().contains(QJsonValue("calibration")));
+    const Result two = run_cli({"predict", plan, "--db", store, "--replicas", "2", "--json"});
+    QVERIFY2(two.exit_code == 0, qPrintable(two.err));
+    QCOMPARE(run_cli({"calibrate", write("ps-calibrate.json", kParameterServerPlan), "--db", store}).exit_code, 2);
+    QCOMPARE(run_cli({"calibrate", plan, "--db", store, "--steps", "3"}).exit_code, 2);
+  }
+
   void planNotCoveredIsRefused() {
     const Result refused = run_cli({"predict", write("ps.json", kParameterServerPlan), "--db", db()});
     QCOMPARE(refused.exit_code, 2);

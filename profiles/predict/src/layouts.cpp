@@ -187,7 +187,7 @@ Expected<std::vector<Candidate>> search_layouts(const Plan& plan, const Calibrat
 namespace {
 
 struct Shares {
-  double compute = 0, idle = 0, wait = 0, injected = 0, messages = 0;
+  double compute = 0, idle = 0, wait = 0, injected = 0, messages = 0, gap = 0;
 };
 
 // The rank that ends the step last, and where its time went (messages: its sends, which
@@ -200,8 +200,10 @@ Shares shares_of_last_rank(const Prediction& p) {
   for (const auto& [rank, end] : ends)
     if (end > ends[last]) last = rank;
   Shares out;
+  double covered = 0;  // by the rank's compute-stream spans; the rest of its step is the residual's gap
   for (const PredictedSpan& s : p.spans) {
     if (s.rank != last) continue;
+    if (s.stream == trace::Stream::Compute) covered += s.end_ms - s.start_ms;
     const double ms = s.end_ms - s.start_ms;
     switch (s.kind) {
       case trace::EventKind::Idle: out.idle += ms; break;
@@ -212,6 +214,7 @@ Shares shares_of_last_rank(const Prediction& p) {
       default: out.compute += ms;
     }
   }
+  out.gap = ends[last] - covered;
   return out;
 }
 
@@ -223,7 +226,8 @@ std::string why_slower(const Prediction& best, const Prediction& other) {
                                                         {b.idle - a.idle, "pipeline idle"},
                                                         {b.wait - a.wait, "waiting for gradients"},
                                                         {b.injected - a.injected, "straggler delay"},
-                                                        {b.messages - a.messages, "stage-to-stage messages"}};
+                                                        {b.messages - a.messages, "stage-to-stage messages"},
+                                                        {b.gap - a.gap, "time no span covers (measured runs' residual)"}};
   // What it adds first, largest first, then what it saves.
   std::sort(parts.begin(), parts.end(), [](const auto& x, const auto& y) {
     return (x.first > 0) != (y.first > 0) ? x.first > 0 : std::abs(x.first) > std::abs(y.first);

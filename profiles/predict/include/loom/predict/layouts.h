@@ -47,7 +47,8 @@ Expected<std::vector<Candidate>> search_layouts(const Plan& plan, const Calibrat
                                                 const SearchSpace& space);
 
 // Why `other` is slower than `best`: per share of the step (compute, pipeline idle,
-// waiting for gradients, injected delay, stage-to-stage messages), the difference on the
+// waiting for gradients, injected delay, stage-to-stage messages, the time no span covers
+// that measured runs had), the difference on the
 // rank that ends each step last: what it adds, largest first, then what it saves, e.g.
 // "+3.1 ms waiting for gradients, +0.8 ms pipeline idle, -0.5 ms compute on the slowest rank".
 std::string why_slower(const Prediction& best, const Prediction& other);
