@@ -304,9 +304,10 @@ Status missing_costs(const StepCosts& costs, int threads) {
   std::string list;
   for (const std::string& k : costs.missing()) list += (list.empty() ? "" : "; ") + k;
   return make_error(ErrorCode::NotFound, "no calibration for: " + list,
-                    "run a plan with these layers, threads per rank (" + std::to_string(threads) +
-                        ") and replicas on this machine for a few hundred steps, then predict again; "
-                        "`loom-cli calibration` lists what is calibrated");
+                    "`loom-cli calibrate PLAN` runs the plan briefly in the layouts prediction needs; or run a plan "
+                    "with these layers, threads per rank (" + std::to_string(threads) +
+                        ") and replicas on this machine, then predict again; `loom-cli calibration` lists what is "
+                        "calibrated");
 }
 
 }  // namespace
