@@ -29,7 +29,7 @@ def parse_run_args(ap):
     args.cli = os.path.abspath(args.cli or os.path.join(args.build, "app", "loom-cli"))
     if not os.path.exists(args.cli):
         sys.exit(f"error: {args.cli} not found (cmake --build build --target loom-cli loom-rank)")
-    if getattr(args, "warmup", 0) >= args.steps:
+    if getattr(args, "warmup", 0) >= getattr(args, "steps", 1):
         sys.exit("error: --warmup must be below --steps")
     return args
 

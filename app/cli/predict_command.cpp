@@ -11,6 +11,7 @@
 #include "loom/analysis/analysis.h"
 #include "loom/predict/against_run.h"
 #include "loom/predict/layouts.h"
+#include "loom/predict/serving_prediction.h"
 #include "loom/predict/predictor.h"
 #include "loom/predict/stored_prediction.h"
 #include "loom/trace/machine.h"
@@ -229,6 +230,61 @@ bool relay(Plan& plan, int replicas) {
   return true;
 }
 
+nlohmann::json percentiles_json(const analysis::Percentiles& p) {
+  return {{"p50", p.p50}, {"p95", p.p95}, {"p99", p.p99}, {"max", p.max}, {"mean", p.mean}};
+}
+
+// A serving plan: the simulated server and, with --against, the run's measured figures.
+int print_serving(const Plan& plan, const predict::ServingPrediction& p, const std::optional<analysis::ServingStats>& measured,
+                  const Args& args) {
+  if (args.json) {
+    nlohmann::json j = {{"plan", plan.name}, {"latency_ms", percentiles_json(p.latency_ms)},
+                        {"queue_wait_ms", percentiles_json(p.queue_wait_ms)}, {"requests", p.requests},
+                        {"batches", p.batches}, {"mean_batch", p.mean_batch}, {"batch_compute_ms", p.batch_compute_ms},
+                        {"busy_fraction", p.busy_fraction}, {"throughput_per_s", p.throughput_per_s}, {"notes", p.notes}};
+    if (measured)
+      j["against"] = {{"latency_ms", percentiles_json(measured->latency_ms)}, {"mean_batch", measured->mean_batch},
+                      {"busy_fraction", measured->busy_fraction}, {"batch_compute_ms", measured->batch_compute_ms}};
+    std::printf("%s\n", j.dump().c_str());
+    return kOk;
+  }
+  const ServeSpec& s = *plan.serve;
+  std::printf("serving prediction for '%s': %lld requests at %.0f/s (%s), max batch %lld, timeout %.1f ms, server %d BLAS thread%s\n",
+              plan.name.c_str(), static_cast<long long>(p.requests), s.rate, std::string(arrivals_name(s.arrivals)).c_str(),
+              static_cast<long long>(s.max_batch), s.timeout_ms, p.threads, p.threads == 1 ? "" : "s");
+  std::printf("  %-22s %10s %10s %10s\n", "", "p50", "p95", "p99");
+  std::printf("  %-22s %10.2f %10.2f %10.2f   ms\n", "latency, predicted", p.latency_ms.p50, p.latency_ms.p95, p.latency_ms.p99);
+  if (measured)
+    std::printf("  %-22s %10.2f %10.2f %10.2f   ms  (%+.0f%%, %+.0f%%, %+.0f%%)\n", "latency, measured", measured->latency_ms.p50,
+                measured->latency_ms.p95, measured->latency_ms.p99, error_percent(p.latency_ms.p50, measured->latency_ms.p50),
+                error_percent(p.latency_ms.p95, measured->latency_ms.p95), error_percent(p.latency_ms.p99, measured->latency_ms.p99));
+  std::printf("  mean batch %.2f, %.3f ms a batch, server busy %.0f%%, %.0f requests/s\n", p.mean_batch, p.batch_compute_ms,
+              100 * p.busy_fraction, p.throughput_per_s);
+  if (measured)
+    std::printf("  measured: mean batch %.2f, %.3f ms a batch, server busy %.0f%%\n", measured->mean_batch,
+                measured->batch_compute_ms, 100 * measured->busy_fraction);
+  for (const std::string& note : p.notes) std::printf("  note: %s\n", note.c_str());
+  return kOk;
+}
+
+int predict_serving_plan(const Plan& plan, Calibrated& opened, const predict::MachineShape& machine, const Args& args) {
+  auto p = predict::predict_serving(plan, opened.calibration, machine);
+  if (!p.ok()) return prediction_failed(p.error());
+  std::optional<analysis::ServingStats> measured;
+  if (args.against) {
+    Args id_args;
+    id_args.positional = {*args.against};
+    const auto id = parse_run_id(id_args);
+    auto run = id ? opened.store.load_run(*id) : Expected<trace::RunRecord>(make_error(ErrorCode::InvalidArgument, "--against needs a run id"));
+    if (!run.ok()) return prediction_failed(run.error());
+    auto metrics = opened.store.load_metrics(*id);
+    PlanResult run_plan = parse_plan(run->plan_json);
+    if (!metrics.ok() || !run_plan.ok() || !(measured = analysis::serving_stats(*run_plan.plan, *metrics)))
+      return prediction_failed(make_error(ErrorCode::InvalidArgument, "run " + *args.against + " is not a serving run"));
+  }
+  return print_serving(plan, *p, measured, args);
+}
+
 int print_scaling(const Plan& plan, const predict::Calibration& calibration, const predict::MachineShape& machine, const Args& args) {
   auto curve = predict::scaling_curve(plan, calibration, machine, args.scale);
   if (!curve.ok()) return prediction_failed(curve.error());
@@ -272,6 +328,7 @@ int cmd_predict(const Args& args) {
   store::RunStore* store = &opened->store;
   const predict::Calibration* calibration = &opened->calibration;
   const predict::MachineShape machine{machine::cores_available(), cluster ? &*cluster : nullptr};
+  if (plan->serve) return predict_serving_plan(*plan, *opened, machine, args);
   if (args.scale > 0) return print_scaling(*plan, *calibration, machine, args);
   auto prediction = predict::predict_step(*plan, *calibration, machine);
   if (!prediction.ok()) return prediction_failed(prediction.error());

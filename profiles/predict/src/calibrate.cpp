@@ -18,6 +18,13 @@ Expected<Calibration> calibrate(store::RunStore& store, const std::string& host)
   std::vector<Observation> all;
   for (const trace::RunRecord& r : ordered) {
     if (!host.empty() && r.host != host) continue;
+    auto serving = observe_serving_run(store, r.id);
+    if (!serving.ok()) return serving.error();
+    if (*serving) {
+      cal.runs.push_back(r.id);
+      all.insert(all.end(), (*serving)->begin(), (*serving)->end());
+      continue;
+    }
     auto seen = observe_run(store, r.id);
     if (!seen.ok()) return seen.error();
     if (!*seen) continue;

@@ -33,6 +33,17 @@ std::string device_tag(const DeviceSpec& device, int threads, const std::string&
   return "cpu " + std::to_string(threads) + "t" + sharing_suffix(stretch);
 }
 
+std::map<std::string, double> stretch_by_host(const std::vector<trace::RankRecord>& ranks) {
+  std::map<std::string, int> threads, cores;
+  for (const trace::RankRecord& r : ranks) {
+    threads[r.host] += r.device_info.kind == "cpu" ? std::max(1, r.device_info.blas_threads) : 0;
+    cores[r.host] = std::max(cores[r.host], r.device_info.logical_cores);
+  }
+  std::map<std::string, double> stretch;
+  for (const auto& [host, n] : threads) stretch[host] = std::max(1.0, double(n) / double(std::max(1, cores[host])));
+  return stretch;
+}
+
 namespace {
 
 std::string signature(const LayerInfo& layer) {
@@ -55,18 +66,6 @@ bool can_calibrate(const trace::RunRecord& run, const std::optional<Plan>& plan,
   return std::all_of(ranks.begin(), ranks.end(), [&](const trace::RankRecord& r) {
     return r.device_info.recorded() && std::size_t(r.rank) < plan->parallel.devices.size();
   });
-}
-
-// How crowded each rank's host was: its ranks' BLAS threads over its cores (at least 1).
-std::map<std::string, double> stretch_by_host(const std::vector<trace::RankRecord>& ranks) {
-  std::map<std::string, int> threads, cores;
-  for (const trace::RankRecord& r : ranks) {
-    threads[r.host] += r.device_info.kind == "cpu" ? std::max(1, r.device_info.blas_threads) : 0;
-    cores[r.host] = std::max(cores[r.host], r.device_info.logical_cores);
-  }
-  std::map<std::string, double> stretch;
-  for (const auto& [host, n] : threads) stretch[host] = std::max(1.0, double(n) / double(std::max(1, cores[host])));
-  return stretch;
 }
 
 // Spans of one run collected under their key and size before taking medians.
@@ -199,6 +198,20 @@ std::string p2p_key(CommBackend backend, double stretch) {
 std::string residual_key(bool pipeline, const std::string& device) {
   return std::string("residual per step, ") + (pipeline ? "pipeline" : "one stage") + " @" + device;
 }
+
+// The model named by its layers' signatures, folded (FNV-1a) so a key stays one line.
+std::string serve_batch_key(const Plan& plan, const std::string& device) {
+  const ModelInfo model = infer_model(plan, nullptr);
+  std::uint64_t hash = 0xcbf29ce484222325ull;
+  for (const LayerInfo& l : model.layers)
+    for (char c : signature(l) + ";") hash = (hash ^ std::uint8_t(c)) * 0x100000001b3ull;
+  char text[64];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(hash));
+  return "serve batch, model " + std::string(text).substr(0, 8) + " (" + std::to_string(model.layers.size()) + " layers) @" +
+         device;
+}
+
+std::string serve_overhead_key(const std::string& device) { return "serve overhead per request @" + device; }
 
 Expected<std::optional<ObservedRun>> observe_run(store::RunStore& store, std::int64_t run_id) {
   auto run = store.load_run(run_id);

@@ -128,7 +128,7 @@ std::vector<double> layer_done_times(const analysis::TimedOp& last_backward, con
 
 // Refuses what the predictor does not cover yet.
 Status check_covered(const Plan& plan, const ModelInfo& model, const MachineShape& machine) {
-  if (plan.serve) return make_error(ErrorCode::Unavailable, "serving plans are not predicted yet");
+  if (plan.serve) return make_error(ErrorCode::Unavailable, "a serving plan has no training step", "predict_serving predicts it");
   if (plan.parallel.sync.mode != SyncMode::AllReduce)
     return make_error(ErrorCode::Unavailable, std::string(sync_mode_name(plan.parallel.sync.mode)) + " training is not predicted yet",
                       "only synchronous (all-reduce) training is");

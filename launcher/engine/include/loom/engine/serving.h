@@ -30,6 +30,7 @@
 #include "loom/comm/communicator.h"
 #include "loom/core/model_info.h"
 #include "loom/core/plan.h"
+#include "loom/core/serve_schedule.h"
 #include "loom/core/status.h"
 #include "loom/data/dataset.h"
 #include "loom/engine/tensor.h"
@@ -48,17 +49,10 @@ struct ServeHooks {
   MetricHook on_metrics;                    // may be empty
 };
 
-// How many requests client `client` (1-based) of the plan sends: requests / C, the first
-// requests % C clients one more.
-std::int64_t client_request_count(const ServeSpec& serve, int client);
-
-// When client `client`'s requests are due, in seconds from its start: k / (rate/C) for
-// constant arrivals, a Poisson process at rate/C (seeded by seed and client) otherwise.
-std::vector<double> arrival_times_s(const ServeSpec& serve, int client, std::uint64_t seed);
-
-// The server's rule, pure for tests: start a batch now when `queued` >= max_batch, or when
-// something is queued and the oldest has waited at least timeout_ms.
-bool batch_due(const ServeSpec& serve, std::int64_t queued, double oldest_wait_ms);
+// The arrivals and the batching rule (loom/core/serve_schedule.h), as the engine's own.
+using loom::arrival_times_s;
+using loom::batch_due;
+using loom::client_request_count;
 
 // Rank 0 of a serving plan. Builds the model (initial weights or serve.weights) at
 // construction; serve() returns once every client has said it is done.

@@ -52,6 +52,8 @@ struct Calibration {
 // What a rank computes on: "cpu 2t" (BLAS threads), "cpu 1t shared x2.00" (its host's
 // threads twice its cores), or "gpu " and the GPU's name.
 std::string device_tag(const DeviceSpec& device, int threads, const std::string& gpu_name = {}, double stretch = 1.0);
+// How crowded each rank's host was: its ranks' BLAS threads over its cores (at least 1).
+std::map<std::string, double> stretch_by_host(const std::vector<trace::RankRecord>& ranks);
 // The tag without its sharing, and the suffix alone ("" when not shared).
 std::string unshared(const std::string& key);
 std::string sharing_suffix(double stretch);
@@ -97,6 +99,14 @@ Expected<std::optional<ObservedRun>> observe_run(store::RunStore& store, std::in
 
 // Costs through the observations, by key.
 std::map<std::string, LinearCost> fit_costs(const std::vector<Observation>& observations);
+
+// Serving (serving_prediction.h): a batch's forward pass on the server by batch size,
+// measured by serving runs' batch_compute_ms; what a request spends beyond its queue wait
+// and its batch (messages both ways, the client's and server's handling), per request.
+std::string serve_batch_key(const Plan& plan, const std::string& device);
+std::string serve_overhead_key(const std::string& device);
+// A completed serving run's observations of those two; nullopt for any other run.
+Expected<std::optional<std::vector<Observation>>> observe_serving_run(store::RunStore& store, std::int64_t run_id);
 
 // Every completed run of `host` in the store (every host when empty): the costs, then each
 // run's residual (its measured step less the step the predictor makes of its plan from
