@@ -12,6 +12,8 @@
 #include <thread>
 
 #include "commands.h"
+#include "loom/predict/lesson_answer.h"
+#include "loom/trace/machine.h"
 #include "loom/host/run_report.h"
 #include "loom/lessons/lesson.h"
 
@@ -92,13 +94,21 @@ Expected<LessonOutcome> run_lesson(const Lesson& lesson, std::optional<int> step
   return out;
 }
 
+// What Loom's predictor says the answer will be, from this machine's runs so far (before
+// the lesson's own runs).
+predict::LessonAnswer predict_answer(const Lesson& lesson, std::optional<int> steps, store::RunStore& store) {
+  auto calibration = predict::calibrate(store, store::this_host_name());
+  if (!calibration.ok()) return {std::nullopt, calibration.error().message};
+  return predict::predicted_lesson_answer(lesson, steps, *calibration, {machine::cores_available(), nullptr});
+}
+
 std::string number_text(double v) {
   char text[32];
   std::snprintf(text, sizeof text, std::fabs(v) >= 100 ? "%.0f" : std::fabs(v) >= 10 ? "%.1f" : "%.2f", v);
   return text;
 }
 
-void print_result(const Lesson& l, const LessonOutcome& o, std::optional<double> prediction) {
+void print_result(const Lesson& l, const LessonOutcome& o, std::optional<double> prediction, const predict::LessonAnswer& loom) {
   std::printf("\nRuns:");
   for (std::size_t i = 0; i < o.run_ids.size(); ++i)
     std::printf("%s %s = run %lld", i ? "," : "", l.runs[i].label.c_str(), static_cast<long long>(o.run_ids[i]));
@@ -111,6 +121,13 @@ void print_result(const Lesson& l, const LessonOutcome& o, std::optional<double>
     std::printf("  you said:    %s %s", number_text(*prediction).c_str(), l.unit.c_str());
     if (!error.empty()) std::printf("  (%s)", error.c_str());
     std::printf("\n");
+  }
+  if (loom.value) {
+    const std::string error = lessons::prediction_error_words(*loom.value, o.measured);
+    std::printf("  Loom predicted: %s %s  (%s%sfrom %zu earlier run%s on this machine)\n", number_text(*loom.value).c_str(),
+                l.unit.c_str(), error.c_str(), error.empty() ? "" : "; ", loom.runs, loom.runs == 1 ? "" : "s");
+  } else {
+    std::printf("  Loom predicted: -  (%s)\n", loom.why_not.c_str());
   }
   std::printf("\n");
   const std::string slowdown = lessons::slowdown_note(l, o.measured, int(std::thread::hardware_concurrency()));
@@ -126,7 +143,7 @@ void print_result(const Lesson& l, const LessonOutcome& o, std::optional<double>
   }
 }
 
-void print_result_json(const Lesson& l, const LessonOutcome& o, std::optional<double> prediction) {
+void print_result_json(const Lesson& l, const LessonOutcome& o, std::optional<double> prediction, const predict::LessonAnswer& loom) {
   nlohmann::json runs = nlohmann::json::array();
   for (std::size_t i = 0; i < o.run_ids.size(); ++i) runs.push_back({{"label", l.runs[i].label}, {"id", o.run_ids[i]}});
   auto number = [](std::optional<double> v) { return v && std::isfinite(*v) ? nlohmann::json(*v) : nlohmann::json(); };
@@ -136,7 +153,10 @@ void print_result_json(const Lesson& l, const LessonOutcome& o, std::optional<do
                               {"unit", l.unit},            {"figure", l.answer.figure}, {"runs", runs},
                               {"measured", o.measured},    {"theory", number(l.theory)},
                               {"prediction", number(prediction)}, {"error", number(error)}};
-  std::printf("%s\n", out.dump().c_str());
+  nlohmann::json with_loom = out;
+  with_loom["loom_predicted"] = number(loom.value);
+  if (!loom.value) with_loom["loom_predicted_why_not"] = loom.why_not;
+  std::printf("%s\n", with_loom.dump().c_str());
 }
 
 }  // namespace
@@ -178,12 +198,13 @@ int cmd_lesson(const Args& args) {
     print_error(store.error());
     return kFailed;
   }
+  const predict::LessonAnswer loom = predict_answer(*lesson, steps, *store);  // before the runs it predicts
   auto outcome = run_lesson(*lesson, steps, *store, args.json);
   if (!outcome.ok()) {
     print_error(outcome.error());
     return kFailed;
   }
-  args.json ? print_result_json(*lesson, *outcome, prediction) : print_result(*lesson, *outcome, prediction);
+  args.json ? print_result_json(*lesson, *outcome, prediction, loom) : print_result(*lesson, *outcome, prediction, loom);
   return kOk;
 }
 

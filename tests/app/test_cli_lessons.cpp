@@ -77,6 +77,14 @@ class CliLessonsTest : public QObject {
     const loom::test::Result shown =
         loom::test::run_cli({"show", QString::number(gpipe), "--json", "--db", dir_.filePath("runs.db")});
     QCOMPARE(last_json_line(shown.out)["steps"].toInt(), 6);
+    // Loom's own prediction, made before the runs: none on an empty store (it says why);
+    // the second time, calibrated by the first time's runs, the in-flight ratio 8 / 2.
+    QVERIFY(out["loom_predicted"].isNull());
+    QVERIFY2(out["loom_predicted_why_not"].toString().contains("no calibration"), qPrintable(r.out));
+    const loom::test::Result again = loom::test::run_cli(
+        {"lesson", "gpipe_vs_1f1b", "--steps", "6", "--predict", "3", "--json", "--db", dir_.filePath("runs.db")});
+    QVERIFY2(again.exit_code == 0, qPrintable(again.err));
+    QCOMPARE(last_json_line(again.out)["loom_predicted"].toDouble(), 4.0);
   }
 };
 

@@ -288,7 +288,8 @@ std::vector<RankMemory> memory_per_rank(const Plan& plan, const ModelInfo& model
       m.parameters = m.gradients = params * 4;
       m.optimizer_state = states * params * 4;
       const Floats f = floats_per_sample(plan, w, s);
-      m.activations = std::int64_t(f.per_slot * l.samples * 4) * most_in_flight(replayed.timed[std::size_t(r)][std::size_t(s)]);
+      m.in_flight = most_in_flight(replayed.timed[std::size_t(r)][std::size_t(s)]);
+      m.activations = std::int64_t(f.per_slot * l.samples * 4) * m.in_flight;
       // Over MPI the engine packs buckets in host vectors beside the rank's tensors; over
       // NCCL they are device buffers, part of what a device must hold.
       std::int64_t buckets = 0;

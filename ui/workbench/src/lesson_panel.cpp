@@ -45,7 +45,7 @@ QString lesson_html(const lessons::Lesson& l) {
 }
 
 QString result_html(const lessons::Lesson& l, double measured, std::optional<double> prediction,
-                    const QList<qint64>& ids) {
+                    const predict::LessonAnswer& loom, const QList<qint64>& ids) {
   const QString unit = unit_text(l.unit);
   QString html = QStringLiteral("<table cellspacing=\"0\" cellpadding=\"3\">");
   auto row = [&](const QString& what, const QString& value) {
@@ -57,6 +57,13 @@ QString result_html(const lessons::Lesson& l, double measured, std::optional<dou
                                      (error.isEmpty() ? QString() : QStringLiteral(" (%1)").arg(error)));
   }
   row(QObject::tr("Measured"), number_text(measured) + " " + unit);
+  if (loom.value) {
+    const QString error = qs(lessons::prediction_error_words(*loom.value, measured));
+    row(QObject::tr("Loom predicted"), number_text(*loom.value) + " " + unit +
+                                           (error.isEmpty() ? QString() : QStringLiteral(" (%1)").arg(error)));
+  } else {
+    row(QObject::tr("Loom predicted"), QStringLiteral("— <span style=\"font-weight:normal\">(%1)</span>").arg(esc(loom.why_not)));
+  }
   if (l.theory) row(QObject::tr("Theory"), number_text(*l.theory) + " " + unit + " — " + esc(l.theory_why));
   html += QStringLiteral("</table>");
   const std::string slowdown = lessons::slowdown_note(l, measured, QThread::idealThreadCount());
@@ -218,7 +225,7 @@ void LessonPanel::onMeasured(const QString& lesson, double value, const QList<qi
   bool ok = false;
   const double predicted = QLocale().toDouble(prediction_->text(), &ok);
   status_->setText(tr("Done: %1 runs stored.").arg(runIds.size()));
-  result_html_ = result_html(*l, value, ok ? std::optional(predicted) : std::nullopt, runIds);
+  result_html_ = result_html(*l, value, ok ? std::optional(predicted) : std::nullopt, session_->loomAnswer(), runIds);
   result_->setHtml(result_html_);
   result_->show();
   // The screen shows the run the question asked about, not merely the last one run.

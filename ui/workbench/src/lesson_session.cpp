@@ -7,6 +7,7 @@
 
 #include "loom/host/run_report.h"
 #include "loom/store/run_store.h"
+#include "loom/trace/machine.h"
 
 namespace loom::ui {
 
@@ -45,11 +46,20 @@ bool LessonSession::start(const lessons::Lesson& lesson) {
   }
   lesson_ = lesson;
   plans_ = std::move(plans);
+  loom_answer_ = predictAnswer(lesson);
   run_ids_.clear();
   active_ = true;
   ++generation_;
   requestNext();
   return true;
+}
+
+predict::LessonAnswer LessonSession::predictAnswer(const lessons::Lesson& lesson) const {
+  auto store = store::RunStore::open(db_path_.toStdString());
+  if (!store.ok()) return {std::nullopt, store.error().message};
+  auto calibration = predict::calibrate(*store, store::this_host_name());
+  if (!calibration.ok()) return {std::nullopt, calibration.error().message};
+  return predict::predicted_lesson_answer(lesson, steps_, *calibration, {machine::cores_available(), nullptr});
 }
 
 void LessonSession::cancel() {

@@ -51,6 +51,7 @@ struct MachineShape {
 // in device memory; over MPI they are host vectors outside the rank's tensors).
 struct RankMemory {
   std::int64_t parameters = 0, gradients = 0, optimizer_state = 0, activations = 0, workspace = 0;
+  int in_flight = 0;  // micro-batches whose activations it holds at once
   std::int64_t total() const { return parameters + gradients + optimizer_state + activations + workspace; }
 };
 

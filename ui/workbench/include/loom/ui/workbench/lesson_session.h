@@ -14,6 +14,7 @@
 
 #include "loom/core/plan.h"
 #include "loom/lessons/lesson.h"
+#include "loom/predict/lesson_answer.h"
 #include "loom/trace/records.h"
 
 namespace loom::ui {
@@ -28,6 +29,9 @@ class LessonSession : public QObject {
   // Trains every run this many steps instead of the lesson's (tests, short labs).
   void setStepsOverride(std::optional<int> steps) { steps_ = steps; }
   bool isActive() const { return active_; }
+  // What Loom's predictor said the answer would be, worked out as the session started
+  // (before its runs), from the store's earlier runs.
+  const predict::LessonAnswer& loomAnswer() const { return loom_answer_; }
 
   // Builds the lesson's plans and requests the first run; false (with failed emitted)
   // when a plan does not build or a session is already active.
@@ -47,6 +51,7 @@ class LessonSession : public QObject {
   void failed(const QString& lesson, const QString& message);
 
  private:
+  predict::LessonAnswer predictAnswer(const lessons::Lesson& lesson) const;
   void requestNext();
   void measure();
   void fail(const QString& message);
@@ -58,6 +63,7 @@ class LessonSession : public QObject {
   std::vector<loom::Plan> plans_;
   QList<qint64> run_ids_;
   quint64 generation_ = 0;  // a measurement of a cancelled session is dropped
+  predict::LessonAnswer loom_answer_;
 };
 
 }  // namespace loom::ui
