@@ -4,6 +4,7 @@
 
 #include "loom/analysis/import_kineto.h"
 #include "loom/analysis/pipeline_replay.h"
+#include "loom/analysis/stats.h"
 #include "loom/core/model_info.h"
 #include "loom/trace/clock_align.h"
 
@@ -603,14 +604,6 @@ std::int64_t wait_ns(const std::vector<Event>& events) {
   return union_length_ns(waits);
 }
 
-// Nearest-rank percentile (see analysis.h) of ascending values; 0 for none.
-double nearest_rank(const std::vector<std::int64_t>& sorted, int percent) {
-  if (sorted.empty()) return 0;
-  const std::size_t n = sorted.size();
-  const std::size_t rank = (n * std::size_t(percent) + 99) / 100;  // ceil(p*n/100), exact in integers
-  return double(sorted[std::max<std::size_t>(rank, 1) - 1]);
-}
-
 struct Distribution {
   double mean = 0, p50 = 0, p95 = 0;
   std::int64_t max = 0;
@@ -620,11 +613,9 @@ Distribution distribution(std::vector<std::int64_t> values) {
   Distribution d;
   if (values.empty()) return d;
   std::sort(values.begin(), values.end());
-  double sum = 0;
-  for (std::int64_t v : values) sum += double(v);
-  d.mean = sum / double(values.size());
-  d.p50 = nearest_rank(values, 50);
-  d.p95 = nearest_rank(values, 95);
+  d.mean = mean(values);
+  d.p50 = double(nearest_rank(values, 50));
+  d.p95 = double(nearest_rank(values, 95));
   d.max = values.back();
   return d;
 }
