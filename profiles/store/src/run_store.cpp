@@ -1112,7 +1112,7 @@ Expected<std::map<std::int64_t, std::vector<std::pair<int, trace::DeviceInfo>>>>
 // Two scans of the metrics index, whatever the number of runs.
 Expected<std::map<std::int64_t, RunStore::ListedProgress>> RunStore::load_listed_progress() {
   std::map<std::int64_t, ListedProgress> progress;
-  // Steps as show counts them (analysis.cpp steps_recorded): the distinct steps with a loss.
+  // Steps as show counts them (analysis summary.cpp steps_recorded): the distinct steps with a loss.
   // A resumed run starts past 0, so its highest step is not its count.
   auto steps = db_.prepare("SELECT run_id, COUNT(DISTINCT step) FROM metrics WHERE name = 'loss' GROUP BY run_id");
   if (!steps.ok()) return steps.error();

@@ -11,6 +11,9 @@
 
 namespace loom::analysis {
 
+// A figure that is not known (no values, no time to divide by): JSON null, "-" in text.
+inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
 // Nearest-rank percentile of ascending values (docs/figures.md): the smallest value with
 // at least `percent`% of the values <= it, i.e. the ceil(percent*n/100)-th smallest, so
 // always one of the observed values. `sorted` must not be empty.
