@@ -3,6 +3,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "loom/store/run_store.h"
+
 #include "figure_parts.h"
 
 namespace loom::analysis {

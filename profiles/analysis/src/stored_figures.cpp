@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "loom/analysis/throughput.h"
+#include "loom/store/run_store.h"
 
 #include "figure_parts.h"
 

@@ -11,6 +11,7 @@
 
 #include "loom/analysis/import_kineto.h"
 #include "loom/core/model_info.h"
+#include "loom/store/run_store.h"
 #include "loom/trace/clock_align.h"
 
 #include "figure_parts.h"

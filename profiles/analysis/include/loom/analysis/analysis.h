@@ -11,7 +11,8 @@
 //   stored_figures.h   the throughput written back with a finished run
 //   summary_json.h     the summary as JSON
 //   stats.h            percentiles, medians and means they share
-// Pure functions over the RunStore; no GUI.
+// Pure functions over the RunStore; no GUI. The family headers only name the store; this
+// one includes it, as most callers of summarize_run open one.
 #pragma once
 
 #include "loom/analysis/breakdown.h"
@@ -25,3 +26,4 @@
 #include "loom/analysis/summary_json.h"
 #include "loom/analysis/throughput.h"
 #include "loom/analysis/training_window.h"
+#include "loom/store/run_store.h"

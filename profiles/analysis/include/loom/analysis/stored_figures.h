@@ -5,7 +5,10 @@
 #include <cstdint>
 
 #include "loom/core/status.h"
-#include "loom/store/run_store.h"
+
+namespace loom::store {
+class RunStore;
+}  // namespace loom::store
 
 namespace loom::analysis {
 

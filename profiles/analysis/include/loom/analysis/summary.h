@@ -17,9 +17,12 @@
 #include "loom/analysis/stage_stats.h"
 #include "loom/analysis/staleness.h"
 #include "loom/core/status.h"
-#include "loom/store/run_store.h"
 #include "loom/trace/event.h"
 #include "loom/trace/records.h"
+
+namespace loom::store {
+class RunStore;
+}  // namespace loom::store
 
 namespace loom::analysis {
 
