@@ -25,7 +25,7 @@
 #include "loom/engine/local_run.h"
 #include "loom/engine/parameter_server.h"
 #include "loom/engine/rank_probes.h"
-#include "loom/engine/run_writer.h"
+#include "loom/trace/run_writer.h"
 #include "loom/engine/serving.h"
 #include "loom/engine/trainer.h"
 #include "loom/stream/client.h"
@@ -134,7 +134,7 @@ void delay_setup_if_requested(int rank) {
   std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(ms)));
 }
 
-Status measure_before_training(Session& s, engine::RunWriter* writer) {
+Status measure_before_training(Session& s, trace::RunWriter* writer) {
   const std::int64_t clock_start = trace::now_ns();
   delay_setup_if_requested(s.comm.rank());
   auto start = engine::estimate_clock_offset(s.comm, &s.recorder, 0);
@@ -167,7 +167,7 @@ Status measure_after_training(Session& s) {
 
 // After a rank's work: the end-of-run clock estimate, then its last records to the host.
 // 0, or the exit code of a failure already reported.
-int align_and_flush(Session& s, engine::RunWriter* writer) {
+int align_and_flush(Session& s, trace::RunWriter* writer) {
   Status measured = measure_after_training(s);
   if (!measured.ok()) return s.reporter.fail(measured.error().describe(), 1);
   if (writer) {
@@ -202,7 +202,7 @@ std::function<void(const Status&)> stop_when_host_gone(int rank) {
   };
 }
 
-int serve(Session& s, const RankOptions& options, const ModelInfo& info, engine::RunWriter* writer) {
+int serve(Session& s, const RankOptions& options, const ModelInfo& info, trace::RunWriter* writer) {
   std::unique_ptr<engine::ParameterServer> server;
   const std::int64_t build_start = trace::now_ns();
   try {
@@ -232,7 +232,7 @@ int serve(Session& s, const RankOptions& options, const ModelInfo& info, engine:
 
 // Rank 0 of a serving plan answers requests, the others send them; afterwards every rank
 // aligns clocks and reports as a training rank does.
-int serve_requests(Session& s, const ModelInfo& info, engine::RunWriter* writer) {
+int serve_requests(Session& s, const ModelInfo& info, trace::RunWriter* writer) {
   engine::ServeHooks hooks;
   hooks.stop = &stop_requested();
   if (writer) hooks.on_metrics = [writer](std::vector<trace::MetricRecord>&& m) { writer->add_metrics(std::move(m)); };
@@ -263,9 +263,9 @@ int train(Session& s, const RankOptions& options) {
   trace::record_setup(s.recorder, trace::SetupPhase::LoadData, s.data_loaded.first, s.data_loaded.second);
   std::vector<PlanError> errors;
   const ModelInfo info = infer_model(s.plan, &errors);
-  std::unique_ptr<engine::RunWriter> writer;
+  std::unique_ptr<trace::RunWriter> writer;
   if (s.reporter.sink())
-    writer = std::make_unique<engine::RunWriter>(*s.reporter.sink(), s.comm.rank(), s.recorder, kStreamPeriod,
+    writer = std::make_unique<trace::RunWriter>(*s.reporter.sink(), s.comm.rank(), s.recorder, kStreamPeriod,
                                                  stop_when_host_gone(s.comm.rank()));
   Status measured = measure_before_training(s, writer.get());
   if (!measured.ok()) return s.reporter.fail(measured.error().describe(), 1);

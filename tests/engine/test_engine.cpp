@@ -12,12 +12,9 @@
 #include "loom/core/plan.h"
 #include "loom/data/dataset.h"
 #include "loom/engine/local_run.h"
-#include "loom/engine/run_writer.h"
 #include "loom/engine/trainer.h"
 #include "loom/store/run_store.h"
-#include "loom/store/store_sink.h"
 #include "loom/trace/recorder.h"
-#include "loom/trace/run_sink.h"
 
 using namespace loom;
 
@@ -223,32 +220,6 @@ class EngineTest : public QObject {
     auto losses = store->load_metrics(outcome->run_id, "loss");
     QVERIFY(losses.ok());
     QCOMPARE(int(losses->size()), 30);
-  }
-
-  // A server rank's applied updates reach the store within a period while training goes
-  // on, and those added just before finish() are not lost; every field survives.
-  void runWriterShipsUpdates() {
-    QTemporaryDir dir;
-    const std::string path = dir.filePath("runs.db").toStdString();
-    auto store = store::RunStore::open(path);
-    auto reader = store::RunStore::open(path);  // one connection per thread
-    QVERIFY(store.ok() && reader.ok());
-    const std::int64_t id = *store->create_run({});
-    store::StoreSink sink(*store, id);
-    trace::Recorder recorder;
-    engine::RunWriter writer(sink, 2, recorder, std::chrono::milliseconds(10));
-    auto update = [](int i) {
-      return trace::UpdateRecord{i % 2, 1, 100 + i, 40 + i, 43 + 2 * i, 3 + i, 1'000'000'000LL * i + 7};
-    };
-    writer.add_updates({update(0), update(1)});
-    writer.add_updates({update(2)});
-    QVERIFY(QTest::qWaitFor([&] { return reader->load_updates(id)->size() == 3; }, 5000));
-    writer.add_updates({update(3)});
-    QVERIFY(writer.finish().ok());
-    auto stored = reader->load_updates(id);
-    QVERIFY(stored.ok());
-    QCOMPARE(stored->size(), std::size_t(4));
-    for (int i = 0; i < 4; ++i) QVERIFY2((*stored)[std::size_t(i)] == update(i), qPrintable(QString("update %1").arg(i)));
   }
 
   void missingDatasetFailsTheRunWithAHint() {

@@ -12,7 +12,7 @@
 #include "loom/core/model_info.h"
 #include "loom/data/dataset.h"
 #include "loom/device/open_device.h"
-#include "loom/engine/run_writer.h"
+#include "loom/trace/run_writer.h"
 #include "loom/kernels/cpu.h"
 #include "loom/store/checkpoint_files.h"
 #include "loom/store/run_heartbeat.h"
@@ -44,7 +44,7 @@ Status train_recorded(const Plan& plan, const data::TrainTest& data, store::RunS
   rank.device_info = device::describe_device(device, cpu::blas_threads());  // what it really is
   LOOM_TRY(store.upsert_rank(run_id, rank));
   store::StoreSink sink(store, run_id);
-  RunWriter writer(sink, 0, recorder);
+  trace::RunWriter writer(sink, 0, recorder);
   trace::record_setup(recorder, trace::SetupPhase::LoadData, loaded.first, loaded.second);
   const std::int64_t build_start = trace::now_ns();
   const auto trainer = make_training_loop(plan, info, data, training_recorder(recorder), nullptr, **backend);

@@ -12,6 +12,7 @@
 
 #include "loom/analysis/critical_path.h"
 #include "loom/analysis/import_kineto.h"
+#include "loom/analysis/stats.h"
 #include "loom/core/plan.h"
 #include "loom/trace/clock_align.h"
 
@@ -25,23 +26,6 @@ namespace {
 constexpr double kNsPerMs = 1e6;
 
 nlohmann::json number_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); }
-
-double median_of(std::vector<double> v) {
-  if (v.empty()) return kNaN;
-  const auto mid = v.begin() + std::ptrdiff_t(v.size() / 2);
-  std::nth_element(v.begin(), mid, v.end());
-  if (v.size() % 2 == 1) return *mid;
-  const double upper = *mid;
-  return (*std::max_element(v.begin(), mid) + upper) / 2;
-}
-
-// Nearest rank, as analysis.h defines it for staleness.
-double percentile_of(std::vector<double> v, int percent) {
-  if (v.empty()) return kNaN;
-  std::sort(v.begin(), v.end());
-  const std::size_t rank = std::size_t(std::ceil(percent * double(v.size()) / 100.0));
-  return v[std::max<std::size_t>(rank, 1) - 1];
-}
 
 std::set<std::int32_t> steady_steps(const std::vector<Event>& events, const StepRange& range) {
   return steady_step_numbers(events, range.from, range.to);
@@ -488,7 +472,7 @@ std::vector<PhaseRow> phase_rows(const std::vector<RunFigures>& runs) {
     PhaseRow row{key.first, key.second.name, {}, {}};
     for (const RunFigures& f : runs) {
       auto it = f.phases.find(key);
-      row.median_ms.push_back(it == f.phases.end() ? kNaN : median_of(it->second));
+      row.median_ms.push_back(it == f.phases.end() ? kNaN : median(it->second));
       row.samples.push_back(it == f.phases.end() ? 0 : std::int64_t(it->second.size()));
     }
     rows.push_back(std::move(row));
@@ -551,8 +535,8 @@ StepTimes step_times(const std::vector<std::vector<Event>>& step_spans_by_rank, 
   for (const auto& [step, ns] : longest) ms.push_back(double(ns) / kNsPerMs);
   StepTimes t;
   t.steps = std::int64_t(ms.size());
-  t.median_ms = median_of(ms);
-  t.p95_ms = percentile_of(ms, 95);
+  t.median_ms = median(ms);
+  t.p95_ms = percentile(ms, 95);
   return t;
 }
 

@@ -3,15 +3,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <numeric>
 
 namespace loom::analysis {
 namespace {
-
-double nearest_rank_of_sorted(const std::vector<double>& sorted, int percent) {
-  const std::size_t rank = (sorted.size() * std::size_t(percent) + 99) / 100;  // ceil(p*n/100)
-  return sorted[std::max<std::size_t>(rank, 1) - 1];
-}
 
 nlohmann::json number_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); }
 
@@ -20,18 +14,6 @@ nlohmann::json percentiles_json(const Percentiles& p) {
 }
 
 }  // namespace
-
-Percentiles percentiles_of(std::vector<double> values) {
-  Percentiles p;
-  if (values.empty()) return p;
-  std::sort(values.begin(), values.end());
-  p.p50 = nearest_rank_of_sorted(values, 50);
-  p.p95 = nearest_rank_of_sorted(values, 95);
-  p.p99 = nearest_rank_of_sorted(values, 99);
-  p.max = values.back();
-  p.mean = std::accumulate(values.begin(), values.end(), 0.0) / double(values.size());
-  return p;
-}
 
 std::optional<ServingStats> serving_stats(const Plan& plan, const std::vector<trace::MetricRecord>& metrics) {
   if (!plan.serve) return std::nullopt;

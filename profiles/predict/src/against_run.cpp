@@ -5,6 +5,8 @@
 #include <map>
 #include <set>
 
+#include "loom/analysis/stats.h"
+
 namespace loom::predict {
 
 using trace::Event;
@@ -45,7 +47,7 @@ std::map<EventKind, double> measured_per_kind(const std::vector<Event>& events, 
   for (auto& [kind, by_step] : per_step) {
     std::vector<double> v;
     for (std::int32_t s : steps) v.push_back(by_step.count(s) ? by_step[s] : 0.0);  // a step without it: 0
-    out[kind] = median(v);
+    out[kind] = analysis::median(v, 0.0);
   }
   return out;
 }
@@ -105,7 +107,7 @@ Expected<AgainstRun> against_run(const Prediction& prediction, store::RunStore& 
   }
   std::vector<double> steps;
   for (const auto& [step, ms] : slowest) steps.push_back(ms);
-  out.measured_step_ms = median(steps);
+  out.measured_step_ms = analysis::median(steps, 0.0);
   out.steady_steps = std::int64_t(steps.size());
   auto memory = memory_against(prediction, store, run_id);
   if (!memory.ok()) return memory.error();

@@ -10,6 +10,7 @@
 
 #include "loom/analysis/analysis.h"
 #include "loom/analysis/import_kineto.h"
+#include "loom/analysis/stats.h"
 
 namespace loom::predict {
 
@@ -145,7 +146,7 @@ double median_step_ms(const std::vector<std::vector<Event>>& by_rank, std::int64
   std::vector<double> v;
   for (const auto& [step, ms] : slowest) v.push_back(ms);
   *steps = std::int64_t(v.size());
-  return median(v);
+  return analysis::median(v, 0.0);
 }
 
 // Layers by LayerId (the number events carry).
@@ -162,15 +163,6 @@ ModelInfo model_by_id(const Plan& plan) {
 }
 
 }  // namespace
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  const std::size_t mid = v.size() / 2;
-  std::nth_element(v.begin(), v.begin() + std::ptrdiff_t(mid), v.end());
-  const double upper = v[mid];
-  if (v.size() % 2) return upper;
-  return (upper + *std::max_element(v.begin(), v.begin() + std::ptrdiff_t(mid))) / 2;
-}
 
 double layer_work(const LayerInfo& layer) {
   double elements = 1;
@@ -243,8 +235,8 @@ Expected<std::optional<ObservedRun>> observe_run(store::RunStore& store, std::in
   out.step_ms = median_step_ms(by_rank, &out.steps);
   for (const auto& [where, cost] : c.buckets) c.spans[{std::get<0>(where), double(cost.first)}].push_back(cost.second);
   for (auto& [key, times] : c.spans)
-    out.observations.push_back({key.first, c.work.count(key.first) ? c.work[key.first] : 0.0, key.second, median(times),
-                                std::int64_t(times.size())});
+    out.observations.push_back({key.first, c.work.count(key.first) ? c.work[key.first] : 0.0, key.second,
+                                analysis::median(times, 0.0), std::int64_t(times.size())});
   return std::optional<ObservedRun>(std::move(out));
 }
 
@@ -269,7 +261,7 @@ std::map<std::string, LinearCost> fit_costs(const std::vector<Observation>& obse
     c.observations += o.spans;
   }
   for (auto& [key, sizes] : by_key)
-    for (auto& [units, ms] : sizes) costs[key].points.emplace_back(units, median(ms));
+    for (auto& [units, ms] : sizes) costs[key].points.emplace_back(units, analysis::median(ms, 0.0));
   return costs;
 }
 

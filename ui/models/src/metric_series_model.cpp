@@ -7,6 +7,7 @@
 #include <map>
 #include <system_error>
 
+#include "loom/store/run_store.h"
 #include "loom/ui/item_roles.h"
 
 namespace loom::ui {

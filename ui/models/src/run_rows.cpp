@@ -37,7 +37,7 @@ RunRow listed(const loom::trace::RunRecord& r) {
 }
 
 // An imported trace records no loss: its steps are the numbers of its Step spans, as
-// every view counts them (analysis.cpp steps_recorded). Imported runs are small.
+// every view counts them (analysis summary.cpp steps_recorded). Imported runs are small.
 std::int64_t imported_steps(loom::store::RunStore& store, const loom::trace::RunRecord& r) {
   std::set<std::int32_t> numbers;
   for (int rank = 0; rank < r.world_size; ++rank) {

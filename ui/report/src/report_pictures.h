@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "loom/analysis/analysis.h"
-#include "loom/store/run_store.h"
+#include "loom/analysis/summary.h"
+#include "loom/trace/records.h"
 #include "loom/trace/event.h"
 
 namespace loom::ui::report::detail {

@@ -32,8 +32,8 @@
 #include "loom/engine/optimizer.h"
 #include "loom/engine/straggler.h"
 #include "loom/engine/trainer.h"
-#include "loom/store/run_store.h"
 #include "loom/trace/recorder.h"
+#include "loom/trace/records.h"
 
 namespace loom::engine {
 

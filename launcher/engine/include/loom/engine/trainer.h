@@ -24,8 +24,8 @@
 #include "loom/engine/model.h"
 #include "loom/engine/optimizer.h"
 #include "loom/engine/straggler.h"
-#include "loom/store/run_store.h"
 #include "loom/trace/recorder.h"
+#include "loom/trace/records.h"
 
 namespace loom::engine {
 

@@ -16,14 +16,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "loom/analysis/stats.h"
 #include "loom/core/plan.h"
 #include "loom/trace/records.h"
 
 namespace loom::analysis {
-
-struct Percentiles {
-  double p50 = 0, p95 = 0, p99 = 0, max = 0, mean = 0;
-};
 
 struct ServingStats {
   ServeSpec serve;                 // as the plan asked
@@ -39,9 +36,6 @@ struct ServingStats {
   double busy_fraction = 0;
   double accuracy = std::numeric_limits<double>::quiet_NaN();
 };
-
-// Nearest-rank percentiles of unsorted values; zeros for none.
-Percentiles percentiles_of(std::vector<double> values);
 
 // From all of a run's metrics (any order); nullopt for a plan without "serve".
 std::optional<ServingStats> serving_stats(const Plan& plan, const std::vector<trace::MetricRecord>& metrics);

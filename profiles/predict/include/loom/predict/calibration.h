@@ -58,9 +58,6 @@ std::map<std::string, double> stretch_by_host(const std::vector<trace::RankRecor
 std::string unshared(const std::string& key);
 std::string sharing_suffix(double stretch);
 
-// The median of `values` (the mean of the middle two for an even count; 0 for none).
-double median(std::vector<double> values);
-
 // A layer's work per sample, for scaling a calibrated layer of the same kind to another
 // size: its forward FLOPs, or its output's elements where it has none (relu, flatten).
 double layer_work(const LayerInfo& layer);

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "loom/core/status.h"
-#include "loom/store/run_store.h"
+#include "loom/trace/records.h"
 
 namespace loom::ui {
 

@@ -12,8 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "loom/analysis/analysis.h"
-#include "loom/store/run_store.h"
+#include "loom/analysis/breakdown.h"
+#include "loom/analysis/stats.h"
+#include "loom/trace/records.h"
 
 namespace loom::ui::charts {
 

@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "loom/store/run_store.h"
+#include "loom/trace/records.h"
 #include "loom/ui/charts/chart_series.h"
 
 class QComboBox;

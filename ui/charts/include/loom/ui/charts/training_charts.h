@@ -15,8 +15,9 @@
 #include <optional>
 #include <vector>
 
-#include "loom/analysis/analysis.h"
-#include "loom/store/run_store.h"
+#include "loom/analysis/breakdown.h"
+#include "loom/analysis/stage_stats.h"
+#include "loom/trace/records.h"
 #include "loom/ui/charts/chart_series.h"
 
 class QBoxLayout;

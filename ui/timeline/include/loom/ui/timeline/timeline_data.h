@@ -19,8 +19,8 @@
 
 #include <QString>
 
-#include "loom/store/run_store.h"
 #include "loom/trace/event.h"
+#include "loom/trace/records.h"
 #include "loom/ui/timeline/geometry.h"
 
 namespace loom::ui::timeline {

@@ -21,8 +21,8 @@
 #include <string>
 #include <vector>
 
-#include "loom/store/run_store.h"
 #include "loom/trace/event.h"
+#include "loom/trace/records.h"
 #include "loom/ui/timeline/geometry.h"
 #include "loom/ui/timeline/timeline_data.h"
 

@@ -17,8 +17,9 @@
 #include <utility>
 #include <vector>
 
-#include "loom/analysis/analysis.h"
-#include "loom/store/run_store.h"
+#include "loom/analysis/breakdown.h"
+#include "loom/analysis/stage_stats.h"
+#include "loom/trace/records.h"
 #include "loom/trace/event.h"
 
 namespace loom::ui {

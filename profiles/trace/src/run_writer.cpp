@@ -1,9 +1,9 @@
 // Background writer from a rank's recorder into a run sink.
-#include "loom/engine/run_writer.h"
+#include "loom/trace/run_writer.h"
 
-namespace loom::engine {
+namespace loom::trace {
 
-RunWriter::RunWriter(trace::RunSink& sink, int rank, trace::Recorder& recorder, std::chrono::milliseconds period,
+RunWriter::RunWriter(RunSink& sink, int rank, Recorder& recorder, std::chrono::milliseconds period,
                      std::function<void(const Status&)> on_first_error)
     : sink_(sink), rank_(rank), recorder_(recorder), period_(period), on_first_error_(std::move(on_first_error)) {
   thread_ = std::thread([this] { loop(); });
@@ -11,12 +11,12 @@ RunWriter::RunWriter(trace::RunSink& sink, int rank, trace::Recorder& recorder, 
 
 RunWriter::~RunWriter() { (void)finish(); }
 
-void RunWriter::add_metrics(std::vector<trace::MetricRecord>&& metrics) {
+void RunWriter::add_metrics(std::vector<MetricRecord>&& metrics) {
   std::lock_guard lock(mutex_);
   for (auto& m : metrics) pending_metrics_.push_back(std::move(m));
 }
 
-void RunWriter::add_updates(std::vector<trace::UpdateRecord>&& updates) {
+void RunWriter::add_updates(std::vector<UpdateRecord>&& updates) {
   std::lock_guard lock(mutex_);
   if (pending_updates_.empty()) pending_updates_ = std::move(updates);  // the common case: no copy
   else pending_updates_.insert(pending_updates_.end(), updates.begin(), updates.end());
@@ -52,8 +52,8 @@ void RunWriter::note(const Status& s) {
 }
 
 void RunWriter::flush() {
-  std::vector<trace::MetricRecord> metrics;
-  std::vector<trace::UpdateRecord> updates;
+  std::vector<MetricRecord> metrics;
+  std::vector<UpdateRecord> updates;
   {
     std::lock_guard lock(mutex_);
     metrics.swap(pending_metrics_);
@@ -70,4 +70,4 @@ void RunWriter::flush() {
   if (!updates.empty()) note(sink_.write_updates(updates));
 }
 
-}  // namespace loom::engine
+}  // namespace loom::trace

@@ -17,22 +17,22 @@
 #include "loom/trace/recorder.h"
 #include "loom/trace/run_sink.h"
 
-namespace loom::engine {
+namespace loom::trace {
 
 class RunWriter {
  public:
   // `on_first_error` runs once, on the writer's thread, when the sink first refuses a
   // write: a rank whose host is gone (its stream closed) stops instead of training on
   // unobserved.
-  RunWriter(trace::RunSink& sink, int rank, trace::Recorder& recorder,
+  RunWriter(RunSink& sink, int rank, Recorder& recorder,
             std::chrono::milliseconds period = std::chrono::milliseconds(100),
             std::function<void(const Status&)> on_first_error = {});
   ~RunWriter();
   RunWriter(const RunWriter&) = delete;
   RunWriter& operator=(const RunWriter&) = delete;
 
-  void add_metrics(std::vector<trace::MetricRecord>&& metrics);  // from the training thread
-  void add_updates(std::vector<trace::UpdateRecord>&& updates);  // likewise
+  void add_metrics(std::vector<MetricRecord>&& metrics);  // from the training thread
+  void add_updates(std::vector<UpdateRecord>&& updates);  // likewise
   // Stops the thread after a final drain; returns the first write error, if any.
   Status finish();
   std::int64_t events_written() const { return events_written_.load(); }
@@ -42,20 +42,20 @@ class RunWriter {
   void flush();
   void note(const Status& s);
 
-  trace::RunSink& sink_;
+  RunSink& sink_;
   int rank_;
-  trace::Recorder& recorder_;
+  Recorder& recorder_;
   std::chrono::milliseconds period_;
   std::function<void(const Status&)> on_first_error_;
   std::mutex mutex_;  // guards the pending_ vectors and the wake-up condition; not the hot path
   std::condition_variable wake_;
-  std::vector<trace::MetricRecord> pending_metrics_;
-  std::vector<trace::UpdateRecord> pending_updates_;
+  std::vector<MetricRecord> pending_metrics_;
+  std::vector<UpdateRecord> pending_updates_;
   bool stopping_ = false;
   Status first_error_;
-  std::vector<trace::Event> drained_;
+  std::vector<Event> drained_;
   std::atomic<std::int64_t> events_written_{0};
   std::thread thread_;
 };
 
-}  // namespace loom::engine
+}  // namespace loom::trace
