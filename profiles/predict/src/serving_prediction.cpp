@@ -7,6 +7,7 @@
 #include <deque>
 #include <map>
 
+#include "loom/analysis/stats.h"
 #include "loom/core/serve_schedule.h"
 #include "step_costs.h"
 
@@ -64,7 +65,7 @@ Expected<std::optional<std::vector<Observation>>> observe_serving_run(store::Run
   }
   std::vector<Observation> out;
   const std::string key = serve_batch_key(*parsed.plan, device);
-  for (auto& [size, times] : by_size) out.push_back({key, 0.0, size, median(times), std::int64_t(times.size())});
+  for (auto& [size, times] : by_size) out.push_back({key, 0.0, size, analysis::median(times, 0.0), std::int64_t(times.size())});
   // The overhead's spread, not only its middle: its percentiles (units = the percentile),
   // so the simulation can draw each request's overhead from the measured distribution.
   std::sort(overhead.begin(), overhead.end());
