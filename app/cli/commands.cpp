@@ -488,7 +488,7 @@ int cmd_import(const Args& args) {
     print_error(id.error());
     return kFailed;
   }
-  // Steps as every view counts them (analysis.cpp steps_recorded): distinct step numbers,
+  // Steps as every view counts them (analysis summary.cpp steps_recorded): distinct step numbers,
   // not one per rank's ProfilerStep span.
   std::int64_t collectives = 0, events = 0;
   std::set<std::int32_t> step_numbers;
