@@ -37,6 +37,7 @@ struct Args {
   std::optional<std::string> cluster;  // predict, search: --cluster FILE (a cluster file)
   int scale = 0;                       // predict: --scale N (a scaling curve to N devices)
   int devices = 0;                     // search: --devices N (0: the cluster's, else the plan's ranks)
+  int top = 5;                         // search: --top N (layouts shown and saved)
   std::optional<std::string> memory_per_device;  // search: --memory-per-device SIZE
   std::optional<std::string> save;     // search: --save DIR (the top layouts as plan files)
 };

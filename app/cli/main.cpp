@@ -77,7 +77,7 @@ constexpr CommandHelp kCommandHelp[] = {
      "invalid plan or cluster file, or one the predictor does not cover yet.\n"},
     {"search",
      "usage: loom-cli search [PLAN] [--cluster FILE] [--devices N] [--memory-per-device SIZE]\n"
-     "                       [--save DIR] [--db PATH] [--json]\n"
+     "                       [--top N] [--save DIR] [--db PATH] [--json]\n"
      "\n"
      "Predicts the plan's model and global batch laid out every way the devices allow: data-\n"
      "parallel replicas (powers of two, and all), pipeline stages (layers cut for equal work),\n"
@@ -85,7 +85,8 @@ constexpr CommandHelp kCommandHelp[] = {
      "rank would need more than SIZE (e.g. 512MiB, 16GiB), ranks the rest by predicted\n"
      "throughput, and prints the top 5 with their breakdowns and why each loses to the first.\n"
      "  --devices N  at most N ranks (default: the cluster's devices, else the plan's ranks)\n"
-     "  --save DIR   write the top 5 as plan files DIR/layout-1.json ... to open or run\n"
+     "  --top N      show (and save) the first N layouts, not 5\n"
+     "  --save DIR   write the top ones as plan files DIR/layout-1.json ... to open or run\n"
      "Exit codes: 0 ranked, 1 not calibrated, 2 invalid plan, cluster or size.\n"},
     {"calibrate",
      "usage: loom-cli calibrate [PLAN] [--steps N] [--db PATH] [--json]\n"
@@ -300,7 +301,7 @@ bool parse_args(int argc, char** argv, loom::cli::Args& args, const char* usage)
         return false;
       }
       (arg == "--cluster" ? args.cluster : arg == "--save" ? args.save : args.memory_per_device) = argv[++i];
-    } else if (arg == "--scale" || arg == "--devices") {
+    } else if (arg == "--scale" || arg == "--devices" || arg == "--top") {
       const std::string value = i + 1 < argc ? argv[++i] : "";
       char* end = nullptr;
       const long n = std::strtol(value.c_str(), &end, 10);
@@ -308,7 +309,7 @@ bool parse_args(int argc, char** argv, loom::cli::Args& args, const char* usage)
         std::fprintf(stderr, "loom-cli: %s needs a number of devices from 1 to 4096 (got '%s')\n", arg.c_str(), value.c_str());
         return false;
       }
-      (arg == "--scale" ? args.scale : args.devices) = int(n);
+      (arg == "--scale" ? args.scale : arg == "--top" ? args.top : args.devices) = int(n);
     } else if (arg == "--yes") {
       args.yes = true;
     } else if (arg == "--clear") {

@@ -16,7 +16,6 @@ namespace loom::cli {
 
 namespace {
 
-constexpr int kShown = 5;
 
 // "512MiB", "16GiB", "1.5GB", "4096": bytes; nullopt when it is none of these.
 std::optional<std::int64_t> parse_size(const std::string& text) {
@@ -38,13 +37,13 @@ int device_budget(const Args& args, const Plan& plan, const std::optional<predic
   return std::max(1, plan.parallel.data_parallel) * std::max(1, plan.parallel.stages);
 }
 
-void print_ranking(const Plan& plan, const std::vector<predict::Candidate>& ranked, int devices) {
+void print_ranking(const Plan& plan, const std::vector<predict::Candidate>& ranked, int devices, int shown) {
   int fit = 0, left_out = 0;
   for (const predict::Candidate& c : ranked) (c.left_out.empty() ? fit : left_out)++;
   std::printf("layouts of '%s' on up to %d devices (global batch %lld): %d predicted, %d left out\n", plan.name.c_str(),
               devices, static_cast<long long>(plan.training.batch), fit, left_out);
   std::printf("  %-4s %-62s %10s %12s %12s\n", "", "layout", "step ms", "samples/s", "peak memory");
-  for (int i = 0; i < std::min(kShown, fit); ++i) {
+  for (int i = 0; i < std::min(shown, fit); ++i) {
     const predict::Candidate& c = ranked[std::size_t(i)];
     std::printf("  %-4d %-62s %10.3f %12.0f %12s\n", i + 1, c.choice.describe().c_str(), c.prediction.step_ms,
                 c.prediction.samples_per_s, format_bytes(c.peak_memory).c_str());
@@ -79,11 +78,11 @@ nlohmann::json ranking_json(const Plan& plan, const std::vector<predict::Candida
 // The top layouts as plan files, to open in the workbench or run; the paths written, or
 // nullopt when one could not be (the error printed).
 std::optional<std::vector<std::string>> save_layouts(const Plan& plan, const std::vector<predict::Candidate>& ranked,
-                                                     const std::string& dir) {
+                                                     const std::string& dir, int count) {
   std::vector<std::string> written;
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
-  for (int i = 0; i < std::min<int>(kShown, int(ranked.size())); ++i) {
+  for (int i = 0; i < std::min<int>(count, int(ranked.size())); ++i) {
     const predict::Candidate& c = ranked[std::size_t(i)];
     if (!c.left_out.empty()) break;
     auto laid = predict::with_layout(plan, c.choice);
@@ -126,7 +125,7 @@ int cmd_search(const Args& args) {
   if (!ranked.ok()) return prediction_failed(ranked.error());
   std::vector<std::string> saved;
   if (args.save) {
-    auto written = save_layouts(*plan, *ranked, *args.save);
+    auto written = save_layouts(*plan, *ranked, *args.save, args.top);
     if (!written) return kFailed;
     saved = std::move(*written);
   }
@@ -135,7 +134,7 @@ int cmd_search(const Args& args) {
     if (args.save) j["saved"] = saved;
     std::printf("%s\n", j.dump().c_str());
   } else {
-    print_ranking(*plan, *ranked, space.devices);
+    print_ranking(*plan, *ranked, space.devices, args.top);
     for (const std::string& path : saved) std::printf("  saved %s\n", path.c_str());
   }
   return kOk;

@@ -114,6 +114,19 @@ QWidget* WhatIfPanel::createKnobs() {
   form->addRow(tr("Buckets"), bucket_);
   form->addRow(tr("Device speed"), speed_row);
   form->addRow(tr("Link"), link_row);
+  form->addRow(createButtons());
+  // Narrow fields: the dock shares a 1280-pixel window with the designer column.
+  for (QWidget* w : std::initializer_list<QWidget*>{replicas_, microbatches_, bucket_}) w->setMaximumWidth(110);
+  for (QWidget* w : std::initializer_list<QWidget*>{bandwidth_, latency_}) w->setMaximumWidth(105);
+  target_->setMaximumWidth(215);
+  for (QSpinBox* s : {replicas_, microbatches_}) connect(s, &QSpinBox::valueChanged, this, &WhatIfPanel::knobsChanged);
+  for (QDoubleSpinBox* s : {bucket_, bandwidth_, latency_}) connect(s, &QDoubleSpinBox::valueChanged, this, &WhatIfPanel::knobsChanged);
+  connect(speed_, &QSlider::valueChanged, this, &WhatIfPanel::knobsChanged);
+  syncKnobs();
+  return box;
+}
+
+QLayout* WhatIfPanel::createButtons() {
   auto* buttons = new QHBoxLayout;
   auto* search = new QPushButton(tr("Search layouts"));
   search->setToolTip(tr("Predict every layout of this model and batch on these devices and rank them"));
@@ -125,16 +138,7 @@ QWidget* WhatIfPanel::createKnobs() {
   });
   buttons->addWidget(search);
   buttons->addWidget(show);
-  form->addRow(buttons);
-  // Narrow fields: the dock shares a 1280-pixel window with the designer column.
-  for (QWidget* w : std::initializer_list<QWidget*>{replicas_, microbatches_, bucket_}) w->setMaximumWidth(110);
-  for (QWidget* w : std::initializer_list<QWidget*>{bandwidth_, latency_}) w->setMaximumWidth(105);
-  target_->setMaximumWidth(215);
-  for (QSpinBox* s : {replicas_, microbatches_}) connect(s, &QSpinBox::valueChanged, this, &WhatIfPanel::knobsChanged);
-  for (QDoubleSpinBox* s : {bucket_, bandwidth_, latency_}) connect(s, &QDoubleSpinBox::valueChanged, this, &WhatIfPanel::knobsChanged);
-  connect(speed_, &QSlider::valueChanged, this, &WhatIfPanel::knobsChanged);
-  syncKnobs();
-  return box;
+  return buttons;
 }
 
 double WhatIfPanel::speed() const { return speed_of(speed_->value()); }

@@ -11,6 +11,7 @@
 class QComboBox;
 class QDoubleSpinBox;
 class QLabel;
+class QLayout;
 class QPushButton;
 class QSlider;
 class QSpinBox;
@@ -60,6 +61,7 @@ class WhatIfPanel : public QWidget {
  private:
   void recalibrate();
   QWidget* createKnobs();
+  QLayout* createButtons();
   void knobsChanged();
   void chooseTarget(int index);
   void showFigures();
