@@ -96,3 +96,24 @@ def write_report(text, out):
         with open(out, "w") as f:
             f.write(text)
         print(f"written to {out}", file=sys.stderr)
+
+
+def cli_json(args, *argv, extra_env=None):
+    """Runs `loom-cli ARGV` (as root where need be) and returns its last output line as
+    JSON; exits the benchmark with loom-cli's error when it fails."""
+    import json
+    import subprocess
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+               OMPI_MCA_btl_vader_single_copy_mechanism="none", **(extra_env or {}))
+    r = subprocess.run([args.cli, *argv], capture_output=True, text=True, env=env)
+    if r.returncode != 0:
+        sys.exit(f"loom-cli {' '.join(argv)} failed: {r.stderr}")
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def median_step_ms(args, db, run_id, other_id):
+    """A run's median steady step (ms) as `compare` gives it (which needs a second run)."""
+    for m in cli_json(args, "compare", str(run_id), str(other_id), "--db", db, "--json")["metrics"]:
+        if m["key"] == "step_time_median_ms":
+            return m["values"][0]
+    sys.exit("compare gave no step_time_median_ms")

@@ -10,28 +10,11 @@ within 5%), and the predicted order against the measured one.
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_util import ROOT, add_run_args, parse_run_args, wait_for_quiet  # noqa: E402
-
-
-def cli(args, *argv):
-    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-               OMPI_MCA_btl_vader_single_copy_mechanism="none")
-    r = subprocess.run([args.cli, *argv], capture_output=True, text=True, env=env)
-    if r.returncode != 0:
-        sys.exit(f"loom-cli {' '.join(argv)} failed: {r.stderr}")
-    return json.loads(r.stdout.strip().splitlines()[-1])
-
-
-def step_of(args, db, run_id, other):
-    for m in cli(args, "compare", str(run_id), str(other), "--db", db, "--json")["metrics"]:
-        if m["key"] == "step_time_median_ms":
-            return m["values"][0]
-    sys.exit("compare gave no step_time_median_ms")
+from bench_util import ROOT, add_run_args, cli_json as cli, median_step_ms, parse_run_args, wait_for_quiet  # noqa: E402
 
 
 def main():
@@ -61,7 +44,7 @@ def main():
                 json.dump(plan, f)
             wait_for_quiet(args)
             run = cli(args, "run", path, "--db", db, "--json")
-            measured[i].append(step_of(args, db, run["id"], other))
+            measured[i].append(median_step_ms(args, db, run["id"], other))
             print(f"round {round_ + 1}, layout {i + 1}: {measured[i][-1]:.3f} ms", file=sys.stderr, flush=True)
     lines = [f"Command: `{args.command}`", "",
              f"Calibrated by `loom-cli calibrate` (80 steps); layouts of `{os.path.basename(args.plan)}` on up to "

@@ -11,24 +11,14 @@ predicted and measured (median of the rounds, with their min-max), and the error
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_util import ROOT, add_run_args, parse_run_args, wait_for_quiet  # noqa: E402
+from bench_util import ROOT, add_run_args, cli_json as cli, parse_run_args, wait_for_quiet  # noqa: E402
 
 # (rate requests/s, max batch, timeout ms)
 CONFIGS = [(400, 8, 5), (200, 8, 5), (800, 8, 5), (400, 4, 5), (400, 16, 10), (400, 8, 1), (1200, 16, 5)]
-
-
-def cli(args, *argv):
-    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-               OMPI_MCA_btl_vader_single_copy_mechanism="none")
-    r = subprocess.run([args.cli, *argv], capture_output=True, text=True, env=env)
-    if r.returncode != 0:
-        sys.exit(f"loom-cli {' '.join(argv)} failed: {r.stderr}")
-    return json.loads(r.stdout.strip().splitlines()[-1])
 
 
 def plan_file(folder, rate, batch, timeout):

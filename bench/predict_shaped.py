@@ -24,7 +24,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_util import ROOT, add_run_args, parse_run_args  # noqa: E402
+from bench_util import ROOT, add_run_args, cli_json, median_step_ms, parse_run_args  # noqa: E402
 
 SCRIPTS = os.path.join(ROOT, "scripts", "cluster")
 HOSTS = ["loom-a", "loom-b"]
@@ -44,14 +44,9 @@ def plan_for(kind, hosts, steps):
 
 
 def cli(args, argv, remote=False):
-    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-               OMPI_MCA_btl_vader_single_copy_mechanism="none")
-    if remote:
-        env.update(OMPI_MCA_plm_rsh_agent=os.path.join(SCRIPTS, "netns-agent.sh"), LOOM_STREAM_HOST="10.213.1.1")
-    r = subprocess.run([args.cli, *argv], capture_output=True, text=True, env=env)
-    if r.returncode != 0:
-        sys.exit(f"loom-cli {' '.join(argv)} failed: {r.stderr}")
-    return json.loads(r.stdout.strip().splitlines()[-1])
+    """loom-cli's JSON; remote: its ranks start on the simulated hosts through their agent."""
+    extra = dict(OMPI_MCA_plm_rsh_agent=os.path.join(SCRIPTS, "netns-agent.sh"), LOOM_STREAM_HOST="10.213.1.1")
+    return cli_json(args, *argv, extra_env=extra if remote else None)
 
 
 def write(folder, name, obj):
@@ -73,13 +68,6 @@ def shape(rate, gbs, on):
         if on:
             subprocess.run(["tc", "qdisc", "add", "dev", dev, "root", "tbf", "rate", rate, "burst", str(burst),
                             "latency", "200ms"], check=True)
-
-
-def step_of(comparison):
-    for m in comparison["metrics"]:
-        if m["key"] == "step_time_median_ms":
-            return m["values"][0]
-    sys.exit("compare gave no step_time_median_ms")
 
 
 def main():
@@ -111,7 +99,7 @@ def main():
             steps = []
             for _ in range(args.rounds):
                 run = cli(args, ["run", remote, "--db", db, "--json"], remote=True)
-                steps.append(step_of(cli(args, ["compare", str(run["id"]), str(calibration), "--db", db, "--json"])))
+                steps.append(median_step_ms(args, db, run["id"], calibration))
             shape(args.rate, gbs, False)
             steps.sort()
             rows.append((kind, predicted["step_ms"], steps[len(steps) // 2], steps[0], steps[-1], predicted["notes"]))
