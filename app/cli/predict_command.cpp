@@ -33,7 +33,7 @@ std::map<int, RankShares> shares_of(const Prediction& p) {
   std::map<int, RankShares> by_rank;
   for (const PredictedSpan& s : p.spans) {
     RankShares& r = by_rank[s.rank];
-    const double ms = s.end_ms - s.start_ms;
+    const double ms = (s.end_ms - s.start_ms) / std::max(1, p.cycle_steps);  // per step
     if (s.kind == EventKind::Wait) r.wait += ms;
     else if (s.kind == EventKind::Idle) r.idle += ms;
     else if (s.kind == EventKind::InjectedDelay) r.injected += ms;
@@ -68,10 +68,27 @@ void print_memory(const Prediction& p) {
   if (shown < p.memory.size()) std::printf("  ... %zu more ranks (--json lists every one)\n", p.memory.size() - shown);
 }
 
+// The simulated updates' staleness, overall and per worker, and how many had each value.
+void print_staleness(const Prediction& p) {
+  const analysis::StalenessStats& st = p.staleness;
+  if (!st.present) return;
+  const char* unit = st.bound >= 0 ? "clocks" : "updates";
+  std::printf("  staleness:   mean %.2f, p50 %.0f, p95 %.0f, max %lld %s", st.mean, st.p50, st.p95, static_cast<long long>(st.max), unit);
+  if (st.bound >= 0) std::printf(" (bound %d)", st.bound);
+  std::printf("\n               ");
+  for (std::size_t v = 0; v < p.staleness_counts.size(); ++v)
+    std::printf("%s%zu: %lld", v ? ", " : "", v, static_cast<long long>(p.staleness_counts[v]));
+  std::printf(" updates\n");
+  for (const analysis::WorkerStaleness& w : st.workers)
+    std::printf("    worker %d: mean %.2f, p95 %.0f, max %lld, waited %.3f s\n", w.rank, w.mean, w.p95, static_cast<long long>(w.max), w.wait_s);
+}
+
 void print_text(const Plan& plan, const Prediction& p, const predict::Calibration& cal, const predict::MachineShape& machine) {
   std::printf("prediction for '%s' on %s\n", plan.name.c_str(), where_text(machine, p).c_str());
-  std::printf("  step time:   %.3f ms (one steady step)\n", p.step_ms);
-  std::printf("  throughput:  %.0f samples/s (global batch %lld)\n", p.samples_per_s, static_cast<long long>(plan.training.batch));
+  std::printf("  step time:   %.3f ms (one steady step", p.step_ms);
+  if (p.cycle_steps > 1) std::printf("; a period of %d steps takes %.3f ms", p.cycle_steps, p.cycle_ms);
+  std::printf(")\n  throughput:  %.0f samples/s (global batch %lld)\n", p.samples_per_s, static_cast<long long>(plan.training.batch));
+  print_staleness(p);
   std::string runs;
   for (std::int64_t id : cal.runs) runs += (runs.empty() ? "" : ", ") + std::to_string(id);
   std::printf("  calibrated:  from run%s %s (%zu costs)\n", cal.runs.size() == 1 ? "" : "s", runs.c_str(), cal.costs.size());
@@ -97,16 +114,26 @@ nlohmann::json to_json(const Plan& plan, const Prediction& p, const predict::Cal
     if (s.layer >= 0) j["layer"] = std::size_t(s.layer) < names.size() ? names[std::size_t(s.layer)] : std::to_string(s.layer);
     if (s.microbatch >= 0) j["microbatch"] = s.microbatch;
     if (s.bytes > 0) j["bytes"] = s.bytes;
+    if (p.cycle_steps > 1) j["step"] = s.step;
     spans.push_back(std::move(j));
   }
   nlohmann::json memory = nlohmann::json::array();
   for (const predict::RankMemory& m : p.memory)
     memory.push_back({{"parameters", m.parameters}, {"gradients", m.gradients}, {"optimizer_state", m.optimizer_state},
                       {"activations", m.activations}, {"workspace", m.workspace}, {"total", m.total()}});
-  return {{"plan", plan.name},           {"step_ms", p.step_ms},        {"samples_per_s", p.samples_per_s}, {"memory", memory},
-          {"threads_per_rank", p.threads_per_rank}, {"compute_stretch", p.stretch}, {"notes", p.notes},
-          {"calibration", {{"host", cal.host}, {"runs", cal.runs}, {"costs", cal.costs.size()}}},
-          {"spans", spans}};
+  nlohmann::json out = {{"plan", plan.name},           {"step_ms", p.step_ms},        {"samples_per_s", p.samples_per_s}, {"memory", memory},
+                        {"threads_per_rank", p.threads_per_rank}, {"compute_stretch", p.stretch}, {"notes", p.notes},
+                        {"calibration", {{"host", cal.host}, {"runs", cal.runs}, {"costs", cal.costs.size()}}},
+                        {"cycle_steps", p.cycle_steps}, {"cycle_ms", p.cycle_ms}, {"spans", spans}};
+  if (p.staleness.present) {
+    nlohmann::json workers = nlohmann::json::array();
+    for (const analysis::WorkerStaleness& w : p.staleness.workers)
+      workers.push_back({{"rank", w.rank}, {"updates", w.updates}, {"mean", w.mean}, {"p50", w.p50}, {"p95", w.p95}, {"max", w.max}, {"wait_s", w.wait_s}});
+    out["staleness"] = {{"mode", p.staleness.mode}, {"mean", p.staleness.mean}, {"p50", p.staleness.p50}, {"p95", p.staleness.p95},
+                        {"max", p.staleness.max}, {"counts", p.staleness_counts}, {"workers", workers}};
+    if (p.staleness.bound >= 0) out["staleness"]["bound"] = p.staleness.bound;
+  }
+  return out;
 }
 
 std::string format_point(double units, double ms) {

@@ -154,12 +154,25 @@ class CliPredictTest : public QObject {
     for (const auto& r : runs) QVERIFY(r.toObject()["tags"].toArray().contains(QJsonValue("calibration")));
     const Result two = run_cli({"predict", plan, "--db", store, "--replicas", "2", "--json"});
     QVERIFY2(two.exit_code == 0, qPrintable(two.err));
-    QCOMPARE(run_cli({"calibrate", write("ps-calibrate.json", kParameterServerPlan), "--db", store}).exit_code, 2);
+    // An asynchronous plan calibrates from its own run (its crowding, its server's updates
+    // and replies) and is predicted with the staleness of its updates.
+    const QString ps = write("ps-calibrate.json", kParameterServerPlan);
+    const Result ps_calibrated = run_cli({"calibrate", ps, "--db", store, "--steps", "20", "--json"});
+    QVERIFY2(ps_calibrated.exit_code == 0, qPrintable(ps_calibrated.err));
+    QCOMPARE(last_json_line(ps_calibrated.out)["runs"].toArray().size(), 1);  // as planned: the layouts it needs
+    QVERIFY(last_json_line(ps_calibrated.out)["predicts_plan"].toBool());
+    const Result ps_predicted = run_cli({"predict", ps, "--db", store, "--json"});
+    QVERIFY2(ps_predicted.exit_code == 0, qPrintable(ps_predicted.err));
+    const QJsonObject staleness = last_json_line(ps_predicted.out)["staleness"].toObject();
+    QCOMPARE(staleness["mode"].toString(), QString("parameter_server"));
+    int updates = 0;
+    for (const auto& n : staleness["counts"].toArray()) updates += n.toInt();
+    QCOMPARE(updates, 2 * 20);  // two workers, 20 steps each
     QCOMPARE(run_cli({"calibrate", plan, "--db", store, "--steps", "3"}).exit_code, 2);
   }
 
   void planNotCoveredIsRefused() {
-    const Result refused = run_cli({"predict", write("ps.json", kParameterServerPlan), "--db", db()});
+    const Result refused = run_cli({"predict", LOOM_SOURCE_DIR "/resources/plans/branches_two_devices.json", "--db", db()});
     QCOMPARE(refused.exit_code, 2);
     QVERIFY2(refused.err.contains("not predicted yet"), qPrintable(refused.err));
   }

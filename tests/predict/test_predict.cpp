@@ -150,7 +150,7 @@ class TestPredict : public QObject {
     QVERIFY(std::any_of(p.notes.begin(), p.notes.end(), [](const std::string& n) { return n.find("stretched") != std::string::npos; }));
   }
 
-  void missingCostsAreNamedAndAsyncIsRefused() {
+  void missingCostsAreNamed() {
     const Plan plan = tiny_plan(R"({"devices": )" + devices(1) + "}");
     const auto p = loom::predict::predict_step(plan, Calibration{}, {2});
     QVERIFY(!p.ok() && p.error().code == loom::ErrorCode::NotFound);
@@ -162,9 +162,11 @@ class TestPredict : public QObject {
     no_allreduce.costs.erase(loom::predict::allreduce_key(2, loom::CommBackend::Mpi));
     const auto free_sync = loom::predict::predict_step(dp2, no_allreduce, {2});
     QVERIFY(!free_sync.ok() && free_sync.error().message.find("all-reduce 2 ranks mpi") != std::string::npos);
+    // A parameter server's messages are point-to-point: their cost is named when missing.
     const Plan async = tiny_plan(R"({"devices": )" + devices(3) + R"(, "data_parallel": 2, "sync": {"mode": "parameter_server"}})");
-    const auto refused = loom::predict::predict_step(async, costs_for(async), {2});
-    QVERIFY(!refused.ok() && refused.error().code == loom::ErrorCode::Unavailable);
+    const auto no_messages = loom::predict::predict_step(async, costs_for(async), {8});
+    QVERIFY(!no_messages.ok() && no_messages.error().code == loom::ErrorCode::NotFound);
+    QVERIFY2(no_messages.error().message.find("send mpi") != std::string::npos, no_messages.error().message.c_str());
   }
 
   // Four replicas where only two were measured: the two-rank cost x (2*3/4) / (2*1/2).

@@ -99,7 +99,7 @@ Expected<AgainstRun> against_run(const Prediction& prediction, store::RunStore& 
       if (e.kind == EventKind::Step && steps.count(e.step)) slowest[e.step] = std::max(slowest[e.step], double(e.end_ns - e.start_ns) / 1e6);
     std::map<EventKind, double> predicted;
     for (const PredictedSpan& s : prediction.spans)
-      if (s.rank == rank && compared_kind(s.kind)) predicted[s.kind] += s.end_ms - s.start_ms;
+      if (s.rank == rank && compared_kind(s.kind)) predicted[s.kind] += (s.end_ms - s.start_ms) / std::max(1, prediction.cycle_steps);
     std::set<EventKind> kinds;
     for (const auto& [k, ms] : measured) kinds.insert(k);
     for (const auto& [k, ms] : predicted) kinds.insert(k);

@@ -41,7 +41,7 @@ Expected<Calibration> calibrate(store::RunStore& store, const std::string& host)
     if (!predicted.ok() || run.steps == 0) continue;  // a plan the predictor does not cover
     const ParallelSpec& p = run.plan.parallel;
     const double ops = 2.0 * std::max(1, p.microbatches) * std::max(1, p.grad_accumulation);
-    residuals.push_back({residual_key(p.stages > 1, run.device), 0.0, ops, run.step_ms - predicted->step_ms, run.steps});
+    residuals.push_back({residual_key(run.plan, run.device), 0.0, ops, run.step_ms - predicted->step_ms, run.steps});
   }
   for (auto& [key, cost] : fit_costs(residuals)) cal.costs[key] = std::move(cost);
   return cal;

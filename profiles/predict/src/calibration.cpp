@@ -59,11 +59,11 @@ double samples_per_chunk(const Plan& plan) {
                                               std::max(1, p.microbatches));
 }
 
-// Which runs calibrate: finished synchronous training runs of a Loom plan whose every rank
+// Which runs calibrate: finished training runs of a Loom plan whose every rank
 // said what it ran on; never a stored prediction (its spans are the predictor's own).
 bool can_calibrate(const trace::RunRecord& run, const std::optional<Plan>& plan, const std::vector<trace::RankRecord>& ranks) {
   if (run.status != trace::RunStatus::Completed || run.predicted() || !plan || plan->serve) return false;
-  if (plan->parallel.sync.mode != SyncMode::AllReduce || ranks.empty()) return false;
+  if (ranks.empty()) return false;
   return std::all_of(ranks.begin(), ranks.end(), [&](const trace::RankRecord& r) {
     return r.device_info.recorded() && std::size_t(r.rank) < plan->parallel.devices.size();
   });
@@ -106,8 +106,21 @@ void add_allreduces(const std::vector<Event>& events, const std::string& key, bo
   }
 }
 
+// A parameter server's steady updates (one optimizer step on its shard per gradient) and
+// replies (a point-to-point message of its shard); the first worker step is warm-up.
+void add_server(const Plan& plan, const ModelInfo& model, const std::string& device, double stretch,
+                const std::vector<Event>& events, Collector& c) {
+  const double shard_params = double(model.total_params) / double(std::max(1, plan.parallel.sync.servers));
+  for (const Event& e : events) {
+    if (e.step < 1) continue;
+    if (e.kind == EventKind::Optimizer) c.add(optimizer_key(plan, device), shard_params, e);
+    if (e.kind == EventKind::Send && e.bytes > 0) c.add(p2p_key(plan.parallel.backend, stretch), double(e.bytes), e);
+  }
+}
+
 void add_rank(const Plan& plan, const ModelInfo& model, int rank, const std::string& device, double stretch,
               const std::vector<Event>& events, Collector& c) {
+  if (rank_role(plan, rank).kind == RankKind::Server) return add_server(plan, model, device, stretch, events, c);
   std::int32_t first_step = INT32_MAX;
   for (const Event& e : events)
     if (e.kind == EventKind::Step) first_step = std::min(first_step, e.step);
@@ -189,6 +202,12 @@ std::string p2p_key(CommBackend backend, double stretch) {
 }
 std::string residual_key(bool pipeline, const std::string& device) {
   return std::string("residual per step, ") + (pipeline ? "pipeline" : "one stage") + " @" + device;
+}
+std::string residual_key(const Plan& plan, const std::string& device) {
+  const SyncMode mode = plan.parallel.sync.mode;
+  if (mode == SyncMode::ParameterServer || mode == SyncMode::Ssp) return "residual per step, parameter server @" + device;
+  if (mode == SyncMode::LocalSgd && plan.parallel.data_parallel > 1) return "residual per step, local SGD @" + device;
+  return residual_key(plan.parallel.stages > 1, device);
 }
 
 // The model named by its layers' signatures, folded (FNV-1a) so a key stays one line.

@@ -7,7 +7,8 @@
 #include <set>
 
 #include "loom/analysis/pipeline_replay.h"
-#include "step_costs.h"
+#include "async_predictor.h"
+#include "step_parts.h"
 
 namespace loom::predict {
 
@@ -16,122 +17,9 @@ using trace::Stream;
 
 namespace {
 
-struct Bucket {
-  std::int64_t bytes = 0;
-  std::size_t last_layer = 0;  // index in the stage's layers whose backward completes it
-};
-
-// One stage of one replica: its layers and what each op costs.
-struct StageWork {
-  std::vector<const LayerInfo*> layers;  // forward order
-  std::vector<double> forward_ms, backward_ms;
-  double data_ms = 0, loss_ms = 0, optimizer_ms = 0, delay_ms = 0, slowdown = 1;
-  double to_next_ms = 0, to_previous_ms = 0;
-  std::int64_t output_bytes = 0;  // what crosses to the next stage per micro-batch
-  std::vector<Bucket> buckets;
-};
-
-double sum(const std::vector<double>& v) {
-  double s = 0;
-  for (double x : v) s += x;
-  return s;
-}
-
-// Buckets as GradientSync forms them (last parameter first), whole layers at a time.
-std::vector<Bucket> buckets_of(const std::vector<const LayerInfo*>& layers, double bucket_mb) {
-  const auto limit = std::int64_t(bucket_mb * 1024.0 * 1024.0);
-  std::vector<Bucket> buckets;
-  std::int64_t filled = 0;
-  for (std::size_t i = layers.size(); i-- > 0;) {
-    const std::int64_t bytes = layers[i]->param_bytes;
-    if (bytes <= 0) continue;
-    if (buckets.empty() || (filled > 0 && filled + bytes > limit)) buckets.push_back({}), filled = 0;
-    buckets.back().bytes += bytes;
-    buckets.back().last_layer = i;
-    filled += bytes;
-  }
-  return buckets;
-}
-
-std::int64_t elements(const Shape& shape) {
-  std::int64_t n = 1;
-  for (std::int64_t d : shape) n *= d;
-  return n;
-}
-
-struct Layout {
-  int replicas = 1, stages = 1, chunks = 1;  // chunks: micro-batches x accumulation micro-steps
-  double samples = 0;                        // per chunk
-};
-
-Layout layout_of(const Plan& plan) {
-  const ParallelSpec& p = plan.parallel;
-  Layout l;
-  l.replicas = std::max(1, p.data_parallel);
-  l.stages = std::max(1, p.stages);
-  l.chunks = std::max(1, p.microbatches) * std::max(1, p.grad_accumulation);
-  l.samples = double(plan.training.batch) / double(l.replicas * l.chunks);
-  return l;
-}
-
-StageWork stage_work(const Plan& plan, const ModelInfo& model, int stage, int rank, StepCosts& costs) {
-  const Layout l = layout_of(plan);
-  StageWork w;
-  for (const LayerInfo& layer : model.layers)
-    if (layer.stage == stage && layer.kind != LayerKind::Parallel) w.layers.push_back(&layer);
-  for (const LayerInfo* layer : w.layers) {
-    w.forward_ms.push_back(costs.forward(*layer, l.samples));
-    w.backward_ms.push_back(costs.backward(*layer, l.samples));
-  }
-  // The first stage reads the inputs, the loss stage the labels: both load the batch.
-  if (stage == 0 || stage == l.stages - 1) w.data_ms = costs.data(l.samples);
-  if (stage == l.stages - 1) w.loss_ms = costs.loss(l.samples);
-  const std::int64_t params = std::size_t(stage) < model.stage_params.size() ? model.stage_params[std::size_t(stage)] : 0;
-  w.optimizer_ms = costs.optimizer(double(params));
-  if (!w.layers.empty() && stage < l.stages - 1) {
-    w.output_bytes = std::int64_t(double(elements(w.layers.back()->output)) * l.samples * sizeof(float));
-    w.to_next_ms = costs.send(rank, rank + l.replicas, double(w.output_bytes));
-  }
-  if (l.replicas > 1) w.buckets = buckets_of(w.layers, plan.parallel.bucket_mb);
-  for (const StragglerSpec& s : plan.parallel.stragglers) {
-    if (s.rank != rank) continue;
-    w.slowdown = s.slowdown;
-    w.delay_ms = s.delay == DelayDistribution::None ? 0.0 : s.delay_ms;  // the distribution's mean
-  }
-  return w;
-}
-
-// The spans of one timed op on its stage.
-void add_op_spans(const analysis::TimedOp& t, const StageWork& w, int rank, int chunks, std::vector<PredictedSpan>& out) {
-  const int micro = chunks > 1 ? t.op.microbatch : -1;
-  double at = t.start;
-  auto span = [&](EventKind kind, double ms, int layer) {
-    out.push_back({rank, kind, Stream::Compute, layer, micro, at, at + ms, 0});
-    at += ms;
-  };
-  if (t.op.forward) {
-    if (w.data_ms > 0) span(EventKind::DataLoad, w.data_ms, -1);
-    for (std::size_t i = 0; i < w.layers.size(); ++i) span(EventKind::Forward, w.forward_ms[i], w.layers[i]->id.value);
-    if (w.loss_ms > 0) span(EventKind::Loss, w.loss_ms, -1);
-  } else {
-    for (std::size_t i = w.layers.size(); i-- > 0;) span(EventKind::Backward, w.backward_ms[i], w.layers[i]->id.value);
-  }
-}
-
-// When the last backward op finishes each of the stage's layers (index in w.layers).
-std::vector<double> layer_done_times(const analysis::TimedOp& last_backward, const StageWork& w) {
-  std::vector<double> done(w.layers.size(), last_backward.start);
-  double at = last_backward.start;
-  for (std::size_t i = w.layers.size(); i-- > 0;) done[i] = at += w.backward_ms[i];
-  return done;
-}
-
 // Refuses what the predictor does not cover yet.
 Status check_covered(const Plan& plan, const ModelInfo& model, const MachineShape& machine) {
   if (plan.serve) return make_error(ErrorCode::Unavailable, "a serving plan has no training step", "predict_serving predicts it");
-  if (plan.parallel.sync.mode != SyncMode::AllReduce)
-    return make_error(ErrorCode::Unavailable, std::string(sync_mode_name(plan.parallel.sync.mode)) + " training is not predicted yet",
-                      "only synchronous (all-reduce) training is");
   for (const LayerInfo& layer : model.layers) {
     if (!layer.parent.valid()) continue;
     for (const LayerInfo& parent : model.layers)
@@ -143,29 +31,12 @@ Status check_covered(const Plan& plan, const ModelInfo& model, const MachineShap
     if (d.kind == DeviceKind::Gpu && !roofline)
       return make_error(ErrorCode::Unavailable, "gpu ranks are not predicted from a calibration yet",
                         "calibration has only cpu runs; a cluster file with a roofline device predicts them");
-  const int ranks = std::max(1, plan.parallel.data_parallel) * std::max(1, plan.parallel.stages);
+  const int ranks = world_size(plan);
   if (machine.cluster && ranks > machine.cluster->devices())
     return make_error(ErrorCode::InvalidArgument,
                       "the plan has " + std::to_string(ranks) + " ranks; the cluster '" + machine.cluster->name + "' has " +
                           std::to_string(machine.cluster->devices()) + " devices");
   return {};
-}
-
-// BLAS threads per rank as the launcher will set them, and how far the busiest host's
-// threads outnumber its cores.
-// On a cluster, ranks fill its hosts in order.
-void set_threads(const Plan& plan, const MachineShape& machine, Prediction& out) {
-  std::map<std::string, int> ranks_on_host;
-  for (const DeviceSpec& d : plan.parallel.devices) ++ranks_on_host[d.host];
-  int crowd = 1;
-  for (const auto& [host, n] : ranks_on_host) crowd = std::max(crowd, n);
-  if (machine.cluster) {
-    if (!machine.cluster->device.calibrated) return;  // a roofline device: no BLAS threads, nothing shared
-    crowd = std::min(machine.cluster->devices_per_host, layout_of(plan).replicas * layout_of(plan).stages);
-  }
-  out.threads_per_rank = plan.training.threads > 0 ? plan.training.threads : std::max(1, machine.cores / crowd);
-  out.stretch = std::max(1.0, double(crowd * out.threads_per_rank) / double(std::max(1, machine.cores)));
-  if (out.stretch > 1) out.notes.push_back("ranks outnumber cores: compute stretched " + std::to_string(out.stretch).substr(0, 4) + "x");
 }
 
 // Every replica's stages and their ops in schedule order (stragglers differ by rank).
@@ -311,6 +182,36 @@ Status missing_costs(const StepCosts& costs, int threads) {
                         "calibrated");
 }
 
+
+// The parameter-server modes: each worker holds the whole model and its gradients but no
+// optimizer state (the servers step); each server its shard and that shard's state.
+void parameter_server_memory(const Plan& plan, const ModelInfo& model, std::vector<RankMemory>& memory) {
+  for (RankMemory& m : memory) m.optimizer_state = 0;
+  const OptimizerKind optimizer = plan.training.optimizer.kind;
+  const int states = optimizer == OptimizerKind::Adam ? 2 : optimizer == OptimizerKind::Momentum ? 1 : 0;
+  for (int i = 0; i < std::max(1, plan.parallel.sync.servers); ++i) {
+    RankMemory m;
+    m.parameters = model.total_param_bytes / std::max(1, plan.parallel.sync.servers);
+    m.optimizer_state = states * m.parameters;
+    memory.push_back(m);
+  }
+}
+
+bool parameter_servers(const Plan& plan) {
+  return plan.parallel.sync.mode == SyncMode::ParameterServer || plan.parallel.sync.mode == SyncMode::Ssp;
+}
+
+// Synchronous training: every replica's stages replayed, buckets synced, ranks laid out.
+void predict_synchronous(const Plan& plan, const Replayed& replayed, StepCosts& costs, double residual_ms, Prediction& out) {
+  const Layout l = layout_of(plan);
+  for (int s = 0; s < l.stages; ++s) {
+    const double synced = sync_buckets(plan, s, replayed, costs, out);
+    for (int r = 0; r < l.replicas; ++r) lay_out_rank(l, s, r, replayed, synced, residual_ms, out);
+  }
+  out.cycle_ms = out.step_ms;
+  out.samples_per_s = out.step_ms > 0 ? double(plan.training.batch) / out.step_ms * 1000.0 : 0.0;
+}
+
 }  // namespace
 
 Expected<Prediction> predict_step(const Plan& plan, const Calibration& calibration, const MachineShape& machine) {
@@ -324,13 +225,16 @@ Expected<Prediction> predict_step(const Plan& plan, const Calibration& calibrati
   const double residual_ms = costs.residual(2.0 * l.chunks);
   auto replayed = replay_replicas(plan, model, costs);
   if (!replayed.ok()) return replayed.error();
-  for (int s = 0; s < l.stages; ++s) {
-    const double synced = sync_buckets(plan, s, *replayed, costs, out);
-    for (int r = 0; r < l.replicas; ++r) lay_out_rank(l, s, r, *replayed, synced, residual_ms, out);
-  }
   out.memory = memory_per_rank(plan, model, *replayed);
+  if (parameter_servers(plan)) {
+    LOOM_TRY(predict_parameter_servers(plan, model, costs, residual_ms, out));
+    parameter_server_memory(plan, model, out.memory);
+  } else if (plan.parallel.sync.mode == SyncMode::LocalSgd && l.replicas > 1) {
+    predict_local_sgd(plan, model, costs, residual_ms, out);
+  } else {
+    predict_synchronous(plan, *replayed, costs, residual_ms, out);
+  }
   LOOM_TRY(missing_costs(costs, out.threads_per_rank));  // after every lookup, the all-reduces' too
-  out.samples_per_s = out.step_ms > 0 ? double(plan.training.batch) / out.step_ms * 1000.0 : 0.0;
   std::sort(out.spans.begin(), out.spans.end(), [](const PredictedSpan& a, const PredictedSpan& b) {
     return a.rank != b.rank ? a.rank < b.rank : a.start_ms < b.start_ms;
   });

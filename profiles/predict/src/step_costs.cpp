@@ -83,11 +83,13 @@ double StepCosts::optimizer_at_speed(double params) {
 // measured (a layout search would pick it).
 double StepCosts::residual(double ops) {
   if (roofline()) return 0;
-  const bool pipeline = plan_.parallel.stages > 1;
-  const std::string key = residual_key(pipeline, device_);
+  const std::string key = residual_key(plan_, device_);
   if (find(key).cost) return cost(key, ops, stretch_);
-  const std::string other = residual_key(!pipeline, device_);
-  if (find(other).cost) {
+  // Not calibrated for this kind of plan: the nearest kind that is (a pipeline and one
+  // stage stand in for each other; the asynchronous modes take one stage's).
+  const bool pipeline = plan_.parallel.stages > 1;
+  for (const std::string& other : {residual_key(pipeline, device_), residual_key(!pipeline, device_)}) {
+    if (other == key || !find(other).cost) continue;
     note(key + ": not calibrated, taken from " + other);
     return cost(other, ops, stretch_);
   }

@@ -12,7 +12,7 @@ namespace loom::predict {
 struct KindAgainstRun {
   int rank = 0;
   trace::EventKind kind = trace::EventKind::Forward;
-  double predicted_ms = 0;  // its spans' time in the predicted step
+  double predicted_ms = 0;  // its spans' time in the predicted cycle, per step of it
   double measured_ms = 0;   // median over the run's steady steps of its spans' time per step
 };
 

@@ -77,7 +77,10 @@ std::string p2p_key(CommBackend backend, double stretch = 1.0);
 // no span covers: the code between spans, messages' handshakes, a rank waiting for a
 // core), per step, by ops per rank and step (forwards and backwards of micro-batches):
 // pipelines and one-stage plans apart.
+// Asynchronous plans have their own ("parameter server", "local SGD"): their steps leave
+// other gaps (a server's polling, ranks taking turns on the cores).
 std::string residual_key(bool pipeline, const std::string& device);
+std::string residual_key(const Plan& plan, const std::string& device);
 
 // What one stored run gives: its costs' observations and its measured step.
 struct ObservedRun {
@@ -91,7 +94,9 @@ struct ObservedRun {
 };
 
 // nullopt (not an error) for a run that cannot calibrate: not completed, imported,
-// serving, asynchronous, or from before ranks recorded their device.
+// serving, or from before ranks recorded their device. Asynchronous runs calibrate:
+// their workers' layers, loss and data; their servers' optimizer (in the shard's
+// parameters) and replies (point-to-point messages).
 Expected<std::optional<ObservedRun>> observe_run(store::RunStore& store, std::int64_t run_id);
 
 // Costs through the observations, by key.

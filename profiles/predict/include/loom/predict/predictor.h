@@ -14,11 +14,20 @@
 // delay), the residual measured steps had beyond their costs (a gap: time no span
 // covers), and the optimizer. Ranks on a host with more BLAS threads than cores have their
 // compute stretched by threads / cores. The step ends when the last rank's optimizer does.
+//
+// The asynchronous modes (async_predictor.cpp) are not one step but a process in time:
+// parameter server and ssp are simulated event by event (workers pulling, computing and
+// pushing; each server answering and applying in turn, under the engine's rules for
+// versions and the ssp bound), which gives each worker's step, the throughput, and the
+// staleness of every update; the spans are those of a window one step long in the steady
+// part. Local SGD lays out one period: `period` local steps per replica, the last ending
+// in the meeting (the wait for the slowest replica and the parameter all-reduces).
 #pragma once
 
 #include <string>
 #include <vector>
 
+#include "loom/analysis/staleness.h"
 #include "loom/predict/calibration.h"
 #include "loom/predict/cluster.h"
 #include "loom/trace/event.h"
@@ -33,6 +42,7 @@ struct PredictedSpan {
   int microbatch = -1;  // pipeline micro-batch or accumulation micro-step; -1 when one
   double start_ms = 0, end_ms = 0;
   std::int64_t bytes = 0;
+  int step = 0;  // which step of the laid-out cycle (Prediction::cycle_steps) it belongs to
 };
 
 // What the plan will run on: this machine (its cores beside its calibration), or a cluster
@@ -56,17 +66,27 @@ struct RankMemory {
 };
 
 struct Prediction {
-  double step_ms = 0;
-  double samples_per_s = 0;    // the global batch per step
+  double step_ms = 0;          // median step of the slowest rank, as measured runs are summed up
+  double samples_per_s = 0;    // samples trained per second (synchronous: the global batch per step)
+  // The spans lay out this many consecutive steps, `cycle_ms` long: 1 and step_ms, except
+  // local SGD (one period; its steps differ: the last one meets the other replicas).
+  int cycle_steps = 1;
+  double cycle_ms = 0;
   int threads_per_rank = 0;    // BLAS threads, as the launcher will set them
   double stretch = 1;          // compute time multiplier for ranks outnumbering cores
   std::vector<PredictedSpan> spans;  // one steady step, every rank, from 0
   std::vector<RankMemory> memory;    // by rank
   std::vector<std::string> notes;    // what was approximated, in words
+  // Parameter server and ssp: the staleness of the simulated updates, defined as measured
+  // runs define it (analysis::staleness_stats over the same records), and how many
+  // updates had each staleness (index = staleness). Local SGD: mode set, no updates.
+  analysis::StalenessStats staleness;
+  std::vector<std::int64_t> staleness_counts;
 };
 
 // NotFound naming every cost the calibration lacks (with what would measure it);
-// Unavailable for what the predictor does not cover yet (asynchronous modes, serving).
+// Unavailable for what the predictor does not cover (serving: serving_prediction.h;
+// branches on separate devices; gpu ranks from a calibration).
 Expected<Prediction> predict_step(const Plan& plan, const Calibration& calibration, const MachineShape& machine);
 
 }  // namespace loom::predict

@@ -1,0 +1,22 @@
+// The asynchronous modes' predictors (internal to loom_predict; see predictor.h):
+// parameter server and ssp by simulation (async_simulation.h), local SGD as one period.
+// Each fills the prediction's step, throughput, spans, cycle and staleness; the caller
+// has set the threads and the memory.
+#pragma once
+
+#include "loom/core/model_info.h"
+#include "loom/core/plan.h"
+#include "loom/predict/predictor.h"
+#include "step_costs.h"
+
+namespace loom::predict {
+
+// Worker steps simulated per worker: the plan's steps, at most 20,000 worker steps in all
+// (a 1,024-worker plan still predicts in well under a second), at least 20 per worker.
+std::int64_t simulated_steps(const Plan& plan);
+
+Status predict_parameter_servers(const Plan& plan, const ModelInfo& model, StepCosts& costs, double residual_ms,
+                                 Prediction& out);
+void predict_local_sgd(const Plan& plan, const ModelInfo& model, StepCosts& costs, double residual_ms, Prediction& out);
+
+}  // namespace loom::predict

@@ -1,0 +1,121 @@
+// The shared pieces of a predicted step (see step_parts.h).
+#include "step_parts.h"
+
+#include <algorithm>
+#include <map>
+#include <string>
+
+namespace loom::predict {
+
+using trace::EventKind;
+using trace::Stream;
+
+double sum(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += x;
+  return s;
+}
+
+// Buckets as GradientSync forms them (last parameter first), whole layers at a time.
+std::vector<Bucket> buckets_of(const std::vector<const LayerInfo*>& layers, double bucket_mb) {
+  const auto limit = std::int64_t(bucket_mb * 1024.0 * 1024.0);
+  std::vector<Bucket> buckets;
+  std::int64_t filled = 0;
+  for (std::size_t i = layers.size(); i-- > 0;) {
+    const std::int64_t bytes = layers[i]->param_bytes;
+    if (bytes <= 0) continue;
+    if (buckets.empty() || (filled > 0 && filled + bytes > limit)) buckets.push_back({}), filled = 0;
+    buckets.back().bytes += bytes;
+    buckets.back().last_layer = i;
+    filled += bytes;
+  }
+  return buckets;
+}
+
+std::int64_t elements(const Shape& shape) {
+  std::int64_t n = 1;
+  for (std::int64_t d : shape) n *= d;
+  return n;
+}
+
+
+Layout layout_of(const Plan& plan) {
+  const ParallelSpec& p = plan.parallel;
+  Layout l;
+  l.replicas = std::max(1, p.data_parallel);
+  l.stages = std::max(1, p.stages);
+  l.chunks = std::max(1, p.microbatches) * std::max(1, p.grad_accumulation);
+  l.samples = double(plan.training.batch) / double(l.replicas * l.chunks);
+  return l;
+}
+
+StageWork stage_work(const Plan& plan, const ModelInfo& model, int stage, int rank, StepCosts& costs) {
+  const Layout l = layout_of(plan);
+  StageWork w;
+  for (const LayerInfo& layer : model.layers)
+    if (layer.stage == stage && layer.kind != LayerKind::Parallel) w.layers.push_back(&layer);
+  for (const LayerInfo* layer : w.layers) {
+    w.forward_ms.push_back(costs.forward(*layer, l.samples));
+    w.backward_ms.push_back(costs.backward(*layer, l.samples));
+  }
+  // The first stage reads the inputs, the loss stage the labels: both load the batch.
+  if (stage == 0 || stage == l.stages - 1) w.data_ms = costs.data(l.samples);
+  if (stage == l.stages - 1) w.loss_ms = costs.loss(l.samples);
+  const std::int64_t params = std::size_t(stage) < model.stage_params.size() ? model.stage_params[std::size_t(stage)] : 0;
+  w.optimizer_ms = costs.optimizer(double(params));
+  if (!w.layers.empty() && stage < l.stages - 1) {
+    w.output_bytes = std::int64_t(double(elements(w.layers.back()->output)) * l.samples * sizeof(float));
+    w.to_next_ms = costs.send(rank, rank + l.replicas, double(w.output_bytes));
+  }
+  if (l.replicas > 1) w.buckets = buckets_of(w.layers, plan.parallel.bucket_mb);
+  for (const StragglerSpec& s : plan.parallel.stragglers) {
+    if (s.rank != rank) continue;
+    w.slowdown = s.slowdown;
+    w.delay_ms = s.delay == DelayDistribution::None ? 0.0 : s.delay_ms;  // the distribution's mean
+  }
+  return w;
+}
+
+// The spans of one timed op on its stage.
+void add_op_spans(const analysis::TimedOp& t, const StageWork& w, int rank, int chunks, std::vector<PredictedSpan>& out) {
+  const int micro = chunks > 1 ? t.op.microbatch : -1;
+  double at = t.start;
+  auto span = [&](EventKind kind, double ms, int layer) {
+    out.push_back({rank, kind, Stream::Compute, layer, micro, at, at + ms, 0});
+    at += ms;
+  };
+  if (t.op.forward) {
+    if (w.data_ms > 0) span(EventKind::DataLoad, w.data_ms, -1);
+    for (std::size_t i = 0; i < w.layers.size(); ++i) span(EventKind::Forward, w.forward_ms[i], w.layers[i]->id.value);
+    if (w.loss_ms > 0) span(EventKind::Loss, w.loss_ms, -1);
+  } else {
+    for (std::size_t i = w.layers.size(); i-- > 0;) span(EventKind::Backward, w.backward_ms[i], w.layers[i]->id.value);
+  }
+}
+
+// When the last backward op finishes each of the stage's layers (index in w.layers).
+std::vector<double> layer_done_times(const analysis::TimedOp& last_backward, const StageWork& w) {
+  std::vector<double> done(w.layers.size(), last_backward.start);
+  double at = last_backward.start;
+  for (std::size_t i = w.layers.size(); i-- > 0;) done[i] = at += w.backward_ms[i];
+  return done;
+}
+
+// BLAS threads per rank as the launcher will set them, and how far the busiest host's
+// threads outnumber its cores.
+// On a cluster, ranks fill its hosts in order.
+void set_threads(const Plan& plan, const MachineShape& machine, Prediction& out) {
+  std::map<std::string, int> ranks_on_host;
+  for (const DeviceSpec& d : plan.parallel.devices) ++ranks_on_host[d.host];
+  int crowd = 1;
+  for (const auto& [host, n] : ranks_on_host) crowd = std::max(crowd, n);
+  if (machine.cluster) {
+    if (!machine.cluster->device.calibrated) return;  // a roofline device: no BLAS threads, nothing shared
+    crowd = std::min(machine.cluster->devices_per_host, layout_of(plan).replicas * layout_of(plan).stages);
+  }
+  out.threads_per_rank = plan.training.threads > 0 ? plan.training.threads : std::max(1, machine.cores / crowd);
+  out.stretch = std::max(1.0, double(crowd * out.threads_per_rank) / double(std::max(1, machine.cores)));
+  if (out.stretch > 1) out.notes.push_back("ranks outnumber cores: compute stretched " + std::to_string(out.stretch).substr(0, 4) + "x");
+}
+
+}  // namespace loom::predict

@@ -1,0 +1,52 @@
+// The pieces of a predicted step that every strategy's predictor shares (internal to
+// loom_predict): a stage's work and its costs, the layout of replicas, stages and
+// micro-batches, buckets as GradientSync forms them, an op's spans, and the BLAS threads
+// the launcher will give each rank.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "loom/analysis/pipeline_replay.h"
+#include "loom/core/model_info.h"
+#include "loom/core/plan.h"
+#include "loom/predict/predictor.h"
+#include "step_costs.h"
+
+namespace loom::predict {
+
+struct Bucket {
+  std::int64_t bytes = 0;
+  std::size_t last_layer = 0;  // index in the stage's layers whose backward completes it
+};
+
+// One stage of one replica: its layers and what each op costs.
+struct StageWork {
+  std::vector<const LayerInfo*> layers;  // forward order
+  std::vector<double> forward_ms, backward_ms;
+  double data_ms = 0, loss_ms = 0, optimizer_ms = 0, delay_ms = 0, slowdown = 1;
+  double to_next_ms = 0, to_previous_ms = 0;
+  std::int64_t output_bytes = 0;  // what crosses to the next stage per micro-batch
+  std::vector<Bucket> buckets;
+};
+
+struct Layout {
+  int replicas = 1, stages = 1, chunks = 1;  // chunks: micro-batches x accumulation micro-steps
+  double samples = 0;                        // per chunk
+};
+
+double sum(const std::vector<double>& v);
+std::int64_t elements(const Shape& shape);
+// Buckets as GradientSync forms them (last parameter first), whole layers at a time.
+std::vector<Bucket> buckets_of(const std::vector<const LayerInfo*>& layers, double bucket_mb);
+Layout layout_of(const Plan& plan);
+StageWork stage_work(const Plan& plan, const ModelInfo& model, int stage, int rank, StepCosts& costs);
+// The spans of one timed op on its stage.
+void add_op_spans(const analysis::TimedOp& t, const StageWork& w, int rank, int chunks, std::vector<PredictedSpan>& out);
+// When the last backward op finishes each of the stage's layers (index in w.layers).
+std::vector<double> layer_done_times(const analysis::TimedOp& last_backward, const StageWork& w);
+// BLAS threads per rank as the launcher will set them, and how far the busiest host's
+// threads outnumber its cores (out.threads_per_rank, out.stretch, a note).
+void set_threads(const Plan& plan, const MachineShape& machine, Prediction& out);
+
+}  // namespace loom::predict

@@ -1,0 +1,137 @@
+// The asynchronous modes' predictions on hand-set costs (predict_fixtures.h), each answer
+// worked out by hand: a parameter server with equal workers (each gradient one update
+// stale per other worker), a server too slow for its workers (the step is the server's
+// W updates), ssp with bound 0 (synchronous: no staleness, the fast worker waits) and
+// bound 2 (staleness never beyond it), local SGD's period, and a local-SGD prediction
+// stored as a run.
+#include <QtTest>
+
+#include <cmath>
+
+#include "loom/predict/stored_prediction.h"
+#include "predict_fixtures.h"
+
+namespace {
+
+// Workers' per-step compute on the tiny model at 64 / W samples (costs proportional):
+// data 0.6, fc1 1 + 3, act 0.5 + 0.25, fc2 2 + 1.5, loss 0.4 at 64 samples; the residual
+// 0.2 (one stage's, which the asynchronous modes fall back to).
+double compute_ms(int workers) { return 9.25 * 64.0 / (64.0 * workers); }
+
+Calibration async_costs(const Plan& plan, double send_ms = 0) {
+  Calibration c = costs_for(plan);
+  c.costs[loom::predict::p2p_key(loom::CommBackend::Mpi)] = at(1, send_ms);  // proportional: 0 is free
+  return c;
+}
+
+std::string parameter_server(int workers, const std::string& sync, const std::string& extra = "") {
+  return R"({"data_parallel": )" + std::to_string(workers) + R"(, "sync": )" + sync + R"(, "devices": )" + devices(workers + 1) +
+         extra + "}";
+}
+
+bool near(double a, double b) { return std::abs(a - b) < 1e-9; }
+
+}  // namespace
+
+class TestPredictAsync : public QObject {
+  Q_OBJECT
+ private slots:
+  // Two equal workers, free messages, a 0.3 ms update: each worker's step is its compute
+  // and residual (4.825 ms) and then waits for the server to apply its own gradient before
+  // answering its pull: 5.125 ms. The workers alternate, so every steady gradient has the
+  // other worker's update applied after its read: staleness 1 (= W - 1).
+  void equalWorkersAreOneUpdateStale() {
+    const Plan plan = tiny_plan(parameter_server(2, R"({"mode": "parameter_server", "servers": 1})"));
+    const Prediction p = must(loom::predict::predict_step(plan, async_costs(plan), {8}));
+    QVERIFY2(near(p.step_ms, compute_ms(2) + 0.2 + 0.3), qPrintable(QString::number(p.step_ms, 'g', 12)));
+    QVERIFY(near(p.samples_per_s, 64.0 / p.step_ms * 1000.0));
+    QVERIFY(p.staleness.present);
+    QCOMPARE(p.staleness.p50, 1.0);
+    QCOMPARE(p.staleness.max, std::int64_t(1));
+    QCOMPARE(p.staleness_counts.size(), std::size_t(2));
+    QCOMPARE(p.staleness_counts[0], std::int64_t(1));  // the very first gradient: nothing applied yet
+    QCOMPARE(p.staleness_counts[0] + p.staleness_counts[1], std::int64_t(2 * 5));  // 5 steps per worker
+    QVERIFY(!of(p, 2, EventKind::Optimizer).empty());  // the server's updates in the window
+    // The window is worker 0's step: its pull waits out the server's update of its own
+    // gradient (pushing is free here, so its push has no length).
+    QCOMPARE(of(p, 0, EventKind::Pull).size(), std::size_t(1));
+    QVERIFY(near(of(p, 0, EventKind::Pull).front().end_ms, 0.3));
+    QCOMPARE(p.memory.size(), std::size_t(3));
+    QCOMPARE(p.memory[0].optimizer_state, std::int64_t(0));
+    QCOMPARE(p.memory[2].parameters, std::int64_t(51 * 4));
+  }
+
+  // A 6 ms update against 4.825 ms of compute: the server is the bottleneck, applying the
+  // two workers' gradients one after the other: a step every 2 x 6 ms per worker.
+  void aSlowServerSetsTheStep() {
+    const Plan plan = tiny_plan(parameter_server(2, R"({"mode": "parameter_server", "servers": 1})"));
+    Calibration c = async_costs(plan);
+    c.costs[loom::predict::optimizer_key(plan, "cpu 1t")] = at(51, 6.0);
+    const Prediction p = must(loom::predict::predict_step(plan, c, {8}));
+    QVERIFY2(near(p.step_ms, 12.0), qPrintable(QString::number(p.step_ms, 'g', 12)));
+    QVERIFY(std::abs(p.samples_per_s - 64.0 / 12.0 * 1000.0) < 1e-6);
+  }
+
+  // ssp bound 0 is synchronous training: every gradient reads the parameters of its own
+  // clock (staleness 0), and the fast worker waits for the straggler each step.
+  void sspBoundZeroIsSynchronous() {
+    const std::string straggler = R"(, "stragglers": [{"rank": 1, "slowdown": 2.0}])";
+    const Plan plan = tiny_plan(parameter_server(2, R"({"mode": "ssp", "bound": 0, "servers": 1})", straggler));
+    const Prediction p = must(loom::predict::predict_step(plan, async_costs(plan, 0.001), {8}));
+    QCOMPARE(p.staleness.max, std::int64_t(0));
+    QCOMPARE(p.staleness.bound, 0);
+    double waited = 0;
+    for (const PredictedSpan& s : of(p, 0, EventKind::Wait)) waited += s.end_ms - s.start_ms;
+    QVERIFY2(waited > 0.9 * compute_ms(2), qPrintable(QString::number(waited)));  // about the straggler's extra compute
+    QVERIFY(!of(p, 1, EventKind::InjectedDelay).empty());
+  }
+
+  // With bound 2 the fast worker runs ahead, at most two clocks.
+  void sspStalenessStaysWithinTheBound() {
+    const std::string straggler = R"(, "stragglers": [{"rank": 1, "slowdown": 3.0}])";
+    const Plan plan = tiny_plan(parameter_server(2, R"({"mode": "ssp", "bound": 2, "servers": 1})", straggler));
+    const Prediction p = must(loom::predict::predict_step(plan, async_costs(plan, 0.001), {8}));
+    QCOMPARE(p.staleness.max, std::int64_t(2));
+    QCOMPARE(p.staleness.workers.size(), std::size_t(2));
+    QVERIFY(p.staleness.workers[0].mean > p.staleness.workers[1].mean);  // the fast worker's gradients are the stale ones
+  }
+
+  // Local SGD every 4 steps: four local steps of compute, residual and a 0.3 ms optimizer
+  // (5.125 ms), the last followed by the meeting: six all-reduces of 2 ms (the step's
+  // figures, four tensors, the divergence). The median step is a local one.
+  void localSgdLaysOutAPeriod() {
+    const Plan plan = tiny_plan(R"({"data_parallel": 2, "sync": {"mode": "local_sgd", "period": 4}, "devices": )" + devices(2) + "}");
+    const Prediction p = must(loom::predict::predict_step(plan, costs_for(plan), {8}));
+    QCOMPARE(p.cycle_steps, 4);
+    QVERIFY2(near(p.cycle_ms, 4 * 5.125 + 12.0), qPrintable(QString::number(p.cycle_ms, 'g', 12)));
+    QVERIFY(near(p.step_ms, 5.125));
+    QVERIFY(near(p.samples_per_s, 4 * 64.0 / p.cycle_ms * 1000.0));
+    QCOMPARE(of(p, 0, EventKind::Optimizer).size(), std::size_t(4));
+    QCOMPARE(of(p, 1, EventKind::AllReduce).size(), std::size_t(1));
+    QCOMPARE(of(p, 1, EventKind::AllReduce).front().step, 3);
+  }
+
+  // Stored, a local-SGD prediction holds whole periods, each step in its own Step span.
+  void storedLocalSgdHoldsWholePeriods() {
+    const Plan plan = tiny_plan(R"({"data_parallel": 2, "sync": {"mode": "local_sgd", "period": 4}, "devices": )" + devices(2) + "}");
+    const Calibration cal = costs_for(plan);
+    const Prediction p = must(loom::predict::predict_step(plan, cal, {8}));
+    QTemporaryDir dir;
+    auto store = loom::store::RunStore::open((dir.path() + "/runs.db").toStdString());
+    QVERIFY(store.ok());
+    auto id = loom::predict::store_prediction(*store, plan, p, cal);
+    QVERIFY(id.ok());
+    auto events = store->load_events(*id, 0);
+    QVERIFY(events.ok());
+    std::vector<Event> steps;
+    for (const Event& e : *events)
+      if (e.kind == EventKind::Step) steps.push_back(e);
+    QCOMPARE(steps.size(), std::size_t(8));  // two periods cover the six stored steps
+    QVERIFY(std::abs((steps[1].end_ns - steps[1].start_ns) / 1e6 - 5.125) < 1e-6);
+    QVERIFY(std::abs((steps[3].end_ns - steps[3].start_ns) / 1e6 - (5.125 + 12.0)) < 1e-6);
+    QCOMPARE(steps[4].start_ns, steps[3].end_ns);
+  }
+};
+
+QTEST_GUILESS_MAIN(TestPredictAsync)
+#include "test_predict_async.moc"
