@@ -8,6 +8,7 @@
 
 #include <cmath>
 
+#include "loom/predict/figures.h"
 #include "loom/predict/stored_prediction.h"
 #include "predict_fixtures.h"
 
@@ -94,6 +95,9 @@ class TestPredictAsync : public QObject {
     QCOMPARE(p.staleness.max, std::int64_t(2));
     QCOMPARE(p.staleness.workers.size(), std::size_t(2));
     QVERIFY(p.staleness.workers[0].mean > p.staleness.workers[1].mean);  // the fast worker's gradients are the stale ones
+    // Lessons read it as `show` names it (their "Loom predicted" row).
+    const auto figure = loom::predict::predicted_figure("/staleness/overall/max", plan, async_costs(plan, 0.001), {8});
+    QVERIFY(figure.value && *figure.value == 2.0);
   }
 
   // Local SGD every 4 steps: four local steps of compute, residual and a 0.3 ms optimizer

@@ -158,6 +158,7 @@ Status predict_parameter_servers(const Plan& plan, const ModelInfo& model, StepC
   out.samples_per_s = steady_throughput(timeline, window, double(plan.training.batch) / double(workers));
   out.spans = spans_in_window(timeline.spans, window.window_ms, window.step_ms);
   set_staleness(plan, timeline, workers, out);
+  out.updates = timeline.updates;
   out.notes.push_back("simulated " + std::to_string(setup.steps) + " steps per worker; the spans are one step of worker " +
                       std::to_string(window.slowest) + " (the slowest) and what every rank did meanwhile");
   return {};

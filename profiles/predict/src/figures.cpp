@@ -29,6 +29,13 @@ PredictedFigure from_step(const std::string& pointer, const Prediction& p, const
   if (pointer == "/allreduce/count") return {count_spans(p, 0, trace::EventKind::AllReduce, false), {}};
   if (pointer == "/allreduce/bytes") return {count_spans(p, 0, trace::EventKind::AllReduce, true), {}};
   if (auto rank = index_in(pointer, "/ranks/", "/sends_per_step")) return {count_spans(p, *rank, trace::EventKind::Send, false), {}};
+  if (p.staleness.present && pointer.starts_with("/staleness/overall/")) {
+    const std::string which = pointer.substr(std::string("/staleness/overall/").size());
+    if (which == "mean") return {p.staleness.mean, {}};
+    if (which == "p50") return {p.staleness.p50, {}};
+    if (which == "p95") return {p.staleness.p95, {}};
+    if (which == "max") return {double(p.staleness.max), {}};
+  }
   if (auto stage = index_in(pointer, "/stages/", "/max_in_flight")) {
     const int rank = *stage * std::max(1, plan.parallel.data_parallel);
     if (std::size_t(rank) < p.memory.size()) return {double(p.memory[std::size_t(rank)].in_flight), {}};

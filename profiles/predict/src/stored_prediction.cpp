@@ -52,8 +52,10 @@ std::vector<double> step_starts(const Prediction& p, int rank) {
   return starts;
 }
 
-// Rank `rank`'s spans of the predicted cycle, repeated, each step in a Step span.
-std::vector<trace::Event> events_of(const Prediction& p, int rank) {
+// Rank `rank`'s spans of the predicted cycle, repeated, each step in a Step span (but on a
+// parameter server, which has no steps of its own, as measured).
+std::vector<trace::Event> events_of(const Plan& plan, const Prediction& p, int rank) {
+  const bool steps_of_its_own = rank_role(plan, rank).kind != RankKind::Server;
   std::vector<trace::Event> out;
   const std::vector<double> starts = step_starts(p, rank);
   const int cycle = int(starts.size());
@@ -65,7 +67,7 @@ std::vector<trace::Event> events_of(const Prediction& p, int rank) {
       s.kind = trace::EventKind::Step, s.stream = trace::Stream::Host, s.step = step;
       s.start_ns = ns(offset + starts[std::size_t(k)]);
       s.end_ns = ns(offset + (k + 1 < cycle ? starts[std::size_t(k + 1)] : cycle_ms(p)));
-      out.push_back(s);
+      if (steps_of_its_own) out.push_back(s);
       for (const PredictedSpan& span : p.spans) {
         if (span.rank != rank || span.step != k) continue;
         trace::Event e;
@@ -94,12 +96,13 @@ Expected<std::int64_t> store_prediction(store::RunStore& store, const Plan& plan
     r.device_info.kind = "cpu";
     r.device_info.name = "predicted";
     r.device_info.blas_threads = prediction.threads_per_rank;
-    events.emplace_back(rank, events_of(prediction, rank));
+    events.emplace_back(rank, events_of(plan, prediction, rank));
     r.events_recorded = std::int64_t(events.back().second.size());
     ranks.push_back(r);
   }
   auto id = store.import_run(run, ranks, events, {});
   if (!id.ok()) return id.error();
+  if (!prediction.updates.empty()) LOOM_TRY(store.append_updates(*id, prediction.updates));
   // The steady steps (all but the first) and their samples; asynchronous workers' steps
   // overlap, so their time is the samples at the predicted throughput.
   const std::int64_t samples = run.samples - plan.training.batch;

@@ -82,6 +82,7 @@ struct Prediction {
   // updates had each staleness (index = staleness). Local SGD: mode set, no updates.
   analysis::StalenessStats staleness;
   std::vector<std::int64_t> staleness_counts;
+  std::vector<trace::UpdateRecord> updates;  // the simulated ones (stored with a stored prediction)
 };
 
 // NotFound naming every cost the calibration lacks (with what would measure it);
