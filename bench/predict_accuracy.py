@@ -1,9 +1,8 @@
 #!/usr/bin/python3
 """How close `loom-cli predict` comes to what the runs then measure, on this machine.
 
-For each example plan (one process, data parallel, GPipe, 1F1B, hybrid, layer split, an
-unbalanced pipeline, gradient accumulation, a straggler), in --rounds rounds (each round
-every plan once, so that the machine's drift falls on all of them alike):
+For every example plan that trains and variants of them (PLANS below), in --rounds rounds
+(each round every plan once, so that the machine's drift falls on all of them alike):
   1. a short calibration run (--cal-steps) into a calibration store;
   2. a longer measured run (--steps) into a measurement store; its median step from
      `compare` (warm-up left out).
@@ -12,13 +11,16 @@ configuration was calibrated), and from a copy with this plan's calibration runs
 ("unseen": only the other plans' runs, i.e. other sizes, thread counts, replica counts or
 crowding, scaled).
 Prints a markdown table (measured median of the rounds with their min-max, the two
-predictions and their errors) and writes it to --out.
+predictions and their errors; the fullest rank's memory; for the parameter-server modes
+the mean staleness, predicted (seen) and measured in the first round) and writes it to
+--out.
 
-  /usr/bin/python3 bench/predict_accuracy.py [--rounds 3] [--steps 200] [--cal-steps 80]
+  /usr/bin/python3 bench/predict_accuracy.py [--rounds 3] [--steps 200] [--cal-steps 80] [--only REGEX]
 """
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -27,6 +29,11 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_util import ROOT, add_run_args, parse_run_args, wait_for_quiet  # noqa: E402
 
+CPU = {"kind": "cpu"}
+# Every example plan that trains (serving: predict_serving.py; branches on two devices are
+# not predicted), then variants of them: ranks, micro-batches, schedules, buckets,
+# stragglers, crowding, the asynchronous modes' bound and workers. (Shaped links:
+# predict_shaped.py.)
 PLANS = [
     ("one process", "mlp_fashion", {}),
     ("data parallel x4", "dp4_mlp_fashion", {}),
@@ -35,11 +42,33 @@ PLANS = [
     ("hybrid 2x2", "hybrid_mlp", {}),
     ("layer split", "layer_split_mlp", {}),
     ("unbalanced pipeline", "pipeline_unbalanced_mlp", {}),
+    ("branches, one device", "branches_example", {}),
+    ("CNN, one process", "cnn_fashion", {}),
+    ("spirals, one process", "spirals_synthetic", {}),
+    ("parameter server, 2 workers", "parameter_server_mlp", {}),
+    ("SSP bound 2, straggler", "ssp_straggler_mlp", {}),
+    ("local SGD every 4 steps", "local_sgd_mlp", {}),
+    # variants
     ("one process, accumulation x4", "mlp_fashion", {"parallel": {"grad_accumulation": 4}, "training": {"batch": 256}}),
-    ("data parallel x2, straggler", "mlp_fashion", {"parallel": {"devices": [{"kind": "cpu"}, {"kind": "cpu"}],
-                                                                "data_parallel": 2,
+    ("one process, batch 256", "mlp_fashion", {"training": {"batch": 256}}),
+    ("data parallel x2, straggler", "mlp_fashion", {"parallel": {"devices": [CPU, CPU], "data_parallel": 2,
                                                                 "stragglers": [{"rank": 1, "slowdown": 1.5}]},
                                                    "training": {"batch": 128}}),
+    ("data parallel x2, straggler 2 ms delay", "mlp_fashion",
+     {"parallel": {"devices": [CPU, CPU], "data_parallel": 2,
+                   "stragglers": [{"rank": 1, "delay": "constant", "delay_ms": 2.0}]}, "training": {"batch": 128}}),
+    ("data parallel x2, 0.1 MB buckets", "mlp_fashion", {"parallel": {"devices": [CPU, CPU], "data_parallel": 2, "bucket_mb": 0.1},
+                                                        "training": {"batch": 128}}),
+    ("data parallel x3 on 2 cores", "mlp_fashion", {"parallel": {"devices": [CPU, CPU, CPU], "data_parallel": 3},
+                                                   "training": {"batch": 192}}),
+    ("1F1B, 4 micro-batches", "onefoneb_mlp", {"parallel": {"microbatches": 4}}),
+    ("GPipe, 2 micro-batches", "gpipe_mlp", {"parallel": {"microbatches": 2}}),
+    ("hybrid 2x2, 8 micro-batches", "hybrid_mlp", {"parallel": {"microbatches": 8}}),
+    ("parameter server, 3 workers", "parameter_server_mlp", {"parallel": {"data_parallel": 3, "devices": [CPU] * 4},
+                                                             "training": {"batch": 192}}),
+    ("SSP bound 0, no straggler", "ssp_straggler_mlp", {"parallel": {"sync": {"mode": "ssp", "bound": 0, "servers": 1},
+                                                                    "stragglers": []}}),
+    ("local SGD every step", "local_sgd_mlp", {"parallel": {"sync": {"mode": "local_sgd", "period": 1}}}),
 ]
 
 
@@ -87,20 +116,24 @@ def median_step(args, db, run_id, other_id):
 
 
 def predict(args, plan, db):
-    """(step ms, the fullest rank's predicted bytes, why not) of a prediction."""
+    """(step ms, the fullest rank's predicted bytes, mean staleness or None, why not) of a prediction."""
     r = cli(args, "predict", plan, "--db", db, "--json")
     if r.returncode != 0:
-        return None, None, r.stderr.strip().splitlines()[-1] if r.stderr.strip() else f"exit {r.returncode}"
+        return None, None, None, r.stderr.strip().splitlines()[-1] if r.stderr.strip() else f"exit {r.returncode}"
     p = json.loads(r.stdout.strip().splitlines()[-1])
-    return p["step_ms"], max(m["total"] for m in p["memory"]), ""
+    staleness = p["staleness"]["mean"] if "staleness" in p else None
+    return p["step_ms"], max(m["total"] for m in p["memory"]), staleness, ""
 
 
-def measured_memory(args, db, run_id):
-    """The fullest rank's device memory at its end (buffers keep their largest size: the peak)."""
+def measured_figures(args, db, run_id):
+    """The fullest rank's device memory at its end (buffers keep their largest size: the
+    peak), and the mean staleness where the run recorded updates."""
     r = cli(args, "show", str(run_id), "--db", db, "--json")
     if r.returncode != 0:
         sys.exit(f"show failed: {r.stderr}")
-    return max(m["total_bytes"] for m in json.loads(r.stdout.strip().splitlines()[-1])["device_memory"])
+    shown = json.loads(r.stdout.strip().splitlines()[-1])
+    staleness = shown["staleness"]["overall"]["mean"] if "staleness" in shown else None
+    return max(m["total_bytes"] for m in shown["device_memory"]), staleness
 
 
 def main():
@@ -109,28 +142,32 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--cal-steps", type=int, default=80)
+    ap.add_argument("--only", help="only the plans whose label matches this regular expression")
     args = parse_run_args(ap)
+    plans = [p for p in PLANS if not args.only or re.search(args.only, p[0])]
     folder = tempfile.mkdtemp(prefix="loom-predict-")
     cal_db, meas_db = os.path.join(folder, "calibration.db"), os.path.join(folder, "measured.db")
-    cal_runs = [[] for _ in PLANS]
-    measured = [[] for _ in PLANS]
+    cal_runs = [[] for _ in plans]
+    measured = [[] for _ in plans]
     for round_ in range(args.rounds):
-        for i, (label, source, changes) in enumerate(PLANS):
+        for i, (label, source, changes) in enumerate(plans):
             print(f"round {round_ + 1}: {label}", file=sys.stderr, flush=True)
             cal_runs[i].append(run(args, write_plan(folder, i, source, changes, args.cal_steps), cal_db))
             measured[i].append(run(args, write_plan(folder, i, source, changes, args.steps), meas_db))
     all_ids = [rid for runs in measured for rid in runs]
     by_id = {rid: median_step(args, meas_db, rid, all_ids[0] if rid != all_ids[0] else all_ids[1]) for rid in all_ids}
-    rows = []
-    for i, (label, source, changes) in enumerate(PLANS):
+    rows, stale_rows = [], []
+    for i, (label, source, changes) in enumerate(plans):
         plan = write_plan(folder, i, source, changes, args.steps)
-        seen, memory, why_seen = predict(args, plan, cal_db)
+        seen, memory, staleness, why_seen = predict(args, plan, cal_db)
         unseen_db = os.path.join(folder, f"unseen{i}.db")
         shutil.copy(cal_db, unseen_db)
         for rid in cal_runs[i]:
             cli(args, "delete", str(rid), "--db", unseen_db, "--yes")
-        unseen, _, why_unseen = predict(args, plan, unseen_db)
-        peak = measured_memory(args, meas_db, measured[i][0])
+        unseen, _, _, why_unseen = predict(args, plan, unseen_db)
+        peak, measured_staleness = measured_figures(args, meas_db, measured[i][0])
+        if staleness is not None or measured_staleness is not None:
+            stale_rows.append((label, staleness, measured_staleness))
         values = sorted(by_id[r] for r in measured[i])
         mid = values[len(values) // 2] if len(values) % 2 else (values[len(values) // 2 - 1] + values[len(values) // 2]) / 2
         rows.append((label, mid, values[0], values[-1], seen, why_seen, unseen, why_unseen, memory, peak))
@@ -166,6 +203,11 @@ def main():
     lines += ["", f"|error| seen: {summary(seen_errors)}; unseen: {summary(unseen_errors)}; "
                   f"the measured runs' own spread (max-min over median): {summary(spreads)}; "
                   f"memory of the fullest rank: {summary(memory_errors)}."]
+    if stale_rows:
+        lines += ["", "| plan | mean staleness, predicted (seen) | measured (first round) |", "|---|---|---|"]
+        for label, predicted, measured_mean in stale_rows:
+            show = lambda v: "-" if v is None else f"{v:.2f}"  # noqa: E731
+            lines.append(f"| {label} | {show(predicted)} | {show(measured_mean)} |")
     text = "\n".join(lines + ([""] + notes if notes else [])) + "\n"
     print(text)
     with open(args.out, "w") as f:

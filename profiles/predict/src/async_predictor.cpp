@@ -150,6 +150,7 @@ Status predict_parameter_servers(const Plan& plan, const ModelInfo& model, StepC
   setup.shard_bytes = shard_bytes(model, servers);
   for (std::int64_t bytes : setup.shard_bytes) setup.apply_ms.push_back(costs.optimizer(double(bytes) / 4.0));
   setup.message_ms = [&](int from, int to, double bytes) { return costs.send(from, to, bytes); };
+  setup.push_ms = [&](int from, int to, double bytes) { return costs.push_receive(from, to, bytes); };
   const AsyncTimeline timeline = simulate_parameter_servers(setup);
   if (std::int64_t(timeline.steps.size()) != setup.steps * workers)
     return make_error(ErrorCode::Internal, "the parameter-server simulation stopped before every worker finished");

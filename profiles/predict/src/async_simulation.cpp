@@ -164,7 +164,7 @@ class Simulation {
   void receive_push(int i, const Request& r) {
     ServerState& sv = server_[std::size_t(i)];
     const std::int64_t bytes = s_.shard_bytes[std::size_t(i)];
-    const double end = sv.free_at + s_.message_ms(r.worker, server_rank(i), double(bytes));
+    const double end = sv.free_at + s_.push_ms(r.worker, server_rank(i), double(bytes));
     span(server_rank(i), EventKind::Recv, Stream::Host, r.step, sv.free_at, end, bytes);
     span(r.worker, EventKind::Push, Stream::Host, r.step, worker_[std::size_t(r.worker)].push_start, end, bytes);
     sv.free_at = end;

@@ -35,7 +35,8 @@ struct AsyncSetup {
   std::vector<AsyncWorkerWork> workers;          // ranks 0..W-1
   std::vector<std::int64_t> shard_bytes;         // per server (ranks W..W+S-1)
   std::vector<double> apply_ms;                  // per server: one gradient's optimizer step
-  std::function<double(int from, int to, double bytes)> message_ms;
+  std::function<double(int from, int to, double bytes)> message_ms;  // requests and replies
+  std::function<double(int from, int to, double bytes)> push_ms;     // a server taking a gradient
 };
 
 // A worker's step as simulated: from its pull to the end of its last push.

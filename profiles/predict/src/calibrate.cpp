@@ -1,11 +1,43 @@
 // calibrate(): the costs of every calibrating run of a host, then each run's residual,
 // which needs the predictor (see calibration.h).
 #include <algorithm>
+#include <optional>
 
 #include "loom/predict/calibration.h"
 #include "loom/predict/predictor.h"
 
 namespace loom::predict {
+
+namespace {
+
+bool parameter_servers(const Plan& plan) {
+  return plan.parallel.sync.mode == SyncMode::ParameterServer || plan.parallel.sync.mode == SyncMode::Ssp;
+}
+
+// A parameter server's step does not grow one for one with its workers' residual (the
+// server may set the pace), so there the residual is solved for: the residual per worker
+// step whose prediction takes the measured step, by bisection (0 where even none predicts
+// more). nullopt where the plan is not predicted.
+std::optional<double> solved_residual(const ObservedRun& run, Calibration cal, const std::string& key, double ops) {
+  auto step_with = [&](double residual) -> std::optional<double> {
+    cal.costs[key].points = {{ops, residual}};
+    auto p = predict_step(run.plan, cal, {run.cores});
+    return p.ok() ? std::optional<double>(p->step_ms) : std::nullopt;
+  };
+  const auto none = step_with(0);
+  if (!none) return std::nullopt;
+  if (*none >= run.step_ms) return 0.0;
+  double low = 0, high = run.step_ms;
+  for (int i = 0; i < 30; ++i) {
+    const double mid = (low + high) / 2;
+    const auto step = step_with(mid);
+    if (!step) return std::nullopt;
+    (*step < run.step_ms ? low : high) = mid;
+  }
+  return (low + high) / 2;
+}
+
+}  // namespace
 
 Expected<Calibration> calibrate(store::RunStore& store, const std::string& host) {
   auto runs = store.list_runs();
@@ -37,11 +69,17 @@ Expected<Calibration> calibrate(store::RunStore& store, const std::string& host)
   // predicts more: kept, and a cost is never used below 0).
   std::vector<Observation> residuals;
   for (const ObservedRun& run : observed) {
-    auto predicted = predict_step(run.plan, cal, {run.cores});
-    if (!predicted.ok() || run.steps == 0) continue;  // a plan the predictor does not cover
+    if (run.steps == 0) continue;
     const ParallelSpec& p = run.plan.parallel;
     const double ops = 2.0 * std::max(1, p.microbatches) * std::max(1, p.grad_accumulation);
-    residuals.push_back({residual_key(run.plan, run.device), 0.0, ops, run.step_ms - predicted->step_ms, run.steps});
+    const std::string key = residual_key(run.plan, run.device);
+    if (parameter_servers(run.plan)) {
+      if (auto solved = solved_residual(run, cal, key, ops)) residuals.push_back({key, 0.0, ops, *solved, run.steps});
+      continue;
+    }
+    auto predicted = predict_step(run.plan, cal, {run.cores});
+    if (!predicted.ok()) continue;  // a plan the predictor does not cover
+    residuals.push_back({key, 0.0, ops, run.step_ms - predicted->step_ms, run.steps});
   }
   for (auto& [key, cost] : fit_costs(residuals)) cal.costs[key] = std::move(cost);
   return cal;

@@ -106,8 +106,9 @@ void add_allreduces(const std::vector<Event>& events, const std::string& key, bo
   }
 }
 
-// A parameter server's steady updates (one optimizer step on its shard per gradient) and
-// replies (a point-to-point message of its shard); the first worker step is warm-up.
+// A parameter server's steady updates (one optimizer step on its shard per gradient),
+// replies (a point-to-point message of its shard) and receives of pushed gradients; the
+// first worker step is warm-up.
 void add_server(const Plan& plan, const ModelInfo& model, const std::string& device, double stretch,
                 const std::vector<Event>& events, Collector& c) {
   const double shard_params = double(model.total_params) / double(std::max(1, plan.parallel.sync.servers));
@@ -115,6 +116,7 @@ void add_server(const Plan& plan, const ModelInfo& model, const std::string& dev
     if (e.step < 1) continue;
     if (e.kind == EventKind::Optimizer) c.add(optimizer_key(plan, device), shard_params, e);
     if (e.kind == EventKind::Send && e.bytes > 0) c.add(p2p_key(plan.parallel.backend, stretch), double(e.bytes), e);
+    if (e.kind == EventKind::Recv && e.bytes > 0) c.add(push_receive_key(plan.parallel.backend, stretch), double(e.bytes), e);
   }
 }
 
@@ -199,6 +201,9 @@ std::string allreduce_key(int replicas, CommBackend backend, double stretch) {
 }
 std::string p2p_key(CommBackend backend, double stretch) {
   return std::string("send ") + (backend == CommBackend::Nccl ? "nccl" : "mpi") + sharing_suffix(stretch);
+}
+std::string push_receive_key(CommBackend backend, double stretch) {
+  return std::string("receive push ") + (backend == CommBackend::Nccl ? "nccl" : "mpi") + sharing_suffix(stretch);
 }
 std::string residual_key(bool pipeline, const std::string& device) {
   return std::string("residual per step, ") + (pipeline ? "pipeline" : "one stage") + " @" + device;

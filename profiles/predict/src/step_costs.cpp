@@ -131,6 +131,13 @@ double StepCosts::send(int from, int to, double bytes) {
   return cost(p2p_key(plan_.parallel.backend, stretch_), bytes, 1.0);
 }
 
+double StepCosts::push_receive(int from, int to, double bytes) {
+  const bool on_links = cluster_ && !cluster_->link(from, to).measured;
+  const std::string key = push_receive_key(plan_.parallel.backend, stretch_);
+  if (on_links || !find(key).cost) return send(from, to, bytes);
+  return cost(key, bytes, 1.0);
+}
+
 // Not measured at this count, the nearest count measured (same backend and crowding)
 // scaled as a ring all-reduce scales: each rank sends and receives 2 (R - 1) / R of it.
 double StepCosts::allreduce_calibrated(int replicas, double bytes) {

@@ -32,6 +32,8 @@ class StepCosts {
   // A bucket's all-reduce over these ranks; a message between two ranks.
   double allreduce(const std::vector<int>& ranks, double bytes);
   double send(int from, int to, double bytes);
+  // A parameter server taking a pushed gradient: calibrated apart where measured, else a send.
+  double push_receive(int from, int to, double bytes);
   // Time measured steps had beyond their spans, per step, for `ops` ops per rank.
   double residual(double ops);
 

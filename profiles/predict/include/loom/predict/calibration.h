@@ -73,6 +73,9 @@ std::string optimizer_key(const Plan& plan, const std::string& device);
 std::string data_key(const Plan& plan);
 std::string allreduce_key(int replicas, CommBackend backend, double stretch = 1.0);
 std::string p2p_key(CommBackend backend, double stretch = 1.0);
+// A parameter server's blocking receive of a pushed gradient (its Recv spans): on this
+// project's VM a tenth of a reply's send of the same bytes, so apart from `send`.
+std::string push_receive_key(CommBackend backend, double stretch = 1.0);
 // What measured steps took beyond what the predictor makes of the same runs' costs (time
 // no span covers: the code between spans, messages' handshakes, a rank waiting for a
 // core), per step, by ops per rank and step (forwards and backwards of micro-batches):
