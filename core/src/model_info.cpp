@@ -147,6 +147,7 @@ Shape Inference::linear(const LayerSpec& layer, const Shape& in, const std::stri
                     ": insert a flatten layer before it");
   } else if (in.size() == 1) {
     info.params = add(mul(in[0], layer.out), layer.bias ? layer.out : 0);
+    info.bias_params = layer.bias ? layer.out : 0;
     info.forward_flops = mul(2, mul(in[0], layer.out));
   }
   // The output width is known even when the input is not, which keeps later checks useful.
@@ -175,6 +176,7 @@ Shape Inference::conv2d(const LayerSpec& layer, const Shape& in, const std::stri
   Shape out{layer.out_channels, (h - k) / stride + 1, (w - k) / stride + 1};
   const std::int64_t weights = mul(mul(layer.out_channels, in[0]), mul(k, k));
   info.params = add(weights, layer.bias ? layer.out_channels : 0);
+  info.bias_params = layer.bias ? layer.out_channels : 0;
   info.forward_flops = mul(2, mul(weights, mul(out[1], out[2])));
   return out;
 }

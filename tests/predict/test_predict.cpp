@@ -81,11 +81,19 @@ class TestPredict : public QObject {
     QVERIFY(of(p, 0, EventKind::Wait).empty() && of(p, 0, EventKind::AllReduce).empty());
   }
 
-  // Two replicas, buckets of 104 bytes: fc2's gradient (108 bytes) alone, then fc1's (96).
-  // fc2's backward ends at 6.0: its bucket runs 6.0-8.0; fc1's ends at 9.25: 9.25-11.25,
-  // a 2 ms wait; untraced 0.2, the optimizer 11.45-11.75.
+  // Two replicas, buckets of 108 bytes: fc2's gradient (bias 12 + weight 96 bytes), then
+  // fc1's (bias 32 + weight 64). fc2's backward ends at 6.0: its bucket runs 6.0-8.0; fc1's
+  // ends at 9.25: 9.25-11.25, a 2 ms wait; untraced 0.2, the optimizer 11.45-11.75.
+  // At 104 bytes the buckets split by tensor, as GradientSync's do: fc2's bias alone (12),
+  // fc2's weight (96), fc1's bias and weight (96); the second waits for the first.
   void bucketsOverlapTheBackward() {
-    const Plan plan = tiny_plan(R"({"devices": )" + devices(2) + R"(, "data_parallel": 2, "bucket_mb": 0.0001})", "0, 0, 0", 128);
+    const Plan split = tiny_plan(R"({"devices": )" + devices(2) + R"(, "data_parallel": 2, "bucket_mb": 0.0001})", "0, 0, 0", 128);
+    const auto by_tensor = of(must(loom::predict::predict_step(split, costs_for(split), {2})), 0, EventKind::AllReduce);
+    QCOMPARE(by_tensor.size(), std::size_t(3));
+    QCOMPARE(by_tensor[0].bytes, std::int64_t(12));
+    QCOMPARE(by_tensor[1].bytes, std::int64_t(96));
+    QVERIFY(std::abs(by_tensor[1].start_ms - 8.0) < 1e-9 && std::abs(by_tensor[2].start_ms - 10.0) < 1e-9);
+    const Plan plan = tiny_plan(R"({"devices": )" + devices(2) + R"(, "data_parallel": 2, "bucket_mb": 0.000103})", "0, 0, 0", 128);
     const Prediction p = must(loom::predict::predict_step(plan, costs_for(plan), {2}));
     for (int rank = 0; rank < 2; ++rank) {
       const auto buckets = of(p, rank, EventKind::AllReduce);

@@ -16,17 +16,11 @@ using trace::Stream;
 
 namespace {
 
-// Bytes of each parameter tensor, as the engine's model holds them: a layer's weight, and
-// its bias (one per output channel) where it has one.
+// Bytes of each parameter tensor of the model, as the engine's model holds them.
 std::vector<std::int64_t> tensor_bytes(const ModelInfo& model) {
   std::vector<std::int64_t> out;
-  for (const LayerInfo& layer : model.layers) {
-    if (layer.params <= 0) continue;
-    const std::int64_t bias = layer.output.empty() ? 0 : layer.output.front();
-    const bool has_bias = (layer.kind == LayerKind::Linear || layer.kind == LayerKind::Conv2d) && layer.params > bias;
-    out.push_back((layer.params - (has_bias ? bias : 0)) * 4);
-    if (has_bias) out.push_back(bias * 4);
-  }
+  for (const LayerInfo& layer : model.layers)
+    for (std::int64_t bytes : predict::tensor_bytes(layer)) out.push_back(bytes);
   return out;
 }
 

@@ -16,18 +16,27 @@ double sum(const std::vector<double>& v) {
   return s;
 }
 
-// Buckets as GradientSync forms them (last parameter first), whole layers at a time.
+std::vector<std::int64_t> tensor_bytes(const LayerInfo& layer) {
+  if (layer.params <= 0) return {};
+  if (layer.bias_params <= 0) return {layer.params * 4};
+  return {(layer.params - layer.bias_params) * 4, layer.bias_params * 4};
+}
+
+// Buckets as GradientSync forms them: tensor by tensor from the last parameter back, a new
+// bucket when the next tensor would overflow a filled one. A bucket is complete when the
+// backward of the earliest layer it holds a tensor of has run.
 std::vector<Bucket> buckets_of(const std::vector<const LayerInfo*>& layers, double bucket_mb) {
   const auto limit = std::int64_t(bucket_mb * 1024.0 * 1024.0);
   std::vector<Bucket> buckets;
   std::int64_t filled = 0;
   for (std::size_t i = layers.size(); i-- > 0;) {
-    const std::int64_t bytes = layers[i]->param_bytes;
-    if (bytes <= 0) continue;
-    if (buckets.empty() || (filled > 0 && filled + bytes > limit)) buckets.push_back({}), filled = 0;
-    buckets.back().bytes += bytes;
-    buckets.back().last_layer = i;
-    filled += bytes;
+    const std::vector<std::int64_t> tensors = tensor_bytes(*layers[i]);
+    for (auto t = tensors.rbegin(); t != tensors.rend(); ++t) {
+      if (buckets.empty() || (filled > 0 && filled + *t > limit)) buckets.push_back({}), filled = 0;
+      buckets.back().bytes += *t;
+      buckets.back().last_layer = i;
+      filled += *t;
+    }
   }
   return buckets;
 }

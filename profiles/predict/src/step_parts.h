@@ -37,7 +37,9 @@ struct Layout {
 
 double sum(const std::vector<double>& v);
 std::int64_t elements(const Shape& shape);
-// Buckets as GradientSync forms them (last parameter first), whole layers at a time.
+// A layer's parameter tensors' bytes in the engine's order: the weight, then the bias.
+std::vector<std::int64_t> tensor_bytes(const LayerInfo& layer);
+// Buckets as GradientSync forms them: tensor by tensor from the last parameter back.
 std::vector<Bucket> buckets_of(const std::vector<const LayerInfo*>& layers, double bucket_mb);
 Layout layout_of(const Plan& plan);
 StageWork stage_work(const Plan& plan, const ModelInfo& model, int stage, int rank, StepCosts& costs);

@@ -25,6 +25,7 @@ struct LayerInfo {
   Shape input;
   Shape output;
   std::int64_t params = 0;           // trainable scalars
+  std::int64_t bias_params = 0;      // of them, the bias's (linear, conv2d with bias)
   std::int64_t param_bytes = 0;      // params * 4 (fp32)
   std::int64_t activation_bytes = 0; // output activation for the whole global batch, fp32
   std::int64_t forward_flops = 0;    // per sample (multiply-add = 2 flops)
