@@ -172,9 +172,12 @@ class CliPredictTest : public QObject {
   }
 
   void planNotCoveredIsRefused() {
-    const Result refused = run_cli({"predict", LOOM_SOURCE_DIR "/resources/plans/branches_two_devices.json", "--db", db()});
+    // GPU ranks are predicted only as a cluster's roofline device, not from this machine's runs.
+    QByteArray gpu = kSpiralsPlan;
+    gpu.replace(R"("threads": 1})", R"("threads": 1}, "parallel": {"devices": [{"kind": "gpu", "gpu": 0}]})");
+    const Result refused = run_cli({"predict", write("gpu.json", gpu), "--db", db()});
     QCOMPARE(refused.exit_code, 2);
-    QVERIFY2(refused.err.contains("not predicted yet"), qPrintable(refused.err));
+    QVERIFY2(refused.err.contains("gpu ranks are not predicted from a calibration yet"), qPrintable(refused.err));
   }
 };
 

@@ -3,6 +3,8 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <tuple>
+
 #include <cmath>
 #include <map>
 
@@ -175,6 +177,43 @@ class TestPredict : public QObject {
     const auto no_messages = loom::predict::predict_step(async, costs_for(async), {8});
     QVERIFY(!no_messages.ok() && no_messages.error().code == loom::ErrorCode::NotFound);
     QVERIFY2(no_messages.error().message.find("send mpi") != std::string::npos, no_messages.error().message.c_str());
+  }
+
+  // A parallel block split over two stages: branch a on stage 0, branch b on stage 1,
+  // where the block's concatenation runs (costed as the block's span) before fc. GPipe,
+  // one micro-batch, free messages: stage 0's forward 0-1.6 (data 0.6, a 1), stage 1's
+  // 1.6-6.1 (data 0.6, b 1, concat 0.5, fc 2, loss 0.4), its backward 6.1-10.85 (fc 1.5,
+  // concat 0.25, b 3), stage 0's 10.85-13.85 (a 3); then the residual 0.2 and stage 0's
+  // optimizer over its 12 parameters (0.3 x 12/51).
+  void branchesOnTwoStagesConcatenateWhereTheBlockEnds() {
+    const std::string json = std::string(R"({"format": "loom-plan/1", "name": "split", "model": {"input": [2], "layers": [)") +
+        R"({"type": "parallel", "name": "P", "branches": [{"layers": [{"type": "linear", "out": 4, "name": "a"}]},)" +
+        R"({"stage": 1, "layers": [{"type": "linear", "out": 4, "name": "b"}]}]},)" +
+        R"({"type": "linear", "out": 3, "name": "fc", "stage": 1}]},)" +
+        R"("data": {"source": "synthetic", "kind": "spirals", "classes": 3, "train_samples": 640, "test_samples": 128},)" +
+        R"("training": {"batch": 64, "steps": 5, "threads": 1, "optimizer": "sgd"},)" +
+        R"("parallel": {"stages": 2, "devices": [{"kind": "cpu"}, {"kind": "cpu"}]}})";
+    loom::PlanResult parsed = loom::parse_plan(json);
+    QVERIFY2(parsed.ok(), parsed.ok() ? "" : parsed.errors.front().reason.c_str());
+    const Plan& plan = *parsed.plan;
+    const loom::ModelInfo m = loom::infer_model(plan, nullptr);
+    using namespace loom::predict;
+    Calibration c;
+    const std::string d = "cpu 1t";
+    for (const auto& [name, fwd, bwd] : {std::tuple{"a", 1.0, 3.0}, {"b", 1.0, 3.0}, {"P", 0.5, 0.25}, {"fc", 2.0, 1.5}}) {
+      c.costs[forward_key(layer(m, name), d)] = at(64, fwd);
+      c.costs[backward_key(layer(m, name), d)] = at(64, bwd);
+    }
+    c.costs[loss_key(plan, d)] = at(64, 0.4);
+    c.costs[data_key(plan)] = at(64, 0.6);
+    c.costs[optimizer_key(plan, d)] = at(51, 0.3);
+    c.costs[residual_key(false, d)] = at(2, 0.2);
+    c.costs[p2p_key(loom::CommBackend::Mpi)] = at(1, 0.0);
+    const Prediction p = must(predict_step(plan, c, {8}));
+    QCOMPARE(of(p, 0, EventKind::Forward).size(), std::size_t(1));  // a
+    QCOMPARE(of(p, 1, EventKind::Forward).size(), std::size_t(3));  // b, the concatenation, fc
+    QCOMPARE(of(p, 1, EventKind::Forward)[1].layer, layer(m, "P").id.value);
+    QVERIFY2(std::abs(p.step_ms - (13.85 + 0.2 + 0.3 * 12 / 51)) < 1e-9, qPrintable(QString::number(p.step_ms, 'g', 12)));
   }
 
   // Four replicas where only two were measured: the two-rank cost x (2*3/4) / (2*1/2).

@@ -18,14 +18,8 @@ using trace::Stream;
 namespace {
 
 // Refuses what the predictor does not cover yet.
-Status check_covered(const Plan& plan, const ModelInfo& model, const MachineShape& machine) {
+Status check_covered(const Plan& plan, const MachineShape& machine) {
   if (plan.serve) return make_error(ErrorCode::Unavailable, "a serving plan has no training step", "predict_serving predicts it");
-  for (const LayerInfo& layer : model.layers) {
-    if (!layer.parent.valid()) continue;
-    for (const LayerInfo& parent : model.layers)
-      if (parent.id == layer.parent && parent.stage != layer.stage)
-        return make_error(ErrorCode::Unavailable, "branches on separate devices are not predicted yet");
-  }
   const bool roofline = machine.cluster && !machine.cluster->device.calibrated;
   for (const DeviceSpec& d : plan.parallel.devices)
     if (d.kind == DeviceKind::Gpu && !roofline)
@@ -216,7 +210,7 @@ void predict_synchronous(const Plan& plan, const Replayed& replayed, StepCosts& 
 
 Expected<Prediction> predict_step(const Plan& plan, const Calibration& calibration, const MachineShape& machine) {
   const ModelInfo model = infer_model(plan, nullptr);
-  LOOM_TRY(check_covered(plan, model, machine));
+  LOOM_TRY(check_covered(plan, machine));
   const Layout l = layout_of(plan);
   Prediction out;
   set_threads(plan, machine, out);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <string>
 
 namespace loom::predict {
@@ -58,11 +59,53 @@ Layout layout_of(const Plan& plan) {
   return l;
 }
 
+namespace {
+
+// Rows [first, end) of a parallel block (the block and every layer nested in it).
+std::size_t block_end(const ModelInfo& model, std::size_t first) {
+  std::size_t end = first + 1;
+  while (end < model.layers.size() && model.layers[end].depth > model.layers[first].depth) ++end;
+  return end;
+}
+
+// Where a parallel block whose branches run on different stages concatenates their
+// outputs (the engine's Concat unit, stage_graph.h): the stage of the layer after the
+// block, or the last branch's when the block ends the model. -1: one stage runs it all,
+// inside the block's own span.
+int concat_stage(const ModelInfo& model, std::size_t row) {
+  const std::size_t end = block_end(model, row);
+  std::set<int> stages;
+  for (std::size_t i = row + 1; i < end; ++i) stages.insert(model.layers[i].stage);
+  if (stages.size() < 2) return -1;
+  return end < model.layers.size() ? model.layers[end].stage : model.layers[end - 1].stage;
+}
+
+}  // namespace
+
+// A stage's layers in the order its forward runs them: a split parallel block's
+// concatenation after the branch layers before it (it costs as the block's own span).
+std::vector<const LayerInfo*> stage_layers(const ModelInfo& model, int stage) {
+  std::vector<const LayerInfo*> out;
+  std::vector<std::pair<std::size_t, const LayerInfo*>> concats;  // (row its block ends at, block)
+  for (std::size_t row = 0; row < model.layers.size(); ++row) {
+    for (auto c = concats.begin(); c != concats.end();)
+      if (c->first == row) out.push_back(c->second), c = concats.erase(c);
+      else ++c;
+    const LayerInfo& layer = model.layers[row];
+    if (layer.kind == LayerKind::Parallel) {
+      if (concat_stage(model, row) == stage) concats.emplace_back(block_end(model, row), &layer);
+    } else if (layer.stage == stage) {
+      out.push_back(&layer);
+    }
+  }
+  for (const auto& c : concats) out.push_back(c.second);
+  return out;
+}
+
 StageWork stage_work(const Plan& plan, const ModelInfo& model, int stage, int rank, StepCosts& costs) {
   const Layout l = layout_of(plan);
   StageWork w;
-  for (const LayerInfo& layer : model.layers)
-    if (layer.stage == stage && layer.kind != LayerKind::Parallel) w.layers.push_back(&layer);
+  w.layers = stage_layers(model, stage);
   for (const LayerInfo* layer : w.layers) {
     w.forward_ms.push_back(costs.forward(*layer, l.samples));
     w.backward_ms.push_back(costs.backward(*layer, l.samples));

@@ -42,6 +42,9 @@ std::vector<std::int64_t> tensor_bytes(const LayerInfo& layer);
 // Buckets as GradientSync forms them: tensor by tensor from the last parameter back.
 std::vector<Bucket> buckets_of(const std::vector<const LayerInfo*>& layers, double bucket_mb);
 Layout layout_of(const Plan& plan);
+// A stage's layers in forward order; a parallel block split over stages adds its
+// concatenation on the stage where the block ends.
+std::vector<const LayerInfo*> stage_layers(const ModelInfo& model, int stage);
 StageWork stage_work(const Plan& plan, const ModelInfo& model, int stage, int rank, StepCosts& costs);
 // The spans of one timed op on its stage.
 void add_op_spans(const analysis::TimedOp& t, const StageWork& w, int rank, int chunks, std::vector<PredictedSpan>& out);
