@@ -30,8 +30,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_util import ROOT, add_run_args, parse_run_args, wait_for_quiet  # noqa: E402
 
 CPU = {"kind": "cpu"}
-# Every example plan that trains (serving: predict_serving.py; branches on two devices are
-# not predicted), then variants of them: ranks, micro-batches, schedules, buckets,
+# Every example plan that trains (serving: predict_serving.py), then variants of them: ranks, micro-batches, schedules, buckets,
 # stragglers, crowding, the asynchronous modes' bound and workers. (Shaped links:
 # predict_shaped.py.)
 PLANS = [
@@ -43,6 +42,7 @@ PLANS = [
     ("layer split", "layer_split_mlp", {}),
     ("unbalanced pipeline", "pipeline_unbalanced_mlp", {}),
     ("branches, one device", "branches_example", {}),
+    ("branches on two devices", "branches_two_devices", {}),
     ("CNN, one process", "cnn_fashion", {}),
     ("spirals, one process", "spirals_synthetic", {}),
     ("parameter server, 2 workers", "parameter_server_mlp", {}),

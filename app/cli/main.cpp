@@ -94,9 +94,9 @@ constexpr CommandHelp kCommandHelp[] = {
      "Runs the plan's model briefly (N steps, default 60, no evaluation) in the layouts whose\n"
      "costs `predict`, `search` and the workbench's What-if need on this machine: the plan as\n"
      "written, one process with every core, two replicas, and a two-stage 1F1B pipeline with\n"
-     "4 micro-batches (each where the batch and layers allow). Each is a real run, stored\n"
-     "and tagged \"calibration\"; delete them to forget what they measured. Synchronous cpu\n"
-     "plans on this machine only.\n"
+     "4 micro-batches (each where the batch and layers allow); an asynchronous plan only as\n"
+     "written. Each is a real run, stored and tagged \"calibration\"; delete them to forget\n"
+     "what they measured. Cpu plans on this machine only.\n"
      "Exit codes: 0 calibrated, 1 a run failed, 2 an invalid or uncovered plan.\n"},
     {"calibration",
      "usage: loom-cli calibration [--db PATH] [--json]\n"
