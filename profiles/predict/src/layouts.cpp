@@ -97,7 +97,7 @@ Expected<Plan> with_layout(const Plan& plan, const LayoutChoice& c) {
   p.data_parallel = c.replicas, p.stages = c.stages, p.microbatches = c.microbatches;
   p.schedule = c.schedule, p.bucket_mb = c.bucket_mb;
   const DeviceSpec like = plan.parallel.devices.empty() ? DeviceSpec{} : plan.parallel.devices.front();
-  p.devices.assign(std::size_t(c.replicas * c.stages), like);
+  p.devices.assign(std::size_t(world_size(out)), like);  // the asynchronous modes' servers too
   std::erase_if(p.stragglers, [&](const StragglerSpec& s) { return s.rank >= c.replicas * c.stages; });
   return out;
 }

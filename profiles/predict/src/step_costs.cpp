@@ -2,6 +2,8 @@
 // device, alpha-beta for its links.
 #include "step_costs.h"
 
+#include <cstdlib>
+
 #include <algorithm>
 #include <cmath>
 
@@ -128,14 +130,33 @@ double StepCosts::send(int from, int to, double bytes) {
     const Link& link = cluster_->link(from, to);
     if (!link.measured) return link.ms(bytes);
   }
-  return cost(p2p_key(plan_.parallel.backend, stretch_), bytes, 1.0);
+  return cost(message_key(p2p_key(plan_.parallel.backend, stretch_)), bytes, 1.0);
 }
 
 double StepCosts::push_receive(int from, int to, double bytes) {
   const bool on_links = cluster_ && !cluster_->link(from, to).measured;
-  const std::string key = push_receive_key(plan_.parallel.backend, stretch_);
+  const std::string key = message_key(push_receive_key(plan_.parallel.backend, stretch_));
   if (on_links || !find(key).cost) return send(from, to, bytes);
   return cost(key, bytes, 1.0);
+}
+
+// A message's key at this crowding; where that crowding (and no crowding) was never
+// measured, the nearest crowding that was, with a note: a message waits for a core as
+// its host is crowded, so the nearest crowding is nearer than none.
+std::string StepCosts::message_key(const std::string& key) {
+  if (find(key).cost) return key;
+  const std::string base = unshared(key);
+  std::string best;
+  double best_distance = 0;
+  for (const auto& [k, c] : cal_.costs) {
+    if (unshared(k) != base || k == base) continue;
+    const double crowding = std::atof(k.substr(k.find(" shared x") + 9).c_str());
+    const double distance = std::abs(std::log(crowding / stretch_));
+    if (best.empty() || distance < best_distance) best = k, best_distance = distance;
+  }
+  if (best.empty()) return key;
+  note(key + ": not measured, taken from " + best);
+  return best;
 }
 
 // Not measured at this count, the nearest count measured (same backend and crowding)

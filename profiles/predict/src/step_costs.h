@@ -50,6 +50,7 @@ class StepCosts {
   double cost(const std::string& key, double units, double stretch);
   double layer(const std::string& key, const LayerInfo& layer, double samples);
   double allreduce_calibrated(int replicas, double bytes);
+  std::string message_key(const std::string& key);
   const LinearCost* nearest_of_kind(const std::string& key, double work) const;
   void note(const std::string& text);
 
