@@ -40,6 +40,7 @@ struct Args {
   int top = 5;                         // search: --top N (layouts shown and saved)
   std::optional<std::string> memory_per_device;  // search: --memory-per-device SIZE
   std::optional<std::string> save;     // search: --save DIR (the top layouts as plan files)
+  bool asynchronous = false;           // search: --async (the asynchronous modes too)
 };
 
 int cmd_validate(const Args& args);

@@ -77,7 +77,7 @@ constexpr CommandHelp kCommandHelp[] = {
      "invalid plan or cluster file, or one the predictor does not cover yet.\n"},
     {"search",
      "usage: loom-cli search [PLAN] [--cluster FILE] [--devices N] [--memory-per-device SIZE]\n"
-     "                       [--top N] [--save DIR] [--db PATH] [--json]\n"
+     "                       [--top N] [--save DIR] [--async] [--db PATH] [--json]\n"
      "\n"
      "Predicts the plan's model and global batch laid out every way the devices allow: data-\n"
      "parallel replicas (powers of two, and all), pipeline stages (layers cut for equal work),\n"
@@ -87,6 +87,9 @@ constexpr CommandHelp kCommandHelp[] = {
      "  --devices N  at most N ranks (default: the cluster's devices, else the plan's ranks)\n"
      "  --top N      show (and save) the first N layouts, not 5\n"
      "  --save DIR   write the top ones as plan files DIR/layout-1.json ... to open or run\n"
+     "  --async      also a parameter server and ssp (bound 2) with one server, and local SGD\n"
+     "               every 4 steps (ranked by throughput: their gradients are stale, see\n"
+     "               the staleness each prints)\n"
      "Exit codes: 0 ranked, 1 not calibrated, 2 invalid plan, cluster or size.\n"},
     {"calibrate",
      "usage: loom-cli calibrate [PLAN] [--steps N] [--db PATH] [--json]\n"
@@ -312,6 +315,8 @@ bool parse_args(int argc, char** argv, loom::cli::Args& args, const char* usage)
       (arg == "--scale" ? args.scale : arg == "--top" ? args.top : args.devices) = int(n);
     } else if (arg == "--yes") {
       args.yes = true;
+    } else if (arg == "--async") {
+      args.asynchronous = true;
     } else if (arg == "--clear") {
       args.clear = true;
     } else if (arg == "--steps" || arg == "--target-accuracy") {

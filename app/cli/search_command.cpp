@@ -47,7 +47,12 @@ void print_ranking(const Plan& plan, const std::vector<predict::Candidate>& rank
     const predict::Candidate& c = ranked[std::size_t(i)];
     std::printf("  %-4d %-62s %10.3f %12.0f %12s\n", i + 1, c.choice.describe().c_str(), c.prediction.step_ms,
                 c.prediction.samples_per_s, format_bytes(c.peak_memory).c_str());
-    if (i > 0) std::printf("       loses by %.3f ms: %s\n", c.prediction.step_ms - ranked.front().prediction.step_ms,
+    if (c.prediction.staleness.present)
+      std::printf("       staleness: mean %.2f, max %lld\n", c.prediction.staleness.mean,
+                  static_cast<long long>(c.prediction.staleness.max));
+    // Per global batch (what throughput ranks), which a worker's or a local step is not.
+    const auto batch_ms = [&](const predict::Prediction& p) { return 1000.0 * double(plan.training.batch) / p.samples_per_s; };
+    if (i > 0) std::printf("       loses by %.3f ms a batch: %s\n", batch_ms(c.prediction) - batch_ms(ranked.front().prediction),
                            predict::why_slower(ranked.front().prediction, c.prediction).c_str());
   }
   int shown_out = 0;
@@ -62,6 +67,8 @@ nlohmann::json ranking_json(const Plan& plan, const std::vector<predict::Candida
     nlohmann::json j = {{"replicas", c.choice.replicas},      {"stages", c.choice.stages},
                         {"microbatches", c.choice.microbatches}, {"schedule", schedule_name(c.choice.schedule)},
                         {"bucket_mb", c.choice.bucket_mb}};
+    if (c.choice.sync) j["sync"] = sync_mode_name(c.choice.sync->mode);
+    if (c.prediction.staleness.present) j["staleness_mean"] = c.prediction.staleness.mean;
     if (!c.left_out.empty()) {
       j["left_out"] = c.left_out;
     } else {
@@ -109,6 +116,7 @@ int cmd_search(const Args& args) {
   if (!read_cluster(args, cluster)) return kInvalidInput;
   predict::SearchSpace space;
   space.devices = device_budget(args, *plan, cluster);
+  space.asynchronous = args.asynchronous;
   if (args.memory_per_device) {
     const auto bytes = parse_size(*args.memory_per_device);
     if (!bytes) {

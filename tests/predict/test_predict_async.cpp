@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "loom/predict/figures.h"
+#include "loom/predict/layouts.h"
 #include "loom/predict/stored_prediction.h"
 #include "predict_fixtures.h"
 
@@ -113,6 +114,35 @@ class TestPredictAsync : public QObject {
     QCOMPARE(of(p, 0, EventKind::Optimizer).size(), std::size_t(4));
     QCOMPARE(of(p, 1, EventKind::AllReduce).size(), std::size_t(1));
     QCOMPARE(of(p, 1, EventKind::AllReduce).front().step, 3);
+  }
+
+  // search --async: on 3 devices a parameter server and ssp with 2 workers and a server
+  // (3 ranks, staleness predicted) and local SGD over 2 and 3 replicas (the batch of 64
+  // does not split over 3: left out before predicting).
+  void searchTriesTheAsynchronousModes() {
+    const Plan plan = tiny_plan(R"({"data_parallel": 2, "devices": )" + devices(2) + "}");
+    loom::predict::SearchSpace space;
+    space.devices = 3;
+    space.asynchronous = true;
+    const auto ranked = loom::predict::search_layouts(plan, async_costs(plan), {8}, space);
+    QVERIFY2(ranked.ok(), ranked.ok() ? "" : ranked.error().message.c_str());
+    int servers = 0, local = 0;
+    for (const loom::predict::Candidate& c : *ranked) {
+      if (!c.choice.sync) continue;
+      QVERIFY2(c.left_out.empty(), c.left_out.c_str());
+      if (c.choice.sync->mode == loom::SyncMode::LocalSgd) {
+        ++local;
+        QCOMPARE(c.prediction.cycle_steps, 4);
+        continue;
+      }
+      ++servers;
+      QCOMPARE(c.choice.replicas, 2);
+      QVERIFY(c.prediction.staleness.present);
+      QCOMPARE(int(c.prediction.memory.size()), 3);
+      QCOMPARE(loom::world_size(*loom::predict::with_layout(plan, c.choice)), 3);
+    }
+    QCOMPARE(servers, 2);
+    QCOMPARE(local, 1);
   }
 
   // Stored, a local-SGD prediction holds whole periods, each step in its own Step span.

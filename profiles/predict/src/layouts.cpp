@@ -19,6 +19,13 @@ std::string LayoutChoice::describe() const {
   if (stages > 1)
     out += ", " + std::string(schedule_name(schedule)) + ", " + std::to_string(microbatches) + " micro-batch" +
            (microbatches == 1 ? "" : "es");
+  if (sync && (sync->mode == SyncMode::ParameterServer || sync->mode == SyncMode::Ssp)) {
+    std::snprintf(text, sizeof text, "%d worker%s + %d server%s, ", replicas, replicas == 1 ? "" : "s", sync->servers,
+                  sync->servers == 1 ? "" : "s");
+    return text + (sync->mode == SyncMode::Ssp ? "ssp bound " + std::to_string(sync->bound) : std::string("parameter server"));
+  }
+  if (sync && sync->mode == SyncMode::LocalSgd)
+    return std::to_string(replicas) + " replicas, local SGD every " + std::to_string(sync->period) + " steps";
   if (replicas > 1) {
     std::snprintf(text, sizeof text, ", %g MB buckets", bucket_mb);
     out += text;
@@ -94,6 +101,7 @@ Expected<Plan> with_layout(const Plan& plan, const LayoutChoice& c) {
     const std::vector<int> stage = balanced_cut(top_level_work(plan), c.stages);
     for (std::size_t i = 0; i < out.model.layers.size(); ++i) place_on_stage(out.model.layers[i], stage[i]);
   }
+  if (c.sync) p.sync = *c.sync;
   p.data_parallel = c.replicas, p.stages = c.stages, p.microbatches = c.microbatches;
   p.schedule = c.schedule, p.bucket_mb = c.bucket_mb;
   const DeviceSpec like = plan.parallel.devices.empty() ? DeviceSpec{} : plan.parallel.devices.front();
@@ -114,18 +122,38 @@ std::vector<int> replica_counts(int devices) {
   return counts;
 }
 
+// The asynchronous layouts of `devices` devices (one stage, the plan's bucket size).
+void add_asynchronous(const Plan& plan, int devices, std::vector<LayoutChoice>& out) {
+  const double bucket = plan.parallel.bucket_mb;
+  if (devices >= 3) {
+    out.push_back({devices - 1, 1, 1, Schedule::OneFOneB, bucket, SyncSpec{SyncMode::ParameterServer, 0, 1, 1, false}});
+    out.push_back({devices - 1, 1, 1, Schedule::OneFOneB, bucket, SyncSpec{SyncMode::Ssp, 2, 1, 1, false}});
+  }
+  if (devices >= 2) out.push_back({devices, 1, 1, Schedule::OneFOneB, bucket, SyncSpec{SyncMode::LocalSgd, 0, 4, 1, false}});
+  if (plan.parallel.sync.mode != SyncMode::AllReduce)  // and synchronous training, which the plan's mode leaves out
+    out.push_back({devices, 1, 1, Schedule::OneFOneB, bucket, SyncSpec{}});
+}
+
 std::vector<LayoutChoice> choices(const Plan& plan, const SearchSpace& space) {
   std::vector<LayoutChoice> out;
-  const int max_stages = int(plan.model.layers.size());
+  // The asynchronous modes run one stage: their plans keep it.
+  const int max_stages = plan.parallel.sync.mode == SyncMode::AllReduce ? int(plan.model.layers.size()) : 1;
   for (int d : replica_counts(space.devices))
     for (int s = 1; s <= std::min(max_stages, space.devices / d); ++s)
       for (int m : s == 1 ? std::vector<int>{1} : space.microbatches)
         for (Schedule schedule : s == 1 || m == 1 ? std::vector<Schedule>{Schedule::OneFOneB}  // one micro-batch: schedules agree
                                                   : std::vector<Schedule>{Schedule::GPipe, Schedule::OneFOneB})
           for (double bucket : d == 1 ? std::vector<double>{plan.parallel.bucket_mb} : space.bucket_mb) {
-            const LayoutChoice c{d, s, m, schedule, bucket};
+            const LayoutChoice c{d, s, m, schedule, bucket, std::nullopt};
             if (check_split(plan, c).ok()) out.push_back(c);
           }
+  if (space.asynchronous)
+    for (int d : replica_counts(space.devices)) {
+      std::vector<LayoutChoice> more;
+      add_asynchronous(plan, d, more);
+      for (const LayoutChoice& c : more)
+        if (check_split(plan, c).ok()) out.push_back(c);
+    }
   return out;
 }
 
@@ -143,6 +171,7 @@ void drop_equal_buckets(std::vector<Candidate>& candidates) {
     const bool same = !kept.empty() && kept.back().left_out.empty() && c.left_out.empty() &&
                       kept.back().choice.replicas == c.choice.replicas && kept.back().choice.stages == c.choice.stages &&
                       kept.back().choice.microbatches == c.choice.microbatches && kept.back().choice.schedule == c.choice.schedule &&
+                      kept.back().choice.sync == c.choice.sync &&
                       kept.back().prediction.spans.size() == c.prediction.spans.size() &&
                       kept.back().prediction.step_ms == c.prediction.step_ms;
     if (!same) kept.push_back(std::move(c));
@@ -200,21 +229,22 @@ Shares shares_of_last_rank(const Prediction& p) {
   for (const auto& [rank, end] : ends)
     if (end > ends[last]) last = rank;
   Shares out;
-  double covered = 0;  // by the rank's compute-stream spans; the rest of its step is the residual's gap
+  // Covered by the rank's compute-stream spans and a worker's pushes (nothing else runs
+  // then); the rest of its step is the residual's gap. Per step of a cycle (local SGD).
+  double covered = 0;
+  const double steps = std::max(1, p.cycle_steps);
   for (const PredictedSpan& s : p.spans) {
     if (s.rank != last) continue;
-    if (s.stream == trace::Stream::Compute) covered += s.end_ms - s.start_ms;
-    const double ms = s.end_ms - s.start_ms;
-    switch (s.kind) {
-      case trace::EventKind::Idle: out.idle += ms; break;
-      case trace::EventKind::Wait: out.wait += ms; break;
-      case trace::EventKind::InjectedDelay: out.injected += ms; break;
-      case trace::EventKind::Send: out.messages += ms; break;
-      case trace::EventKind::AllReduce: break;
-      default: out.compute += ms;
-    }
+    const double ms = (s.end_ms - s.start_ms) / steps;
+    if (s.stream == trace::Stream::Compute || s.kind == trace::EventKind::Push) covered += ms;
+    if (s.kind == trace::EventKind::Idle) out.idle += ms;
+    else if (s.kind == trace::EventKind::Wait) out.wait += ms;
+    else if (s.kind == trace::EventKind::InjectedDelay) out.injected += ms;
+    else if (s.kind == trace::EventKind::AllReduce) out.wait += s.stream == trace::Stream::Compute ? ms : 0.0;  // local SGD's meeting
+    else if (trace::is_communication(s.kind)) out.messages += ms;
+    else out.compute += ms;
   }
-  out.gap = ends[last] - covered;
+  out.gap = ends[last] / steps - covered;
   return out;
 }
 
@@ -226,7 +256,7 @@ std::string why_slower(const Prediction& best, const Prediction& other) {
                                                         {b.idle - a.idle, "pipeline idle"},
                                                         {b.wait - a.wait, "waiting for gradients"},
                                                         {b.injected - a.injected, "straggler delay"},
-                                                        {b.messages - a.messages, "stage-to-stage messages"},
+                                                        {b.messages - a.messages, "messages (between stages, to and from servers)"},
                                                         {b.gap - a.gap, "time no span covers (measured runs' residual)"}};
   // What it adds first, largest first, then what it saves.
   std::sort(parts.begin(), parts.end(), [](const auto& x, const auto& y) {

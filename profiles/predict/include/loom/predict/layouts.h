@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,9 +14,10 @@
 namespace loom::predict {
 
 struct LayoutChoice {
-  int replicas = 1, stages = 1, microbatches = 1;
+  int replicas = 1, stages = 1, microbatches = 1;  // replicas: workers in the parameter-server modes
   Schedule schedule = Schedule::OneFOneB;
   double bucket_mb = 25;
+  std::optional<SyncSpec> sync;  // another synchronisation than the plan's (search --async)
   std::string describe() const;  // "4 x 2 stages, 1F1B, 4 micro-batches, 25 MB buckets"
 };
 
@@ -38,16 +40,21 @@ struct SearchSpace {
   std::int64_t memory_per_device = 0;  // bytes; 0: no limit
   std::vector<int> microbatches = {1, 2, 4, 8};
   std::vector<double> bucket_mb = {1, 5, 25};
+  // Also the asynchronous modes, one stage each: a parameter server and ssp (bound 2) with
+  // one server and the other devices as workers, and local SGD every 4 steps.
+  bool asynchronous = false;
 };
 
-// Every layout in the space the batch allows, predicted; those that fit first, fastest
+// Every layout in the space the batch allows (a plan in an asynchronous mode keeps one
+// stage), predicted; those that fit first, fastest
 // first, then those left out. NotFound when the calibration lacks a cost the fastest
 // layouts need (as predict_step names it) and none could be predicted.
 Expected<std::vector<Candidate>> search_layouts(const Plan& plan, const Calibration& calibration, const MachineShape& machine,
                                                 const SearchSpace& space);
 
 // Why `other` is slower than `best`: per share of the step (compute, pipeline idle,
-// waiting for gradients, injected delay, stage-to-stage messages, the time no span covers
+// waiting for gradients (local SGD: its meeting), injected delay, messages (between
+// stages, a worker's pulls and pushes), the time no span covers
 // that measured runs had), the difference on the
 // rank that ends each step last: what it adds, largest first, then what it saves, e.g.
 // "+3.1 ms waiting for gradients, +0.8 ms pipeline idle, -0.5 ms compute on the slowest rank".
