@@ -78,11 +78,11 @@ SteadyWindow steady_window(const AsyncTimeline& t, int workers, std::int64_t ste
   if (own.empty()) return out;
   out.from_ms = own.front()->start_ms;
   out.to_ms = own.back()->end_ms;
+  // The laid-out step: of the middle half, the one whose length is nearest the median.
+  const auto off_median = [&](const SimulatedStep* s) { return std::abs(s->end_ms - s->start_ms - out.step_ms); };
   const SimulatedStep* nearest = own[own.size() / 2];
-  for (const SimulatedStep* s : own)
-    if (std::abs((s->end_ms - s->start_ms) - out.step_ms) < std::abs((nearest->end_ms - nearest->start_ms) - out.step_ms) &&
-        std::abs(double(s->step - own[own.size() / 2]->step)) < double(own.size()) / 4)
-      nearest = s;
+  for (std::size_t i = own.size() / 4; i < own.size() - own.size() / 4; ++i)
+    if (off_median(own[i]) < off_median(nearest)) nearest = own[i];
   out.window_ms = nearest->start_ms;
   return out;
 }

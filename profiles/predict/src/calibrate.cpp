@@ -10,10 +10,6 @@ namespace loom::predict {
 
 namespace {
 
-bool parameter_servers(const Plan& plan) {
-  return plan.parallel.sync.mode == SyncMode::ParameterServer || plan.parallel.sync.mode == SyncMode::Ssp;
-}
-
 // A parameter server's step does not grow one for one with its workers' residual (the
 // server may set the pace), so there the residual is solved for: the residual per worker
 // step whose prediction takes the measured step, by bisection (0 where even none predicts
@@ -73,7 +69,7 @@ Expected<Calibration> calibrate(store::RunStore& store, const std::string& host)
     const ParallelSpec& p = run.plan.parallel;
     const double ops = 2.0 * std::max(1, p.microbatches) * std::max(1, p.grad_accumulation);
     const std::string key = residual_key(run.plan, run.device);
-    if (parameter_servers(run.plan)) {
+    if (parameter_server_mode(run.plan)) {
       if (auto solved = solved_residual(run, cal, key, ops)) residuals.push_back({key, 0.0, ops, *solved, run.steps});
       continue;
     }

@@ -215,10 +215,12 @@ std::string push_receive_key(CommBackend backend, double stretch) {
 std::string residual_key(bool pipeline, const std::string& device) {
   return std::string("residual per step, ") + (pipeline ? "pipeline" : "one stage") + " @" + device;
 }
+bool parameter_server_mode(const Plan& plan) {
+  return plan.parallel.sync.mode == SyncMode::ParameterServer || plan.parallel.sync.mode == SyncMode::Ssp;
+}
 std::string residual_key(const Plan& plan, const std::string& device) {
-  const SyncMode mode = plan.parallel.sync.mode;
-  if (mode == SyncMode::ParameterServer || mode == SyncMode::Ssp) return "residual per step, parameter server @" + device;
-  if (mode == SyncMode::LocalSgd && plan.parallel.data_parallel > 1) return "residual per step, local SGD @" + device;
+  if (parameter_server_mode(plan)) return "residual per step, parameter server @" + device;
+  if (plan.parallel.sync.mode == SyncMode::LocalSgd && plan.parallel.data_parallel > 1) return "residual per step, local SGD @" + device;
   return residual_key(plan.parallel.stages > 1, device);
 }
 

@@ -176,7 +176,6 @@ Status missing_costs(const StepCosts& costs, int threads) {
                         "calibrated");
 }
 
-
 // The parameter-server modes: each worker holds the whole model and its gradients but no
 // optimizer state (the servers step); each server its shard and that shard's state.
 void parameter_server_memory(const Plan& plan, const ModelInfo& model, std::vector<RankMemory>& memory) {
@@ -189,10 +188,6 @@ void parameter_server_memory(const Plan& plan, const ModelInfo& model, std::vect
     m.optimizer_state = states * m.parameters;
     memory.push_back(m);
   }
-}
-
-bool parameter_servers(const Plan& plan) {
-  return plan.parallel.sync.mode == SyncMode::ParameterServer || plan.parallel.sync.mode == SyncMode::Ssp;
 }
 
 // Synchronous training: every replica's stages replayed, buckets synced, ranks laid out.
@@ -220,7 +215,7 @@ Expected<Prediction> predict_step(const Plan& plan, const Calibration& calibrati
   auto replayed = replay_replicas(plan, model, costs);
   if (!replayed.ok()) return replayed.error();
   out.memory = memory_per_rank(plan, model, *replayed);
-  if (parameter_servers(plan)) {
+  if (parameter_server_mode(plan)) {
     LOOM_TRY(predict_parameter_servers(plan, model, costs, residual_ms, out));
     parameter_server_memory(plan, model, out.memory);
   } else if (plan.parallel.sync.mode == SyncMode::LocalSgd && l.replicas > 1) {

@@ -84,6 +84,8 @@ std::string push_receive_key(CommBackend backend, double stretch = 1.0);
 // other gaps (a server's polling, ranks taking turns on the cores).
 std::string residual_key(bool pipeline, const std::string& device);
 std::string residual_key(const Plan& plan, const std::string& device);
+// parameter_server or ssp: workers and servers (the simulated modes, async_simulation.h).
+bool parameter_server_mode(const Plan& plan);
 
 // What one stored run gives: its costs' observations and its measured step.
 struct ObservedRun {
