@@ -29,10 +29,13 @@
 #include "loom/engine/serving.h"
 #include "loom/engine/trainer.h"
 #include "loom/stream/client.h"
+#include "loom/stream/launch_env.h"
 #include "rank_signals.h"
 
 namespace loom::rank {
 namespace {
+
+using namespace loom::stream;  // the launch environment's names (launch_env.h)
 
 // A rank flushes its record to the host this often: well inside the 250 ms the live view
 // allows from recording to storing.

@@ -18,6 +18,7 @@
 
 #include "loom/comm/unique_id.h"
 #include "loom/comm/watchdog.h"
+#include "loom/cuda/cuda_error.h"
 #include "ready_request.h"
 
 namespace loom::comm {
@@ -41,23 +42,13 @@ Error nccl_error(const char* call, ncclResult_t r, const char* file, int line) {
                     nccl_hint(r));
 }
 
-Error cuda_error(const char* call, cudaError_t e, const char* file, int line) {
-  return make_error(ErrorCode::Unavailable,
-                    std::string(call) + " failed at " + file + ":" + std::to_string(line) + ": " + cudaGetErrorName(e) +
-                        " " + cudaGetErrorString(e),
-                    "check the driver with nvidia-smi and the plan's gpu index");
-}
+using cuda::cuda_error;
 
 #define LOOM_NCCL_TRY(call)                                                         \
   do {                                                                              \
     const ncclResult_t loom_r_ = (call);                                            \
     if (loom_r_ != ncclSuccess && loom_r_ != ncclInProgress)                        \
       return nccl_error(#call, loom_r_, __FILE__, __LINE__);                        \
-  } while (0)
-#define LOOM_CUDA_TRY(call)                                                         \
-  do {                                                                              \
-    const cudaError_t loom_e_ = (call);                                             \
-    if (loom_e_ != cudaSuccess) return cuda_error(#call, loom_e_, __FILE__, __LINE__); \
   } while (0)
 
 // Device (or managed) memory goes over NCCL; anything else, page-locked staging included,
@@ -129,7 +120,7 @@ struct NcclState {
       }
     }
     cudaEvent_t e = nullptr;
-    LOOM_CUDA_TRY(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    LOOM_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
     return e;
   }
   void give_back(cudaEvent_t e) {
@@ -321,8 +312,8 @@ class Links {
     cudaError_t e = cudaSetDevice(state->device);
     if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&state->stream, cudaStreamNonBlocking);
     if (e != cudaSuccess) {
-      link.failure = cuda_error("creating the link's stream (cudaSetDevice, cudaStreamCreateWithFlags)", e, __FILE__,
-                                __LINE__).describe();
+      link.failure = cuda_error("creating the link's stream (cudaSetDevice, cudaStreamCreateWithFlags)", __FILE__, __LINE__,
+                                e).describe();
       return;
     }
     ncclResult_t r;
@@ -360,8 +351,8 @@ class Links {
     if (e == cudaSuccess) e = cudaEventRecord(done, s.stream);
     if (e != cudaSuccess) {
       if (done) (void)cudaEventDestroy(done);
-      link.failure = cuda_error("recording the message's event (cudaEventCreate, cudaEventRecord)", e, __FILE__,
-                                __LINE__).describe();
+      link.failure = cuda_error("recording the message's event (cudaEventCreate, cudaEventRecord)", __FILE__, __LINE__,
+                                e).describe();
       return false;
     }
     op.done = done;
@@ -484,7 +475,7 @@ class NcclCommunicator final : public Communicator {
   Expected<cudaEvent_t> enqueue_and_record(const std::string& what, Enqueue enqueue) {
     std::string failure;
     if (state_->comm_state(failure) == OpState::Failed) return make_error(ErrorCode::Unavailable, what + ": " + failure);
-    LOOM_CUDA_TRY(cudaSetDevice(state_->device));
+    LOOM_CUDA_CHECK(cudaSetDevice(state_->device));
     ncclResult_t enqueued;
     {
       std::lock_guard lock(nccl_calls());
@@ -499,7 +490,7 @@ class NcclCommunicator final : public Communicator {
     const cudaError_t recorded = cudaEventRecord(*done, state_->stream);
     if (recorded != cudaSuccess) {
       state_->give_back(*done);
-      return cuda_error("cudaEventRecord", recorded, __FILE__, __LINE__);
+      return cuda_error("cudaEventRecord", __FILE__, __LINE__, recorded);
     }
     return *done;
   }
@@ -554,8 +545,8 @@ Expected<std::shared_ptr<NcclState>> join(Communicator& host, const NcclOptions&
   state->timeout = options.timeout;
   ncclUniqueId id{};
   LOOM_TRY(share_nccl_id(host, id));
-  LOOM_CUDA_TRY(cudaSetDevice(options.device));
-  LOOM_CUDA_TRY(cudaStreamCreateWithFlags(&state->stream, cudaStreamNonBlocking));
+  LOOM_CUDA_CHECK(cudaSetDevice(options.device));
+  LOOM_CUDA_CHECK(cudaStreamCreateWithFlags(&state->stream, cudaStreamNonBlocking));
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;
   ncclResult_t initialized;

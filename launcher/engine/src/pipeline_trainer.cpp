@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "loom/engine/batch.h"
+#include "loom/engine/message_tags.h"
 
 namespace loom::engine {
 namespace {
@@ -19,14 +20,10 @@ using trace::EventKind;
 using trace::Span;
 using trace::Stream;
 
-// Tags of pipeline messages: activations of value v on kTagBase + 2v, gradients along
-// edge e on kTagBase + 2e + 1 (below the probes' 9001 and MPI's guaranteed 32767).
-constexpr int kTagBase = 1000;
-constexpr int kGatherTag = 999;
 constexpr int kMaxChannels = 128;  // values and edges per model that message ids can name
 
-int forward_tag(int value) { return kTagBase + 2 * value; }
-int backward_tag(int edge) { return kTagBase + 2 * edge + 1; }
+int forward_tag(int value) { return kPipelineTagBase + 2 * value; }
+int backward_tag(int edge) { return kPipelineTagBase + 2 * edge + 1; }
 
 StageGraph graph_or_throw(const Plan& plan, const ModelInfo& info) {
   auto graph = build_stage_graph(plan, info);

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "loom/engine/message_tags.h"
+
 namespace loom::engine {
 namespace {
 
@@ -12,8 +14,6 @@ using trace::EventKind;
 using trace::Stream;
 
 // Tags kept apart from training traffic (which uses collectives only for now).
-constexpr int kClockTag = 9001;
-constexpr int kProbeTag = 9002;
 
 // Message ids for the traced probe messages: unique per (kind of probe, round) so a send
 // and its receive pair up in the timeline.

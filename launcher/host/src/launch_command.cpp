@@ -5,15 +5,12 @@
 #include <map>
 
 #include "loom/host/oversubscription.h"
+#include "loom/stream/launch_env.h"
 
 namespace loom::host {
 namespace {
 
-constexpr const char* kStreamEnv = "LOOM_STREAM";
-constexpr const char* kSecretEnv = "LOOM_STREAM_SECRET";
-constexpr const char* kRunIdEnv = "LOOM_RUN_ID";
-constexpr const char* kCheckpointDirEnv = "LOOM_CHECKPOINT_DIR";
-constexpr const char* kResumeFromEnv = "LOOM_RESUME_FROM";
+using namespace loom::stream;  // the launch environment's names (launch_env.h)
 
 bool spans_hosts(const Plan& plan, const LaunchContext& context) {
   const auto hosts = ranks_per_host(plan, context.this_host);

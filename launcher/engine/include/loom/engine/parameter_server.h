@@ -28,6 +28,7 @@
 #include "loom/comm/communicator.h"
 #include "loom/core/model_info.h"
 #include "loom/core/plan.h"
+#include "loom/engine/message_tags.h"
 #include "loom/engine/model.h"
 #include "loom/engine/optimizer.h"
 #include "loom/engine/straggler.h"
@@ -37,10 +38,6 @@
 
 namespace loom::engine {
 
-inline constexpr int kRequestTag = 2000;
-inline constexpr int kParamsTag = 2001;
-inline constexpr int kGradientTag = 2002;
-inline constexpr int kFinalParamsTag = 2003;
 
 bool uses_parameter_server(const Plan& plan);
 

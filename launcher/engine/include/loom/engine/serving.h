@@ -33,14 +33,13 @@
 #include "loom/core/serve_schedule.h"
 #include "loom/core/status.h"
 #include "loom/data/dataset.h"
+#include "loom/engine/message_tags.h"
 #include "loom/engine/tensor.h"
 #include "loom/trace/recorder.h"
 #include "loom/trace/records.h"
 
 namespace loom::engine {
 
-inline constexpr int kServeRequestTag = 3000;
-inline constexpr int kServeReplyTag = 3001;
 
 using MetricHook = std::function<void(std::vector<trace::MetricRecord>&&)>;
 
