@@ -8,17 +8,13 @@
 #include <string>
 
 #include "loom/lessons/lesson.h"
+#include "loom/test/expect.h"
 #include "loom/trace/event.h"
 
 using loom::lessons::Lesson;
+using loom::testing::must;
 
 namespace {
-
-template <class T>
-T must(loom::Expected<T> r) {
-  if (!r.ok()) qFatal("unexpected error: %s", r.error().describe().c_str());
-  return std::move(r).value();
-}
 
 std::set<std::string> span_kind_names() {
   std::set<std::string> names;

@@ -19,18 +19,12 @@
 #include "loom/data/dataset.h"
 #include "loom/engine/checkpoint.h"
 #include "loom/engine/trainer.h"
+#include "loom/test/plans.h"
 
 using namespace loom;
+using loom::testing::layer;
 
 namespace {
-
-LayerSpec layer(LayerKind kind, std::int64_t out = 0, int stage = 0) {
-  LayerSpec spec;
-  spec.kind = kind;
-  spec.out = out;
-  spec.stage = stage;
-  return spec;
-}
 
 // An MLP on spirals, 24 steps over 20 batches per epoch, so a resumed run starts inside
 // an epoch and crosses into the next one.

@@ -14,19 +14,13 @@
 #include "loom/engine/checkpoint.h"
 #include "loom/engine/pipeline_trainer.h"
 #include "loom/engine/stage_graph.h"
+#include "loom/test/plans.h"
 
 using namespace loom;
 using engine::PipelineOp;
+using loom::testing::layer;
 
 namespace {
-
-LayerSpec layer(LayerKind kind, std::int64_t out = 0, int stage = 0) {
-  LayerSpec spec;
-  spec.kind = kind;
-  spec.out = out;
-  spec.stage = stage;
-  return spec;
-}
 
 // An MLP on spirals with its hidden blocks spread over `stages` stages.
 Plan chain_plan(int stages, int microbatches, Schedule schedule) {

@@ -3,20 +3,13 @@
 // two ranks, and 2 replicas x 2 stages each end 10 steps of Fashion-MNIST training with the
 // same parameters as one process with the same seed and global batch (1e-5 relative
 // difference per tensor). Ranks are oversubscribed on small machines; only speed suffers.
+#include "loom/test/plans.h"
 #include "rank_equivalence.h"
 
 using namespace loom;
 using namespace loom::testing;
 
 namespace {
-
-LayerSpec layer(LayerKind kind, std::int64_t out, int stage) {
-  LayerSpec spec;
-  spec.kind = kind;
-  spec.out = out;
-  spec.stage = stage;
-  return spec;
-}
 
 Plan base_plan() {
   Plan plan = default_plan();

@@ -16,9 +16,11 @@
 #include "loom/host/job.h"
 #include "loom/host/oversubscription.h"
 #include "loom/store/run_store.h"
+#include "loom/test/files.h"
 
 using namespace loom;
 using Clock = std::chrono::steady_clock;
+using loom::testing::per_test_db;
 
 namespace {
 
@@ -84,7 +86,7 @@ class TestJob : public QObject {
   std::string db_;
 
  private slots:
-  void init() { db_ = dir_.filePath(QString("runs-%1.db").arg(QTest::currentTestFunction())).toStdString(); }
+  void init() { db_ = per_test_db(dir_).toStdString(); }
 
   void record_arrives_live_and_nothing_is_lost() {
     BackgroundJob job(dp_plan(2, 600), db_, job_options());

@@ -5,23 +5,13 @@
 #include <algorithm>
 
 #include "loom/host/launch_command.h"
+#include "loom/test/plans.h"
 
 using namespace loom;
 using namespace loom::host;
+using loom::testing::plan_with_hosts;
 
 namespace {
-
-Plan plan_with_hosts(const std::vector<std::string>& hosts) {
-  Plan plan = default_plan();
-  plan.parallel.data_parallel = int(hosts.size());
-  plan.parallel.devices.clear();
-  for (const auto& h : hosts) {
-    DeviceSpec d;
-    d.host = h;
-    plan.parallel.devices.push_back(d);
-  }
-  return plan;
-}
 
 LaunchContext context(int cores) {
   LaunchContext c;

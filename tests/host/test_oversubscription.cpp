@@ -4,25 +4,11 @@
 #include <QtTest>
 
 #include "loom/host/oversubscription.h"
+#include "loom/test/plans.h"
 
 using namespace loom;
 using namespace loom::host;
-
-namespace {
-
-Plan plan_with_hosts(const std::vector<std::string>& hosts) {
-  Plan plan = default_plan();
-  plan.parallel.data_parallel = int(hosts.size());
-  plan.parallel.devices.clear();
-  for (const auto& h : hosts) {
-    DeviceSpec d;
-    d.host = h;
-    plan.parallel.devices.push_back(d);
-  }
-  return plan;
-}
-
-}  // namespace
+using loom::testing::plan_with_hosts;
 
 class TestOversubscription : public QObject {
   Q_OBJECT

@@ -11,6 +11,7 @@
 #include "loom/core/plan.h"
 #include "loom/predict/calibration.h"
 #include "loom/predict/predictor.h"
+#include "loom/test/expect.h"
 
 using loom::Plan;
 using loom::predict::Calibration;
@@ -19,6 +20,7 @@ using loom::predict::PredictedSpan;
 using loom::predict::Prediction;
 using loom::trace::Event;
 using loom::trace::EventKind;
+using loom::testing::must;
 
 // fc1 (2 -> 8), act (relu), fc2 (8 -> 3) on spirals; `parallel` is spliced in.
 inline Plan tiny_plan(const std::string& parallel, const std::string& stages = "0, 0, 0", std::int64_t batch = 64) {
@@ -72,11 +74,6 @@ inline Calibration costs_for(const Plan& plan, const std::string& device = "cpu 
   c.costs[residual_key(false, device)] = at(2, 0.2);   // per step of 2 ops
   c.costs[allreduce_key(2, loom::CommBackend::Mpi)].points = {{96, 2.0}, {108, 2.0}};
   return c;
-}
-
-inline Prediction must(loom::Expected<Prediction> p) {
-  if (!p.ok()) qFatal("%s", p.error().describe().c_str());
-  return std::move(p).value();
 }
 
 inline std::vector<PredictedSpan> of(const Prediction& p, int rank, EventKind kind) {

@@ -14,7 +14,11 @@
 #include "loom/predict/stored_prediction.h"
 #include "loom/predict/predictor.h"
 #include "loom/store/run_store.h"
+#include "loom/test/temp_store.h"
 #include "predict_fixtures.h"
+
+using loom::testing::must_ok;
+using loom::testing::TempStore;
 
 namespace {
 
@@ -29,7 +33,7 @@ std::int64_t store_one_millisecond_spans(loom::store::RunStore& store, const Pla
   record.device_info.kind = "cpu";
   record.device_info.blas_threads = 1;
   record.device_info.logical_cores = 2;
-  if (!store.upsert_rank(id, record).ok()) qFatal("upsert_rank");
+  must_ok(store.upsert_rank(id, record));
   std::vector<Event> events;
   const std::vector<std::pair<EventKind, int>> order = {{EventKind::DataLoad, -1}, {EventKind::Forward, 0}, {EventKind::Forward, 1},
                                                         {EventKind::Forward, 2},   {EventKind::Loss, -1},   {EventKind::Backward, 2},
@@ -46,8 +50,8 @@ std::int64_t store_one_millisecond_spans(loom::store::RunStore& store, const Pla
       events.push_back(e);
     }
   }
-  if (!store.append_events(id, 0, events.data(), events.size()).ok()) qFatal("append_events");
-  if (!store.finish_run(id, loom::trace::RunStatus::Completed, 1.0, 256, "").ok()) qFatal("finish_run");
+  must_ok(store.append_events(id, 0, events.data(), events.size()));
+  must_ok(store.finish_run(id, loom::trace::RunStatus::Completed, 1.0, 256, ""));
   return id;
 }
 
@@ -301,11 +305,10 @@ class TestPredict : public QObject {
   // of those costs, so the residual is 11 ms per step of 2 ops, and the prediction of the
   // same plan gives back the 20 ms the run measured.
   void residualIsWhatTheStepTookBeyondItsCosts() {
-    QTemporaryDir dir;
-    auto store = loom::store::RunStore::open(dir.filePath("runs.db").toStdString());
+    TempStore store;
     const Plan plan = tiny_plan(R"({"devices": )" + devices(1) + "}");
-    store_one_millisecond_spans(*store, plan);
-    const Calibration cal = *loom::predict::calibrate(*store, "");
+    store_one_millisecond_spans(store, plan);
+    const Calibration cal = *loom::predict::calibrate(store, "");
     QCOMPARE(cal.costs.at(loom::predict::residual_key(false, "cpu 1t")).points, (std::vector<std::pair<double, double>>{{2, 11.0}}));
     QVERIFY(std::abs(must(loom::predict::predict_step(plan, cal, {2})).step_ms - 20.0) < 1e-9);
   }
@@ -313,12 +316,11 @@ class TestPredict : public QObject {
   // Against the run it came from: the step (20 against 20 ms) and per kind what each side
   // says (3 forwards of 1 ms: 3 against 3); a run of another size is refused.
   void againstTheRunItCameFrom() {
-    QTemporaryDir dir;
-    auto store = loom::store::RunStore::open(dir.filePath("runs.db").toStdString());
+    TempStore store;
     const Plan plan = tiny_plan(R"({"devices": )" + devices(1) + "}");
-    const std::int64_t id = store_one_millisecond_spans(*store, plan);
-    const Prediction p = must(loom::predict::predict_step(plan, *loom::predict::calibrate(*store, ""), {2}));
-    const loom::predict::AgainstRun a = *loom::predict::against_run(p, *store, id);
+    const std::int64_t id = store_one_millisecond_spans(store, plan);
+    const Prediction p = must(loom::predict::predict_step(plan, *loom::predict::calibrate(store, ""), {2}));
+    const loom::predict::AgainstRun a = *loom::predict::against_run(p, store, id);
     QCOMPARE(a.steady_steps, std::int64_t(3));
     QVERIFY(std::abs(a.measured_step_ms - 20.0) < 1e-9 && std::abs(a.predicted_step_ms - 20.0) < 1e-9);
     std::map<EventKind, std::pair<double, double>> by_kind;
@@ -328,7 +330,7 @@ class TestPredict : public QObject {
     QVERIFY(std::abs(by_kind[EventKind::Optimizer].first - 1.0) < 1e-9);
     const Plan dp2 = tiny_plan(R"({"devices": )" + devices(2) + R"(, "data_parallel": 2})", "0, 0, 0", 128);
     const Prediction two = must(loom::predict::predict_step(dp2, costs_for(dp2), {2}));
-    const auto refused = loom::predict::against_run(two, *store, id);
+    const auto refused = loom::predict::against_run(two, store, id);
     QVERIFY(!refused.ok() && refused.error().code == loom::ErrorCode::InvalidArgument);
   }
 
@@ -336,19 +338,18 @@ class TestPredict : public QObject {
   // the comparison puts beside the measured run (20 against 20 ms, no run starred, its
   // mode says "predicted"); it never calibrates.
   void storedPredictionSitsBesideTheRun() {
-    QTemporaryDir dir;
-    auto store = loom::store::RunStore::open(dir.filePath("runs.db").toStdString());
+    TempStore store;
     const Plan plan = tiny_plan(R"({"devices": )" + devices(1) + "}");
-    const std::int64_t measured = store_one_millisecond_spans(*store, plan);
-    const Calibration cal = *loom::predict::calibrate(*store, "");
+    const std::int64_t measured = store_one_millisecond_spans(store, plan);
+    const Calibration cal = *loom::predict::calibrate(store, "");
     const Prediction p = must(loom::predict::predict_step(plan, cal, {2}));
-    const std::int64_t predicted = *loom::predict::store_prediction(*store, plan, p, cal);
-    const loom::trace::RunRecord run = *store->load_run(predicted);
+    const std::int64_t predicted = *loom::predict::store_prediction(store, plan, p, cal);
+    const loom::trace::RunRecord run = *store.load_run(predicted);
     QVERIFY(run.predicted() && run.status == loom::trace::RunStatus::Completed);
     QVERIFY(run.log.find("runs " + std::to_string(measured)) != std::string::npos);
-    QCOMPARE(store->load_events(predicted, 0)->size(), std::size_t(loom::predict::kStoredPredictionSteps) * (1 + p.spans.size()));
-    QCOMPARE(loom::predict::calibrate(*store, "")->runs, (std::vector<std::int64_t>{measured}));
-    const auto c = loom::analysis::compare_runs(*store, {measured, predicted});
+    QCOMPARE(store.load_events(predicted, 0)->size(), std::size_t(loom::predict::kStoredPredictionSteps) * (1 + p.spans.size()));
+    QCOMPARE(loom::predict::calibrate(store, "")->runs, (std::vector<std::int64_t>{measured}));
+    const auto c = loom::analysis::compare_runs(store, {measured, predicted});
     QVERIFY2(c.ok(), c.ok() ? "" : c.error().describe().c_str());
     QVERIFY(c->runs[1].mode.starts_with("predicted: one process"));
     for (const auto& row : c->metrics) {

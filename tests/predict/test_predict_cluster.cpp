@@ -15,11 +15,7 @@ using loom::predict::Link;
 
 namespace {
 
-Cluster must_cluster(const std::string& json) {
-  auto c = loom::predict::cluster_from_json(json);
-  if (!c.ok()) qFatal("%s", c.error().describe().c_str());
-  return *c;
-}
+Cluster must_cluster(const std::string& json) { return must(loom::predict::cluster_from_json(json)); }
 
 // A device so slow that compute outweighs everything: 1e-6 TFLOP/s at half its peak is
 // 500 FLOP per ms; memory and host link effectively free; no launch cost.

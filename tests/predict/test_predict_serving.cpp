@@ -34,11 +34,6 @@ Calibration serving_costs(const Plan& plan) {
   return c;
 }
 
-loom::predict::ServingPrediction must_serve(loom::Expected<loom::predict::ServingPrediction> p) {
-  if (!p.ok()) qFatal("%s", p.error().describe().c_str());
-  return *p;
-}
-
 bool near(double a, double b) { return std::abs(a - b) < 1e-9; }
 
 }  // namespace
@@ -51,7 +46,7 @@ class TestPredictServing : public QObject {
   // batch of one and 0.5 ms overhead: 3.25 ms each; the server busy 0.75 ms in 10.
   void loneRequestsWaitTheTimeout() {
     const Plan plan = serving_plan(100, 8, 2.0, 50);
-    const auto p = must_serve(loom::predict::predict_serving(plan, serving_costs(plan), {2}));
+    const auto p = must(loom::predict::predict_serving(plan, serving_costs(plan), {2}));
     QCOMPARE(p.requests, std::int64_t(50));
     QCOMPARE(p.batches, std::int64_t(50));
     QVERIFY(near(p.latency_ms.p50, 3.25) && near(p.latency_ms.p99, 3.25));
@@ -65,7 +60,7 @@ class TestPredictServing : public QObject {
   // median of {5, 4, 3, 2} repeated is 3 (nearest rank), the largest 5.
   void aBurstFillsTheBatch() {
     const Plan plan = serving_plan(1000, 4, 10.0, 40);
-    const auto p = must_serve(loom::predict::predict_serving(plan, serving_costs(plan), {2}));
+    const auto p = must(loom::predict::predict_serving(plan, serving_costs(plan), {2}));
     QCOMPARE(p.batches, std::int64_t(10));
     QVERIFY(near(p.mean_batch, 4.0));
     QVERIFY(near(p.latency_ms.max, 5.0));

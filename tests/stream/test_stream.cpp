@@ -21,6 +21,7 @@
 #include "loom/stream/client.h"
 #include "loom/stream/frame.h"
 #include "loom/stream/server.h"
+#include "loom/test/expect.h"
 
 using loom::ErrorCode;
 using loom::Status;
@@ -29,6 +30,8 @@ using loom::trace::UpdateRecord;
 using loom::trace::Event;
 using namespace loom::stream;
 using namespace std::chrono_literals;
+using loom::testing::must;
+using loom::testing::must_ok;
 
 namespace {
 
@@ -350,19 +353,11 @@ Hello hello_for(const ServerOptions& o, int rank) {
 }
 
 std::unique_ptr<StreamServer> must_start(const ServerOptions& o, StreamHandler& h) {
-  auto s = StreamServer::start(o, h);
-  if (!s.ok()) qFatal("server start: %s", s.error().describe().c_str());
-  return std::move(s).value();
+  return must(StreamServer::start(o, h));
 }
 
 std::unique_ptr<StreamClient> must_connect(const StreamServer& server, const Hello& hello) {
-  auto c = StreamClient::connect("127.0.0.1:" + std::to_string(server.port()), hello);
-  if (!c.ok()) qFatal("client connect: %s", c.error().describe().c_str());
-  return std::move(c).value();
-}
-
-void must_ok(const Status& s) {
-  if (!s.ok()) qFatal("unexpected error: %s", s.error().describe().c_str());
+  return must(StreamClient::connect("127.0.0.1:" + std::to_string(server.port()), hello));
 }
 
 }  // namespace

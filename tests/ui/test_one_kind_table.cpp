@@ -6,6 +6,8 @@
 #include <QtTest>
 #include <qcustomplot.h>
 
+#include "loom/test/events.h"
+#include "loom/test/palette.h"
 #include "loom/ui/charts/training_charts.h"
 #include "loom/ui/span_kinds.h"
 #include "loom/ui/timeline/kind_legend.h"
@@ -16,26 +18,13 @@ using loom::trace::EventKind;
 using loom::trace::Stream;
 using loom::ui::BreakdownCategory;
 using loom::ui::timeline::TimelineView;
+using loom::testing::dark_palette;
 
 namespace {
 
-QPalette dark_palette() {
-  QPalette p;
-  p.setColor(QPalette::Window, QColor(0x2b, 0x2d, 0x31));
-  p.setColor(QPalette::WindowText, QColor(0xdf, 0xe1, 0xe5));
-  p.setColor(QPalette::Base, QColor(0x1e, 0x1f, 0x22));
-  p.setColor(QPalette::Text, QColor(0xdf, 0xe1, 0xe5));
-  return p;
-}
-
+// Step 0.
 Event span(EventKind kind, std::int64_t start, std::int64_t end, Stream stream = Stream::Compute) {
-  Event e;
-  e.kind = kind;
-  e.stream = stream;
-  e.start_ns = start;
-  e.end_ns = end;
-  e.step = 0;
-  return e;
+  return loom::testing::span_ns(kind, stream, start, end, 0);
 }
 
 // The colour of the timeline's pixel a quarter into the span from its start, on the

@@ -13,6 +13,8 @@
 #include "loom/core/model_info.h"
 #include "loom/core/plan.h"
 #include "loom/store/run_store.h"
+#include "loom/test/expect.h"
+#include "loom/test/plans.h"
 #include "loom/ui/item_roles.h"
 #include "loom/ui/metric_series_model.h"
 #include "loom/ui/model_table_model.h"
@@ -21,36 +23,11 @@
 using loom::ui::MetricSeriesModel;
 using loom::ui::ModelTableModel;
 using loom::ui::RunListModel;
+using loom::testing::branch_plan;
+using loom::testing::must;
+using loom::testing::must_ok;
 
 namespace {
-
-template <class T>
-T must(loom::Expected<T> r) {
-  if (!r.ok()) qFatal("unexpected error: %s", r.error().describe().c_str());
-  return std::move(r).value();
-}
-
-void must_ok(const loom::Status& s) {
-  if (!s.ok()) qFatal("unexpected error: %s", s.error().describe().c_str());
-}
-
-loom::LayerSpec layer(loom::LayerKind kind, std::int64_t out = 0) {
-  loom::LayerSpec spec;
-  spec.kind = kind;
-  spec.out = out;
-  return spec;
-}
-
-// flatten, parallel{[linear 32, relu], [linear 16]}, linear 10: 6 rows, 3 inside branches.
-loom::Plan parallel_plan() {
-  loom::Plan plan = loom::default_plan();
-  loom::LayerSpec block = layer(loom::LayerKind::Parallel);
-  block.branches = {loom::BranchSpec{{layer(loom::LayerKind::Linear, 32), layer(loom::LayerKind::Relu)}, -1},
-                    loom::BranchSpec{{layer(loom::LayerKind::Linear, 16)}, -1}};
-  plan.model.layers = {layer(loom::LayerKind::Flatten), block, layer(loom::LayerKind::Linear, 10)};
-  loom::assign_default_layer_names(plan.model);
-  return plan;
-}
 
 QVariant cell(const QAbstractItemModel& m, int row, int column, int role = Qt::DisplayRole) {
   return m.data(m.index(row, column), role);
@@ -122,7 +99,7 @@ void TestUiModels::branchLayersHaveDepthOne() {
   ModelTableModel model;
   QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
   model.setPlan(loom::default_plan());  // a second setPlan must reset cleanly
-  model.setPlan(parallel_plan());
+  model.setPlan(branch_plan());
   QVERIFY2(model.errors().empty(), model.errors().empty() ? "" : model.errors()[0].reason.c_str());
   QCOMPARE(model.rowCount(), 6);
   const QList<int> depths = {0, 0, 1, 1, 1, 0};
@@ -162,7 +139,7 @@ void TestUiModels::invalidLayerMarksItsRow() {
 }
 
 void TestUiModels::nestedErrorMarksBranchLayerNotBlock() {
-  loom::Plan plan = parallel_plan();
+  loom::Plan plan = branch_plan();
   plan.model.layers[1].branches[1].layers[0].out = 0;  // "/model/layers/1/branches/1/layers/0/out"
   plan.model.input = {};                               // "/model/input": belongs to no row
   ModelTableModel model;

@@ -7,6 +7,7 @@
 #include <QRegularExpression>
 #include <QtTest>
 
+#include "loom/test/plans.h"
 #include "loom/ui/designer/device_table_model.h"
 #include "loom/ui/designer/layer_list_model.h"
 #include "loom/ui/designer/placement_model.h"
@@ -19,28 +20,12 @@ using loom::ui::DeviceTableModel;
 using loom::ui::LayerListModel;
 using loom::ui::PlacementModel;
 using loom::ui::PlanDocument;
+using loom::testing::branch_plan;
 
 namespace {
 
 QString cell(const QAbstractItemModel& m, int row, int column, int role = Qt::DisplayRole) {
   return m.data(m.index(row, column), role).toString();
-}
-
-// flatten, parallel{[linear 32, relu], [linear 16]}, linear 10.
-loom::Plan branchPlan() {
-  loom::Plan plan = loom::default_plan();
-  auto layer = [](loom::LayerKind kind, std::int64_t out = 0) {
-    loom::LayerSpec spec;
-    spec.kind = kind;
-    spec.out = out;
-    return spec;
-  };
-  loom::LayerSpec block = layer(loom::LayerKind::Parallel);
-  block.branches = {loom::BranchSpec{{layer(loom::LayerKind::Linear, 32), layer(loom::LayerKind::Relu)}, -1},
-                    loom::BranchSpec{{layer(loom::LayerKind::Linear, 16)}, -1}};
-  plan.model.layers = {layer(loom::LayerKind::Flatten), block, layer(loom::LayerKind::Linear, 10)};
-  loom::assign_default_layer_names(plan.model);
-  return plan;
 }
 
 // Four devices: two replicas of two stages, on named hosts so moves are visible.
@@ -143,7 +128,7 @@ void TestDesignerModels::setDataIsUndoable() {
 
 void TestDesignerModels::branchesAreEditableRows() {
   PlanDocument doc;
-  doc.reset(branchPlan());
+  doc.reset(branch_plan());
   LayerListModel m(&doc);
   // flatten, parallel, branch 0, linear, relu, branch 1, linear, linear
   QCOMPARE(m.rowCount(), 8);
@@ -165,7 +150,7 @@ void TestDesignerModels::branchesAreEditableRows() {
 
 void TestDesignerModels::errorsMarkTheirRow() {
   PlanDocument doc;
-  doc.reset(branchPlan());
+  doc.reset(branch_plan());
   LayerListModel m(&doc);
   QVERIFY(m.setData(m.index(6, LayerListModel::Settings), QVariantMap{{"out", 0}}));  // branch 1's linear
   QVERIFY(m.data(m.index(6, 0), loom::ui::HasErrorRole).toBool());
@@ -256,7 +241,7 @@ void TestDesignerModels::placementChecksAndMovesStage() {
   QVERIFY(!m.data(m.index(0, 2), Qt::CheckStateRole).isValid());
   QVERIFY(!m.setData(m.index(0, 2), Qt::Checked, Qt::CheckStateRole));
   // A branch layer moves its whole branch.
-  doc.reset(branchPlan());
+  doc.reset(branch_plan());
   doc.edit("stages", [](loom::Plan& p) { loom::ui::setStages(p, 2); });
   QVERIFY(m.place(4, 1));  // flatten, parallel, linear, relu, [linear] of branch 1 -> stage 1
   QCOMPARE(doc.plan().model.layers[1].branches[1].stage, 1);

@@ -16,34 +16,29 @@
 
 #include "loom/core/plan.h"
 #include "loom/store/run_store.h"
+#include "loom/test/events.h"
+#include "loom/test/expect.h"
+#include "loom/test/plans.h"
 #include "loom/ui/report/report.h"
 
 namespace {
 
 using loom::trace::Event;
 using loom::trace::EventKind;
+using loom::testing::must_ok;
 
+// On the compute stream, from a whole millisecond for a length that may not be whole.
 Event span(EventKind kind, std::int64_t start_ms, double length_ms, int step) {
-  Event e;
-  e.kind = kind;
-  e.start_ns = start_ms * 1'000'000;
-  e.end_ns = e.start_ns + std::int64_t(length_ms * 1e6);
-  e.step = step;
-  return e;
-}
-
-void check(const loom::Status& s) {
-  if (!s.ok()) qFatal("%s", s.error().describe().c_str());
+  const std::int64_t start_ns = start_ms * 1'000'000;
+  return loom::testing::span_ns(kind, loom::trace::Stream::Compute, start_ns, start_ns + std::int64_t(length_ms * 1e6),
+                                step);
 }
 
 // Two data-parallel ranks; each step `step_ms` long, most of it forward and backward. With
 // `on_h200`, the ranks say they ran on H200s, written as a rank there writes it (no GPU
 // here: the report's words are what is tested).
 qint64 store_run(loom::store::RunStore& store, const char* name, double step_ms, bool on_h200 = false) {
-  loom::Plan plan = loom::default_plan();
-  plan.name = name;
-  plan.parallel.data_parallel = 2;
-  plan.parallel.devices.assign(2, loom::DeviceSpec{});
+  const loom::Plan plan = loom::testing::data_parallel_plan(name, 2);
   const std::int64_t id = *store.create_run(loom::store::new_run_record(plan, "test"));
   std::vector<loom::trace::MetricRecord> metrics;
   for (int rank = 0; rank < 2; ++rank) {
@@ -55,7 +50,7 @@ qint64 store_run(loom::store::RunStore& store, const char* name, double step_ms,
       record.device_info.memory_bytes = 150'011'707'392LL;
       record.device_info.driver = "580.159.04";
     }
-    check(store.upsert_rank(id, record));
+    must_ok(store.upsert_rank(id, record));
     std::vector<Event> events;
     for (int step = 0; step < 5; ++step) {
       const std::int64_t t = std::int64_t(step * step_ms);
@@ -65,10 +60,10 @@ qint64 store_run(loom::store::RunStore& store, const char* name, double step_ms,
       metrics.push_back({rank, step, (t + 1) * 1'000'000, "loss", 2.0 - 0.2 * step});
     }
     metrics.push_back({rank, 4, 5 * std::int64_t(step_ms) * 1'000'000, "test_accuracy", 0.5});
-    check(store.append_events(id, rank, events.data(), events.size()));
+    must_ok(store.append_events(id, rank, events.data(), events.size()));
   }
-  check(store.append_metrics(id, metrics));
-  check(store.finish_run(id, loom::trace::RunStatus::Completed, 1.0, 640, ""));
+  must_ok(store.append_metrics(id, metrics));
+  must_ok(store.finish_run(id, loom::trace::RunStatus::Completed, 1.0, 640, ""));
   return id;
 }
 
@@ -123,8 +118,8 @@ class TestReport : public QObject {
     const std::int64_t id = *store->create_run(run);
     std::vector<Event> events;
     for (int step = 1; step <= 4; ++step) events.push_back(span(EventKind::Step, step * 10, 10, step));
-    check(store->append_events(id, 0, events.data(), events.size()));
-    check(store->finish_run(id, loom::trace::RunStatus::Completed, 0.05, 0, ""));
+    must_ok(store->append_events(id, 0, events.data(), events.size()));
+    must_ok(store->finish_run(id, loom::trace::RunStatus::Completed, 0.05, 0, ""));
     loom::ui::report::ReportOptions options;
     options.runs = {slow_, id};
     options.step = 4;
@@ -136,7 +131,7 @@ class TestReport : public QObject {
     QVERIFY(html.contains("No Loom plan: a PyTorch profiler trace imported from rank0.json"));
     QVERIFY(html.contains("<br>B not recorded"));
     QCOMPARE(html.count("This run has no step 0: shown from its start."), 1);
-    check(store->delete_run(id));
+    must_ok(store->delete_run(id));
   }
 
   void oneRunReportHoldsShowsText() {

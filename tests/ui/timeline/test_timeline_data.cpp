@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <random>
 
+#include "loom/test/events.h"
 #include "loom/ui/timeline/concepts.h"
 #include "loom/ui/timeline/replay_steps.h"
 #include "loom/ui/timeline/timeline_data.h"
@@ -20,12 +21,7 @@ using loom::trace::Stream;
 namespace {
 
 Event ev(EventKind kind, std::int64_t start, std::int64_t end, Stream stream = Stream::Compute) {
-  Event e;
-  e.kind = kind;
-  e.start_ns = start;
-  e.end_ns = end;
-  e.stream = stream;
-  return e;
+  return loom::testing::span_ns(kind, stream, start, end);
 }
 
 // The lane holding (rank, stream, depth), or nullptr.

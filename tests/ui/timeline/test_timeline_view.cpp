@@ -14,6 +14,8 @@
 #include <map>
 #include <qcustomplot.h>
 
+#include "loom/test/events.h"
+#include "loom/test/palette.h"
 #include "loom/ui/span_kinds.h"
 #include "loom/ui/timeline/kind_legend.h"
 #include "loom/ui/timeline/replay_bar.h"
@@ -24,17 +26,13 @@ using namespace loom::ui::timeline;
 using loom::trace::Event;
 using loom::trace::EventKind;
 using loom::trace::Stream;
+using loom::testing::dark_palette;
 
 namespace {
 
+// Step 0 on the compute stream.
 Event ev(EventKind kind, std::int64_t start, std::int64_t end, int layer = -1) {
-  Event e;
-  e.kind = kind;
-  e.start_ns = start;
-  e.end_ns = end;
-  e.layer = layer;
-  e.step = 0;
-  return e;
+  return loom::testing::span_ns(kind, Stream::Compute, start, end, 0, layer);
 }
 
 // Pixels of each colour inside a rectangle of an image.
@@ -64,15 +62,6 @@ std::vector<Event> three_steps(int rank) {
     out.push_back(st);
   }
   return out;
-}
-
-QPalette dark_palette() {
-  QPalette p;
-  p.setColor(QPalette::Window, QColor(0x2b, 0x2d, 0x31));
-  p.setColor(QPalette::WindowText, QColor(0xdf, 0xe1, 0xe5));
-  p.setColor(QPalette::Base, QColor(0x1e, 0x1f, 0x22));
-  p.setColor(QPalette::Text, QColor(0xdf, 0xe1, 0xe5));
-  return p;
 }
 
 // A point on lane `lane` at time t (origin-relative), in view coordinates, found by hit

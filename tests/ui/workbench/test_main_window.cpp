@@ -38,12 +38,19 @@
 
 #include "loom/core/plan.h"
 #include "loom/store/run_store.h"
+#include "loom/test/events.h"
+#include "loom/test/expect.h"
+#include "loom/test/plans.h"
 #include "loom/ui/glossary.h"
 #include "loom/ui/timeline/timeline_view.h"
 #include "loom/ui/workbench/main_window.h"
 #include "loom/ui/workbench/run_browser.h"
 
 using loom::ui::MainWindow;
+using loom::testing::data_parallel_plan;
+using loom::testing::must;
+using loom::testing::must_ok;
+using loom::testing::span_ns;
 
 namespace {
 
@@ -113,32 +120,18 @@ void checkGeometry(const QWidget* root, QStringList& problems) {
 
 QString stateFile(const QTemporaryDir& dir, const char* name) { return dir.filePath(QString::fromLatin1(name)); }
 
-loom::Plan named_plan(const char* name, int replicas) {
-  loom::Plan plan = loom::default_plan();
-  plan.name = name;
-  plan.parallel.data_parallel = replicas;
-  plan.parallel.devices.assign(static_cast<std::size_t>(replicas), loom::DeviceSpec{});
-  return plan;
-}
-
 // A finished run written straight into the store: two ranks, a few spans each.
 qint64 store_run(const QString& db, const loom::Plan& plan, loom::trace::RunStatus status = loom::trace::RunStatus::Completed) {
-  auto store = loom::store::RunStore::open(db.toStdString());
-  if (!store.ok()) qFatal("%s", store.error().describe().c_str());
-  const std::int64_t id = *store->create_run(loom::store::new_run_record(plan, "test"));
+  auto store = must(loom::store::RunStore::open(db.toStdString()));
+  const std::int64_t id = *store.create_run(loom::store::new_run_record(plan, "test"));
   for (int rank = 0; rank < 2; ++rank) {
     std::vector<loom::trace::Event> events;
-    for (int step = 0; step < 3; ++step) {
-      loom::trace::Event e;
-      e.kind = loom::trace::EventKind::Forward;
-      e.start_ns = 1'000'000LL * step;
-      e.end_ns = e.start_ns + 500'000;
-      e.step = step;
-      events.push_back(e);
-    }
-    if (!store->append_events(id, rank, events.data(), events.size()).ok()) qFatal("append_events");
+    for (int step = 0; step < 3; ++step)
+      events.push_back(span_ns(loom::trace::EventKind::Forward, loom::trace::Stream::Compute, 1'000'000LL * step,
+                               1'000'000LL * step + 500'000, step));
+    must_ok(store.append_events(id, rank, events.data(), events.size()));
   }
-  if (status != loom::trace::RunStatus::Running && !store->finish_run(id, status, 1.0, 6, "").ok()) qFatal("finish_run");
+  if (status != loom::trace::RunStatus::Running) must_ok(store.finish_run(id, status, 1.0, 6, ""));
   return id;
 }
 
@@ -323,7 +316,7 @@ class TestMainWindow : public QObject {
   }
 
   void storedRunOfAnotherPlanAsksBeforeLoadingIt() {
-    const qint64 id = store_run(window_->dbPath(), named_plan("other-plan", 2));
+    const qint64 id = store_run(window_->dbPath(), data_parallel_plan("other-plan", 2));
     QStringList asked;
     bool answer = false;
     window_->setRunPlanPrompt([&](qint64 run, const QString& name) {

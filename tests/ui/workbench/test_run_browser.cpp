@@ -18,44 +18,36 @@
 
 #include "loom/core/plan.h"
 #include "loom/store/run_store.h"
+#include "loom/test/events.h"
+#include "loom/test/expect.h"
+#include "loom/test/files.h"
+#include "loom/test/plans.h"
 #include "loom/ui/item_roles.h"
 #include "loom/ui/run_list_model.h"
 #include "loom/ui/workbench/run_browser.h"
 
 using loom::ui::RunBrowser;
 using loom::ui::RunListModel;
+using loom::testing::data_parallel_plan;
+using loom::testing::must;
+using loom::testing::must_ok;
+using loom::testing::per_test_db;
+using loom::testing::span_ns;
 
 namespace {
 
-loom::Plan plan_with(const char* name, int replicas) {
-  loom::Plan plan = loom::default_plan();
-  plan.name = name;
-  plan.parallel.data_parallel = replicas;
-  plan.parallel.devices.assign(static_cast<std::size_t>(replicas), loom::DeviceSpec{});
-  return plan;
-}
-
-loom::store::RunStore open_store(const QString& db) {
-  auto store = loom::store::RunStore::open(db.toStdString());
-  if (!store.ok()) qFatal("%s", store.error().describe().c_str());
-  return std::move(*store);
-}
+loom::store::RunStore open_store(const QString& db) { return must(loom::store::RunStore::open(db.toStdString())); }
 
 // A finished run with a few Step spans on rank 0.
 qint64 store_run(const QString& db, const loom::Plan& plan) {
   auto store = open_store(db);
   const std::int64_t id = *store.create_run(loom::store::new_run_record(plan, "test"));
   std::vector<loom::trace::Event> events;
-  for (int step = 0; step < 3; ++step) {
-    loom::trace::Event e;
-    e.kind = loom::trace::EventKind::Step;
-    e.start_ns = 1'000'000LL * step;
-    e.end_ns = e.start_ns + 900'000;
-    e.step = step;
-    events.push_back(e);
-  }
-  if (!store.append_events(id, 0, events.data(), events.size()).ok()) qFatal("append_events");
-  if (!store.finish_run(id, loom::trace::RunStatus::Completed, 1.0, 192, "").ok()) qFatal("finish_run");
+  for (int step = 0; step < 3; ++step)
+    events.push_back(span_ns(loom::trace::EventKind::Step, loom::trace::Stream::Compute, 1'000'000LL * step,
+                             1'000'000LL * step + 900'000, step));
+  must_ok(store.append_events(id, 0, events.data(), events.size()));
+  must_ok(store.finish_run(id, loom::trace::RunStatus::Completed, 1.0, 192, ""));
   return id;
 }
 
@@ -74,9 +66,9 @@ class TestRunBrowser : public QObject {
   void initTestCase() { QStandardPaths::setTestModeEnabled(true); }
 
   void init() {
-    db_ = dir_.filePath(QStringLiteral("runs-%1.db").arg(QTest::currentTestFunction()));
-    ids_ = {store_run(db_, plan_with("alpha", 1)), store_run(db_, plan_with("beta", 2)),
-            store_run(db_, plan_with("gamma", 4))};
+    db_ = per_test_db(dir_);
+    ids_ = {store_run(db_, data_parallel_plan("alpha", 1)), store_run(db_, data_parallel_plan("beta", 2)),
+            store_run(db_, data_parallel_plan("gamma", 4))};
     browser_ = std::make_unique<RunBrowser>();
     browser_->resize(900, 300);
     browser_->show();
@@ -123,7 +115,7 @@ class TestRunBrowser : public QObject {
     QCOMPARE(compare.at(0).at(0).value<QList<qint64>>(), (QList<qint64>{ids_[2], ids_[0]}));
 
     // Seven runs are more than a comparison holds.
-    for (int i = 0; i < 4; ++i) store_run(db_, plan_with("more", 1));
+    for (int i = 0; i < 4; ++i) store_run(db_, data_parallel_plan("more", 1));
     load(db_);
     QList<qint64> all;
     for (int r = 0; r < browser_->model()->rowCount(); ++r) all << browser_->model()->run(r).id;
@@ -179,7 +171,7 @@ class TestRunBrowser : public QObject {
 
   void anotherStoreReplacesTheRowsAndAnUnreadableOneSaysSo() {
     const QString other = dir_.filePath("other.db");
-    store_run(other, plan_with("delta", 1));
+    store_run(other, data_parallel_plan("delta", 1));
     load(other);
     QCOMPARE(listed_column(*browser_, RunListModel::Name), QStringList{"delta"});
 
@@ -217,7 +209,7 @@ class TestRunBrowser : public QObject {
   // stops changing (the list's own reads must not set off more reads).
   void runsAddedElsewhereAreListed() {
     QSignalSpy reloaded(browser_.get(), &RunBrowser::listReloaded);
-    store_run(db_, plan_with("delta", 1));
+    store_run(db_, data_parallel_plan("delta", 1));
     QTRY_COMPARE_WITH_TIMEOUT(browser_->proxy()->rowCount(), 4, 5000);
     QCOMPARE(listed_column(*browser_, RunListModel::Name).first(), QStringLiteral("delta"));
     QTest::qWait(3 * RunBrowser::kStoreWatchDelayMs + 500);

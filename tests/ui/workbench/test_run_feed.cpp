@@ -14,6 +14,8 @@
 
 #include "loom/core/plan.h"
 #include "loom/store/run_store.h"
+#include "loom/test/events.h"
+#include "loom/test/expect.h"
 #include "loom/ui/workbench/run_feed.h"
 
 using loom::store::RunStore;
@@ -21,17 +23,10 @@ using loom::trace::Event;
 using loom::ui::FeedBatch;
 using loom::ui::RunFeed;
 using BatchPtr = std::shared_ptr<const FeedBatch>;
+using loom::testing::must;
+using loom::testing::must_ok;
 
 namespace {
-
-template <class T>
-T must(loom::Expected<T> r) {
-  if (!r.ok()) qFatal("unexpected error: %s", r.error().describe().c_str());
-  return std::move(r).value();
-}
-void must_ok(const loom::Status& s) {
-  if (!s.ok()) qFatal("unexpected error: %s", s.error().describe().c_str());
-}
 
 // Forward spans of 1 µs, numbered through `message` so each one can be recognised.
 std::vector<Event> numbered_events(int first, int count) {
@@ -179,12 +174,8 @@ class TestRunFeed : public QObject {
     RunStore store = must(RunStore::open(path_.toStdString()));
     const std::int64_t id = must(store.create_run(loom::store::new_run_record(plan, "pipe")));
     auto span = [](loom::trace::EventKind kind, std::int64_t start_ms, std::int64_t end_ms) {
-      Event e;
-      e.kind = kind;
-      e.stream = kind == loom::trace::EventKind::Step ? loom::trace::Stream::Host : loom::trace::Stream::Compute;
-      e.start_ns = start_ms * 1'000'000;
-      e.end_ns = end_ms * 1'000'000;
-      return e;
+      const auto stream = kind == loom::trace::EventKind::Step ? loom::trace::Stream::Host : loom::trace::Stream::Compute;
+      return loom::testing::span_ms(kind, stream, start_ms, end_ms);
     };
     using loom::trace::EventKind;
     std::vector<Event> rank0 = {span(EventKind::Step, 0, 100), span(EventKind::Forward, 0, 40)};

@@ -24,6 +24,8 @@
 
 #include "loom/core/plan.h"
 #include "loom/store/run_store.h"
+#include "loom/test/expect.h"
+#include "loom/test/files.h"
 #include "loom/ui/charts/overlay_charts.h"
 #include "loom/ui/charts/training_charts.h"
 #include "loom/ui/colors.h"
@@ -41,6 +43,8 @@
 using loom::ui::ComparisonWindow;
 using loom::ui::MainWindow;
 using loom::trace::RunStatus;
+using loom::testing::must;
+using loom::testing::per_test_db;
 
 namespace {
 
@@ -70,11 +74,7 @@ int metric_row(const QTableWidget* table, const QString& key) {
 }
 
 loom::trace::RunRecord stored_run(const QString& db, qint64 id) {
-  auto store = loom::store::RunStore::open(db.toStdString());
-  if (!store.ok()) qFatal("%s", store.error().describe().c_str());
-  auto run = store->load_run(id);
-  if (!run.ok()) qFatal("%s", run.error().describe().c_str());
-  return *run;
+  return must(must(loom::store::RunStore::open(db.toStdString())).load_run(id));
 }
 
 }  // namespace
@@ -89,7 +89,7 @@ class TestWorkbench : public QObject {
     window_ = std::make_unique<MainWindow>();
     window_->setSavePrompt([] { return MainWindow::SaveChoice::Discard; });
     window_->setRunPlanPrompt([](qint64, const QString&) { return false; });
-    window_->setDbPath(dir_.filePath(QString("runs-%1.db").arg(QTest::currentTestFunction())));
+    window_->setDbPath(per_test_db(dir_));
     window_->controller()->setRankExecutable(LOOM_RANK_EXE);  // also when run outside CTest
     window_->resize(1400, 900);
     window_->show();

@@ -1,7 +1,8 @@
 // Run store tests: a full round trip through a closed and reopened file, the error cases
 // a user meets (not a database, unknown run, a file from a newer Loom), a file written by
 // a schema-v1 Loom that must open and migrate, and a second connection reading while the
-// first writes (WAL).
+// first writes (WAL). The RunWriter (trace) ships a server's updates through the StoreSink
+// while training goes on.
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -21,6 +22,10 @@
 
 #include "loom/store/run_store.h"
 #include "loom/store/space_reserve.h"
+#include "loom/store/store_sink.h"
+#include "loom/test/temp_store.h"
+#include "loom/trace/recorder.h"
+#include "loom/trace/run_writer.h"
 
 using loom::ErrorCode;
 using loom::trace::MetricRecord;
@@ -32,6 +37,9 @@ using loom::trace::RunStatus;
 using loom::store::Database;
 namespace trace = loom::trace;
 using loom::trace::Event;
+using loom::testing::must;
+using loom::testing::must_ok;
+using loom::testing::TempStore;
 
 namespace {
 // Varied, extreme field values so a truncating column or a swapped bind shows up.
@@ -68,15 +76,6 @@ bool same_update(const UpdateRecord& a, const UpdateRecord& b) {
          a.version_applied == b.version_applied && a.staleness == b.staleness && a.t_ns == b.t_ns;
 }
 
-template <class T>
-T must(loom::Expected<T> r) {
-  if (!r.ok()) qFatal("unexpected error: %s", r.error().describe().c_str());
-  return std::move(r).value();
-}
-
-void must_ok(const loom::Status& s) {
-  if (!s.ok()) qFatal("unexpected error: %s", s.error().describe().c_str());
-}
 }  // namespace
 
 class TestRunStore : public QObject {
@@ -104,13 +103,13 @@ class TestRunStore : public QObject {
   void nonFiniteMetricsAreKept();
   void reservesOfDeadOwnersAreRemoved();
   void storeThatCannotBeWrittenIsRead();
+  void runWriterShipsUpdates();
 };
 
 // A diverged loss is news, not a store failure: NaN and both infinities are stored (NaN
 // as a marked value, SQLite would store NULL) and read back as they were.
 void TestRunStore::nonFiniteMetricsAreKept() {
-  QTemporaryDir dir;
-  RunStore store = must(RunStore::open(dir.filePath("runs.db").toStdString()));
+  TempStore store;
   const std::int64_t id = must(store.create_run({}));
   const double inf = std::numeric_limits<double>::infinity();
   must_ok(store.append_metrics(id, {{0, 0, 1, "loss", 2.5},
@@ -152,8 +151,7 @@ void TestRunStore::orphanReasons() {
 // A run whose owner process has exited is interrupted by the next reader, whichever read
 // it is; one owned by a live process, and finished runs, are left alone.
 void TestRunStore::runOfADeadOwnerIsInterrupted() {
-  QTemporaryDir dir;
-  RunStore store = must(RunStore::open(dir.filePath("runs.db").toStdString()));
+  TempStore store;
   const pid_t child = ::fork();
   if (child == 0) ::_exit(0);
   QVERIFY(child > 0);
@@ -308,8 +306,7 @@ void TestRunStore::roundTripThroughReopen() {
 }
 
 void TestRunStore::listRunsNewestFirstAndLog() {
-  QTemporaryDir dir;
-  RunStore store = must(RunStore::open(dir.filePath("runs.db").toStdString()));
+  TempStore store;
   RunRecord a;
   a.name = "old";
   a.started_unix_ms = 1000;
@@ -343,8 +340,7 @@ void TestRunStore::garbageFileIsCorrupt() {
 }
 
 void TestRunStore::unknownRunIsNotFound() {
-  QTemporaryDir dir;
-  RunStore store = must(RunStore::open(dir.filePath("runs.db").toStdString()));
+  TempStore store;
   QCOMPARE(store.load_run(42).error().code, ErrorCode::NotFound);
   Event e;
   QCOMPARE(store.append_events(42, 0, &e, 1).error().code, ErrorCode::NotFound);
@@ -671,8 +667,7 @@ void TestRunStore::storeIsMovable() {
 // A live view reads what arrived since its last read: every row exactly once, in the order
 // stored, with its rank, only from its own run, and in pages no larger than asked for.
 void TestRunStore::incrementalReadsFollowAppends() {
-  QTemporaryDir dir;
-  RunStore store = must(RunStore::open(dir.filePath("runs.db").toStdString()));
+  TempStore store;
   std::int64_t id = must(store.create_run({}));
   std::int64_t other = must(store.create_run({}));
   auto rank0 = make_events(0, 300);
@@ -913,6 +908,35 @@ void TestRunStore::storeThatCannotBeWrittenIsRead() {
       QVERIFY(!std::filesystem::exists(path + "-wal"));
     }
   }
+}
+
+// A server rank's applied updates reach the store within a period while training goes
+// on, and those added just before finish() are not lost; every field survives.
+void TestRunStore::runWriterShipsUpdates() {
+#if !LOOM_TRACING
+  QSKIP("tracing compiled out (LOOM_TRACING=0)");
+#endif
+  QTemporaryDir dir;
+  const std::string path = dir.filePath("runs.db").toStdString();
+  auto store = loom::store::RunStore::open(path);
+  auto reader = loom::store::RunStore::open(path);  // one connection per thread
+  QVERIFY(store.ok() && reader.ok());
+  const std::int64_t id = *store->create_run({});
+  loom::store::StoreSink sink(*store, id);
+  loom::trace::Recorder recorder;
+  loom::trace::RunWriter writer(sink, 2, recorder, std::chrono::milliseconds(10));
+  auto update = [](int i) {
+    return loom::trace::UpdateRecord{i % 2, 1, 100 + i, 40 + i, 43 + 2 * i, 3 + i, 1'000'000'000LL * i + 7};
+  };
+  writer.add_updates({update(0), update(1)});
+  writer.add_updates({update(2)});
+  QVERIFY(QTest::qWaitFor([&] { return reader->load_updates(id)->size() == 3; }, 5000));
+  writer.add_updates({update(3)});
+  QVERIFY(writer.finish().ok());
+  auto stored = reader->load_updates(id);
+  QVERIFY(stored.ok());
+  QCOMPARE(stored->size(), std::size_t(4));
+  for (int i = 0; i < 4; ++i) QVERIFY2((*stored)[std::size_t(i)] == update(i), qPrintable(QString("update %1").arg(i)));
 }
 
 QTEST_GUILESS_MAIN(TestRunStore)

@@ -6,6 +6,7 @@
 #include <QtTest>
 
 #include "loom/analysis/critical_path.h"
+#include "loom/test/events.h"
 
 using loom::analysis::CriticalPath;
 using loom::analysis::PathPart;
@@ -19,13 +20,7 @@ constexpr double kMs = 1e6;
 
 Event span(EventKind kind, double start_ms, double end_ms, int step, int layer = -1, int peer = -1, int message = -1,
            Stream stream = Stream::Compute) {
-  Event e;
-  e.kind = kind;
-  e.stream = stream;
-  e.start_ns = std::int64_t(start_ms * kMs);
-  e.end_ns = std::int64_t(end_ms * kMs);
-  e.step = step;
-  e.layer = layer;
+  Event e = loom::testing::span_ms(kind, stream, start_ms, end_ms, step, layer);
   e.peer = peer;
   e.message = message;
   return e;

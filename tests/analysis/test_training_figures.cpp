@@ -8,6 +8,7 @@
 
 #include "loom/analysis/analysis.h"
 #include "loom/analysis/pipeline_replay.h"
+#include "loom/test/events.h"
 
 using loom::trace::Event;
 using loom::trace::EventKind;
@@ -16,13 +17,9 @@ using loom::trace::Stream;
 namespace {
 constexpr std::int64_t kMs = 1'000'000;
 
+// Times in milliseconds; a step and a micro-batch when given.
 Event span(EventKind kind, Stream stream, std::int64_t start_ms, std::int64_t end_ms, int step = -1, int mb = -1) {
-  Event e;
-  e.kind = kind;
-  e.stream = stream;
-  e.start_ns = start_ms * kMs;
-  e.end_ns = end_ms * kMs;
-  e.step = step;
+  Event e = loom::testing::span_ms(kind, stream, start_ms, end_ms, step);
   e.microbatch = static_cast<std::int16_t>(mb);
   return e;
 }

@@ -3,25 +3,20 @@
 // through summarize_run and compare_runs into `show`'s and `compare`'s text and JSON.
 // The GPU identities here are written through the store API, as a rank on an H200 writes
 // them: this machine has no GPU, and the words are what is tested, not the query.
-#include <QTemporaryDir>
 #include <QtTest>
 
 #include "loom/analysis/compare.h"
 #include "loom/analysis/device_identity.h"
+#include "loom/test/temp_store.h"
 #include "loom/text/run_text.h"
 
 using loom::analysis::DeviceGroup;
-using loom::store::RunStore;
 using loom::trace::DeviceInfo;
 using loom::trace::RankRecord;
+using loom::testing::must;
+using loom::testing::TempStore;
 
 namespace {
-
-template <typename T>
-T must(loom::Expected<T> e) {
-  if (!e.ok()) qFatal("%s", e.error().describe().c_str());
-  return std::move(e).value();
-}
 
 // As a rank on the H200 machine this project was measured on reports it.
 DeviceInfo h200(const std::string& nccl = "2.28.3") {
@@ -122,8 +117,7 @@ void TestDeviceIdentity::grouping() {
 // Three ranks on H200s and one on a cpu, stored through the store API, then read the way
 // `show` and `compare` read them; a run from before v7 (no identities) says so.
 void TestDeviceIdentity::showAndCompareCarryIt() {
-  QTemporaryDir dir;
-  RunStore store = must(RunStore::open(dir.filePath("runs.db").toStdString()));
+  TempStore store;
   loom::trace::RunRecord run;
   run.name = "dp4-h200";
   run.plan_json = kPlan;

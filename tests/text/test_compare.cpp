@@ -9,6 +9,8 @@
 #include <cmath>
 
 #include "loom/analysis/compare.h"
+#include "loom/test/events.h"
+#include "loom/test/expect.h"
 #include "loom/text/run_text.h"
 
 using loom::analysis::Comparison;
@@ -19,6 +21,8 @@ using loom::store::RunStore;
 using loom::trace::Event;
 using loom::trace::EventKind;
 using loom::trace::Stream;
+using loom::testing::must;
+using loom::testing::must_ok;
 
 namespace {
 
@@ -32,21 +36,8 @@ const char* kPlan = R"({"format": "loom-plan/1", "name": "dp2",
  "training": {"batch": 32, "steps": 5},
  "parallel": {"devices": [{"kind": "cpu"}, {"kind": "cpu"}], "data_parallel": 2}})";
 
-template <typename T>
-T must(loom::Expected<T> e) {
-  if (!e.ok()) qFatal("%s", e.error().describe().c_str());
-  return std::move(e).value();
-}
-
 Event span(EventKind kind, Stream stream, std::int64_t start_ns, std::int64_t length_ms, int step, int layer = -1) {
-  Event e;
-  e.kind = kind;
-  e.stream = stream;
-  e.start_ns = start_ns;
-  e.end_ns = start_ns + length_ms * kMs;
-  e.step = step;
-  e.layer = layer;
-  return e;
+  return loom::testing::span_ns(kind, stream, start_ns, start_ns + length_ms * kMs, step, layer);
 }
 
 // One rank's steps, 30 ms apart: step 0 lasts 100 ms (warm-up, never counted), the others
@@ -78,13 +69,13 @@ std::int64_t add_run(RunStore& store, const char* name, std::int64_t step_ms, st
   const std::int64_t id = must(store.create_run(run));
   for (int r = 0; r < 2; ++r) {
     const auto events = rank_events(r, step_ms, forward_ms, layer);
-    if (!store.append_events(id, r, events.data(), events.size()).ok()) qFatal("append_events");
-    if (!store.upsert_rank(id, {r, "h", "cpu", 0, 0, 0, std::int64_t(events.size())}).ok()) qFatal("upsert_rank");
+    must_ok(store.append_events(id, r, events.data(), events.size()));
+    must_ok(store.upsert_rank(id, {r, "h", "cpu", 0, 0, 0, std::int64_t(events.size())}));
   }
   std::vector<loom::trace::MetricRecord> metrics = {{0, kSteps - 1, kT0 + 300 * kMs, "loss", 0.5}};
   for (auto [step, value, ms] : accuracy) metrics.push_back({0, step, kT0 + ms * kMs, "test_accuracy", value});
-  if (!store.append_metrics(id, metrics).ok()) qFatal("append_metrics");
-  if (!store.finish_run(id, loom::trace::RunStatus::Completed, 1.0, 320, "").ok()) qFatal("finish_run");
+  must_ok(store.append_metrics(id, metrics));
+  must_ok(store.finish_run(id, loom::trace::RunStatus::Completed, 1.0, 320, ""));
   return id;
 }
 

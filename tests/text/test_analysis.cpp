@@ -9,26 +9,24 @@
 #include <cmath>
 
 #include "loom/analysis/analysis.h"
+#include "loom/test/events.h"
+#include "loom/test/temp_store.h"
 #include "loom/text/run_text.h"
 
 using loom::analysis::RankBreakdown;
-using loom::store::RunStore;
 using loom::trace::Event;
 using loom::trace::EventKind;
 using loom::trace::Stream;
+using loom::testing::must;
+using loom::testing::must_ok;
+using loom::testing::TempStore;
 
 namespace {
 constexpr std::int64_t kMs = 1'000'000;
 
+// Times in milliseconds; step 0 unless given.
 Event span(EventKind kind, Stream stream, std::int64_t start_ms, std::int64_t end_ms, int step = 0, int layer = -1) {
-  Event e;
-  e.kind = kind;
-  e.stream = stream;
-  e.start_ns = start_ms * kMs;
-  e.end_ns = end_ms * kMs;
-  e.step = step;
-  e.layer = layer;
-  return e;
+  return loom::testing::span_ms(kind, stream, start_ms, end_ms, step, layer);
 }
 
 // Rank 0, one 100 ms step:
@@ -171,11 +169,6 @@ void check_known_staleness(const loom::analysis::StalenessStats& st) {
   QCOMPARE(w1.wait_s, 0.0);
 }
 
-template <class T>
-T must(loom::Expected<T> r) {
-  if (!r.ok()) qFatal("unexpected error: %s", r.error().describe().c_str());
-  return std::move(r).value();
-}
 }  // namespace
 
 class TestAnalysis : public QObject {
@@ -308,8 +301,7 @@ class TestAnalysis : public QObject {
   }
 
   void allReduceClockAndScaling() {
-    QTemporaryDir dir;
-    RunStore store = must(RunStore::open(dir.filePath("runs.db").toStdString()));
+    TempStore store;
     const std::string single = R"({"name": "mlp", "model": "mlp", "training": {"batch": 32}, "parallel": {}})";
     const std::string dp4 = R"({"name": "mlp-dp4", "model": "mlp", "training": {"batch": 32},
                                 "parallel": {"data_parallel": 4}})";
@@ -321,7 +313,7 @@ class TestAnalysis : public QObject {
       r.world_size = world;
       r.started_unix_ms = started;
       std::int64_t id = must(store.create_run(r));
-      if (!store.finish_run(id, status, 2.0, samples, "").ok()) qFatal("finish_run failed");
+      must_ok(store.finish_run(id, status, 2.0, samples, ""));
       return id;
     };
     add_run(single, 1, loom::trace::RunStatus::Completed, 1000, 100);                   // older reference: not used
@@ -386,8 +378,7 @@ class TestAnalysis : public QObject {
   }
 
   void summaryFromStore() {
-    QTemporaryDir dir;
-    RunStore store = must(RunStore::open(dir.filePath("runs.db").toStdString()));
+    TempStore store;
     loom::trace::RunRecord run;
     run.name = "dp2";
     run.plan_json = R"({"replicas": 2, "model": "mlp"})";
@@ -512,8 +503,7 @@ class TestAnalysis : public QObject {
   }
 
   void pipelineInSummary() {
-    QTemporaryDir dir;
-    RunStore store = must(RunStore::open(dir.filePath("runs.db").toStdString()));
+    TempStore store;
     loom::trace::RunRecord run;
     run.plan_json = loom::plan_to_json(pipeline_plan(2, 1, 4, loom::Schedule::GPipe));
     run.world_size = 2;
@@ -550,14 +540,13 @@ class TestAnalysis : public QObject {
   // earlier runs on the host measured about 5 GB/s; 0.5 GB/s is flagged, 3 GB/s is not, and
   // runs on another host or with another world size are no history.
   void unusualProbeIsFlagged() {
-    QTemporaryDir dir;
-    RunStore store = must(RunStore::open(dir.filePath("runs.db").toStdString()));
+    TempStore store;
     auto probed_run = [&](const std::string& host, int world, double gbs) {
       loom::trace::RunRecord run;
       run.host = host;
       run.world_size = world;
       const std::int64_t id = must(store.create_run(run));
-      if (!store.append_metrics(id, {{0, -1, 1, "p2p_gbs", gbs}}).ok()) qFatal("append_metrics failed");
+      must_ok(store.append_metrics(id, {{0, -1, 1, "p2p_gbs", gbs}}));
       return id;
     };
     for (double gbs : {4.8, 5.0, 5.3}) probed_run("h", 2, gbs);
@@ -599,8 +588,7 @@ class TestAnalysis : public QObject {
   // From a real store: updates, Wait spans and param_divergence metrics through
   // summarize_run into the JSON `show --json` prints and the text `show` prints.
   void stalenessAndDivergenceInSummary() {
-    QTemporaryDir dir;
-    RunStore store = must(RunStore::open(dir.filePath("runs.db").toStdString()));
+    TempStore store;
     loom::trace::RunRecord run;
     run.plan_json = loom::plan_to_json(async_plan(loom::SyncMode::Ssp, 2, 3));
     run.world_size = 3;
@@ -654,8 +642,7 @@ class TestAnalysis : public QObject {
   }
 
   void unknownValuesAreNull() {
-    QTemporaryDir dir;
-    RunStore store = must(RunStore::open(dir.filePath("runs.db").toStdString()));
+    TempStore store;
     std::int64_t id = must(store.create_run({}));
     auto e1 = rank1_events();  // steps up to 1, no metrics
     QVERIFY(store.append_events(id, 0, e1.data(), e1.size()).ok());

@@ -15,6 +15,7 @@
 
 #include "loom/analysis/import_kineto.h"
 #include "loom/store/sqlite_db.h"
+#include "loom/test/expect.h"
 
 using loom::ErrorCode;
 using loom::kineto::ImportedRun;
@@ -22,16 +23,11 @@ using loom::kineto::RankTrace;
 using loom::trace::Event;
 using loom::trace::EventKind;
 using loom::trace::Stream;
+using loom::testing::must;
 
 namespace {
 
 const std::string kData = std::string(LOOM_SOURCE_DIR) + "/tests/data/kineto/";
-
-template <typename T>
-T must(loom::Expected<T> e) {
-  if (!e.ok()) qFatal("%s", e.error().describe().c_str());
-  return std::move(e).value();
-}
 
 std::string slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

@@ -3,9 +3,8 @@
 // it was given. Each event encodes its thread and sequence number so a lost, duplicated
 // or torn event is detected. Communication spans carry the time their thread waited for a
 // core, as the kernel counts it; a twin shares its span's interval; chained layer spans
-// share their boundaries. The RunWriter ships a server's updates to the store while
-// training goes on.
-#include <QTemporaryDir>
+// share their boundaries. (The RunWriter shipping updates into a store is tested with the
+// store, tests/store, where its sink lives.)
 #include <QtTest>
 
 #include <sched.h>
@@ -15,8 +14,6 @@
 #include <thread>
 #include <vector>
 
-#include "loom/store/run_store.h"
-#include "loom/store/store_sink.h"
 #include "loom/trace/recorder.h"
 #include "loom/trace/run_writer.h"
 
@@ -242,32 +239,6 @@ class TestRecorder : public QObject {
     QVERIFY(out[3].end_ns >= out[3].start_ns);
     loom::trace::SpanChain none(nullptr);
     none.next(EventKind::Forward, Stream::Compute, 0);
-  }
-
-  // A server rank's applied updates reach the store within a period while training goes
-  // on, and those added just before finish() are not lost; every field survives.
-  void runWriterShipsUpdates() {
-    QTemporaryDir dir;
-    const std::string path = dir.filePath("runs.db").toStdString();
-    auto store = loom::store::RunStore::open(path);
-    auto reader = loom::store::RunStore::open(path);  // one connection per thread
-    QVERIFY(store.ok() && reader.ok());
-    const std::int64_t id = *store->create_run({});
-    loom::store::StoreSink sink(*store, id);
-    Recorder recorder;
-    loom::trace::RunWriter writer(sink, 2, recorder, std::chrono::milliseconds(10));
-    auto update = [](int i) {
-      return loom::trace::UpdateRecord{i % 2, 1, 100 + i, 40 + i, 43 + 2 * i, 3 + i, 1'000'000'000LL * i + 7};
-    };
-    writer.add_updates({update(0), update(1)});
-    writer.add_updates({update(2)});
-    QVERIFY(QTest::qWaitFor([&] { return reader->load_updates(id)->size() == 3; }, 5000));
-    writer.add_updates({update(3)});
-    QVERIFY(writer.finish().ok());
-    auto stored = reader->load_updates(id);
-    QVERIFY(stored.ok());
-    QCOMPARE(stored->size(), std::size_t(4));
-    for (int i = 0; i < 4; ++i) QVERIFY2((*stored)[std::size_t(i)] == update(i), qPrintable(QString("update %1").arg(i)));
   }
 };
 

@@ -9,6 +9,7 @@
 #include <map>
 
 #include "loom/analysis/export_chrome.h"
+#include "loom/test/events.h"
 
 using loom::chrome::RankEvents;
 using loom::trace::Event;
@@ -20,15 +21,9 @@ namespace {
 constexpr std::int64_t kMs = 1'000'000;
 constexpr std::int64_t kS = 1'000'000'000;
 
+// Step 0; a layer when given.
 Event span(EventKind kind, Stream stream, std::int64_t start_ns, std::int64_t end_ns, int layer = -1) {
-  Event e;
-  e.kind = kind;
-  e.stream = stream;
-  e.start_ns = start_ns;
-  e.end_ns = end_ns;
-  e.step = 0;
-  e.layer = layer;
-  return e;
+  return loom::testing::span_ns(kind, stream, start_ns, end_ns, 0, layer);
 }
 
 // Rank 0 on its own clock, starting at 5 s: a step with nested forwards, a zero-length
