@@ -13,7 +13,7 @@
 #include <QTextBrowser>
 #include <QPointer>
 #include <QStandardPaths>
-#include <QTableWidget>
+#include <QTableView>
 #include <QTabWidget>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -30,6 +30,8 @@
 #include "loom/ui/charts/training_charts.h"
 #include "loom/ui/colors.h"
 #include "loom/ui/designer/plan_document.h"
+#include "loom/ui/item_roles.h"
+#include "loom/ui/lesson_result_model.h"
 #include "loom/ui/run_list_model.h"
 #include "loom/ui/timeline/replay_bar.h"
 #include "loom/ui/timeline/timeline_view.h"
@@ -67,10 +69,15 @@ loom::Plan two_rank_plan(std::int64_t steps) {
 }
 
 // The row of the comparison's metrics table for this figure key; -1 when absent.
-int metric_row(const QTableWidget* table, const QString& key) {
-  for (int r = 0; r < table->rowCount(); ++r)
-    if (table->item(r, 0)->data(Qt::UserRole).toString() == key) return r;
+int metric_row(const QTableView* table, const QString& key) {
+  const QAbstractItemModel* model = table->model();
+  for (int r = 0; r < model->rowCount(); ++r)
+    if (model->index(r, 0).data(loom::ui::FigureKeyRole).toString() == key) return r;
   return -1;
+}
+
+QString cell_text(const QTableView* table, int row, int column) {
+  return table->model()->index(row, column).data().toString();
 }
 
 loom::trace::RunRecord stored_run(const QString& db, qint64 id) {
@@ -412,6 +419,10 @@ class TestWorkbench : public QObject {
              qPrintable(result));
     // Loom's own prediction, made before the runs: an empty store has nothing to predict from.
     QVERIFY2(result.contains("Loom predicted") && result.contains("no calibration"), qPrintable(result));
+    // The table's rows are the panel's result model: guess, measurement, Loom, theory.
+    const loom::ui::LessonResultModel* answers = panel->resultModel();
+    QCOMPARE(answers->rowCount(), 4);
+    QCOMPARE(answers->index(1, loom::ui::LessonResultModel::Value).data().toString(), QString("4.00 ×"));
     QVERIFY(panel->findChild<QPushButton*>("LessonRun")->isEnabled());
     // Ticked as done, its answer not shown in the list above the question.
     const QString listed = panel->findChild<QListWidget*>("LessonList")->currentItem()->text();
@@ -484,12 +495,13 @@ class TestWorkbench : public QObject {
     // Metrics: throughput of both, one of them better; the phase diff holds forward phases.
     const int throughput = metric_row(cmp->metricsTable(), "samples_per_s");
     QVERIFY(throughput >= 0);
-    const int starred = int(cmp->metricsTable()->item(throughput, 1)->text().contains("★")) +
-                        int(cmp->metricsTable()->item(throughput, 2)->text().contains("★"));
+    const int starred = int(cell_text(cmp->metricsTable(), throughput, 1).contains("★")) +
+                        int(cell_text(cmp->metricsTable(), throughput, 2).contains("★"));
     QCOMPARE(starred, 1);
-    QVERIFY2(cmp->metricsTable()->item(throughput, 2)->text().contains("×"), qPrintable(cmp->metricsTable()->item(throughput, 2)->text()));
-    QVERIFY(cmp->phaseTable()->rowCount() > 0);
-    QVERIFY(!cmp->phaseTable()->findItems("forward", Qt::MatchStartsWith).isEmpty());
+    QVERIFY2(cell_text(cmp->metricsTable(), throughput, 2).contains("×"), qPrintable(cell_text(cmp->metricsTable(), throughput, 2)));
+    const QAbstractItemModel* phases = cmp->phaseTable()->model();
+    QVERIFY(phases->rowCount() > 0);
+    QVERIFY(!phases->match(phases->index(0, 1), Qt::DisplayRole, "forward", 1, Qt::MatchStartsWith).isEmpty());
     QCOMPARE(metric_row(cmp->metricsTable(), "time_to_target_s"), -1);
     cmp->setTargetAccuracy(0.05);
     QTRY_VERIFY_WITH_TIMEOUT(cmp->comparisonShown(), 60000);

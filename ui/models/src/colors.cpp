@@ -1,11 +1,41 @@
-// Device colours for colors.h: the Okabe-Ito set first, because its hues stay apart for
-// the common colour-vision deficiencies; kind and category colours live in span_kinds.cpp.
+// Device and run colours for colors.h: the Okabe-Ito set first, because its hues stay
+// apart for the common colour-vision deficiencies; kind and category colours live in
+// span_kinds.cpp. The run swatch is an icon engine, so models can hold it headless.
 #include "loom/ui/colors.h"
+
+#include <QIconEngine>
+#include <QPainter>
+#include <QPixmap>
 
 #include <algorithm>
 #include <array>
 
 namespace loom::ui {
+
+namespace {
+
+// The swatch as QIcon(QPixmap 12x12 filled) drew it: the same size (smaller only when
+// asked for less), no upscaling, but no pixmap until a view paints it.
+class SwatchEngine : public QIconEngine {
+ public:
+  explicit SwatchEngine(const QColor& color) : color_(color) {}
+  QIconEngine* clone() const override { return new SwatchEngine(color_); }
+  QSize actualSize(const QSize& size, QIcon::Mode, QIcon::State) override { return kSize.boundedTo(size); }
+  void paint(QPainter* painter, const QRect& rect, QIcon::Mode, QIcon::State) override {
+    painter->fillRect(QRect(rect.topLeft(), kSize.boundedTo(rect.size())), color_);
+  }
+  QPixmap pixmap(const QSize& size, QIcon::Mode, QIcon::State) override {
+    QPixmap pixmap(kSize.boundedTo(size));
+    pixmap.fill(color_);
+    return pixmap;
+  }
+
+ private:
+  static constexpr QSize kSize{12, 12};
+  QColor color_;
+};
+
+}  // namespace
 
 QColor device_color(int rank) {
   static const std::array<QColor, 12> kColors = {
@@ -23,5 +53,7 @@ QColor run_color(int index) {
                                                 QColor(0xff, 0x7f, 0x0e), QColor(0x8c, 0x56, 0x4b)};
   return kColors[static_cast<std::size_t>(std::max(index, 0)) % kColors.size()];
 }
+
+QIcon swatch_icon(const QColor& color) { return QIcon(new SwatchEngine(color)); }
 
 }  // namespace loom::ui

@@ -1,4 +1,4 @@
-// groupedDigits (see text_format.h).
+// groupedDigits and run_letter (see text_format.h).
 #include "loom/ui/text_format.h"
 
 namespace loom::ui {
@@ -12,5 +12,7 @@ QString groupedDigits(std::int64_t value) {
   }
   return value < 0 ? QLatin1Char('-') + out : out;
 }
+
+QString run_letter(int index) { return QString(QChar('A' + index)); }
 
 }  // namespace loom::ui

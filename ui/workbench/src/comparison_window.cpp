@@ -1,4 +1,5 @@
-// ComparisonWindow (see comparison_window.h).
+// ComparisonWindow (see comparison_window.h). The Metrics and Phases tables show
+// ui/models' CompareMetricsModel and ComparePhasesModel.
 #include "loom/ui/workbench/comparison_window.h"
 
 #include <QApplication>
@@ -10,13 +11,11 @@
 #include <QLabel>
 #include <QMessageBox>
 #include <QPushButton>
-#include <QPainter>
-#include <QPixmap>
 #include <QPointer>
 #include <QSpinBox>
 #include <QScrollArea>
 #include <QTabWidget>
-#include <QTableWidget>
+#include <QTableView>
 #include <QThreadPool>
 #include <QVBoxLayout>
 
@@ -29,7 +28,10 @@
 #include "loom/text/run_text.h"
 #include "loom/ui/charts/overlay_charts.h"
 #include "loom/ui/colors.h"
+#include "loom/ui/compare_metrics_model.h"
+#include "loom/ui/compare_phases_model.h"
 #include "loom/ui/run_rows.h"
+#include "loom/ui/text_format.h"
 #include "loom/ui/timeline/kind_legend.h"
 #include "loom/ui/timeline/timeline_view.h"
 #include "loom/ui/workbench/report_file.h"
@@ -73,34 +75,22 @@ QString swatch_html(const QColor& color) {
   return QStringLiteral("<span style=\"color:%1\">&#9632;</span>").arg(color.name());
 }
 
-QIcon swatch_icon(const QColor& color) {
-  QPixmap pixmap(12, 12);
-  pixmap.fill(color);
-  return QIcon(pixmap);
-}
-
-QString run_letter(int index) { return QString(QChar('A' + index)); }
-
 // "+1.23" / "-0.50"; below 0.005 ms "+0.00", never "-0.00".
 QString signed_ms(double ms) {
   if (std::abs(ms) < 0.005) ms = 0;
   return (ms >= 0 ? QStringLiteral("+") : QString()) + QString::number(ms, 'f', 2);
 }
 
-QTableWidgetItem* item(const QString& text, const QString& tip = {}) {
-  auto* cell = new QTableWidgetItem(text);
-  cell->setFlags(Qt::ItemIsEnabled | Qt::ItemIsSelectable);
-  if (!tip.isEmpty()) cell->setToolTip(tip);
-  return cell;
-}
-
-QString better_text(loom::analysis::Better better) {
-  switch (better) {
-    case loom::analysis::Better::Lower: return QObject::tr("lower is better");
-    case loom::analysis::Better::Higher: return QObject::tr("higher is better");
-    case loom::analysis::Better::Neither: break;
-  }
-  return QObject::tr("neither side is better");
+// A table of a comparison's model: no row numbers, columns as wide as their contents
+// (resized when the model is refilled), the last one not stretched.
+QTableView* result_table(QAbstractItemModel* model, const char* name) {
+  auto* table = new QTableView;
+  table->setObjectName(QLatin1String(name));
+  table->setModel(model);
+  table->verticalHeader()->hide();
+  table->horizontalHeader()->setStretchLastSection(false);
+  QObject::connect(model, &QAbstractItemModel::modelReset, table, &QTableView::resizeColumnsToContents);
+  return table;
 }
 
 // Band 0's window once aligned: from a little before the anchor, three step lengths
@@ -121,8 +111,8 @@ ComparisonWindow::ComparisonWindow(const QString& dbPath, const QList<qint64>& r
   setWindowTitle(tr("Compare runs %1 — Loom").arg(names.join(QStringLiteral(", "))));
 
   charts_ = new charts::OverlayCharts;
-  phases_ = new QTableWidget;
-  phases_->setObjectName("PhaseTable");
+  phase_model_ = new ComparePhasesModel(this);
+  phases_ = result_table(phase_model_, "PhaseTable");
   tabs_ = new QTabWidget;
   tabs_->setObjectName("ComparisonTabs");
   tabs_->addTab(charts_, tr("Training"));
@@ -242,8 +232,8 @@ QWidget* ComparisonWindow::createTimelinesTab() {
 
 QWidget* ComparisonWindow::createMetricsTab() {
   auto* tab = new QWidget;
-  metrics_ = new QTableWidget;
-  metrics_->setObjectName("MetricsTable");
+  metric_model_ = new CompareMetricsModel(this);
+  metrics_ = result_table(metric_model_, "MetricsTable");
   target_ = new QDoubleSpinBox;
   target_->setObjectName("TargetAccuracy");
   target_->setRange(0, 100);
@@ -459,61 +449,22 @@ void ComparisonWindow::showComparison(const loom::Expected<loom::analysis::Compa
   if (!result.ok()) {
     comparison_error_ = qs(result.error().describe());
     metrics_note_->setText(tr("Cannot compare: %1").arg(comparison_error_));
-    metrics_->clear();
-    phases_->clear();
+    metric_model_->clear();
+    phase_model_->clear();
     emit comparisonReady();
     return;
   }
   comparison_error_.clear();
-  fillMetrics(*result);
-  fillPhases(*result);
+  metric_model_->setComparison(*result);
+  phase_model_->setComparison(*result);
+  showMetricsNote(*result);
   emit comparisonReady();
 }
 
-// Rows no run has a value for (staleness of synchronous runs, bubbles without pipelines)
-// are left out and counted in the note.
-void ComparisonWindow::fillMetrics(const loom::analysis::Comparison& c) {
-  const int runs = static_cast<int>(c.runs.size());
-  metrics_->clear();
-  metrics_->setColumnCount(1 + runs);
-  QStringList header{tr("Figure")};
-  for (int i = 0; i < runs; ++i) header << QStringLiteral("%1 #%2").arg(run_letter(i)).arg(c.runs[std::size_t(i)].id);
-  metrics_->setHorizontalHeaderLabels(header);
-  for (int i = 0; i < runs; ++i) metrics_->horizontalHeaderItem(1 + i)->setIcon(swatch_icon(run_color(i)));
-  metrics_->setRowCount(0);
-  int hidden = 0;
-  for (const auto& row : c.metrics) {
-    if (std::none_of(row.values.begin(), row.values.end(), [](double v) { return std::isfinite(v); })) {
-      ++hidden;
-      continue;
-    }
-    const int r = metrics_->rowCount();
-    metrics_->insertRow(r);
-    const QString unit = qs(row.unit);
-    const QString label = qs(row.label) + (unit.isEmpty() ? QString() : QStringLiteral(" (%1)").arg(unit));
-    auto* name = item(label, QStringLiteral("%1 — %2").arg(qs(row.key), better_text(row.better)));
-    name->setData(Qt::UserRole, qs(row.key));  // the figure's stable name (docs/figures.md)
-    metrics_->setItem(r, 0, name);
-    for (int i = 0; i < runs; ++i) {
-      const double v = row.values[std::size_t(i)];
-      QString text = qs(loom::text::format_compare_value(v));
-      const std::string ratio = loom::text::format_compare_ratio(v, row.values[0], "\u00d7");
-      if (i > 0 && !ratio.empty()) text += QStringLiteral("  (%1)").arg(qs(ratio));
-      const bool best = i == row.best;
-      if (best) text = QStringLiteral("★ ") + text;
-      auto* cell = item(text, best ? tr("The better value (%1)").arg(better_text(row.better)) : QString());
-      cell->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
-      if (best) {
-        QFont bold = cell->font();
-        bold.setBold(true);
-        cell->setFont(bold);
-      }
-      metrics_->setItem(r, 1 + i, cell);
-    }
-  }
-  metrics_->resizeColumnsToContents();
-  metrics_->horizontalHeader()->setStretchLastSection(false);
-  metrics_->verticalHeader()->hide();
+// The figures no run has (staleness of synchronous runs, bubbles without pipelines) are
+// left out of the table and counted here.
+void ComparisonWindow::showMetricsNote(const loom::analysis::Comparison& c) {
+  const int hidden = metric_model_->hiddenCount();
   QString note = tr("Ratios are to run A. ★ marks the better run where one is better.");
   if (hidden == 1) note += tr(" One figure no run has is left out.");
   if (hidden > 1) note += tr(" %1 figures no run has are left out.").arg(hidden);
@@ -539,37 +490,6 @@ QString ComparisonWindow::stepTimeSplit(const loom::analysis::Comparison& c) con
                  .arg(swatch_html(run_color(d.run)), run_letter(d.run), signed_ms(d.total_ms), parts.join(QStringLiteral(", ")));
   }
   return lines.join(QStringLiteral("<br>"));
-}
-
-void ComparisonWindow::fillPhases(const loom::analysis::Comparison& c) {
-  const int runs = static_cast<int>(c.runs.size());
-  phases_->clear();
-  phases_->setColumnCount(2 + runs);
-  QStringList header{tr("Role"), tr("Phase")};
-  for (int i = 0; i < runs; ++i)
-    header << (i == 0 ? tr("%1 #%2 ms").arg(run_letter(i)).arg(c.runs[0].id)
-                      : tr("%1 #%2 ms (− A)").arg(run_letter(i)).arg(c.runs[std::size_t(i)].id));
-  phases_->setHorizontalHeaderLabels(header);
-  for (int i = 0; i < runs; ++i) phases_->horizontalHeaderItem(2 + i)->setIcon(swatch_icon(run_color(i)));
-  phases_->setRowCount(static_cast<int>(c.phases.size()));
-  for (int r = 0; r < phases_->rowCount(); ++r) {
-    const auto& row = c.phases[std::size_t(r)];
-    phases_->setItem(r, 0, item(qs(row.role)));
-    phases_->setItem(r, 1, item(qs(row.phase)));
-    for (int i = 0; i < runs; ++i) {
-      const double v = row.median_ms[std::size_t(i)];
-      QString text = qs(loom::text::format_compare_value(v));
-      double delta = v - row.median_ms[0];
-      if (std::abs(delta) < 5e-4) delta = 0;  // no "-0.000"
-      if (i > 0 && std::isfinite(delta)) text += QStringLiteral("  (%1%2)").arg(delta >= 0 ? "+" : "").arg(delta, 0, 'f', 3);
-      auto* cell = item(text, tr("median over %1 (rank, step) pairs").arg(row.samples[std::size_t(i)]));
-      cell->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
-      phases_->setItem(r, 2 + i, cell);
-    }
-  }
-  phases_->resizeColumnsToContents();
-  phases_->horizontalHeader()->setStretchLastSection(false);
-  phases_->verticalHeader()->hide();
 }
 
 }  // namespace loom::ui

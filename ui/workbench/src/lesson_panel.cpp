@@ -1,3 +1,5 @@
+// LessonPanel (see lesson_panel.h). The result's table of answers is ui/models'
+// LessonResultModel, written into the result's rich text with the notes and hints below it.
 #include "loom/ui/workbench/lesson_panel.h"
 
 #include <QDoubleValidator>
@@ -13,8 +15,9 @@
 #include <QUrl>
 #include <QVBoxLayout>
 
-#include <cmath>
 
+#include "loom/ui/item_roles.h"
+#include "loom/ui/lesson_result_model.h"
 #include "loom/ui/workbench/lesson_session.h"
 
 namespace loom::ui {
@@ -23,10 +26,6 @@ namespace {
 
 QString qs(const std::string& s) { return QString::fromStdString(s); }
 QString esc(const std::string& s) { return qs(s).toHtmlEscaped(); }
-
-QString number_text(double v) {
-  return QString::number(v, 'f', std::fabs(v) >= 100 ? 0 : std::fabs(v) >= 10 ? 1 : 2);
-}
 
 // "x" in lesson files (as the terminal prints it) is the times sign on screen.
 QString unit_text(const std::string& unit) { return unit == "x" ? QStringLiteral("×") : qs(unit).toHtmlEscaped(); }
@@ -44,28 +43,26 @@ QString lesson_html(const lessons::Lesson& l) {
   return html;
 }
 
-QString result_html(const lessons::Lesson& l, double measured, std::optional<double> prediction,
-                    const predict::LessonAnswer& loom, const QList<qint64>& ids) {
-  const QString unit = unit_text(l.unit);
+// The result model's rows as a table in the result's text: each value bold and right
+// aligned, its detail (why Loom has no prediction) in normal weight after it.
+QString result_table_html(const LessonResultModel& model) {
   QString html = QStringLiteral("<table cellspacing=\"0\" cellpadding=\"3\">");
-  auto row = [&](const QString& what, const QString& value) {
-    html += QStringLiteral("<tr><td>%1</td><td align=\"right\"><b>%2</b></td></tr>").arg(what, value);
-  };
-  if (prediction) {
-    const QString error = qs(lessons::prediction_error_words(*prediction, measured));
-    row(QObject::tr("You said"), number_text(*prediction) + " " + unit +
-                                     (error.isEmpty() ? QString() : QStringLiteral(" (%1)").arg(error)));
+  for (int r = 0; r < model.rowCount(); ++r) {
+    const QModelIndex value = model.index(r, LessonResultModel::Value);
+    QString value_html = value.data().toString().toHtmlEscaped();
+    const QString detail = value.data(DetailRole).toString();
+    if (!detail.isEmpty())
+      value_html += QStringLiteral(" <span style=\"font-weight:normal\">%1</span>").arg(detail.toHtmlEscaped());
+    html += QStringLiteral("<tr><td>%1</td><td align=\"right\"><b>%2</b></td></tr>")
+                .arg(model.index(r, LessonResultModel::Source).data().toString().toHtmlEscaped(), value_html);
   }
-  row(QObject::tr("Measured"), number_text(measured) + " " + unit);
-  if (loom.value) {
-    const QString error = qs(lessons::prediction_error_words(*loom.value, measured));
-    row(QObject::tr("Loom predicted"), number_text(*loom.value) + " " + unit +
-                                           (error.isEmpty() ? QString() : QStringLiteral(" (%1)").arg(error)));
-  } else {
-    row(QObject::tr("Loom predicted"), QStringLiteral("— <span style=\"font-weight:normal\">(%1)</span>").arg(esc(loom.why_not)));
-  }
-  if (l.theory) row(QObject::tr("Theory"), number_text(*l.theory) + " " + unit + " — " + esc(l.theory_why));
-  html += QStringLiteral("</table>");
+  return html + QStringLiteral("</table>");
+}
+
+// The answers' table, then what the measurement shows and where to look in which run.
+QString result_html(const lessons::Lesson& l, double measured, const LessonResultModel& answers,
+                    const QList<qint64>& ids) {
+  QString html = result_table_html(answers);
   const std::string slowdown = lessons::slowdown_note(l, measured, QThread::idealThreadCount());
   if (!slowdown.empty()) html += QStringLiteral("<p><b>%1</b></p>").arg(esc(slowdown));
   for (const std::string& p : l.after) html += QStringLiteral("<p>%1</p>").arg(esc(p));
@@ -95,7 +92,8 @@ LessonPanel::LessonPanel(LessonSession* session, QWidget* parent)
       unit_(new QLabel),
       run_(new QPushButton(tr("Run the lesson"))),
       status_(new QLabel),
-      result_(new QTextBrowser) {
+      result_(new QTextBrowser),
+      result_model_(new LessonResultModel(this)) {
   list_->setObjectName("LessonList");
   text_->setObjectName("LessonText");
   prediction_->setObjectName("LessonPrediction");
@@ -196,6 +194,7 @@ void LessonPanel::showLesson(int row) {
   result_->clear();
   result_->hide();
   result_html_.clear();
+  result_model_->clear();
   if (!session_->isActive()) status_->clear();
 }
 
@@ -225,7 +224,8 @@ void LessonPanel::onMeasured(const QString& lesson, double value, const QList<qi
   bool ok = false;
   const double predicted = QLocale().toDouble(prediction_->text(), &ok);
   status_->setText(tr("Done: %1 runs stored.").arg(runIds.size()));
-  result_html_ = result_html(*l, value, ok ? std::optional(predicted) : std::nullopt, session_->loomAnswer(), runIds);
+  result_model_->setResult(*l, value, ok ? std::optional(predicted) : std::nullopt, session_->loomAnswer());
+  result_html_ = result_html(*l, value, *result_model_, runIds);
   result_->setHtml(result_html_);
   result_->show();
   // The screen shows the run the question asked about, not merely the last one run.

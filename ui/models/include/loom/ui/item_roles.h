@@ -16,6 +16,8 @@ enum ItemRole {
   RunIdRole,      // qint64: run id in the run store
   PointsRole,     // QVector<QPointF>: a metric series, x = step
   FilterRole,     // QString: the text a filter box matches against the row
+  FigureKeyRole,  // QString: a comparison figure's stable name ("samples_per_s", docs/figures.md)
+  DetailRole,     // QString: a qualifier drawn lighter after the value ("(no calibration)")
 };
 
 }  // namespace loom::ui

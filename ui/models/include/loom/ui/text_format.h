@@ -11,4 +11,7 @@ namespace loom::ui {
 // omits separators and a user's locale would make tests and screenshots differ.
 QString groupedDigits(std::int64_t value);
 
+// The index-th run of a comparison as every view names it: "A", "B", ...
+QString run_letter(int index);
+
 }  // namespace loom::ui

@@ -34,9 +34,12 @@ class QDoubleSpinBox;
 class QLabel;
 class QSpinBox;
 class QTabWidget;
-class QTableWidget;
+class QTableView;
 
 namespace loom::ui {
+
+class CompareMetricsModel;
+class ComparePhasesModel;
 
 namespace timeline {
 class KindLegend;
@@ -59,8 +62,10 @@ class ComparisonWindow : public QWidget {
   int bandCount() const { return static_cast<int>(bands_.size()); }
   timeline::TimelineView* band(int index) const { return bands_.at(std::size_t(index)).view; }
   charts::OverlayCharts* charts() const { return charts_; }
-  QTableWidget* metricsTable() const { return metrics_; }
-  QTableWidget* phaseTable() const { return phases_; }
+  QTableView* metricsTable() const { return metrics_; }
+  QTableView* phaseTable() const { return phases_; }
+  const CompareMetricsModel* metricsModel() const { return metric_model_; }
+  const ComparePhasesModel* phaseModel() const { return phase_model_; }
   QTabWidget* tabs() const { return tabs_; }
   QString legendText() const;  // the runs as the legend names them, one per line
 
@@ -107,8 +112,7 @@ class ComparisonWindow : public QWidget {
   void fitBandHeights();
   void computeComparison();
   void showComparison(const loom::Expected<loom::analysis::Comparison>& result);
-  void fillMetrics(const loom::analysis::Comparison& c);
-  void fillPhases(const loom::analysis::Comparison& c);
+  void showMetricsNote(const loom::analysis::Comparison& c);
   QString stepTimeSplit(const loom::analysis::Comparison& c) const;
 
   QString db_path_;
@@ -116,8 +120,10 @@ class ComparisonWindow : public QWidget {
   std::vector<Band> bands_;
   charts::OverlayCharts* charts_ = nullptr;
   QTabWidget* tabs_ = nullptr;
-  QTableWidget* metrics_ = nullptr;
-  QTableWidget* phases_ = nullptr;
+  CompareMetricsModel* metric_model_ = nullptr;  // the tables' contents (ui/models, tested headless)
+  ComparePhasesModel* phase_model_ = nullptr;
+  QTableView* metrics_ = nullptr;
+  QTableView* phases_ = nullptr;
   QLabel* metrics_note_ = nullptr;
   QLabel* step_split_ = nullptr;  // where the step time went, per run against run A
   timeline::KindLegend* kinds_ = nullptr;

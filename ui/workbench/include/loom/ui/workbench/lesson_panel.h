@@ -21,6 +21,7 @@ class QTextBrowser;
 
 namespace loom::ui {
 
+class LessonResultModel;
 class LessonSession;
 
 class LessonPanel : public QWidget {
@@ -32,6 +33,9 @@ class LessonPanel : public QWidget {
   // Shows the lesson of that name; false when there is none.
   bool selectLesson(const QString& name);
   QString currentLesson() const;
+  // The last result's answers (ui/models), as the result's table shows them; empty
+  // until a lesson is measured.
+  const LessonResultModel* resultModel() const { return result_model_; }
 
  signals:
   void openRunRequested(qint64 runId);  // a hint's link, or the answer's run when a lesson ends
@@ -58,6 +62,7 @@ class LessonPanel : public QWidget {
   QPushButton* run_;
   QLabel* status_;
   QTextBrowser* result_;
+  LessonResultModel* result_model_;
   QString result_html_;  // the result on show, read again when the palette changes
 };
 
