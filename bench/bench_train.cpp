@@ -15,7 +15,7 @@
 #include "loom/data/dataset.h"
 #include "loom/device/open_device.h"
 #include "loom/engine/local_run.h"
-#include "loom/engine/trainer.h"
+#include "loom/engine/data_parallel_trainer.h"
 #include "loom/trace/recorder.h"
 
 using namespace loom;

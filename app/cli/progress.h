@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <cstdio>
 
-#include "loom/engine/trainer.h"
+#include "loom/engine/training_loop.h"
 
 namespace loom::cli {
 

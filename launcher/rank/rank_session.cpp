@@ -27,7 +27,7 @@
 #include "loom/engine/rank_probes.h"
 #include "loom/trace/run_writer.h"
 #include "loom/engine/serving.h"
-#include "loom/engine/trainer.h"
+#include "loom/engine/training_loops.h"
 #include "loom/stream/client.h"
 #include "loom/stream/launch_env.h"
 #include "rank_signals.h"

@@ -14,7 +14,7 @@
 #include "loom/core/plan.h"
 #include "loom/data/dataset.h"
 #include "loom/engine/checkpoint.h"
-#include "loom/engine/trainer.h"
+#include "loom/engine/data_parallel_trainer.h"
 #include "float64_reference.h"
 
 namespace loom::testing {

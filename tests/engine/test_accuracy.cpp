@@ -6,7 +6,7 @@
 #include "loom/core/plan.h"
 #include "loom/data/dataset.h"
 #include "loom/engine/local_run.h"
-#include "loom/engine/trainer.h"
+#include "loom/engine/data_parallel_trainer.h"
 
 using namespace loom;
 

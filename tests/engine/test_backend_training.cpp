@@ -33,7 +33,7 @@
 #include "loom/core/plan.h"
 #include "loom/data/dataset.h"
 #include "loom/engine/checkpoint.h"
-#include "loom/engine/trainer.h"
+#include "loom/engine/training_loops.h"
 #include "loom/kernels/cpu_backend.h"
 
 using namespace loom;

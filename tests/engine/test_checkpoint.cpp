@@ -18,7 +18,7 @@
 #include "loom/core/plan.h"
 #include "loom/data/dataset.h"
 #include "loom/engine/checkpoint.h"
-#include "loom/engine/trainer.h"
+#include "loom/engine/training_loops.h"
 #include "loom/test/plans.h"
 
 using namespace loom;

@@ -27,7 +27,7 @@
 #include "loom/core/plan.h"
 #include "loom/data/dataset.h"
 #include "loom/engine/parameter_server.h"
-#include "loom/engine/trainer.h"
+#include "loom/engine/training_loops.h"
 #include "loom/kernels/cpu_backend.h"
 
 using namespace loom;

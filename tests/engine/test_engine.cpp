@@ -12,7 +12,7 @@
 #include "loom/core/plan.h"
 #include "loom/data/dataset.h"
 #include "loom/engine/local_run.h"
-#include "loom/engine/trainer.h"
+#include "loom/engine/data_parallel_trainer.h"
 #include "loom/store/run_store.h"
 #include "loom/trace/recorder.h"
 

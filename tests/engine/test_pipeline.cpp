@@ -12,6 +12,7 @@
 #include "loom/core/plan.h"
 #include "loom/data/dataset.h"
 #include "loom/engine/checkpoint.h"
+#include "loom/engine/data_parallel_trainer.h"
 #include "loom/engine/pipeline_trainer.h"
 #include "loom/engine/stage_graph.h"
 #include "loom/test/plans.h"

@@ -17,7 +17,8 @@
 #include "loom/core/model_info.h"
 #include "loom/core/plan.h"
 #include "loom/data/dataset.h"
-#include "loom/engine/trainer.h"
+#include "loom/engine/data_parallel_trainer.h"
+#include "loom/engine/training_loops.h"
 #include "loom/kernels/cpu_backend.h"
 
 using namespace loom;

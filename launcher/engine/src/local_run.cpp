@@ -12,6 +12,7 @@
 #include "loom/core/model_info.h"
 #include "loom/data/dataset.h"
 #include "loom/device/open_device.h"
+#include "loom/engine/training_loops.h"
 #include "loom/trace/run_writer.h"
 #include "loom/kernels/cpu.h"
 #include "loom/store/checkpoint_files.h"

@@ -11,7 +11,7 @@
 
 #include "loom/core/plan.h"
 #include "loom/core/status.h"
-#include "loom/engine/trainer.h"
+#include "loom/engine/training_loop.h"
 #include "loom/store/run_store.h"
 #include "loom/trace/recorder.h"
 

@@ -32,7 +32,7 @@
 #include "loom/engine/model.h"
 #include "loom/engine/optimizer.h"
 #include "loom/engine/straggler.h"
-#include "loom/engine/trainer.h"
+#include "loom/engine/training_loop.h"
 #include "loom/trace/recorder.h"
 #include "loom/trace/records.h"
 

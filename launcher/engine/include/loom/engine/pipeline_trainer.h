@@ -26,9 +26,10 @@
 #include <utility>
 #include <vector>
 
+#include "loom/engine/gradient_sync.h"
 #include "loom/engine/pipeline_schedule.h"
 #include "loom/engine/stage_graph.h"
-#include "loom/engine/trainer.h"
+#include "loom/engine/training_loop.h"
 
 namespace loom::engine {
 

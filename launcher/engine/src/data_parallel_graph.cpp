@@ -13,7 +13,7 @@
 #include <algorithm>
 
 #include "loom/engine/batch.h"
-#include "loom/engine/trainer.h"
+#include "loom/engine/data_parallel_trainer.h"
 
 namespace loom::engine {
 namespace {

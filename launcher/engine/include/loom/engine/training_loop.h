@@ -1,6 +1,8 @@
-// The training loop of one rank: data loading, forward, loss, backward, optimizer and
-// evaluation, each traced; metrics and progress reported through hooks so the caller
-// decides where they go (a terminal, the run store, a live view).
+// The training loop of one rank, shared by every strategy: epochs and the data position,
+// stopping, divergence, evaluation and checkpoints, each traced; metrics and progress
+// reported through hooks so the caller decides where they go (a terminal, the run store, a
+// live view). A strategy (data_parallel_trainer.h, pipeline_trainer.h, parameter_server.h)
+// derives from TrainingLoop and supplies its step; training_loops.h picks one for a plan.
 #pragma once
 
 #include <atomic>
@@ -20,10 +22,8 @@
 #include "loom/engine/batch.h"
 #include "loom/engine/checkpoint.h"
 #include "loom/engine/device_trace.h"
-#include "loom/engine/gradient_sync.h"
 #include "loom/engine/model.h"
 #include "loom/engine/optimizer.h"
-#include "loom/engine/straggler.h"
 #include "loom/trace/recorder.h"
 #include "loom/trace/records.h"
 
@@ -165,65 +165,6 @@ class TrainingLoop {
   std::vector<data::BatchSlice> test_batches_;
 };
 
-// Data parallelism (and one process): every rank holds the whole model.
-class Trainer final : public TrainingLoop {
- public:
-  // With a communicator of more than one rank this is one data-parallel replica: it
-  // trains on shard comm->rank() of every global batch and sums gradients across ranks.
-  Trainer(const Plan& plan, const ModelInfo& info, const data::TrainTest& data, trace::Recorder* recorder,
-          comm::Communicator* comm = nullptr, kernels::Backend& backend = default_backend());
-
-  Evaluation evaluate();
-  Model& model() { return model_; }
-  const std::vector<Param*>& params() const override { return model_.params(); }
-  Expected<std::vector<NamedTensor>> gather_params() override;
-
- private:
-  Expected<StepStats> train_step(std::int64_t step, const std::vector<std::int64_t>& order,
-                                 std::int64_t batch_in_epoch, bool stop_requested) override;
-  Expected<std::optional<Evaluation>> evaluate_due() override;
-  // Rank 0 reports "param_norm", the L2 norm of every parameter after the last step: a
-  // figure of the parameters themselves, which runs meant to be equivalent share.
-  void finish(const TrainerHooks& hooks, std::int64_t steps) override;
-  Optimizer* optimizer() override { return &optimizer_; }
-  std::int64_t workspace_bytes() const override { return model_.workspace_bytes(); }
-  const ParamArena* packed_params() const override { return &arena_; }
-  Expected<StepStats> local_sgd_step(std::int64_t step, StepStats& stats);
-  // The captured step (trainer_graph.cpp, docs/plan-format.md training.graph): captured at
-  // the end of the warm-up step, replayed every step after; nullopt: run it eagerly.
-  std::optional<Expected<StepStats>> graphed_step(std::int64_t step, const std::vector<std::int64_t>& order,
-                                                  std::int64_t batch_in_epoch, bool stop_requested);
-  void capture_after_warmup(std::int64_t step);
-  std::int64_t replayed_steps() const override { return replayed_; }
-  std::string graph_note() const override { return graph_note_; }
-  // Adds the step's losses (read now: on a device, its one wait) to stats.
-  void take_losses(StepStats& stats);
-  // reduce_stats traced as a Wait: the replicas' last meeting in a step, where a
-  // straggler's peers wait for it.
-  Status meet_replicas(std::int64_t step, StepStats& stats);
-  // Local SGD: every `period` steps the replicas average their parameters; returns the
-  // divergence before averaging, sqrt(mean over replicas of |theta_r - mean theta|^2).
-  Expected<double> average_parameters();
-
-  Model model_;
-  ParamArena arena_;  // model_'s parameters and gradients, packed
-  Optimizer optimizer_;
-  std::unique_ptr<GradientSync> sync_;
-  bool local_sgd_ = false;
-  StragglerInjector straggler_;
-  Tensor input_, logits_, dlogits_, probs_;
-  Buffer<std::int32_t> labels_;
-  StepLosses losses_;
-  enum class GraphState { Off, Waiting, Captured };
-  GraphState graph_ = GraphState::Off;
-  std::int64_t replayed_ = 0;
-  std::string graph_note_;
-};
-
-// Whether a step of `plan` on `backend` with `ranks` ranks may be captured and replayed
-// (training.graph): one rank on a device, nothing that changes from step to step.
-bool step_graph_allowed(const Plan& plan, int ranks, const kernels::Backend& backend);
-
 // Loss and accuracy of `model` on the test set, in evaluation batches (one Evaluate span).
 Evaluation evaluate_model(Model& model, const data::Dataset& test, const std::vector<data::BatchSlice>& batches,
                           const std::vector<std::int64_t>& order, trace::Recorder* recorder);
@@ -248,12 +189,5 @@ Status restore_params(const std::vector<Param*>& params, const std::map<std::str
                       const std::string& step_dir, const std::string& hint);
 // A checkpoint file, refused when saved with another global batch or optimizer.
 Expected<Checkpoint> load_matching_checkpoint(const std::string& path, const Plan& plan);
-
-// The loop the plan calls for: pipeline stages (and micro-batches) run as a pipeline,
-// everything else as data parallelism.
-// Everything computes through `backend` (the rank's device).
-std::unique_ptr<TrainingLoop> make_training_loop(const Plan& plan, const ModelInfo& info, const data::TrainTest& data,
-                                                 trace::Recorder* recorder, comm::Communicator* comm = nullptr,
-                                                 kernels::Backend& backend = default_backend());
 
 }  // namespace loom::engine
