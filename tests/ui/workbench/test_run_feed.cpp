@@ -206,14 +206,26 @@ class TestRunFeed : public QObject {
     const std::int64_t id = must(store.create_run(loom::store::new_run_record(loom::default_plan(), "test")));
     RunFeed feed;
     feed.setPollIntervalMs(10);
+    // The writer waits (up to 1.5 s) for each part to be delivered before it writes the
+    // next, rather than sleeping a fixed 40 ms: on a loaded machine the feed's thread may
+    // not run within 40 ms, and the parts then arrived together (a failure seen in a
+    // fresh clone at load ~10). A feed that delivered only at the end still fails: the
+    // writer then times out at every part and the run arrives in one batch.
+    std::atomic<std::size_t> delivered{0};
+    QObject counter;
+    QObject::connect(&feed, &RunFeed::batchReady, &counter, [&delivered](BatchPtr b) {
+      for (const auto& r : b->events) delivered += r.events.size();
+    });
     feed.follow(path_, id);
-    std::thread writer([this, id] {
+    std::thread writer([this, id, &delivered] {
       RunStore w = must(RunStore::open(path_.toStdString()));
       for (int b = 0; b < 10; ++b) {
         auto events = numbered_events(b * 500, 500);
         must_ok(w.append_events(id, b % 2, events.data(), events.size()));
         must_ok(w.append_updates(id, numbered_updates(b % 2, b * 5, 5)));
-        std::this_thread::sleep_for(std::chrono::milliseconds(40));
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(1500);
+        while (delivered < std::size_t(b + 1) * 500 && std::chrono::steady_clock::now() < deadline)
+          std::this_thread::sleep_for(std::chrono::milliseconds(2));
       }
       must_ok(w.finish_run(id, loom::trace::RunStatus::Stopped, 0.5, 0, ""));
     });
