@@ -139,11 +139,16 @@ Floats floats_per_sample(const Plan& plan, const StageWork& w, int s) {
   return f;
 }
 
+// Tensors of state the optimizer keeps per parameter tensor: momentum one, Adam two.
+int optimizer_states(const Plan& plan) {
+  const OptimizerKind optimizer = plan.training.optimizer.kind;
+  return optimizer == OptimizerKind::Adam ? 2 : optimizer == OptimizerKind::Momentum ? 1 : 0;
+}
+
 // What each rank holds at its peak (see RankMemory).
 std::vector<RankMemory> memory_per_rank(const Plan& plan, const ModelInfo& model, const Replayed& replayed) {
   const Layout l = layout_of(plan);
-  const OptimizerKind optimizer = plan.training.optimizer.kind;
-  const int states = optimizer == OptimizerKind::Adam ? 2 : optimizer == OptimizerKind::Momentum ? 1 : 0;
+  const int states = optimizer_states(plan);
   std::vector<RankMemory> out(std::size_t(l.replicas * l.stages));
   for (int s = 0; s < l.stages; ++s)
     for (int r = 0; r < l.replicas; ++r) {
@@ -180,8 +185,7 @@ Status missing_costs(const StepCosts& costs, int threads) {
 // optimizer state (the servers step); each server its shard and that shard's state.
 void parameter_server_memory(const Plan& plan, const ModelInfo& model, std::vector<RankMemory>& memory) {
   for (RankMemory& m : memory) m.optimizer_state = 0;
-  const OptimizerKind optimizer = plan.training.optimizer.kind;
-  const int states = optimizer == OptimizerKind::Adam ? 2 : optimizer == OptimizerKind::Momentum ? 1 : 0;
+  const int states = optimizer_states(plan);
   for (int i = 0; i < std::max(1, plan.parallel.sync.servers); ++i) {
     RankMemory m;
     m.parameters = model.total_param_bytes / std::max(1, plan.parallel.sync.servers);
