@@ -147,12 +147,11 @@ void print_result_json(const Lesson& l, const LessonOutcome& o, std::optional<do
   nlohmann::json runs = nlohmann::json::array();
   for (std::size_t i = 0; i < o.run_ids.size(); ++i) runs.push_back({{"label", l.runs[i].label}, {"id", o.run_ids[i]}});
   auto number = [](std::optional<double> v) { return v && std::isfinite(*v) ? nlohmann::json(*v) : nlohmann::json(); };
-  const std::optional<double> error =
-      prediction ? std::optional(lessons::relative_error(*prediction, o.measured)) : std::nullopt;
+  const nlohmann::json error = prediction ? number(lessons::relative_error(*prediction, o.measured)) : nlohmann::json();
   const nlohmann::json out = {{"lesson", l.name},          {"title", l.title},     {"question", l.question},
                               {"unit", l.unit},            {"figure", l.answer.figure}, {"runs", runs},
                               {"measured", o.measured},    {"theory", number(l.theory)},
-                              {"prediction", number(prediction)}, {"error", number(error)}};
+                              {"prediction", number(prediction)}, {"error", error}};
   nlohmann::json with_loom = out;
   with_loom["loom_predicted"] = number(loom.value);
   if (!loom.value) with_loom["loom_predicted_why_not"] = loom.why_not;

@@ -23,7 +23,10 @@ Expected<DeviceBuffer> DeviceBuffer::allocate(std::int64_t bytes) {
   const cudaError_t e = cudaMalloc(&b.ptr_, std::size_t(bytes));
   if (e != cudaSuccess) return cuda_error("cudaMalloc(&ptr, bytes)", __FILE__, __LINE__, e);
   b.bytes_ = bytes;
-  return std::move(b);  // C++17: no implicit move into Expected's converting constructor
+  // Constructed explicitly: nvcc's front end does not move `b` into Expected's converting
+  // constructor by itself (a bare `return b;` asks for the deleted copy), and the host
+  // compiler calls `return std::move(b);` a redundant move.
+  return Expected<DeviceBuffer>(std::move(b));
 }
 
 DeviceBuffer::DeviceBuffer(DeviceBuffer&& other) noexcept

@@ -48,7 +48,6 @@ Expected<Trainer::StepStats> Trainer::train_step(std::int64_t step, const std::v
   // Local SGD steps each replica on its own shard's mean gradient (ranks / global batch);
   // averaging after one step then equals the synchronous step on the whole batch.
   const float scale = float(local_sgd_ ? ranks_ : 1) / float(plan_.training.batch);
-  const std::int64_t classes = data_.train.classes;
   const std::int64_t compute_start = trace::now_ns();
   for (int micro = 0; micro < accumulation; ++micro) {
     // Each micro-step takes its own slice of the global batch; shards split that slice.

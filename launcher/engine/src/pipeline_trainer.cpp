@@ -300,7 +300,7 @@ Status PipelineTrainer::forward(const MicroBatch& mb, const data::Dataset& set, 
     }
   }
   if (stage_ == graph_.loss_stage() && stats) {
-    const auto [loss, correct] = compute_loss(slot, mb.slice.size, pass);
+    const auto [loss, correct] = compute_loss(slot, pass);
     stats->loss += double(loss) * double(mb.slice.size);
     stats->correct += correct;
   }
@@ -423,7 +423,7 @@ void PipelineTrainer::load_batch(const data::Dataset& set, const std::vector<std
 
 // Mean loss and correct count of one micro-batch; in training also the loss gradient,
 // scaled by 1/global_batch so micro-batches and replicas add up to the full batch's.
-std::pair<float, int> PipelineTrainer::compute_loss(Slot& slot, std::int64_t batch, const Pass& pass) {
+std::pair<float, int> PipelineTrainer::compute_loss(Slot& slot, const Pass& pass) {
   ComputeSpan span(pass.recorder, pass.device_trace, EventKind::Loss, pass.step, -1, pass.microbatch);
   const Tensor& logits = slot.values[std::size_t(graph_.output)];
   const LossResult loss = softmax_xent(logits, slot.labels, slot.probs, pass.training ? &slot.dlogits : nullptr,

@@ -254,11 +254,12 @@ struct ClientState {
   const data::Dataset& test;
   trace::Recorder* recorder;
   comm::Communicator* comm;
+  // Filled as the client runs: each starts empty (ClientState{plan, test, recorder, comm}).
   int client = 1;
-  std::vector<std::int64_t> sent_ns;  // per request index k
-  std::vector<trace::MetricRecord> metrics;
-  ReplyMessage inbox;
-  std::unique_ptr<comm::Request> receiving;
+  std::vector<std::int64_t> sent_ns{};  // per request index k
+  std::vector<trace::MetricRecord> metrics{};
+  ReplyMessage inbox{};
+  std::unique_ptr<comm::Request> receiving{};
 
   std::int64_t request_id(std::int64_t k) const { return k * plan.serve->clients + (client - 1); }
   Status send_request(std::int64_t k) {

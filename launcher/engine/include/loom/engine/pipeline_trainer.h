@@ -105,7 +105,7 @@ class PipelineTrainer final : public TrainingLoop {
   void send_input_gradients(int unit_index, const MicroBatch& mb, const Pass& pass);
   void load_batch(const data::Dataset& set, const std::vector<std::int64_t>& order, const MicroBatch& mb, Slot& slot,
                   const Pass& pass);
-  std::pair<float, int> compute_loss(Slot& slot, std::int64_t batch, const Pass& pass);
+  std::pair<float, int> compute_loss(Slot& slot, const Pass& pass);
   Status evaluate_pipeline(StepStats& totals);
 
   // Communication with this replica's other stages, traced.

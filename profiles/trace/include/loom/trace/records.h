@@ -83,7 +83,8 @@ struct RankRecord {
   std::int64_t offset_end_ns = 0, sync_start_ns = 0, sync_end_ns = 0;
   int pid = 0;  // the rank's operating-system process id, 0 when unknown
   // Schema v7: what the device really is (device_info.h); not recorded in older runs.
-  DeviceInfo device_info;
+  // Initialised here, so a record written as {rank, host, device, ...} says it is unset.
+  DeviceInfo device_info{};
 };
 
 struct MetricRecord {

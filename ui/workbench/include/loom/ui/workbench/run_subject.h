@@ -15,17 +15,18 @@
 
 namespace loom::ui {
 
+// Every member initialised here, so {id, status, plan} leaves the rest unknown.
 struct ShownRun {
   qint64 id = 0;           // 0: no run on screen
-  std::optional<loom::trace::RunStatus> status;  // until known: none
-  std::optional<loom::Plan> plan;  // the plan the run was trained with, once read
+  std::optional<loom::trace::RunStatus> status{};  // until known: none
+  std::optional<loom::Plan> plan{};  // the plan the run was trained with, once read
   qint64 resumed_from = 0;  // the run this one continues from a checkpoint (0: none)
   bool predicted = false;   // a stored prediction (loom-cli predict --store), not a measurement
   // What its ranks ran on (analysis/device_identity.h devices_named), once they said:
   // "NVIDIA H200", "cpu (AMD EPYC 7B13)"; and in full, a line per kind of device. Empty
   // until known, or never recorded.
-  std::string device;
-  std::string device_detail;
+  std::string device{};
+  std::string device_detail{};
 };
 
 // Fills run.device and run.device_detail from the run's rank records.
