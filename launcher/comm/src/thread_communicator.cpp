@@ -104,7 +104,7 @@ class RecvRequest final : public Request {
  public:
   RecvRequest(std::shared_ptr<Group> group, std::shared_ptr<RecvState> state)
       : group_(std::move(group)), state_(std::move(state)) {}
-  ~RecvRequest() override { wait(); }
+  ~RecvRequest() override { (void)wait(); }  // dropped unwaited: its error was the caller's to read
   bool test() override {
     std::lock_guard lock(group_->mutex);
     return state_->done;
@@ -127,7 +127,7 @@ class CollectiveRequest final : public Request {
   using OnDone = std::function<void(const Collective&)>;
   CollectiveRequest(std::shared_ptr<Group> group, std::uint64_t seq, OnDone on_done = {})
       : group_(std::move(group)), seq_(seq), on_done_(std::move(on_done)) {}
-  ~CollectiveRequest() override { wait(); }
+  ~CollectiveRequest() override { (void)wait(); }  // as RecvRequest
 
   bool test() override {
     std::lock_guard lock(group_->mutex);

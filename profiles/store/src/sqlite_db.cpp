@@ -235,13 +235,13 @@ Expected<Transaction> Transaction::begin(Database& db) {
 }
 
 Transaction::~Transaction() {
-  if (db_) db_->exec("ROLLBACK");
+  if (db_) (void)db_->exec("ROLLBACK");  // undoing what was not committed: nothing to report
 }
 
 Status Transaction::commit() {
   Database* db = std::exchange(db_, nullptr);
   Status s = db->exec("COMMIT");
-  if (!s.ok()) db->exec("ROLLBACK");
+  if (!s.ok()) (void)db->exec("ROLLBACK");  // the commit's error is the one to report
   return s;
 }
 

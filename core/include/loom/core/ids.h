@@ -1,4 +1,8 @@
-// Typed ids: a RankId cannot be passed where a LayerId is expected, which bare ints allow.
+// Typed ids: a layer's id cannot be passed where another integer is expected, which bare
+// ints allow. Only layers have one: ranks, stages and steps are the plain ints MPI and the
+// trace records use, and a run's id is the store's 64-bit row id, so typed ids for them
+// would be converted back at every call (the unused RankId, StageId and a 32-bit RunId
+// were removed rather than kept as decoration).
 #pragma once
 
 #include <compare>
@@ -17,10 +21,7 @@ struct Id {
   constexpr auto operator<=>(const Id&) const = default;
 };
 
-using RankId = Id<struct RankTag>;
 using LayerId = Id<struct LayerTag>;
-using StageId = Id<struct StageTag>;
-using RunId = Id<struct RunTag>;
 
 }  // namespace loom
 

@@ -31,7 +31,9 @@ inline Error make_error(ErrorCode code, std::string message, std::string hint = 
   return Error{code, std::move(message), std::move(hint)};
 }
 
-class Status {
+// Both are [[nodiscard]]: an error dropped on the floor is a bug the compiler names; a
+// caller that means to ignore one says so with (void).
+class [[nodiscard]] Status {
  public:
   Status() = default;
   Status(Error error) : error_(std::move(error)), ok_(false) {}  // NOLINT: implicit by design
@@ -51,7 +53,7 @@ class Status {
 
 // A value or an error. C++20 has no std::expected; this is the small subset we need.
 template <class T>
-class Expected {
+class [[nodiscard]] Expected {
  public:
   Expected(T value) : state_(std::move(value)) {}        // NOLINT: implicit by design
   Expected(Error error) : state_(std::move(error)) {}    // NOLINT: implicit by design

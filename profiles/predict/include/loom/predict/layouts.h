@@ -17,7 +17,7 @@ struct LayoutChoice {
   int replicas = 1, stages = 1, microbatches = 1;  // replicas: workers in the parameter-server modes
   Schedule schedule = Schedule::OneFOneB;
   double bucket_mb = 25;
-  std::optional<SyncSpec> sync;  // another synchronisation than the plan's (search --async)
+  std::optional<SyncSpec> sync = std::nullopt;  // another synchronisation than the plan's (search --async)
   std::string describe() const;  // "4 x 2 stages, 1F1B, 4 micro-batches, 25 MB buckets"
 };
 
