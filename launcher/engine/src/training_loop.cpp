@@ -71,83 +71,84 @@ TrainResult TrainingLoop::run(const TrainerHooks& hooks) {
   start_ns_ = trace::now_ns();
   const std::int64_t per_epoch = data::batches_per_epoch(data_.train.count(), plan_.training.batch);
   // The step fixes the data position: a resumed run starts inside the epoch it left.
-  std::int64_t step = start_step_;
-  std::int64_t saved_at = start_step_;
-  double last_loss = std::nan("");
-  const int first_epoch = per_epoch > 0 ? int(step / per_epoch) : 0;
-  for (int epoch = first_epoch; step < total_steps_ && per_epoch > 0; ++epoch) {
+  Position at;
+  at.step = at.saved_at = start_step_;
+  const int first_epoch = per_epoch > 0 ? int(at.step / per_epoch) : 0;
+  bool going = true;
+  for (int epoch = first_epoch; going && at.step < total_steps_ && per_epoch > 0; ++epoch) {
     const auto order = data::epoch_order(data_.train.count(), plan_.data.seed ^ plan_.training.seed, epoch,
                                          plan_.data.shuffle);
-    for (std::int64_t b = step % per_epoch; b < per_epoch && step < total_steps_; ++b) {
-      const bool stop_requested = hooks.stop && hooks.stop->load();
-      if (stop_requested && ranks_ == 1) {
-        result.stopped = true;
-        break;
-      }
-      auto stats_or_error = train_step(step, order, b, stop_requested);
-      if (device_trace_) device_trace_->flush();  // the step's device spans, failed or not
-      if (!stats_or_error.ok()) {
-        result.error = stats_or_error.error().describe();
-        break;
-      }
-      // A device's errors are sticky and asynchronous: looked at once a step.
-      if (Status device = backend_.status(); !device.ok()) {
-        result.error = device.error().describe();
-        break;
-      }
-      const StepStats& stats = *stats_or_error;
-      ++step;
-      last_loss = stats.loss;
-      report_step(step, epoch, stats, hooks);  // a diverged loss is reported too: it is the news
-      // Only a loss every rank shares (the whole batch's) stops the run: then they all stop
-      // after the same step. A shard's own loss (local SGD between meetings, an
-      // asynchronous worker) goes on; show still says where it diverged.
-      if (!std::isfinite(stats.loss) && stats.samples == 0 &&
-          plan_.training.on_divergence == DivergencePolicy::Stop) {
-        result.error = diverged(step - 1, stats.loss);
-        break;
-      }
-      if (stats.stop) {
-        result.stopped = true;
-        break;
-      }
-      if (due_for_evaluation(step, b + 1 == per_epoch)) {
-        const std::int64_t evaluation_start = trace::now_ns();
-        auto eval = evaluate_due();
-        evaluation_ns_ += trace::now_ns() - evaluation_start;  // not training (report_step)
-        if (!eval.ok()) {
-          result.error = eval.error().describe();
-          break;
-        }
-        if (eval->has_value()) {
-          result.test = **eval;
-          report_evaluation(step, result.test, hooks);
-        }
-      }
-      const std::int64_t every = plan_.training.checkpoint_every;
-      if (!hooks.checkpoint_dir.empty() && every > 0 && step % every == 0 && step < total_steps_) {
-        if (Status saved = save_checkpoint_at(hooks.checkpoint_dir, step); !saved.ok()) {
-          result.error = saved.error().describe();
-          break;
-        }
-        saved_at = step;
-      }
-    }
-    if (result.stopped || !result.error.empty()) break;
+    for (std::int64_t b = at.step % per_epoch; going && b < per_epoch && at.step < total_steps_; ++b)
+      going = step_once(at, epoch, b, b + 1 == per_epoch, order, hooks, result);
   }
   // A stopped run can be resumed from where it stopped (`loom-cli resume`).
-  if (result.stopped && result.error.empty() && !hooks.checkpoint_dir.empty() && step > saved_at) {
-    if (Status saved = save_checkpoint_at(hooks.checkpoint_dir, step); !saved.ok()) result.error = saved.error().describe();
+  if (result.stopped && result.error.empty() && !hooks.checkpoint_dir.empty() && at.step > at.saved_at) {
+    if (Status saved = save_checkpoint_at(hooks.checkpoint_dir, at.step); !saved.ok()) result.error = saved.error().describe();
   }
-  if (result.error.empty()) finish(hooks, step);
-  result.steps = step - start_step_;
-  result.last_step = step;
+  if (result.error.empty()) finish(hooks, at.step);
+  result.steps = at.step - start_step_;
+  result.last_step = at.step;
   result.samples = result.steps * plan_.training.batch;
   result.wall_s = double(trace::now_ns() - start_ns_) * 1e-9;
-  result.final_loss = last_loss;
+  result.final_loss = at.last_loss;
   result.replayed_steps = replayed_steps();
   result.graph_note = graph_note();
   return result;
+}
+
+bool TrainingLoop::step_once(Position& at, int epoch, std::int64_t batch, bool epoch_end,
+                             const std::vector<std::int64_t>& order, const TrainerHooks& hooks, TrainResult& result) {
+  const bool stop_requested = hooks.stop && hooks.stop->load();
+  if (stop_requested && ranks_ == 1) {
+    result.stopped = true;
+    return false;
+  }
+  auto stats_or_error = train_step(at.step, order, batch, stop_requested);
+  if (device_trace_) device_trace_->flush();  // the step's device spans, failed or not
+  // A device's errors are sticky and asynchronous: looked at once a step.
+  const Status device = stats_or_error.ok() ? backend_.status() : stats_or_error.status();
+  if (!device.ok()) {
+    result.error = device.error().describe();
+    return false;
+  }
+  const StepStats& stats = *stats_or_error;
+  ++at.step;
+  at.last_loss = stats.loss;
+  report_step(at.step, epoch, stats, hooks);  // a diverged loss is reported too: it is the news
+  // Only a loss every rank shares (the whole batch's) stops the run: then they all stop
+  // after the same step. A shard's own loss (local SGD between meetings, an
+  // asynchronous worker) goes on; show still says where it diverged.
+  if (!std::isfinite(stats.loss) && stats.samples == 0 && plan_.training.on_divergence == DivergencePolicy::Stop) {
+    result.error = diverged(at.step - 1, stats.loss);
+    return false;
+  }
+  if (stats.stop) {
+    result.stopped = true;
+    return false;
+  }
+  Status after = after_step(at, epoch_end, hooks, result);
+  if (!after.ok()) result.error = after.error().describe();
+  return after.ok();
+}
+
+// An evaluation and a checkpoint, when due after the step just taken.
+Status TrainingLoop::after_step(Position& at, bool epoch_end, const TrainerHooks& hooks, TrainResult& result) {
+  if (due_for_evaluation(at.step, epoch_end)) {
+    const std::int64_t evaluation_start = trace::now_ns();
+    auto eval = evaluate_due();
+    evaluation_ns_ += trace::now_ns() - evaluation_start;  // not training (report_step)
+    if (!eval.ok()) return eval.error();
+    if (eval->has_value()) {
+      result.test = **eval;
+      report_evaluation(at.step, result.test, hooks);
+    }
+  }
+  const std::int64_t every = plan_.training.checkpoint_every;
+  if (!hooks.checkpoint_dir.empty() && every > 0 && at.step % every == 0 && at.step < total_steps_) {
+    LOOM_TRY(save_checkpoint_at(hooks.checkpoint_dir, at.step));
+    at.saved_at = at.step;
+  }
+  return {};
 }
 
 DeviceMemory TrainingLoop::device_memory() {

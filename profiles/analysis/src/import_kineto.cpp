@@ -803,10 +803,8 @@ std::string log_of(const std::vector<RankTrace>& traces) {
   return log;
 }
 
-}  // namespace
-
-Expected<ImportedRun> import_kineto_files(const std::vector<std::string>& paths, const ImportOptions& options) {
-  if (paths.empty()) return make_error(ErrorCode::InvalidArgument, "no trace files to import", "name one file per rank");
+// Every file read and parsed, its rank from --rank, its name or (one file) 0, in rank order.
+Expected<std::vector<RankTrace>> read_rank_traces(const std::vector<std::string>& paths, const ImportOptions& options) {
   std::vector<RankTrace> traces;
   for (std::size_t i = 0; i < paths.size(); ++i) {
     auto text = read_trace_text(paths[i]);
@@ -823,10 +821,10 @@ Expected<ImportedRun> import_kineto_files(const std::vector<std::string>& paths,
   }
   std::sort(traces.begin(), traces.end(), [](const RankTrace& a, const RankTrace& b) { return a.rank < b.rank; });
   LOOM_TRY(check_ranks(traces));
+  return traces;
+}
 
-  ImportedRun run;
-  int world = traces.back().rank + 1;
-  for (const RankTrace& t : traces) world = std::max(world, t.world_size);
+std::vector<trace::RankRecord> rank_records(const std::vector<RankTrace>& traces) {
   std::vector<trace::RankRecord> ranks;
   for (const RankTrace& t : traces) {
     trace::RankRecord r;
@@ -837,6 +835,20 @@ Expected<ImportedRun> import_kineto_files(const std::vector<std::string>& paths,
     r.device_info = t.device;
     ranks.push_back(r);
   }
+  return ranks;
+}
+
+}  // namespace
+
+Expected<ImportedRun> import_kineto_files(const std::vector<std::string>& paths, const ImportOptions& options) {
+  if (paths.empty()) return make_error(ErrorCode::InvalidArgument, "no trace files to import", "name one file per rank");
+  auto read = read_rank_traces(paths, options);
+  if (!read.ok()) return read.error();
+  std::vector<RankTrace> traces = std::move(read).value();
+  ImportedRun run;
+  int world = traces.back().rank + 1;
+  for (const RankTrace& t : traces) world = std::max(world, t.world_size);
+  std::vector<trace::RankRecord> ranks = rank_records(traces);
   if (!traces.front().absolute_clock) align_on_collectives(traces, ranks);
   // Shared clock: start the run at 0 so times read as seconds into the trace.
   std::int64_t first = INT64_MAX, last = INT64_MIN;

@@ -109,14 +109,18 @@ LessonPanel::LessonPanel(LessonSession* session, QWidget* parent)
   list_->setSizeAdjustPolicy(QAbstractScrollArea::AdjustToContents);
   result_->hide();  // until there is a result
   result_->setOpenLinks(false);  // a hint's link opens its run in the window
-  connect(result_, &QTextBrowser::anchorClicked, this, [this](const QUrl& url) {
-    const QString link = url.toString();
-    if (link.startsWith(QLatin1String(kRunLink))) emit openRunRequested(link.mid(int(qstrlen(kRunLink))).toLongLong());
-  });
   auto lessons = lessons::builtin_lessons();
   if (lessons.ok()) lessons_ = std::move(lessons).value();
   else status_->setText(qs(lessons.error().describe()));
+  layOut();
+  connectSignals();
+  refreshProgress();
+  fitListToLessons();
+  if (!lessons_.empty()) list_->setCurrentRow(0);
+}
 
+// The lesson list above; below it the lesson's text, the answer row, status and result.
+void LessonPanel::layOut() {
   auto* answer = new QHBoxLayout;
   answer->addWidget(prediction_, 1);
   answer->addWidget(unit_);
@@ -132,7 +136,9 @@ LessonPanel::LessonPanel(LessonSession* session, QWidget* parent)
   layout->setContentsMargins(4, 4, 4, 4);
   layout->addWidget(list_);
   layout->addWidget(lesson_area, 1);
+}
 
+void LessonPanel::connectSignals() {
   connect(list_, &QListWidget::currentRowChanged, this, &LessonPanel::showLesson);
   connect(run_, &QPushButton::clicked, this, &LessonPanel::runLesson);
   connect(prediction_, &QLineEdit::returnPressed, this, &LessonPanel::runLesson);
@@ -140,9 +146,10 @@ LessonPanel::LessonPanel(LessonSession* session, QWidget* parent)
           [this](const loom::Plan&, const QString& label, int index, int count) { onRunRequested(label, index, count); });
   connect(session_, &LessonSession::measured, this, &LessonPanel::onMeasured);
   connect(session_, &LessonSession::failed, this, &LessonPanel::onFailed);
-  refreshProgress();
-  fitListToLessons();
-  if (!lessons_.empty()) list_->setCurrentRow(0);
+  connect(result_, &QTextBrowser::anchorClicked, this, [this](const QUrl& url) {
+    const QString link = url.toString();
+    if (link.startsWith(QLatin1String(kRunLink))) emit openRunRequested(link.mid(int(qstrlen(kRunLink))).toLongLong());
+  });
 }
 
 // Every title in view (11 lessons: about 200 px), the text below taking the rest.

@@ -151,6 +151,15 @@ class TrainingLoop {
   std::unique_ptr<DeviceTrace> device_trace_;
 
  private:
+  // Where run() stands: steps completed, the step of the last checkpoint, the last loss.
+  struct Position {
+    std::int64_t step = 0, saved_at = 0;
+    double last_loss = std::numeric_limits<double>::quiet_NaN();
+  };
+  // One step of run() and what is due after it; false when the loop ends (result says why).
+  bool step_once(Position& at, int epoch, std::int64_t batch, bool epoch_end, const std::vector<std::int64_t>& order,
+                 const TrainerHooks& hooks, TrainResult& result);
+  Status after_step(Position& at, bool epoch_end, const TrainerHooks& hooks, TrainResult& result);
   void report_step(std::int64_t step, int epoch, const StepStats& stats, const TrainerHooks& hooks);
   void report_evaluation(std::int64_t step, const Evaluation& eval, const TrainerHooks& hooks);
   bool due_for_evaluation(std::int64_t steps_done, bool end_of_epoch) const;

@@ -44,6 +44,8 @@ class LessonPanel : public QWidget {
   void changeEvent(QEvent* event) override;
 
  private:
+  void layOut();
+  void connectSignals();
   void fitListToLessons();
   void showLesson(int row);
   void runLesson();
