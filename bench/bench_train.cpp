@@ -14,7 +14,7 @@
 #include "loom/core/plan.h"
 #include "loom/data/dataset.h"
 #include "loom/device/open_device.h"
-#include "loom/engine/local_run.h"
+#include "loom/engine/rank_setup.h"
 #include "loom/engine/data_parallel_trainer.h"
 #include "loom/trace/recorder.h"
 

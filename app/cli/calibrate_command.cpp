@@ -97,7 +97,7 @@ int cmd_calibrate(const Args& args) {
     runs.push_back({{"id", *id}, {"what", v.what}, {"ranks", world_size(v.plan)}});
     if (!args.json) std::printf("  run %lld: %s\n", static_cast<long long>(*id), v.what.c_str());
   }
-  auto calibration = predict::calibrate(*store, store::this_host_name());
+  auto calibration = predict::calibrate(*store, machine::host_name());
   if (!calibration.ok()) {
     print_error(calibration.error());
     return kFailed;
@@ -108,7 +108,7 @@ int cmd_calibrate(const Args& args) {
     if (prediction.ok()) j["step_ms"] = prediction->step_ms;
     std::printf("%s\n", j.dump().c_str());
   } else {
-    std::printf("calibration of '%s': %zu costs from %zu runs; ", store::this_host_name().c_str(), calibration->costs.size(),
+    std::printf("calibration of '%s': %zu costs from %zu runs; ", machine::host_name().c_str(), calibration->costs.size(),
                 calibration->runs.size());
     if (prediction.ok()) std::printf("`loom-cli predict` gives %.3f ms a step for '%s'\n", prediction->step_ms, plan->name.c_str());
     else std::printf("the plan still cannot be predicted: %s\n", prediction.error().message.c_str());

@@ -26,15 +26,13 @@
 #include "loom/core/model_info.h"
 #include "loom/core/plan.h"
 #include "loom/core/plan_limits.h"
-#include "loom/engine/local_run.h"
 #include "loom/host/oversubscription.h"
 #include "loom/host/run_report.h"
 #include "loom/host/resume.h"
 #include "loom/store/run_store.h"
 #include "loom/text/run_text.h"
 #include "loom/trace/machine.h"
-#include "multi_rank_run.h"
-#include "progress.h"
+#include "run_with_progress.h"
 
 namespace loom::cli {
 
@@ -191,47 +189,19 @@ void print_runs_table(const std::vector<trace::RunRecord>& runs, const std::vect
   if (runs.empty()) std::printf("(no runs yet: try `loom-cli run`)\n");
 }
 
-struct RunResult {
-  int exit_code = kOk;
-  std::int64_t run_id = 0;  // 0: no run was stored
-};
-
-// A single-rank plan trains in this process.
-RunResult run_in_process(const Plan& plan, store::RunStore& store, const host::ResumeRequest* resume = nullptr) {
-  ProgressBar progress(stderr);
-  engine::LocalRunOptions options;
-  if (resume) {
-    options.resumed_from = resume->from_run;
-    options.resume_step_dir = resume->step_dir;
-  }
-  options.on_step = [&progress](const engine::StepProgress& p) { progress.update(p); };
-  options.stop = &g_stop_requested;
-  auto outcome = engine::run_and_record(plan, store, options);
-  progress.finish();
-  if (!outcome.ok()) {
-    print_error(outcome.error());
-    return {kFailed, 0};
-  }
-  if (!outcome->error.empty())
-    std::fprintf(stderr, "loom-cli: run %lld failed: %s\n", static_cast<long long>(outcome->run_id),
-                 outcome->error.c_str());
-  using trace::RunStatus;
-  const int code = outcome->status == RunStatus::Failed ? kFailed : outcome->status == RunStatus::Stopped ? kStopped : kOk;
-  return {code, outcome->run_id};
-}
-
-// A plan of several ranks runs as an mpirun (or srun) job supervised from here.
-RunResult run_ranks(const Plan& plan, store::RunStore& store, const host::ResumeRequest* resume = nullptr) {
-  const MultiRankResult result = run_multi_rank(plan, store.path(), g_stop_requested, resume);
-  return {result.exit_code, result.run_id};
-}
-
-RunResult run_plan(const Plan& plan, store::RunStore& store, const host::ResumeRequest* resume = nullptr) {
+// Ctrl-C during the run is a stop request (the run ends stopped, its record kept).
+Expected<host::RunOutcome> run_plan(const Plan& plan, store::RunStore& store, const host::ResumeRequest* resume = nullptr) {
   std::signal(SIGINT, on_interrupt);
-  const RunResult result =
-      world_size(plan) > 1 ? run_ranks(plan, store, resume) : run_in_process(plan, store, resume);
+  auto outcome = run_with_progress(plan, store.path(), g_stop_requested, resume);
   std::signal(SIGINT, SIG_DFL);
-  return result;
+  return outcome;
+}
+
+// After a run: its summary, and the exit code of how it ended.
+int summarise(store::RunStore& store, const Expected<host::RunOutcome>& outcome, bool json) {
+  if (!outcome.ok()) return kFailed;
+  const int shown = print_summary(store, outcome->run_id, json);
+  return shown != kOk ? kFailed : exit_code_of(outcome);
 }
 
 }  // namespace
@@ -241,13 +211,13 @@ std::optional<Plan> read_plan_argument(const Args& args, bool allow_default) {
 }
 
 Expected<std::int64_t> run_for_lesson(const Plan& plan, store::RunStore& store) {
-  const RunResult result = run_plan(plan, store);
-  if (result.run_id == 0) return make_error(ErrorCode::Io, "the run of '" + plan.name + "' could not be stored");
-  if (result.exit_code != kOk)
+  const auto outcome = run_plan(plan, store);
+  if (!outcome.ok()) return make_error(ErrorCode::Io, "the run of '" + plan.name + "' could not be stored");
+  if (exit_code_of(outcome) != kOk)
     return make_error(ErrorCode::Unavailable,
-                      "run " + std::to_string(result.run_id) + " ('" + plan.name + "') did not complete",
-                      "see `loom-cli show " + std::to_string(result.run_id) + "` for what happened");
-  return result.run_id;
+                      "run " + std::to_string(outcome->run_id) + " ('" + plan.name + "') did not complete",
+                      "see `loom-cli show " + std::to_string(outcome->run_id) + "` for what happened");
+  return outcome->run_id;
 }
 
 int cmd_validate(const Args& args) {
@@ -273,10 +243,7 @@ int cmd_run(const Args& args) {
     print_error(store.error());
     return kFailed;
   }
-  const RunResult result = run_plan(*plan, *store);
-  if (result.run_id == 0) return result.exit_code;
-  const int shown = print_summary(*store, result.run_id, args.json);
-  return shown != kOk ? kFailed : result.exit_code;
+  return summarise(*store, run_plan(*plan, *store), args.json);
 }
 
 int cmd_runs(const Args& args) {
@@ -451,10 +418,7 @@ int cmd_resume(const Args& args) {
                static_cast<long long>(*run_id), static_cast<long long>(request->step),
                static_cast<long long>(request->saved_world), request->saved_world == 1 ? "" : "s",
                world_size(request->plan), world_size(request->plan) == 1 ? "" : "s");
-  const RunResult result = run_plan(request->plan, *store, &*request);
-  if (result.run_id == 0) return result.exit_code;
-  const int shown = print_summary(*store, result.run_id, args.json);
-  return shown != kOk ? kFailed : result.exit_code;
+  return summarise(*store, run_plan(request->plan, *store, &*request), args.json);
 }
 
 int cmd_import(const Args& args) {

@@ -97,7 +97,7 @@ Expected<LessonOutcome> run_lesson(const Lesson& lesson, std::optional<int> step
 // What Loom's predictor says the answer will be, from this machine's runs so far (before
 // the lesson's own runs).
 predict::LessonAnswer predict_answer(const Lesson& lesson, std::optional<int> steps, store::RunStore& store) {
-  auto calibration = predict::calibrate(store, store::this_host_name());
+  auto calibration = predict::calibrate(store, machine::host_name());
   if (!calibration.ok()) return {std::nullopt, calibration.error().message};
   return predict::predicted_lesson_answer(lesson, steps, *calibration, {machine::cores_available(), nullptr});
 }

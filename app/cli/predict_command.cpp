@@ -218,7 +218,7 @@ std::optional<Calibrated> open_calibrated(const Args& args) {
     print_error(store.error());
     return std::nullopt;
   }
-  auto calibration = predict::calibrate(*store, store::this_host_name());
+  auto calibration = predict::calibrate(*store, machine::host_name());
   if (!calibration.ok()) {
     print_error(calibration.error());
     return std::nullopt;

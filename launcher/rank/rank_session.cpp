@@ -21,15 +21,13 @@
 #endif
 #include "loom/data/dataset.h"
 #include "loom/device/open_device.h"
-#include "loom/engine/checkpoint.h"
-#include "loom/engine/local_run.h"
-#include "loom/engine/parameter_server.h"
+#include "loom/engine/rank_body.h"
 #include "loom/engine/rank_probes.h"
-#include "loom/trace/run_writer.h"
-#include "loom/engine/serving.h"
-#include "loom/engine/training_loops.h"
+#include "loom/engine/rank_setup.h"
 #include "loom/stream/client.h"
 #include "loom/stream/launch_env.h"
+#include "loom/trace/machine.h"
+#include "loom/trace/run_writer.h"
 #include "rank_signals.h"
 
 namespace loom::rank {
@@ -56,7 +54,7 @@ class Reporter {
     hello.rank = rank_;
     hello.world_size = world_size;
     hello.pid = int(getpid());
-    hello.host = store::this_host_name();
+    hello.host = machine::host_name();
     hello.device = device;
     auto client = stream::StreamClient::connect(endpoint, hello);
     if (!client.ok()) return client.error();
@@ -168,16 +166,16 @@ Status measure_after_training(Session& s) {
   return {};
 }
 
-// After a rank's work: the end-of-run clock estimate, then its last records to the host.
-// 0, or the exit code of a failure already reported.
-int align_and_flush(Session& s, trace::RunWriter* writer) {
-  Status measured = measure_after_training(s);
-  if (!measured.ok()) return s.reporter.fail(measured.error().describe(), 1);
+// After a rank's work: the end-of-run clock estimate (collective), then its last records
+// to the host. A stream that cannot take them is said on standard error only: the host
+// learns of it as missing events.
+Status align_and_flush(Session& s, trace::RunWriter* writer) {
+  LOOM_TRY(measure_after_training(s));
   if (writer) {
     Status flushed = writer->finish();
     if (!flushed.ok()) std::fprintf(stderr, "loom-rank %d: stream: %s\n", s.comm.rank(), flushed.error().describe().c_str());
   }
-  return 0;
+  return {};
 }
 
 void print_summary(const engine::TrainResult& result, int world) {
@@ -192,8 +190,6 @@ void print_summary(const engine::TrainResult& result, int world) {
   std::fflush(stdout);
 }
 
-// A parameter-server rank: serves until every worker is done; its applied updates go to
-// the store next to the events.
 // The host receives everything a rank records; once it cannot (the host died, its
 // connection closed), training on would only burn cores nobody watches. The rank asks for
 // the same stop as the Stop button, so the ranks agree on a last step and exit.
@@ -205,64 +201,25 @@ std::function<void(const Status&)> stop_when_host_gone(int rank) {
   };
 }
 
-int serve(Session& s, const RankOptions& options, const ModelInfo& info, trace::RunWriter* writer) {
-  std::unique_ptr<engine::ParameterServer> server;
-  const std::int64_t build_start = trace::now_ns();
-  try {
-    server = std::make_unique<engine::ParameterServer>(s.plan, info, engine::training_recorder(s.recorder), &s.comm,
-                                                       s.backend);
-  } catch (const std::exception& e) {
-    return s.reporter.fail(e.what(), 2);
-  }
-  server->set_checkpoints(env_or_empty(kCheckpointDirEnv), engine::compute_total_steps(s.plan, s.data.train.count()));
-  if (const std::string from = env_or_empty(kResumeFromEnv); !from.empty()) {
-    Status resumed = server->resume_from(from);
-    if (!resumed.ok()) return s.reporter.fail("cannot resume: " + resumed.error().describe(), 1);
-  }
-  trace::record_setup(s.recorder, trace::SetupPhase::BuildModel, build_start);
-  engine::UpdateHook on_updates;
-  if (writer) on_updates = [writer](std::vector<trace::UpdateRecord>&& u) { writer->add_updates(std::move(u)); };
-  Status served = server->serve(on_updates);
-  if (!served.ok()) return s.reporter.fail(served.error().describe(), 1);
-  if (const int failed = align_and_flush(s, writer)) return failed;
-  if (!options.dump_params.empty()) {
-    Status sent = server->send_final_params();
-    if (!sent.ok()) return s.reporter.fail(sent.error().describe(), 1);
-  }
-  s.reporter.done({std::int64_t(s.recorder.recorded()), trace::RunStatus::Completed, ""});
-  return 0;
-}
-
-// Rank 0 of a serving plan answers requests, the others send them; afterwards every rank
-// aligns clocks and reports as a training rank does.
-int serve_requests(Session& s, const ModelInfo& info, trace::RunWriter* writer) {
-  engine::ServeHooks hooks;
+// The rank body's hooks under mpirun: the stop flag of the signal handlers, the
+// checkpoint and resume directories the host passed, records into the stream.
+engine::RankHooks rank_hooks(Session& s, const RankOptions& options, trace::RunWriter* writer) {
+  engine::RankHooks hooks;
   hooks.stop = &stop_requested();
-  if (writer) hooks.on_metrics = [writer](std::vector<trace::MetricRecord>&& m) { writer->add_metrics(std::move(m)); };
-  Status served;
-  if (s.comm.rank() == 0) {
-    const std::int64_t build_start = trace::now_ns();
-    std::unique_ptr<engine::InferenceServer> server;
-    try {
-      server = std::make_unique<engine::InferenceServer>(s.plan, info, s.data.test, &s.recorder, &s.comm, s.backend);
-    } catch (const std::exception& e) {
-      return s.reporter.fail(e.what(), 2);
-    }
-    Status loaded = server->load_weights();
-    if (!loaded.ok()) return s.reporter.fail(loaded.error().describe(), 2);
-    trace::record_setup(s.recorder, trace::SetupPhase::BuildModel, build_start);
-    served = server->serve(hooks);
-  } else {
-    served = engine::run_client(s.plan, s.data.test, &s.recorder, &s.comm, hooks);
+  hooks.checkpoint_dir = env_or_empty(kCheckpointDirEnv);
+  hooks.resume_step_dir = env_or_empty(kResumeFromEnv);
+  hooks.dump_params = options.dump_params;
+  hooks.on_step = [](const engine::StepProgress& p) { note_step(p.step); };
+  if (writer) {
+    hooks.on_metrics = [writer](std::vector<trace::MetricRecord>&& m) { writer->add_metrics(std::move(m)); };
+    hooks.on_updates = [writer](std::vector<trace::UpdateRecord>&& u) { writer->add_updates(std::move(u)); };
   }
-  if (!served.ok()) return s.reporter.fail(served.error().describe(), 1);
-  if (const int failed = align_and_flush(s, writer)) return failed;
-  const bool stopped = stop_requested().load();
-  s.reporter.done({std::int64_t(s.recorder.recorded()), stopped ? trace::RunStatus::Stopped : trace::RunStatus::Completed, ""});
-  return 0;
+  hooks.flush = [&s, writer] { return align_and_flush(s, writer); };
+  return hooks;
 }
 
-int train(Session& s, const RankOptions& options) {
+// Setup measured, then the rank body (engine rank_body.h), then Done to the host.
+int run_session(Session& s, const RankOptions& options) {
   trace::record_setup(s.recorder, trace::SetupPhase::LoadData, s.data_loaded.first, s.data_loaded.second);
   std::vector<PlanError> errors;
   const ModelInfo info = infer_model(s.plan, &errors);
@@ -272,45 +229,13 @@ int train(Session& s, const RankOptions& options) {
                                                  stop_when_host_gone(s.comm.rank()));
   Status measured = measure_before_training(s, writer.get());
   if (!measured.ok()) return s.reporter.fail(measured.error().describe(), 1);
-  if (rank_role(s.plan, s.comm.rank()).kind == RankKind::Server) return serve(s, options, info, writer.get());
-  if (s.plan.serve) return serve_requests(s, info, writer.get());
-  std::unique_ptr<engine::TrainingLoop> trainer;
-  const std::int64_t build_start = trace::now_ns();
-  try {
-    trainer = engine::make_training_loop(s.plan, info, s.data, engine::training_recorder(s.recorder), &s.comm,
-                                         s.backend);
-  } catch (const std::exception& e) {
-    return s.reporter.fail(e.what(), 2);
-  }
-  if (const std::string from = env_or_empty(kResumeFromEnv); !from.empty()) {
-    Status resumed = trainer->resume_from(from);
-    if (!resumed.ok()) return s.reporter.fail("cannot resume: " + resumed.error().describe(), 1);
-  }
-  trace::record_setup(s.recorder, trace::SetupPhase::BuildModel, build_start);
-  if (writer && s.comm.rank() == 0) writer->add_metrics({{0, -1, s.clock.t0_ns, "total_steps", double(trainer->total_steps())}});
-  engine::TrainerHooks hooks;
-  hooks.stop = &stop_requested();
-  hooks.checkpoint_dir = env_or_empty(kCheckpointDirEnv);
-  hooks.on_step = [](const engine::StepProgress& p) { note_step(p.step); };
-  if (writer) hooks.on_metrics = [&writer](std::vector<trace::MetricRecord>&& m) { writer->add_metrics(std::move(m)); };
-  const engine::TrainResult result = trainer->run(hooks);
+  const engine::RankContext context{s.plan, info, s.data, s.recorder, &s.comm, s.backend, s.clock.t0_ns};
+  const engine::RankEnd end = engine::run_rank_body(context, rank_hooks(s, options, writer.get()));
   // A capture the device refused (training.graph) went on uncaptured: the launch log says so.
-  if (!result.graph_note.empty()) std::fprintf(stderr, "loom-rank %d: %s\n", s.comm.rank(), result.graph_note.c_str());
-  if (!result.error.empty()) return s.reporter.fail(result.error, 1);
-  if (writer) {
-    // Buffers only grow, so what the backend holds at the end is its peak (docs/figures.md).
-    writer->add_metrics(engine::device_memory_metrics(*trainer, s.comm.rank(), result.last_step - 1));
-  }
-  if (const int failed = align_and_flush(s, writer.get())) return failed;
-  if (!options.dump_params.empty()) {
-    // Collective: a pipeline's parameters are spread over its stages.
-    auto params = trainer->gather_params();
-    if (!params.ok()) return s.reporter.fail(params.error().describe(), 1);
-    Status saved = s.comm.rank() == 0 ? engine::save_params(options.dump_params, *params) : Status{};
-    if (!saved.ok()) return s.reporter.fail(saved.error().describe(), 1);
-  }
-  s.reporter.done({std::int64_t(s.recorder.recorded()), result.stopped ? trace::RunStatus::Stopped : trace::RunStatus::Completed, ""});
-  if (s.comm.rank() == 0) print_summary(result, s.comm.size());
+  if (!end.note.empty()) std::fprintf(stderr, "loom-rank %d: %s\n", s.comm.rank(), end.note.c_str());
+  if (!end.ok()) return s.reporter.fail(end.error, end.exit_code);
+  s.reporter.done({std::int64_t(s.recorder.recorded()), end.status, ""});
+  if (s.comm.rank() == 0 && !s.plan.serve) print_summary(end.train, s.comm.size());
   return 0;
 }
 
@@ -374,7 +299,7 @@ int run_rank(comm::Communicator& comm, const Plan& plan, const RankOptions& opti
   try {
     Session session(training_comm, plan, *data, reporter, **backend);
     session.data_loaded = {load_start, load_end};
-    return train(session, options);
+    return run_session(session, options);
   } catch (const std::bad_alloc&) {
     return reporter.fail("out of memory while training (make the model or the batch smaller)", 1);
   } catch (const std::exception& e) {

@@ -5,7 +5,7 @@
 #include "loom/core/model_info.h"
 #include "loom/core/plan.h"
 #include "loom/data/dataset.h"
-#include "loom/engine/local_run.h"
+#include "loom/engine/rank_setup.h"
 #include "loom/engine/data_parallel_trainer.h"
 
 using namespace loom;

@@ -1,6 +1,5 @@
 // Engine behaviour that needs no MPI: deterministic model construction, training that
-// learns, gradient accumulation equal to one full batch, and lossless live recording.
-#include <QTemporaryDir>
+// learns, gradient accumulation equal to one full batch.
 #include <QtTest>
 
 #include <algorithm>
@@ -11,9 +10,7 @@
 #include "loom/core/model_info.h"
 #include "loom/core/plan.h"
 #include "loom/data/dataset.h"
-#include "loom/engine/local_run.h"
 #include "loom/engine/data_parallel_trainer.h"
-#include "loom/store/run_store.h"
 #include "loom/trace/recorder.h"
 
 using namespace loom;
@@ -200,42 +197,6 @@ class EngineTest : public QObject {
     QCOMPARE(data_loads, 3);
     QCOMPARE(evaluations, 1);
     QCOMPARE(parts, 1);  // the rank's part in it, on the host lane (Trainer::evaluate_due)
-  }
-
-  void recordedRunLandsInStore() {
-    QTemporaryDir dir;
-    auto store = store::RunStore::open(dir.filePath("runs.db").toStdString());
-    QVERIFY(store.ok());
-    const Plan plan = spirals_plan(30, OptimizerKind::Adam, 0.01);
-    auto outcome = engine::run_and_record(plan, *store, {});
-    QVERIFY(outcome.ok());
-    QCOMPARE(outcome->status, loom::trace::RunStatus::Completed);
-    auto ranks = store->load_ranks(outcome->run_id);
-    QVERIFY(ranks.ok());
-    QCOMPARE(int(ranks->size()), 1);
-    auto stored = store->count_events(outcome->run_id, 0);
-    QVERIFY(stored.ok());
-    QVERIFY((*ranks)[0].events_recorded > 30 * 6);
-    QCOMPARE(*stored, (*ranks)[0].events_recorded);
-    auto losses = store->load_metrics(outcome->run_id, "loss");
-    QVERIFY(losses.ok());
-    QCOMPARE(int(losses->size()), 30);
-  }
-
-  void missingDatasetFailsTheRunWithAHint() {
-    QTemporaryDir dir;
-    auto store = store::RunStore::open(dir.filePath("runs.db").toStdString());
-    QVERIFY(store.ok());
-    Plan plan = default_plan();
-    plan.data.path = dir.filePath("no-such-dir").toStdString();
-    auto outcome = engine::run_and_record(plan, *store, {});
-    QVERIFY(outcome.ok());
-    QCOMPARE(outcome->status, loom::trace::RunStatus::Failed);
-    QVERIFY2(outcome->error.find("no-such-dir") != std::string::npos, outcome->error.c_str());
-    auto run = store->load_run(outcome->run_id);
-    QVERIFY(run.ok());
-    QCOMPARE(run->status, loom::trace::RunStatus::Failed);
-    QCOMPARE(run->error, outcome->error);
   }
 };
 

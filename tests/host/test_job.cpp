@@ -36,20 +36,32 @@ Plan dp_plan(int ranks, int steps) {
   return plan;
 }
 
-host::JobOptions job_options(const std::atomic<bool>* stop = nullptr) {
-  host::JobOptions o;
+host::MpirunOptions launch_options() {
+  host::MpirunOptions o;
   o.rank_executable = LOOM_RANK;
   o.mpirun = LOOM_MPIEXEC;
+  return o;
+}
+
+host::RunOptions run_options(const std::atomic<bool>* stop = nullptr) {
+  host::RunOptions o;
   o.stop = stop;
   return o;
 }
 
+// A plan run as a job through the lifecycle, as the workbench runs every plan.
+Expected<host::RunOutcome> run_job(const Plan& plan, const std::string& db, const host::RunOptions& options,
+                                   const host::MpirunOptions& launch = launch_options()) {
+  host::MpirunTransport transport(launch);
+  return host::run_plan(plan, db, transport, options);
+}
+
 // Runs a job on a thread so the test can watch the store while it runs.
 struct BackgroundJob {
-  Expected<host::JobOutcome> outcome = make_error(ErrorCode::Internal, "not finished");
+  Expected<host::RunOutcome> outcome = make_error(ErrorCode::Internal, "not finished");
   std::thread thread;
-  BackgroundJob(const Plan& plan, const std::string& db, host::JobOptions options) {
-    thread = std::thread([this, plan, db, options] { outcome = host::run_job(plan, db, options); });
+  BackgroundJob(const Plan& plan, const std::string& db, host::RunOptions options) {
+    thread = std::thread([this, plan, db, options] { outcome = run_job(plan, db, options); });
   }
   ~BackgroundJob() {
     if (thread.joinable()) thread.join();
@@ -89,7 +101,7 @@ class TestJob : public QObject {
   void init() { db_ = per_test_db(dir_).toStdString(); }
 
   void record_arrives_live_and_nothing_is_lost() {
-    BackgroundJob job(dp_plan(2, 600), db_, job_options());
+    BackgroundJob job(dp_plan(2, 600), db_, run_options());
     auto store = store::RunStore::open(db_);
     QVERIFY(store.ok());
     std::int64_t id = 0;
@@ -130,7 +142,7 @@ class TestJob : public QObject {
     if (cores > 7) QSKIP("this machine has too many cores to oversubscribe cheaply");
     Plan plan = dp_plan(cores + 1, 5);
     plan.training.batch = 16 * (cores + 1);
-    auto outcome = host::run_job(plan, db_, job_options());
+    auto outcome = run_job(plan, db_, run_options());
     QVERIFY2(outcome.ok(), outcome.ok() ? "" : outcome.error().describe().c_str());
     QVERIFY2(outcome->status == loom::trace::RunStatus::Completed, outcome->error.c_str());
     QVERIFY(outcome->command.find("OMPI_MCA_mpi_yield_when_idle=1") != std::string::npos);
@@ -150,7 +162,7 @@ class TestJob : public QObject {
   }
 
   void killed_rank_fails_the_run_within_5_seconds() {
-    BackgroundJob job(dp_plan(2, 100000), db_, job_options());
+    BackgroundJob job(dp_plan(2, 100000), db_, run_options());
     auto store = store::RunStore::open(db_);
     QVERIFY(store.ok());
     std::int64_t id = 0;
@@ -186,7 +198,7 @@ class TestJob : public QObject {
   // mpirun itself killed: its ranks die with it, and the run says the launcher died, not
   // that a rank did.
   void killed_launcher_is_named() {
-    BackgroundJob job(dp_plan(2, 100000), db_, job_options());
+    BackgroundJob job(dp_plan(2, 100000), db_, run_options());
     auto store = store::RunStore::open(db_);
     QVERIFY(store.ok());
     std::int64_t id = 0;
@@ -223,7 +235,7 @@ class TestJob : public QObject {
 
   void stop_request_stores_a_stopped_run() {
     std::atomic<bool> stop{false};
-    BackgroundJob job(dp_plan(2, 100000), db_, job_options(&stop));
+    BackgroundJob job(dp_plan(2, 100000), db_, run_options(&stop));
     auto store = store::RunStore::open(db_);
     QVERIFY(store.ok());
     std::int64_t id = 0;
@@ -251,7 +263,7 @@ class TestJob : public QObject {
   // A stop nobody asked Loom for: Slurm's scancel or time limit SIGTERMs every rank. The
   // ranks stop at an agreed step and exit 0, and the run is stored as stopped, not completed.
   void stop_from_outside_stores_a_stopped_run() {
-    BackgroundJob job(dp_plan(2, 100000), db_, job_options());
+    BackgroundJob job(dp_plan(2, 100000), db_, run_options());
     auto store = store::RunStore::open(db_);
     QVERIFY(store.ok());
     std::int64_t id = 0;
@@ -274,12 +286,13 @@ class TestJob : public QObject {
   }
 
   void missing_rank_executable_is_a_clear_failure() {
-    host::JobOptions o = job_options();
-    o.rank_executable = "/nonexistent/loom-rank";
-    o.drain_grace = std::chrono::milliseconds(200);
+    host::MpirunOptions launch = launch_options();
+    launch.rank_executable = "/nonexistent/loom-rank";
+    launch.drain_grace = std::chrono::milliseconds(200);
+    host::RunOptions o = run_options();
     std::int64_t announced = 0;  // a GUI follows the run in the store from this id on
     o.on_run_created = [&announced](std::int64_t id) { announced = id; };
-    auto outcome = host::run_job(dp_plan(2, 10), db_, o);
+    auto outcome = run_job(dp_plan(2, 10), db_, o, launch);
     QVERIFY(outcome.ok());
     QVERIFY(announced > 0);
     QCOMPARE(outcome->run_id, announced);

@@ -24,6 +24,7 @@
 #include "loom/store/space_reserve.h"
 #include "loom/store/store_sink.h"
 #include "loom/test/temp_store.h"
+#include "loom/trace/machine.h"
 #include "loom/trace/recorder.h"
 #include "loom/trace/run_writer.h"
 
@@ -157,7 +158,7 @@ void TestRunStore::runOfADeadOwnerIsInterrupted() {
   QVERIFY(child > 0);
   ::waitpid(child, nullptr, 0);
   RunRecord orphan;
-  orphan.host = loom::store::this_host_name();
+  orphan.host = loom::machine::host_name();
   orphan.owner_pid = child;
   RunRecord mine = orphan;
   mine.owner_pid = 0;  // create_run records this process
@@ -192,7 +193,7 @@ void TestRunStore::reservesOfDeadOwnersAreRemoved() {
     QVERIFY(child > 0);
     ::waitpid(child, nullptr, 0);
     RunRecord orphan;
-    orphan.host = loom::store::this_host_name();
+    orphan.host = loom::machine::host_name();
     orphan.owner_pid = child;
     RunRecord mine = orphan;
     mine.owner_pid = 0;

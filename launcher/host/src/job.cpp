@@ -1,4 +1,4 @@
-// Supervises one mpirun job (see job.h).
+// The mpirun transport: supervises one mpirun or srun job (see job.h).
 #include "loom/host/job.h"
 
 #include <signal.h>
@@ -14,13 +14,10 @@
 #include <fstream>
 #include <thread>
 
-#include "loom/analysis/analysis.h"
 #include "loom/host/hang_watch.h"
 #include "loom/host/job_output.h"
 #include "loom/host/launch_command.h"
 #include "loom/host/oversubscription.h"
-#include "loom/store/checkpoint_files.h"
-#include "loom/store/run_heartbeat.h"
 #include "loom/store/run_store.h"
 #include "loom/store/space_reserve.h"
 #include "loom/stream/frame.h"
@@ -41,13 +38,14 @@ Status write_file(const std::string& path, const std::string& text) {
   return {};
 }
 
-// Everything one job needs while it runs; lives on run_job's stack.
+// Everything one job needs while it runs; lives on MpirunTransport::run's stack.
 struct Job {
-  Job(const Plan& p, const JobOptions& o, store::RunStore& s, std::int64_t id, StoreFeeder& f,
-      store::SpaceReserve& r)
-      : plan(p), options(o), store(s), run_id(id), feeder(f), reserve(r) {}
+  Job(const RunContext& run, const MpirunOptions& l, StoreFeeder& f)
+      : plan(run.plan), options(run.options), launch(l), store(run.store), run_id(run.run_id), feeder(f),
+        reserve(run.reserve) {}
   const Plan& plan;
-  const JobOptions& options;
+  const RunOptions& options;
+  const MpirunOptions& launch;
   store::RunStore& store;
   std::int64_t run_id;
   StoreFeeder& feeder;
@@ -66,7 +64,7 @@ void forward_output(Job& job) {
   while (job.process.canReadLine()) {
     std::string line = job.process.readLine().toStdString();
     while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
-    if (job.options.on_output) job.options.on_output(line);
+    if (job.launch.on_output) job.launch.on_output(line);
     job.pending_log += line + "\n";
     job.output_tail += line + "\n";
     if (job.output_tail.size() > 4000) job.output_tail.erase(0, job.output_tail.size() - 4000);
@@ -92,10 +90,10 @@ void request_stop(Job& job) {
 
 void escalate_stop(Job& job) {
   const auto waited = Clock::now() - job.stop_sent;
-  if (!job.terminated && waited > job.options.stop_grace) {
+  if (!job.terminated && waited > job.launch.stop_grace) {
     job.terminated = true;
     job.process.terminate();
-  } else if (job.terminated && waited > 2 * job.options.stop_grace) {
+  } else if (job.terminated && waited > 2 * job.launch.stop_grace) {
     job.process.kill();
   }
 }
@@ -240,13 +238,12 @@ void supervise(Job& job) {
 
 // After mpirun is gone, the last frames may still be in flight on the sockets.
 void drain_stream(Job& job) {
-  const auto deadline = Clock::now() + job.options.drain_grace;
+  const auto deadline = Clock::now() + job.launch.drain_grace;
   while (!job.feeder.all_accounted() && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(20));
 }
 
-JobOutcome decide(Job& job) {
-  JobOutcome out;
-  out.run_id = job.run_id;
+RunOutcome decide(Job& job) {
+  RunOutcome out;
   out.exit_code = job.process.exitStatus() == QProcess::NormalExit ? job.process.exitCode() : -1;
   out.wall_s = elapsed_s(job);
   // Samples this run trained: a resumed run's steps count on from its checkpoint's.
@@ -317,20 +314,19 @@ Status start_process(Job& job, const LaunchCommand& command) {
                     "install Open MPI (apt-get install openmpi-bin) or put mpirun on PATH");
 }
 
-LaunchContext make_context(const JobOptions& options, const QTemporaryDir& dir, int port, const std::string& secret,
-                           const std::string& db_path, std::int64_t run_id) {
+LaunchContext make_context(const Job& job, const QTemporaryDir& dir, int port, const std::string& secret) {
   LaunchContext c;
-  c.mpirun = options.mpirun;
-  c.rank_executable = options.rank_executable;
+  c.mpirun = job.launch.mpirun;
+  c.rank_executable = job.launch.rank_executable;
   c.plan_path = dir.filePath("plan.json").toStdString();
   c.hostfile_path = dir.filePath("hostfile").toStdString();
-  c.this_host = store::this_host_name();
+  c.this_host = machine::host_name();
   if (const char* stream_host = std::getenv("LOOM_STREAM_HOST")) c.stream_host = stream_host;
   c.port = port;
   c.secret = secret;
-  c.run_id = run_id;
-  c.checkpoint_dir = store::checkpoint_dir(db_path, run_id);
-  c.resume_step_dir = options.resume_step_dir;
+  c.run_id = job.run_id;
+  c.checkpoint_dir = store::checkpoint_dir(job.store.path(), job.run_id);
+  c.resume_step_dir = job.options.resume_step_dir;
   c.cores = cores_available();
   c.running_as_root = geteuid() == 0;
   c.under_slurm = std::getenv("SLURM_JOB_ID") != nullptr;
@@ -364,10 +360,10 @@ Status check_rank_executable(const std::string& path) {
 }
 
 // Starts the stream server, writes the plan (and hostfile), starts mpirun and supervises it.
-Status launch_and_supervise(Job& job, const QTemporaryDir& dir, JobOutcome& outcome) {
-  LOOM_TRY(check_rank_executable(job.options.rank_executable));
+Status launch_and_supervise(Job& job, const QTemporaryDir& dir, RunOutcome& outcome) {
+  LOOM_TRY(check_rank_executable(job.launch.rank_executable));
   const std::string secret = stream::random_secret();
-  LaunchContext context = make_context(job.options, dir, 0, secret, job.store.path(), job.run_id);
+  LaunchContext context = make_context(job, dir, 0, secret);
   stream::ServerOptions server_options{stream_bind_address(job.plan, context), 0, secret, job.run_id,
                                        world_size(job.plan)};
   auto server = stream::StreamServer::start(server_options, job.feeder);
@@ -399,40 +395,26 @@ std::string default_rank_executable(const std::string& this_executable) {
   return (self.absolutePath() + "/../launcher/rank/loom-rank").toStdString();
 }
 
-Expected<JobOutcome> run_job(const Plan& plan, const std::string& db_path, const JobOptions& options) {
-  auto store = store::RunStore::open(db_path);
-  if (!store.ok()) return store.error();
-  const std::string host = store::this_host_name();
-  trace::RunRecord record = store::new_run_record(plan, LOOM_VERSION);
-  record.resumed_from = options.resumed_from;
-  auto run_id = store->create_run(record);
-  if (!run_id.ok()) return run_id.error();
-  if (options.on_run_created) options.on_run_created(*run_id);
-  const store::RunHeartbeat heartbeat(db_path, *run_id);
-  auto feeder_store = store::RunStore::open(db_path);
-  if (!feeder_store.ok()) return feeder_store.error();
-  StoreFeeder feeder(std::move(*feeder_store), *run_id, world_size(plan), host);
-  store::SpaceReserve reserve(store::space_reserve_path(db_path, *run_id), store::kRunSpaceReserveBytes);
-  Job job(plan, options, *store, *run_id, feeder, reserve);
-  JobOutcome outcome;
+RunOutcome MpirunTransport::run(const RunContext& run) {
+  const auto failed = [](const Error& error) {
+    RunOutcome outcome;
+    outcome.error = error.describe();
+    return outcome;
+  };
+  auto feeder_store = store::RunStore::open(run.store.path());
+  if (!feeder_store.ok()) return failed(feeder_store.error());
+  StoreFeeder feeder(std::move(*feeder_store), run.run_id, world_size(run.plan), machine::host_name());
+  Job job(run, options_, feeder);
+  RunOutcome launch;  // the command, once it is built
   QTemporaryDir dir;
-  Status launched = dir.isValid() ? launch_and_supervise(job, dir, outcome)
+  Status launched = dir.isValid() ? launch_and_supervise(job, dir, launch)
                                   : make_error(ErrorCode::Io, "cannot create a temporary directory for the plan");
-  const std::string command = outcome.command;
-  outcome = decide(job);
-  outcome.command = command;
+  RunOutcome outcome = decide(job);
+  outcome.command = launch.command;
   if (!launched.ok()) {
     outcome.status = trace::RunStatus::Failed;
     outcome.error = launched.error().describe();
   }
-  // Before the status changes, so a list that sees the run finished sees its figures too.
-  Status figures = analysis::store_training_figures(*store, *run_id);
-  if (!figures.ok()) (void)store->append_log(*run_id, "analysis: " + figures.error().describe() + "\n");
-  Status finished = store->finish_run(*run_id, outcome.status, outcome.wall_s, outcome.samples, outcome.error);
-  if (!finished.ok() && reserve.release())  // the disk filled up since: use the room kept for this
-    finished = store->finish_run(*run_id, outcome.status, outcome.wall_s, outcome.samples, outcome.error);
-  if (!finished.ok()) return finished.error();
-  if (outcome.status == trace::RunStatus::Completed) store::remove_checkpoints(store::checkpoint_dir(db_path, *run_id));
   return outcome;
 }
 

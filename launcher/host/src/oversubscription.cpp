@@ -5,6 +5,7 @@
 
 #include "loom/host/launch_command.h"
 #include "loom/store/run_store.h"
+#include "loom/trace/machine.h"
 
 namespace loom::host {
 
@@ -64,7 +65,7 @@ Oversubscription detect_oversubscription(const Plan& plan, const std::string& th
 }
 
 Oversubscription oversubscription_here(const Plan& plan) {
-  return detect_oversubscription(plan, store::this_host_name(), cores_available());
+  return detect_oversubscription(plan, machine::host_name(), cores_available());
 }
 
 Expected<std::optional<HostLoad>> recorded_oversubscription(store::RunStore& store, std::int64_t run_id) {

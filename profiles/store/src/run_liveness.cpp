@@ -23,12 +23,6 @@ bool process_alive(std::int64_t pid) {
 }
 }  // namespace
 
-std::string this_host_name() {
-  char name[256] = {};
-  if (gethostname(name, sizeof name - 1) != 0) return "localhost";
-  return name;
-}
-
 Status RunStore::heartbeat(std::int64_t run_id) {
   auto q = db_.prepare("UPDATE runs SET heartbeat_unix_ms = ? WHERE id = ? AND status = 'running'");
   if (!q.ok()) return q.error();
@@ -51,7 +45,7 @@ std::string orphan_reason(const RunRecord& run, bool owner_on_this_host, bool ow
 // truth, and the next reader tries to store it again.
 void RunStore::interrupt_if_orphaned(RunRecord& run) {
   if (run.status != RunStatus::Running) return;
-  const bool here = run.host == this_host_name();
+  const bool here = run.host == machine::host_name();
   const std::string reason = orphan_reason(run, here, here && process_alive(run.owner_pid), unix_ms_now());
   if (reason.empty()) return;
   const std::int64_t last_seen = std::max(run.heartbeat_unix_ms, run.started_unix_ms);

@@ -3,6 +3,7 @@
 // ingest), metrics, updates, the log, finishing, the run browser's edits, deleting, and
 // importing a whole finished run in one transaction.
 #include "loom/store/run_store.h"
+#include "loom/trace/machine.h"
 
 #include <unistd.h>
 
@@ -60,7 +61,7 @@ RunRecord new_run_record(const Plan& plan, const std::string& version) {
   run.plan_json = plan_to_json(plan);
   run.status = RunStatus::Running;
   run.world_size = world_size(plan);
-  run.host = this_host_name();
+  run.host = machine::host_name();
   run.version = version;
   return run;
 }

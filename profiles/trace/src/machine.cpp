@@ -53,4 +53,10 @@ std::int64_t physical_memory_bytes() {
   return pages > 0 && page_size > 0 ? std::int64_t(pages) * page_size : 0;
 }
 
+std::string host_name() {
+  char name[256] = {};
+  if (gethostname(name, sizeof name - 1) != 0) return "localhost";
+  return name;
+}
+
 }  // namespace loom::machine

@@ -57,7 +57,7 @@ bool LessonSession::start(const lessons::Lesson& lesson) {
 predict::LessonAnswer LessonSession::predictAnswer(const lessons::Lesson& lesson) const {
   auto store = store::RunStore::open(db_path_.toStdString());
   if (!store.ok()) return {std::nullopt, store.error().message};
-  auto calibration = predict::calibrate(*store, store::this_host_name());
+  auto calibration = predict::calibrate(*store, machine::host_name());
   if (!calibration.ok()) return {std::nullopt, calibration.error().message};
   return predict::predicted_lesson_answer(lesson, steps_, *calibration, {machine::cores_available(), nullptr});
 }

@@ -22,7 +22,7 @@ struct Stored {
 Expected<Stored> predict_into_store(const QString& path, const Plan& plan) {
   auto store = store::RunStore::open(path.toStdString());
   if (!store.ok()) return store.error();
-  auto calibration = predict::calibrate(*store, store::this_host_name());
+  auto calibration = predict::calibrate(*store, machine::host_name());
   if (!calibration.ok()) return calibration.error();
   auto prediction = predict::predict_step(plan, *calibration, {machine::cores_available(), nullptr});
   if (!prediction.ok()) return prediction.error();

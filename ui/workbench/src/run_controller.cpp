@@ -28,8 +28,7 @@ bool RunController::start(const loom::Plan& plan, const host::ResumeRequest* res
   join();  // the previous job's thread has already reported; reap it
   running_ = true;
   stop_requested_ = false;
-  host::JobOptions options;
-  options.rank_executable = rank_executable_.toStdString();
+  host::RunOptions options;
   options.stop = &stop_requested_;
   options.on_run_created = [this](std::int64_t id) { emit runCreated(id); };
   options.on_progress = [this](const host::JobProgress& p) { emit progress(p); };
@@ -38,8 +37,13 @@ bool RunController::start(const loom::Plan& plan, const host::ResumeRequest* res
     options.resume_step_dir = resume->step_dir;
     options.resume_step = resume->step;
   }
-  worker_ = std::thread([this, plan, options, db = db_path_.toStdString()] {
-    auto outcome = host::run_job(plan, db, options);
+  host::MpirunOptions launch;
+  launch.rank_executable = rank_executable_.toStdString();
+  worker_ = std::thread([this, plan, options, launch, db = db_path_.toStdString()] {
+    // Every plan, one rank too, runs as a job: a crash in training never takes the window
+    // down with it, and a Stop works the same for every plan.
+    host::MpirunTransport transport(launch);
+    auto outcome = host::run_plan(plan, db, transport, options);
     // running_ is cleared on the GUI thread, in order after every queued signal above.
     QMetaObject::invokeMethod(this, [this] { running_ = false; }, Qt::QueuedConnection);
     if (!outcome.ok()) {

@@ -40,7 +40,7 @@ bool WhatIf::calibrate(const QString& dbPath) {
     error_ = text_of(store.error());
     return false;
   }
-  auto calibration = predict::calibrate(*store, store::this_host_name());
+  auto calibration = predict::calibrate(*store, machine::host_name());
   if (!calibration.ok()) {
     error_ = text_of(calibration.error());
     return false;

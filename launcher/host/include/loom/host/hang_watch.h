@@ -3,9 +3,8 @@
 // One rank still progressing means it is not: the others may wait for it legitimately;
 // except for a rank whose process is stopped, which is hung once past its limit whatever
 // the others do. The rules are a pure function of what each rank last sent and when, so
-// they are tested without a job;
-// run_job applies them every supervision tick and, on a stall, ends the run as "hung" and
-// tears the job down.
+// they are tested without a job; the mpirun transport (job.h) applies them every
+// supervision tick and, on a stall, ends the run as "hung" and tears the job down.
 //
 // Progress is a new event from the rank: spans are recorded when they end, so a rank
 // blocked in one call (a receive whose sender is stopped) records nothing, exactly like

@@ -49,7 +49,7 @@ std::vector<std::pair<std::string, int>> ranks_per_host(const Plan& plan, const 
 Oversubscription detect_oversubscription(const Plan& plan, const std::string& this_host, int local_cores,
                                          const std::map<std::string, int>& known_cores = {});
 
-// The plan on this machine as run_job would launch it: this host's name and
+// The plan on this machine as the mpirun transport would launch it: this host's name and
 // cores_available(); other hosts unknown. What loom-cli and the workbench show.
 Oversubscription oversubscription_here(const Plan& plan);
 

@@ -27,9 +27,6 @@ using trace::RunRecord;
 using trace::RunStatus;
 using trace::UpdateRecord;
 
-// This machine's host name, as run and rank records carry it ("localhost" if unknown).
-std::string this_host_name();
-
 // The record of a new run of `plan` on this machine: status running, world size from the
 // plan, started when create_run stores it.
 RunRecord new_run_record(const Plan& plan, const std::string& version);

@@ -27,4 +27,7 @@ char process_state(std::int64_t pid);
 // before it runs (core plan_limits.h check_memory).
 std::int64_t physical_memory_bytes();
 
+// This machine's host name, as run and rank records carry it ("localhost" if unknown).
+std::string host_name();
+
 }  // namespace loom::machine
