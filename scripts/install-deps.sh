@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake ninja-build pkg-config
+  build-essential cmake ninja-build pkg-config python3
   qt6-base-dev qt6-svg-dev libqcustomplot-dev
   libopenmpi-dev openmpi-bin
   libsqlite3-dev sqlite3
