@@ -6,7 +6,9 @@
 #include <cstring>
 #include <exception>
 #include <new>
+#include <optional>
 #include <string>
+#include <utility>
 
 #include "commands.h"
 
@@ -235,102 +237,104 @@ bool asks_for_help(int argc, char** argv) {
   return false;
 }
 
-// Splits argv into positional arguments and the few options every command shares.
+// Options without a value.
+bool* flag_option(loom::cli::Args& args, const std::string& arg) {
+  using loom::cli::Args;
+  static const std::pair<const char*, bool Args::*> kFlags[] = {
+      {"--json", &Args::json},   {"--kineto", &Args::kineto},       {"--store", &Args::store_prediction},
+      {"--yes", &Args::yes},     {"--async", &Args::asynchronous}, {"--clear", &Args::clear}};
+  for (const auto& [name, member] : kFlags)
+    if (arg == name) return &(args.*member);
+  return nullptr;
+}
+
+// Options with a text value, and what a missing value is said to be.
+struct TextOption {
+  const char* name;
+  std::optional<std::string> loom::cli::Args::*member;
+  const char* needs;
+};
+constexpr TextOption kTextOptions[] = {
+    {"--db", &loom::cli::Args::db, "a path"},
+    {"--chrome", &loom::cli::Args::chrome, "a file name"},
+    {"--name", &loom::cli::Args::name, "a value"},
+    {"--predict", &loom::cli::Args::predict, "a number"},
+    {"--against", &loom::cli::Args::against, "a run id"},
+    {"--cluster", &loom::cli::Args::cluster, "a value"},
+    {"--memory-per-device", &loom::cli::Args::memory_per_device, "a value"},
+    {"--save", &loom::cli::Args::save, "a value"},
+    {"--steps", &loom::cli::Args::steps, "a value"},
+    {"--target-accuracy", &loom::cli::Args::target_accuracy, "a value"},
+};
+
+// Options with a whole number in [low, high].
+struct NumberOption {
+  const char* name;
+  long low, high;
+  const char* needs;
+  void (*set)(loom::cli::Args&, int);
+};
+constexpr NumberOption kNumberOptions[] = {
+    {"--replicas", 1, 4096, "a number of replicas from 1 to 4096", [](loom::cli::Args& a, int n) { a.replicas = n; }},
+    {"--rank", 0, 4095, "a rank from 0 to 4095", [](loom::cli::Args& a, int n) { a.rank = n; }},
+    {"--scale", 1, 4096, "a number of devices from 1 to 4096", [](loom::cli::Args& a, int n) { a.scale = n; }},
+    {"--devices", 1, 4096, "a number of devices from 1 to 4096", [](loom::cli::Args& a, int n) { a.devices = n; }},
+    {"--top", 1, 4096, "a number of devices from 1 to 4096", [](loom::cli::Args& a, int n) { a.top = n; }},
+};
+
+// An option's value: after '=' in the same argument, else the next argument (nullopt when
+// there is none).
+std::optional<std::string> option_value(const std::string& arg, const char* name, int argc, char** argv, int& i) {
+  if (arg.size() > std::strlen(name) && arg[std::strlen(name)] == '=') return arg.substr(std::strlen(name) + 1);
+  if (i + 1 >= argc) return std::nullopt;
+  return std::string(argv[++i]);
+}
+
+bool matches(const std::string& arg, const char* name) {
+  return arg == name || (arg.rfind(name, 0) == 0 && arg.size() > std::strlen(name) && arg[std::strlen(name)] == '=');
+}
+
+// One option with a value: false, with the message said, when the value is missing or bad.
+// `known` is set when `arg` is one of them.
+bool parse_valued_option(const std::string& arg, int argc, char** argv, int& i, loom::cli::Args& args, bool& known) {
+  known = true;
+  for (const TextOption& o : kTextOptions) {
+    if (!matches(arg, o.name)) continue;
+    auto value = option_value(arg, o.name, argc, argv, i);
+    if (!value) std::fprintf(stderr, "loom-cli: %s needs %s\n", o.name, o.needs);
+    if (value) args.*o.member = *value;
+    return value.has_value();
+  }
+  for (const NumberOption& o : kNumberOptions) {
+    if (!matches(arg, o.name)) continue;
+    const std::string value = option_value(arg, o.name, argc, argv, i).value_or("");
+    char* end = nullptr;
+    const long n = std::strtol(value.c_str(), &end, 10);
+    const bool good = !value.empty() && *end == '\0' && n >= o.low && n <= o.high;
+    if (!good) std::fprintf(stderr, "loom-cli: %s needs %s (got '%s')\n", o.name, o.needs, value.c_str());
+    if (good) o.set(args, int(n));
+    return good;
+  }
+  known = false;
+  return true;
+}
+
+// Splits argv into positional arguments and the options the commands share.
 bool parse_args(int argc, char** argv, loom::cli::Args& args, const char* usage) {
   for (int i = 2; i < argc; ++i) {
     const std::string arg = argv[i];
-    if (arg == "--json") {
-      args.json = true;
-    } else if (arg == "--db") {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "loom-cli: --db needs a path\n");
-        return false;
-      }
-      args.db = argv[++i];
-    } else if (arg.rfind("--db=", 0) == 0) {
-      args.db = arg.substr(5);
-    } else if (arg == "--chrome") {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "loom-cli: --chrome needs a file name\n");
-        return false;
-      }
-      args.chrome = argv[++i];
-    } else if (arg.rfind("--chrome=", 0) == 0) {
-      args.chrome = arg.substr(9);
-    } else if (arg == "--replicas" || arg.rfind("--replicas=", 0) == 0) {
-      const std::string value = arg == "--replicas" ? (i + 1 < argc ? argv[++i] : "") : arg.substr(11);
-      char* end = nullptr;
-      const long n = std::strtol(value.c_str(), &end, 10);
-      if (value.empty() || *end != '\0' || n < 1 || n > 4096) {
-        std::fprintf(stderr, "loom-cli: --replicas needs a number of replicas from 1 to 4096 (got '%s')\n",
-                     value.c_str());
-        return false;
-      }
-      args.replicas = int(n);
-    } else if (arg == "--kineto") {
-      args.kineto = true;
-    } else if (arg == "--name") {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "loom-cli: --name needs a value\n");
-        return false;
-      }
-      args.name = argv[++i];
-    } else if (arg == "--rank") {
-      const std::string value = i + 1 < argc ? argv[++i] : "";
-      char* end = nullptr;
-      const long n = std::strtol(value.c_str(), &end, 10);
-      if (value.empty() || *end != '\0' || n < 0 || n > 4095) {
-        std::fprintf(stderr, "loom-cli: --rank needs a rank from 0 to 4095 (got '%s')\n", value.c_str());
-        return false;
-      }
-      args.rank = int(n);
-    } else if (arg == "--predict") {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "loom-cli: --predict needs a number\n");
-        return false;
-      }
-      args.predict = argv[++i];
-    } else if (arg == "--against") {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "loom-cli: --against needs a run id\n");
-        return false;
-      }
-      args.against = argv[++i];
-    } else if (arg == "--store") {
-      args.store_prediction = true;
-    } else if (arg == "--cluster" || arg == "--memory-per-device" || arg == "--save") {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "loom-cli: %s needs a value\n", arg.c_str());
-        return false;
-      }
-      (arg == "--cluster" ? args.cluster : arg == "--save" ? args.save : args.memory_per_device) = argv[++i];
-    } else if (arg == "--scale" || arg == "--devices" || arg == "--top") {
-      const std::string value = i + 1 < argc ? argv[++i] : "";
-      char* end = nullptr;
-      const long n = std::strtol(value.c_str(), &end, 10);
-      if (value.empty() || *end != '\0' || n < 1 || n > 4096) {
-        std::fprintf(stderr, "loom-cli: %s needs a number of devices from 1 to 4096 (got '%s')\n", arg.c_str(), value.c_str());
-        return false;
-      }
-      (arg == "--scale" ? args.scale : arg == "--top" ? args.top : args.devices) = int(n);
-    } else if (arg == "--yes") {
-      args.yes = true;
-    } else if (arg == "--async") {
-      args.asynchronous = true;
-    } else if (arg == "--clear") {
-      args.clear = true;
-    } else if (arg == "--steps" || arg == "--target-accuracy") {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "loom-cli: %s needs a value\n", arg.c_str());
-        return false;
-      }
-      (arg == "--steps" ? args.steps : args.target_accuracy) = argv[++i];
-    } else if (arg.size() > 1 && arg[0] == '-') {
+    if (bool* flag = flag_option(args, arg)) {
+      *flag = true;
+      continue;
+    }
+    bool known = false;
+    if (!parse_valued_option(arg, argc, argv, i, args, known)) return false;
+    if (known) continue;
+    if (arg.size() > 1 && arg[0] == '-') {
       std::fprintf(stderr, "loom-cli: unknown option '%s'\n%s", arg.c_str(), usage);
       return false;
-    } else {
-      args.positional.push_back(arg);
     }
+    args.positional.push_back(arg);
   }
   return true;
 }

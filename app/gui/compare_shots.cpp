@@ -95,94 +95,120 @@ bool open_run(MainWindow& window, qint64 id) {
   return loaded;
 }
 
+// What the command line asked for.
+struct Options {
+  std::vector<QSize> sizes;
+  QString prefix = QStringLiteral("compare");
+  QStringList rest;  // OUT_DIR DB RUN_ID RUN_ID...
+  qint64 open_id = 0;
+  bool runs_only = false;
+};
+
+Options parse_options(QStringList args) {
+  Options o;
+  while (!args.isEmpty()) {
+    const QString a = args.takeFirst();
+    if (a == "--runs-only") {
+      o.runs_only = true;
+    } else if (a == "--open" && !args.isEmpty()) {
+      o.open_id = args.takeFirst().toLongLong();
+    } else if (a == "--prefix" && !args.isEmpty()) {
+      o.prefix = args.takeFirst();
+    } else if (a == "--size" && !args.isEmpty()) {
+      const QString s = args.takeFirst();
+      o.sizes.emplace_back(s.section('x', 0, 0).toInt(), s.section('x', 1, 1).toInt());
+    } else {
+      o.rest << a;
+    }
+  }
+  if (o.sizes.empty()) o.sizes = {QSize(1280, 720), QSize(1920, 1080)};
+  return o;
+}
+
+// The opened run's row of the Runs list (else the first) with its Mode tooltip.
+bool save_runs_tooltip(MainWindow& window, const Options& o, const QDir& out, const QString& stem) {
+  loom::ui::RunBrowser* browser = window.runBrowser();
+  int row = 0;
+  const QAbstractItemModel* rows = browser->table()->model();
+  for (int r = 0; r < rows->rowCount(); ++r)
+    if (rows->index(r, 0).data(loom::ui::RunIdRole).toLongLong() == o.open_id) row = r;
+  return save_mode_tooltip(window, browser->table(), row, out, stem + "runs-tooltip.png");
+}
+
+// The comparison window of the selected runs, every tab, then two tabs in the dark palette.
+// -1: it did not load.
+int save_comparison(MainWindow& window, QSize size, const QDir& out, const QString& stem) {
+  ComparisonWindow* cmp = nullptr;
+  auto connection = QObject::connect(&window, &MainWindow::comparisonOpened, [&](ComparisonWindow* w) { cmp = w; });
+  window.runBrowser()->compareAction()->trigger();
+  QObject::disconnect(connection);
+  if (!cmp || !wait_for([&] { return cmp->runsLoaded() && cmp->comparisonShown(); }, 120000)) {
+    std::fprintf(stderr, "the comparison did not load within 2 minutes\n");
+    return -1;
+  }
+  cmp->resize(size);
+  bool ok = save_tabs(*cmp, out, stem);
+  // The dark palette (View > Dark palette applies to every window of the application).
+  window.setDarkPalette(true);
+  cmp->tabs()->setCurrentIndex(1);
+  ok = save(cmp, out, stem + "dark-timelines.png") && ok;
+  cmp->tabs()->setCurrentIndex(2);
+  ok = save(cmp, out, stem + "dark-metrics.png") && ok;
+  window.setDarkPalette(false);
+  cmp->close();
+  wait_ms(200);
+  return ok ? 1 : 0;
+}
+
+// One window size: the Runs list with the runs selected, then the tooltip or the comparison.
+// -1: something did not load.
+int save_at_size(MainWindow& window, const Options& o, const QList<qint64>& ids, QSize size, const QDir& out) {
+  loom::ui::RunBrowser* browser = window.runBrowser();
+  window.resize(size);
+  window.applyDefaultLayout(size);
+  if (auto* dock = window.findChild<QDockWidget*>("RunsDock")) dock->raise();
+  browser->refresh();
+  if (!wait_for([&] { return browser->model()->rowCount() >= ids.size(); }, 20000)) {
+    std::fprintf(stderr, "the Runs dock did not list the runs\n");
+    return -1;
+  }
+  browser->selectRuns(o.runs_only && o.open_id > 0 ? QList<qint64>{o.open_id} : ids);
+  const QString stem = QStringLiteral("%1-%2x%3-").arg(o.prefix).arg(size.width()).arg(size.height());
+  bool ok = save(&window, out, stem + "runs.png");
+  if (o.runs_only) return save_runs_tooltip(window, o, out, stem) && ok ? 1 : 0;
+  const int compared = save_comparison(window, size, out, stem);
+  return compared < 0 ? -1 : compared == 1 && ok ? 1 : 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   QApplication app(argc, argv);
   QApplication::setOrganizationName("LoomScreenshots");  // keeps the user's settings out of it
-  QStringList args = QApplication::arguments().mid(1);
-  std::vector<QSize> sizes;
-  QString prefix = QStringLiteral("compare");
-  QStringList rest;
-  qint64 open_id = 0;
-  bool runs_only = false;
-  while (!args.isEmpty()) {
-    const QString a = args.takeFirst();
-    if (a == "--runs-only") {
-      runs_only = true;
-    } else if (a == "--open" && !args.isEmpty()) {
-      open_id = args.takeFirst().toLongLong();
-    } else if (a == "--prefix" && !args.isEmpty()) {
-      prefix = args.takeFirst();
-    } else if (a == "--size" && !args.isEmpty()) {
-      const QString s = args.takeFirst();
-      sizes.emplace_back(s.section('x', 0, 0).toInt(), s.section('x', 1, 1).toInt());
-    } else {
-      rest << a;
-    }
-  }
-  if (rest.size() < 4) {
+  const Options o = parse_options(QApplication::arguments().mid(1));
+  if (o.rest.size() < 4) {
     std::fprintf(stderr, "usage: loom-compare-shots OUT_DIR DB RUN_ID RUN_ID... [--size WxH]... [--prefix NAME]\n");
     return 2;
   }
-  if (sizes.empty()) sizes = {QSize(1280, 720), QSize(1920, 1080)};
-  const QDir out(rest[0]);
+  const QDir out(o.rest[0]);
   QDir().mkpath(out.path());
   QList<qint64> ids;
-  for (const QString& id : rest.mid(2)) ids << id.toLongLong();
-
+  for (const QString& id : o.rest.mid(2)) ids << id.toLongLong();
   MainWindow window;
   window.setSavePrompt([] { return MainWindow::SaveChoice::Discard; });
   // No modal question; a run opened for its own pictures brings its plan into the designer.
-  window.setRunPlanPrompt([open_id](qint64, const QString&) { return open_id > 0; });
-  window.setDbPath(rest[1]);
+  window.setRunPlanPrompt([open_id = o.open_id](qint64, const QString&) { return open_id > 0; });
+  window.setDbPath(o.rest[1]);
   window.show();
-  loom::ui::RunBrowser* browser = window.runBrowser();
-  if (open_id > 0 && !open_run(window, open_id)) {
-    std::fprintf(stderr, "run %lld did not load within a minute\n", static_cast<long long>(open_id));
+  if (o.open_id > 0 && !open_run(window, o.open_id)) {
+    std::fprintf(stderr, "run %lld did not load within a minute\n", static_cast<long long>(o.open_id));
     return 1;
   }
   bool ok = true;
-  for (const QSize& size : sizes) {
-    window.resize(size);
-    window.applyDefaultLayout(size);
-    if (auto* dock = window.findChild<QDockWidget*>("RunsDock")) dock->raise();
-    browser->refresh();
-    if (!wait_for([&] { return browser->model()->rowCount() >= ids.size(); }, 20000)) {
-      std::fprintf(stderr, "the Runs dock did not list the runs\n");
-      return 1;
-    }
-    browser->selectRuns(runs_only && open_id > 0 ? QList<qint64>{open_id} : ids);
-    const QString stem = QStringLiteral("%1-%2x%3-").arg(prefix).arg(size.width()).arg(size.height());
-    ok = save(&window, out, stem + "runs.png") && ok;
-    if (runs_only) {
-      int row = 0;  // the opened run's row, else the first
-      const QAbstractItemModel* rows = browser->table()->model();
-      for (int r = 0; r < rows->rowCount(); ++r)
-        if (rows->index(r, 0).data(loom::ui::RunIdRole).toLongLong() == open_id) row = r;
-      ok = save_mode_tooltip(window, browser->table(), row, out, stem + "runs-tooltip.png") && ok;
-      continue;
-    }
-
-    ComparisonWindow* cmp = nullptr;
-    auto connection = QObject::connect(&window, &MainWindow::comparisonOpened, [&](ComparisonWindow* w) { cmp = w; });
-    browser->compareAction()->trigger();
-    QObject::disconnect(connection);
-    if (!cmp || !wait_for([&] { return cmp->runsLoaded() && cmp->comparisonShown(); }, 120000)) {
-      std::fprintf(stderr, "the comparison did not load within 2 minutes\n");
-      return 1;
-    }
-    cmp->resize(size);
-    ok = save_tabs(*cmp, out, stem) && ok;
-    // The dark palette (View > Dark palette applies to every window of the application).
-    window.setDarkPalette(true);
-    cmp->tabs()->setCurrentIndex(1);
-    ok = save(cmp, out, stem + "dark-timelines.png") && ok;
-    cmp->tabs()->setCurrentIndex(2);
-    ok = save(cmp, out, stem + "dark-metrics.png") && ok;
-    window.setDarkPalette(false);
-    cmp->close();
-    wait_ms(200);
+  for (const QSize& size : o.sizes) {
+    const int saved = save_at_size(window, o, ids, size, out);
+    if (saved < 0) return 1;
+    ok = saved == 1 && ok;
   }
   return ok ? 0 : 1;
 }

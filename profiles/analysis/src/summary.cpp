@@ -225,24 +225,10 @@ Expected<std::vector<RankMemory>> memory_of_run(store::RunStore& store, std::int
   for (const auto& [rank, row] : by_rank) rows.push_back(row);
   return rows;
 }
-}  // namespace
 
-Expected<RunSummary> summarize_run(store::RunStore& store, std::int64_t run_id,
-                                   const RankEventsVisitor& visit_rank_events) {
-  auto run = store.load_run(run_id);
-  if (!run.ok()) return run.error();
-  auto ranks = store.load_ranks(run_id);
-  if (!ranks.ok()) return ranks.error();
-  RunSummary s;
-  s.run = std::move(run).value();
-  s.world_size = s.run.world_size;
-  s.wall_s = s.run.wall_s;
-
-  RankScan scan;
-  LOOM_TRY(add_rank_breakdowns(store, run_id, *ranks, s, scan, visit_rank_events));
-  attach_devices(s, *ranks);
-  set_throughput(s, scan.windows, *ranks);
-
+// The figures read from the run's metrics: loss (steps, the last, where it diverged),
+// test accuracy, parameter norm, and the all-reduce's against the probed bandwidth.
+Status add_metric_figures(store::RunStore& store, std::int64_t run_id, const RankScan& scan, RunSummary& s) {
   auto loss = store.load_metrics(run_id, "loss");
   if (!loss.ok()) return loss.error();
   auto accuracy = store.load_metrics(run_id, "test_accuracy");
@@ -264,6 +250,27 @@ Expected<RunSummary> summarize_run(store::RunStore& store, std::int64_t run_id,
                          (std::isnan(first_bad->value) ? "nan" : "inf") + "): every value up to then is kept");
   s.test_accuracy = last_value(*accuracy);
   s.allreduce = allreduce_stats(scan.allreduce, s.ranks, s.world_size, last_value(*p2p));
+  return {};
+}
+}  // namespace
+
+Expected<RunSummary> summarize_run(store::RunStore& store, std::int64_t run_id,
+                                   const RankEventsVisitor& visit_rank_events) {
+  auto run = store.load_run(run_id);
+  if (!run.ok()) return run.error();
+  auto ranks = store.load_ranks(run_id);
+  if (!ranks.ok()) return ranks.error();
+  RunSummary s;
+  s.run = std::move(run).value();
+  s.world_size = s.run.world_size;
+  s.wall_s = s.run.wall_s;
+
+  RankScan scan;
+  LOOM_TRY(add_rank_breakdowns(store, run_id, *ranks, s, scan, visit_rank_events));
+  attach_devices(s, *ranks);
+  set_throughput(s, scan.windows, *ranks);
+
+  LOOM_TRY(add_metric_figures(store, run_id, scan, s));
   LOOM_TRY(check_probe(store, s));
   s.clock = clock_rows(*ranks);
   auto scaling = find_scaling(store, s);

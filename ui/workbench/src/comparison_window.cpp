@@ -166,6 +166,28 @@ QWidget* ComparisonWindow::createLegend() {
 
 QWidget* ComparisonWindow::createTimelinesTab() {
   auto* tab = new QWidget;
+  QLayout* controls = createAlignControls();
+  kinds_ = new timeline::KindLegend;
+  kinds_->setObjectName("ComparisonKinds");
+  // The bands stack in a scroll area: each keeps enough height per lane to read its rows,
+  // and the window scrolls when six runs of many ranks need more than the screen.
+  auto* stack = new QWidget;
+  auto* stack_layout = new QVBoxLayout(stack);
+  stack_layout->setContentsMargins(0, 0, 0, 0);
+  for (int i = 0; i < ids_.size(); ++i) stack_layout->addWidget(createBand(i), 1);
+  auto* scroll = new QScrollArea;
+  scroll->setWidgetResizable(true);
+  scroll->setFrameShape(QFrame::NoFrame);
+  scroll->setWidget(stack);
+  auto* layout = new QVBoxLayout(tab);
+  layout->addLayout(controls);
+  layout->addWidget(kinds_);
+  layout->addWidget(scroll, 1);
+  return tab;
+}
+
+// Where the bands line up: the start of a chosen step, or each run's first event.
+QLayout* ComparisonWindow::createAlignControls() {
   align_choice_ = new QComboBox;
   align_choice_->setObjectName("AlignChoice");
   align_choice_->addItems({tr("start of step"), tr("time zero")});
@@ -181,7 +203,6 @@ QWidget* ComparisonWindow::createTimelinesTab() {
   };
   connect(align_choice_, &QComboBox::currentIndexChanged, this, realign);
   connect(align_step_, &QSpinBox::valueChanged, this, realign);
-
   auto* controls = new QHBoxLayout;
   controls->addWidget(new QLabel(tr("Align on")));
   controls->addWidget(align_choice_);
@@ -189,45 +210,30 @@ QWidget* ComparisonWindow::createTimelinesTab() {
   auto* hint = new QLabel(tr("Zoom (wheel) or drag any band: the others follow, relative to the alignment."));
   hint->setEnabled(false);
   controls->addWidget(hint, 1);
+  return controls;
+}
 
-  kinds_ = new timeline::KindLegend;
-  kinds_->setObjectName("ComparisonKinds");
-  // The bands stack in a scroll area: each keeps enough height per lane to read its rows,
-  // and the window scrolls when six runs of many ranks need more than the screen.
-  auto* stack = new QWidget;
-  auto* stack_layout = new QVBoxLayout(stack);
-  stack_layout->setContentsMargins(0, 0, 0, 0);
-  for (int i = 0; i < ids_.size(); ++i) {
-    Band b;
-    b.id = ids_[i];
-    b.feed = new RunFeed(this);
-    b.feed->setBreakdownWanted(false);  // the metrics table has compare_runs' figures
-    b.view = new timeline::TimelineView;
-    b.view->setObjectName(QStringLiteral("ComparisonBand%1").arg(i));
-    b.view->setHeaderVisible(false);  // one legend and one step control for every band
-    b.view->setMinimumHeight(kBandMinPx);
-    b.title = new QLabel(swatch_html(run_color(i)) + QStringLiteral(" %1 #%2").arg(run_letter(i)).arg(b.id));
-    b.title->setTextFormat(Qt::RichText);
-    auto* box = new QWidget;
-    auto* column = new QVBoxLayout(box);
-    column->setContentsMargins(0, 2, 0, 0);
-    column->setSpacing(0);
-    column->addWidget(b.title);
-    column->addWidget(b.view, 1);
-    stack_layout->addWidget(box, 1);
-    connect(b.view, &timeline::TimelineView::viewportChanged, this, [this, i] { couple(i); });
-    bands_.push_back(b);
-  }
-
-  auto* scroll = new QScrollArea;
-  scroll->setWidgetResizable(true);
-  scroll->setFrameShape(QFrame::NoFrame);
-  scroll->setWidget(stack);
-  auto* layout = new QVBoxLayout(tab);
-  layout->addLayout(controls);
-  layout->addWidget(kinds_);
-  layout->addWidget(scroll, 1);
-  return tab;
+// One run's band: its title (colour, letter, id) over its timeline, fed live from the store.
+QWidget* ComparisonWindow::createBand(int index) {
+  Band b;
+  b.id = ids_[index];
+  b.feed = new RunFeed(this);
+  b.feed->setBreakdownWanted(false);  // the metrics table has compare_runs' figures
+  b.view = new timeline::TimelineView;
+  b.view->setObjectName(QStringLiteral("ComparisonBand%1").arg(index));
+  b.view->setHeaderVisible(false);  // one legend and one step control for every band
+  b.view->setMinimumHeight(kBandMinPx);
+  b.title = new QLabel(swatch_html(run_color(index)) + QStringLiteral(" %1 #%2").arg(run_letter(index)).arg(b.id));
+  b.title->setTextFormat(Qt::RichText);
+  auto* box = new QWidget;
+  auto* column = new QVBoxLayout(box);
+  column->setContentsMargins(0, 2, 0, 0);
+  column->setSpacing(0);
+  column->addWidget(b.title);
+  column->addWidget(b.view, 1);
+  connect(b.view, &timeline::TimelineView::viewportChanged, this, [this, index] { couple(index); });
+  bands_.push_back(b);
+  return box;
 }
 
 QWidget* ComparisonWindow::createMetricsTab() {

@@ -105,6 +105,8 @@ class ComparisonWindow : public QWidget {
 
   QWidget* createLegend();
   QWidget* createTimelinesTab();
+  QLayout* createAlignControls();
+  QWidget* createBand(int index);
   QWidget* createMetricsTab();
   void startFeeds(const QString& dbPath);
   void onBatch(int index, const FeedBatch& batch);
