@@ -15,7 +15,7 @@ predictions and their errors; the fullest rank's memory; for the parameter-serve
 the mean staleness, predicted (seen) and measured in the first round) and writes it to
 --out.
 
-  /usr/bin/python3 bench/predict_accuracy.py [--rounds 3] [--steps 200] [--cal-steps 80] [--only REGEX]
+  /usr/bin/python3 bench/predict_accuracy.py [--rounds 3] [--steps 200] [--cal-steps 80] [--only REGEX] [--keep DIR]
 """
 import argparse
 import json
@@ -143,9 +143,11 @@ def main():
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--cal-steps", type=int, default=80)
     ap.add_argument("--only", help="only the plans whose label matches this regular expression")
+    ap.add_argument("--keep", help="keep the plans and the calibration and measurement stores in this folder")
     args = parse_run_args(ap)
     plans = [p for p in PLANS if not args.only or re.search(args.only, p[0])]
-    folder = tempfile.mkdtemp(prefix="loom-predict-")
+    folder = args.keep or tempfile.mkdtemp(prefix="loom-predict-")
+    os.makedirs(folder, exist_ok=True)
     cal_db, meas_db = os.path.join(folder, "calibration.db"), os.path.join(folder, "measured.db")
     cal_runs = [[] for _ in plans]
     measured = [[] for _ in plans]
@@ -212,7 +214,8 @@ def main():
     print(text)
     with open(args.out, "w") as f:
         f.write(text)
-    shutil.rmtree(folder, ignore_errors=True)
+    if not args.keep:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -86,12 +86,13 @@ constexpr CommandHelp kCommandHelp[] = {
      "micro-batches 1/2/4/8, GPipe and 1F1B, buckets 1/5/25 MB. Drops layouts whose fullest\n"
      "rank would need more than SIZE (e.g. 512MiB, 16GiB), ranks the rest by predicted\n"
      "throughput, and prints the top 5 with their breakdowns and why each loses to the first.\n"
+     "With a memory limit it also tries gradient accumulation (2/4/8 micro-steps, one stage).\n"
      "  --devices N  at most N ranks (default: the cluster's devices, else the plan's ranks)\n"
      "  --top N      show (and save) the first N layouts, not 5\n"
      "  --save DIR   write the top ones as plan files DIR/layout-1.json ... to open or run\n"
-     "  --async      also a parameter server and ssp (bound 2) with one server, and local SGD\n"
-     "               every 4 steps (ranked by throughput: their gradients are stale, see\n"
-     "               the staleness each prints)\n"
+     "  --async      also a parameter server and ssp (bounds 1/2/4) with one or two servers,\n"
+     "               and local SGD every 2/4/8 steps (ranked by throughput: their gradients\n"
+     "               are stale, see the staleness each prints)\n"
      "Exit codes: 0 ranked, 1 not calibrated, 2 invalid plan, cluster or size.\n"},
     {"calibrate",
      "usage: loom-cli calibrate [PLAN] [--steps N] [--db PATH] [--json]\n"

@@ -67,7 +67,14 @@ nlohmann::json ranking_json(const Plan& plan, const std::vector<predict::Candida
     nlohmann::json j = {{"replicas", c.choice.replicas},      {"stages", c.choice.stages},
                         {"microbatches", c.choice.microbatches}, {"schedule", schedule_name(c.choice.schedule)},
                         {"bucket_mb", c.choice.bucket_mb}};
-    if (c.choice.sync) j["sync"] = sync_mode_name(c.choice.sync->mode);
+    if (c.choice.sync) {
+      const SyncSpec& sync = *c.choice.sync;
+      j["sync"] = sync_mode_name(sync.mode);
+      if (sync.mode == SyncMode::ParameterServer || sync.mode == SyncMode::Ssp) j["servers"] = sync.servers;
+      if (sync.mode == SyncMode::Ssp) j["bound"] = sync.bound;
+      if (sync.mode == SyncMode::LocalSgd) j["period"] = sync.period;
+    }
+    if (c.choice.accumulation > 0) j["grad_accumulation"] = c.choice.accumulation;
     if (c.prediction.staleness.present) j["staleness_mean"] = c.prediction.staleness.mean;
     if (!c.left_out.empty()) {
       j["left_out"] = c.left_out;

@@ -22,6 +22,9 @@ using loom::shots::wait_ms;
 using loom::ui::MainWindow;
 
 bool save(MainWindow& window, const QDir& out, const QString& name) {
+  // The calibration, the scaling curve and the search arrive from other threads.
+  if (!loom::shots::wait_for([&] { return !window.whatIfPanel()->working(); }, 60000))
+    std::fprintf(stderr, "the What-if dock was still working after 60 s\n");
   wait_ms(600);
   const QString path = out.filePath(name);
   const bool ok = window.grab().save(path);

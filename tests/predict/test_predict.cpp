@@ -24,7 +24,7 @@ namespace {
 
 // A completed one-process run of `plan` (fc1, act, fc2) in a store: 4 steps of 20 ms, each
 // with nine 1 ms spans (data, three forwards, loss, three backwards, optimizer).
-std::int64_t store_one_millisecond_spans(loom::store::RunStore& store, const Plan& plan) {
+std::int64_t store_one_millisecond_spans(loom::store::RunStore& store, const Plan& plan, int step_ms = 20) {
   loom::trace::RunRecord run;
   run.plan_json = loom::plan_to_json(plan);
   const std::int64_t id = *store.create_run(run);
@@ -39,9 +39,9 @@ std::int64_t store_one_millisecond_spans(loom::store::RunStore& store, const Pla
                                                         {EventKind::Forward, 2},   {EventKind::Loss, -1},   {EventKind::Backward, 2},
                                                         {EventKind::Backward, 1},  {EventKind::Backward, 0}, {EventKind::Optimizer, -1}};
   for (int step = 0; step < 4; ++step) {
-    const std::int64_t t = step * 20'000'000LL;
+    const std::int64_t t = step * step_ms * 1'000'000LL;
     Event s;
-    s.kind = EventKind::Step, s.stream = loom::trace::Stream::Host, s.step = step, s.start_ns = t, s.end_ns = t + 20'000'000;
+    s.kind = EventKind::Step, s.stream = loom::trace::Stream::Host, s.step = step, s.start_ns = t, s.end_ns = t + step_ms * 1'000'000LL;
     events.push_back(s);
     for (std::size_t i = 0; i < order.size(); ++i) {
       Event e;
@@ -141,9 +141,12 @@ class TestPredict : public QObject {
     const Prediction p = must(loom::predict::predict_step(plan, cal, {2}));
     // Per micro-batch of 16 samples the costs are a quarter of those at 64.
     const double f0 = (0.6 + 1.0) / 4, b0 = 3.0 / 4;
-    const double f1 = (0.6 + 0.5 + 2.0 + 0.4) / 4, b1 = (0.25 + 1.5) / 4;  // the loss stage loads labels
+    const double f1 = (0.6 + 0.5 + 2.0 + 0.4) / 4, b1 = (0.25 + 1.5) / 4;  // the loss stage loads labels,
+    const double ahead1 = 0.6 / 4;                                              // before its input arrives
     const double opt0 = 0.3 * 24 / 51, opt1 = 0.3 * 27 / 51;  // each stage's own parameters
-    const auto replay = loom::analysis::replay_ops(loom::Schedule::GPipe, 4, {{f0, b0, 0, 0.05, 0}, {f1, b1, 0, 0, 0.05}});
+    const auto replay =
+        loom::analysis::replay_ops(loom::Schedule::GPipe, 4, {{f0, b0, 0, 0.05, 0}, {f1, b1, 0, 0, 0.05, ahead1, 0}});
+    QVERIFY(replay[1].front().start < replay[0].front().end + 0.05);  // the labels load while the input travels
     const double expected = std::max(replay[0].back().end + opt0, replay[1].back().end + opt1) + 0.8;
     QVERIFY2(std::abs(p.step_ms - expected) < 1e-9, qPrintable(QString("%1 vs %2").arg(p.step_ms).arg(expected)));
     QVERIFY(!of(p, 0, EventKind::Idle).empty());
@@ -185,10 +188,12 @@ class TestPredict : public QObject {
 
   // A parallel block split over two stages: branch a on stage 0, branch b on stage 1,
   // where the block's concatenation runs (costed as the block's span) before fc. GPipe,
-  // one micro-batch, free messages: stage 0's forward 0-1.6 (data 0.6, a 1), stage 1's
-  // 1.6-6.1 (data 0.6, b 1, concat 0.5, fc 2, loss 0.4), its backward 6.1-10.85 (fc 1.5,
-  // concat 0.25, b 3), stage 0's 10.85-13.85 (a 3); then the residual 0.2 and stage 0's
-  // optimizer over its 12 parameters (0.3 x 12/51).
+  // one micro-batch, free messages. Branch b is fed by the batch, so as the engine runs it,
+  // stage 1 loads the batch and runs b while stage 0 runs a: both 0-1.6 (data 0.6 and 1).
+  // Then stage 1's concat 0.5, fc 2, loss 0.4 to 4.5, its backward 4.5-9.25 (fc 1.5, concat
+  // 0.25, then b 3 after a's gradient left at 6.25), stage 0's 6.25-9.25 (a 3); then the
+  // residual 0.2 and stage 1's optimizer over its 39 parameters (0.3 x 39/51). Predicted
+  // one after the other (before b was known to run ahead), the step was 13.85 + 0.27.
   void branchesOnTwoStagesConcatenateWhereTheBlockEnds() {
     const std::string json = std::string(R"({"format": "loom-plan/1", "name": "split", "model": {"input": [2], "layers": [)") +
         R"({"type": "parallel", "name": "P", "branches": [{"layers": [{"type": "linear", "out": 4, "name": "a"}]},)" +
@@ -217,7 +222,9 @@ class TestPredict : public QObject {
     QCOMPARE(of(p, 0, EventKind::Forward).size(), std::size_t(1));  // a
     QCOMPARE(of(p, 1, EventKind::Forward).size(), std::size_t(3));  // b, the concatenation, fc
     QCOMPARE(of(p, 1, EventKind::Forward)[1].layer, layer(m, "P").id.value);
-    QVERIFY2(std::abs(p.step_ms - (13.85 + 0.2 + 0.3 * 12 / 51)) < 1e-9, qPrintable(QString::number(p.step_ms, 'g', 12)));
+    QCOMPARE(of(p, 1, EventKind::DataLoad).front().start_ms, 0.0);  // not waiting for stage 0
+    QVERIFY(std::abs(of(p, 0, EventKind::Backward).front().start_ms - 6.25) < 1e-9);
+    QVERIFY2(std::abs(p.step_ms - (9.25 + 0.2 + 0.3 * 39 / 51)) < 1e-9, qPrintable(QString::number(p.step_ms, 'g', 12)));
   }
 
   // Four replicas where only two were measured: the two-rank cost x (2*3/4) / (2*1/2).
@@ -311,6 +318,29 @@ class TestPredict : public QObject {
     const Calibration cal = *loom::predict::calibrate(store, "");
     QCOMPARE(cal.costs.at(loom::predict::residual_key(false, "cpu 1t")).points, (std::vector<std::pair<double, double>>{{2, 11.0}}));
     QVERIFY(std::abs(must(loom::predict::predict_step(plan, cal, {2})).step_ms - 20.0) < 1e-9);
+  }
+
+  // Two configurations of one kind (one stage, 2 ops a step) leave residuals of 11 and 21
+  // ms: each is predicted at what it measured (20 and 30 ms), and a third configuration,
+  // never run, takes the residual of its kind, between the two.
+  void aMeasuredConfigurationKeepsItsOwnResidual() {
+    TempStore store;
+    const Plan a = tiny_plan(R"({"devices": )" + devices(1) + "}", "0, 0, 0", 64);
+    const Plan b = tiny_plan(R"({"devices": )" + devices(1) + "}", "0, 0, 0", 128);
+    const Plan never_run = tiny_plan(R"({"devices": )" + devices(1) + "}", "0, 0, 0", 256);
+    store_one_millisecond_spans(store, a, 20);
+    store_one_millisecond_spans(store, b, 30);
+    const Calibration cal = *loom::predict::calibrate(store, "");
+    QVERIFY(cal.costs.count(loom::predict::configuration_residual_key(a, "cpu 1t")));
+    QVERIFY(loom::predict::configuration_residual_key(a, "cpu 1t") != loom::predict::configuration_residual_key(b, "cpu 1t"));
+    Plan renamed = a;
+    renamed.name = "another name", renamed.training.steps = 5000, renamed.training.seed = 7;
+    QCOMPARE(loom::predict::configuration_residual_key(renamed, "cpu 1t"), loom::predict::configuration_residual_key(a, "cpu 1t"));
+    const double step_a = must(loom::predict::predict_step(a, cal, {2})).step_ms;
+    const double step_b = must(loom::predict::predict_step(b, cal, {2})).step_ms;
+    const double step_new = must(loom::predict::predict_step(never_run, cal, {2})).step_ms;
+    QVERIFY2(std::abs(step_a - 20.0) < 1e-9 && std::abs(step_b - 30.0) < 1e-9, qPrintable(QString("%1 %2").arg(step_a).arg(step_b)));
+    QVERIFY2(step_new > 20.0 && step_new < 30.0, qPrintable(QString::number(step_new)));
   }
 
   // Against the run it came from: the step (20 against 20 ms) and per kind what each side

@@ -6,6 +6,8 @@
 // stored as a run.
 #include <QtTest>
 
+#include <set>
+
 #include <cmath>
 
 #include "loom/predict/figures.h"
@@ -116,9 +118,10 @@ class TestPredictAsync : public QObject {
     QCOMPARE(of(p, 1, EventKind::AllReduce).front().step, 3);
   }
 
-  // search --async: on 3 devices a parameter server and ssp with 2 workers and a server
-  // (3 ranks, staleness predicted) and local SGD over 2 and 3 replicas (the batch of 64
-  // does not split over 3: left out before predicting).
+  // search --async: on 3 devices a parameter server and ssp at bounds 1, 2 and 4 with 2
+  // workers and a server (3 ranks, staleness predicted; two servers would leave one
+  // worker), and local SGD every 2, 4 and 8 steps over 2 replicas (the batch of 64 does
+  // not split over 3: left out before predicting).
   void searchTriesTheAsynchronousModes() {
     const Plan plan = tiny_plan(R"({"data_parallel": 2, "devices": )" + devices(2) + "}");
     loom::predict::SearchSpace space;
@@ -127,22 +130,28 @@ class TestPredictAsync : public QObject {
     const auto ranked = loom::predict::search_layouts(plan, async_costs(plan), {8}, space);
     QVERIFY2(ranked.ok(), ranked.ok() ? "" : ranked.error().message.c_str());
     int servers = 0, local = 0;
+    std::set<int> bounds, periods;
     for (const loom::predict::Candidate& c : *ranked) {
       if (!c.choice.sync) continue;
       QVERIFY2(c.left_out.empty(), c.left_out.c_str());
       if (c.choice.sync->mode == loom::SyncMode::LocalSgd) {
         ++local;
-        QCOMPARE(c.prediction.cycle_steps, 4);
+        QCOMPARE(c.prediction.cycle_steps, c.choice.sync->period);
+        periods.insert(c.choice.sync->period);
         continue;
       }
       ++servers;
+      QCOMPARE(c.choice.sync->servers, 1);
+      if (c.choice.sync->mode == loom::SyncMode::Ssp) bounds.insert(c.choice.sync->bound);
       QCOMPARE(c.choice.replicas, 2);
       QVERIFY(c.prediction.staleness.present);
       QCOMPARE(int(c.prediction.memory.size()), 3);
       QCOMPARE(loom::world_size(*loom::predict::with_layout(plan, c.choice)), 3);
     }
-    QCOMPARE(servers, 2);
-    QCOMPARE(local, 1);
+    QCOMPARE(servers, 4);
+    QCOMPARE(local, 3);
+    QCOMPARE(bounds, (std::set<int>{1, 2, 4}));
+    QCOMPARE(periods, (std::set<int>{2, 4, 8}));
   }
 
   // Stored, a local-SGD prediction holds whole periods, each step in its own Step span.

@@ -168,14 +168,42 @@ class TestPredictCluster : public QObject {
     QVERIFY(near(again.step_ms, best.prediction.step_ms));
     QCOMPARE(best.choice.replicas, 4);  // compute outweighs a 1 us link: split the batch
     for (const auto& other : *ranked)
-      if (other.choice.stages > 1 && other.choice.replicas == 1)
+      if (other.choice.stages > 1 && other.choice.replicas == 1) {
         QVERIFY2(loom::predict::why_slower(best.prediction, other.prediction).find("pipeline idle") != std::string::npos,
                  loom::predict::why_slower(best.prediction, other.prediction).c_str());
+        const std::string breakdown = loom::predict::step_breakdown(other.prediction);
+        QVERIFY2(breakdown.find(" ms compute, ") != std::string::npos && breakdown.find(" ms pipeline idle") != std::string::npos,
+                 breakdown.c_str());
+      }
+    QVERIFY(loom::predict::step_breakdown(best.prediction).find("pipeline idle") == std::string::npos);  // one stage
     space.memory_per_device = best.peak_memory - 1;
     auto limited = loom::predict::search_layouts(plan, Calibration{}, {2, &c}, space);
     QVERIFY(limited.ok());
     for (const auto& candidate : *limited)
       QCOMPARE(candidate.left_out.empty(), candidate.peak_memory < best.peak_memory);
+  }
+
+  // Gradient accumulation is tried only under a memory limit: a micro-step holds its own
+  // activations, not the whole batch's.
+  void searchAccumulatesToFitMemory() {
+    const Plan plan = tiny_plan(R"({"devices": )" + devices(1) + "}", "0, 0, 0", 128);
+    const Cluster c = must_cluster(R"({"hosts": 1, )" + std::string(kSlowDevice) + "}");
+    loom::predict::SearchSpace space;
+    space.devices = 1;
+    auto ranked = loom::predict::search_layouts(plan, Calibration{}, {2, &c}, space);
+    QVERIFY(ranked.ok());
+    for (const auto& candidate : *ranked) QCOMPARE(candidate.choice.accumulation, 0);
+    const auto whole = ranked->front();
+    space.memory_per_device = whole.peak_memory - 1;
+    auto limited = loom::predict::search_layouts(plan, Calibration{}, {2, &c}, space);
+    QVERIFY(limited.ok());
+    const auto& fits = limited->front();
+    QVERIFY2(fits.left_out.empty(), fits.left_out.c_str());
+    QVERIFY(fits.choice.accumulation > 1);
+    QVERIFY(fits.peak_memory < whole.peak_memory);
+    QCOMPARE(fits.prediction.memory[0].activations * fits.choice.accumulation, whole.prediction.memory[0].activations);
+    QCOMPARE(loom::predict::with_layout(plan, fits.choice)->parallel.grad_accumulation, fits.choice.accumulation);
+    QVERIFY(fits.choice.describe().find("accumulating") != std::string::npos);
   }
 
   // Each replica keeps 64 samples: 1, 2, 4 devices; the first point is the yardstick.

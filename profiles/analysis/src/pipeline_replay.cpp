@@ -55,9 +55,12 @@ std::vector<std::vector<TimedOp>> replay_ops(Schedule schedule, int microbatches
           ready = it->second;
         }
         const StageOpTimes& st = stages[su];
-        const double start = std::max(clock[su], ready);
+        // A forward's work ahead of its input runs while the input is on its way: the op
+        // ends when the rest has run after the input arrived.
+        const double start = std::max(clock[su], ready - (op.forward ? st.forward_ahead : 0.0));
         clock[su] = start + (op.forward ? st.forward : st.backward);
-        arrives[{s, op.forward, op.microbatch}] = clock[su] + (op.forward ? st.to_next : st.to_previous);
+        const double sent = op.forward ? clock[su] : clock[su] - st.backward_after_send;
+        arrives[{s, op.forward, op.microbatch}] = sent + (op.forward ? st.to_next : st.to_previous);
         timed[su].push_back({op, start, clock[su]});
         progressed = true;
       }

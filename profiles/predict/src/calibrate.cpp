@@ -69,13 +69,16 @@ Expected<Calibration> calibrate(store::RunStore& store, const std::string& host)
     const ParallelSpec& p = run.plan.parallel;
     const double ops = 2.0 * std::max(1, p.microbatches) * std::max(1, p.grad_accumulation);
     const std::string key = residual_key(run.plan, run.device);
+    std::optional<double> residual;
     if (parameter_server_mode(run.plan)) {
-      if (auto solved = solved_residual(run, cal, key, ops)) residuals.push_back({key, 0.0, ops, *solved, run.steps});
-      continue;
+      residual = solved_residual(run, cal, key, ops);
+    } else if (auto predicted = predict_step(run.plan, cal, {run.cores}); predicted.ok()) {
+      residual = run.step_ms - predicted->step_ms;
     }
-    auto predicted = predict_step(run.plan, cal, {run.cores});
-    if (!predicted.ok()) continue;  // a plan the predictor does not cover
-    residuals.push_back({key, 0.0, ops, run.step_ms - predicted->step_ms, run.steps});
+    if (!residual) continue;  // a plan the predictor does not cover
+    // Of its kind (for other configurations), and of its own configuration.
+    residuals.push_back({key, 0.0, ops, *residual, run.steps});
+    residuals.push_back({configuration_residual_key(run.plan, run.device), 0.0, ops, *residual, run.steps});
   }
   for (auto& [key, cost] : fit_costs(residuals)) cal.costs[key] = std::move(cost);
   return cal;

@@ -224,16 +224,45 @@ std::string residual_key(const Plan& plan, const std::string& device) {
   return residual_key(plan.parallel.stages > 1, device);
 }
 
-// The model named by its layers' signatures, folded (FNV-1a) so a key stays one line.
+namespace {
+
+// Text folded (FNV-1a) into 8 hex digits, so that a key naming a model stays one line.
+std::string folded(const std::string& text) {
+  std::uint64_t hash = 0xcbf29ce484222325ull;
+  for (char c : text) hash = (hash ^ std::uint8_t(c)) * 0x100000001b3ull;
+  char out[32];
+  std::snprintf(out, sizeof out, "%016llx", static_cast<unsigned long long>(hash));
+  return std::string(out).substr(0, 8);
+}
+
+std::string layer_signatures(const ModelInfo& model) {
+  std::string text;
+  for (const LayerInfo& l : model.layers) text += signature(l) + " stage " + std::to_string(l.stage) + ";";
+  return text;
+}
+
+}  // namespace
+
+std::string configuration_residual_key(const Plan& plan, const std::string& device) {
+  Plan decides;  // what sets the step's length: not the name, length, seed or learning rate
+  decides.parallel = plan.parallel;
+  decides.training.batch = plan.training.batch;
+  decides.training.threads = plan.training.threads;
+  decides.training.optimizer.kind = plan.training.optimizer.kind;
+  decides.training.tf32 = plan.training.tf32;
+  decides.data.source = plan.data.source;
+  decides.data.synthetic = plan.data.synthetic;
+  decides.data.features = plan.data.features;
+  decides.data.classes = plan.data.classes;
+  return "residual per step, configuration " + folded(plan_to_json(decides, -1) + layer_signatures(infer_model(plan, nullptr))) +
+         " @" + device;
+}
+
 std::string serve_batch_key(const Plan& plan, const std::string& device) {
   const ModelInfo model = infer_model(plan, nullptr);
-  std::uint64_t hash = 0xcbf29ce484222325ull;
-  for (const LayerInfo& l : model.layers)
-    for (char c : signature(l) + ";") hash = (hash ^ std::uint8_t(c)) * 0x100000001b3ull;
-  char text[64];
-  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(hash));
-  return "serve batch, model " + std::string(text).substr(0, 8) + " (" + std::to_string(model.layers.size()) + " layers) @" +
-         device;
+  std::string signatures;
+  for (const LayerInfo& l : model.layers) signatures += signature(l) + ";";
+  return "serve batch, model " + folded(signatures) + " (" + std::to_string(model.layers.size()) + " layers) @" + device;
 }
 
 std::string serve_overhead_key(const std::string& device) { return "serve overhead per request @" + device; }

@@ -30,6 +30,7 @@ std::string LayoutChoice::describe() const {
     std::snprintf(text, sizeof text, ", %g MB buckets", bucket_mb);
     out += text;
   }
+  if (accumulation > 1) out += ", accumulating " + std::to_string(accumulation) + " micro-steps";
   return out;
 }
 
@@ -80,7 +81,8 @@ void place_on_stage(LayerSpec& layer, int stage) {
 }
 
 Status check_split(const Plan& plan, const LayoutChoice& c) {
-  const std::int64_t split = std::int64_t(c.replicas) * std::max(1, plan.parallel.grad_accumulation);
+  const int accumulation = c.accumulation > 0 ? c.accumulation : std::max(1, plan.parallel.grad_accumulation);
+  const std::int64_t split = std::int64_t(c.replicas) * accumulation;
   if (c.replicas < 1 || c.stages < 1 || c.microbatches < 1 || plan.training.batch % split != 0 ||
       (plan.training.batch / split) % c.microbatches != 0)
     return make_error(ErrorCode::InvalidArgument, "batch " + std::to_string(plan.training.batch) + " does not split into " +
@@ -104,6 +106,7 @@ Expected<Plan> with_layout(const Plan& plan, const LayoutChoice& c) {
   if (c.sync) p.sync = *c.sync;
   p.data_parallel = c.replicas, p.stages = c.stages, p.microbatches = c.microbatches;
   p.schedule = c.schedule, p.bucket_mb = c.bucket_mb;
+  if (c.accumulation > 0) p.grad_accumulation = c.accumulation;
   const DeviceSpec like = plan.parallel.devices.empty() ? DeviceSpec{} : plan.parallel.devices.front();
   p.devices.assign(std::size_t(world_size(out)), like);  // the asynchronous modes' servers too
   std::erase_if(p.stragglers, [&](const StragglerSpec& s) { return s.rank >= c.replicas * c.stages; });
@@ -123,37 +126,46 @@ std::vector<int> replica_counts(int devices) {
 }
 
 // The asynchronous layouts of `devices` devices (one stage, the plan's bucket size).
-void add_asynchronous(const Plan& plan, int devices, std::vector<LayoutChoice>& out) {
+void add_asynchronous(const Plan& plan, const SearchSpace& space, int devices, std::vector<LayoutChoice>& out) {
   const double bucket = plan.parallel.bucket_mb;
-  if (devices >= 3) {
-    out.push_back({devices - 1, 1, 1, Schedule::OneFOneB, bucket, SyncSpec{SyncMode::ParameterServer, 0, 1, 1, false}});
-    out.push_back({devices - 1, 1, 1, Schedule::OneFOneB, bucket, SyncSpec{SyncMode::Ssp, 2, 1, 1, false}});
+  for (int servers : space.servers) {
+    if (devices - servers < 2) continue;  // at least two workers: one would not be asynchronous
+    out.push_back({devices - servers, 1, 1, Schedule::OneFOneB, bucket, SyncSpec{SyncMode::ParameterServer, 0, 1, servers, false}});
+    for (int bound : space.bounds)
+      out.push_back({devices - servers, 1, 1, Schedule::OneFOneB, bucket, SyncSpec{SyncMode::Ssp, bound, 1, servers, false}});
   }
-  if (devices >= 2) out.push_back({devices, 1, 1, Schedule::OneFOneB, bucket, SyncSpec{SyncMode::LocalSgd, 0, 4, 1, false}});
+  if (devices >= 2)
+    for (int period : space.periods)
+      out.push_back({devices, 1, 1, Schedule::OneFOneB, bucket, SyncSpec{SyncMode::LocalSgd, 0, period, 1, false}});
   if (plan.parallel.sync.mode != SyncMode::AllReduce)  // and synchronous training, which the plan's mode leaves out
     out.push_back({devices, 1, 1, Schedule::OneFOneB, bucket, SyncSpec{}});
 }
 
-std::vector<LayoutChoice> choices(const Plan& plan, const SearchSpace& space) {
-  std::vector<LayoutChoice> out;
+// The synchronous layouts with `replicas` replicas.
+void add_synchronous(const Plan& plan, const SearchSpace& space, int replicas, std::vector<LayoutChoice>& out) {
   // The asynchronous modes run one stage: their plans keep it.
   const int max_stages = plan.parallel.sync.mode == SyncMode::AllReduce ? int(plan.model.layers.size()) : 1;
-  for (int d : replica_counts(space.devices))
-    for (int s = 1; s <= std::min(max_stages, space.devices / d); ++s)
-      for (int m : s == 1 ? std::vector<int>{1} : space.microbatches)
-        for (Schedule schedule : s == 1 || m == 1 ? std::vector<Schedule>{Schedule::OneFOneB}  // one micro-batch: schedules agree
-                                                  : std::vector<Schedule>{Schedule::GPipe, Schedule::OneFOneB})
-          for (double bucket : d == 1 ? std::vector<double>{plan.parallel.bucket_mb} : space.bucket_mb) {
-            const LayoutChoice c{d, s, m, schedule, bucket, std::nullopt};
-            if (check_split(plan, c).ok()) out.push_back(c);
+  std::vector<int> accumulations{0};  // the plan's
+  if (space.memory_per_device > 0) accumulations.insert(accumulations.end(), space.accumulation.begin(), space.accumulation.end());
+  for (int s = 1; s <= std::min(max_stages, space.devices / replicas); ++s)
+    for (int m : s == 1 ? std::vector<int>{1} : space.microbatches)
+      for (Schedule schedule : s == 1 || m == 1 ? std::vector<Schedule>{Schedule::OneFOneB}  // one micro-batch: schedules agree
+                                                : std::vector<Schedule>{Schedule::GPipe, Schedule::OneFOneB})
+        for (int accumulation : s == 1 ? accumulations : std::vector<int>{0})
+          for (double bucket : replicas == 1 ? std::vector<double>{plan.parallel.bucket_mb} : space.bucket_mb) {
+            if (accumulation == std::max(1, plan.parallel.grad_accumulation)) continue;  // the plan's, tried as 0
+            out.push_back({replicas, s, m, schedule, bucket, std::nullopt, accumulation});
           }
-  if (space.asynchronous)
-    for (int d : replica_counts(space.devices)) {
-      std::vector<LayoutChoice> more;
-      add_asynchronous(plan, d, more);
-      for (const LayoutChoice& c : more)
-        if (check_split(plan, c).ok()) out.push_back(c);
-    }
+}
+
+std::vector<LayoutChoice> choices(const Plan& plan, const SearchSpace& space) {
+  std::vector<LayoutChoice> all, out;
+  for (int d : replica_counts(space.devices)) {
+    add_synchronous(plan, space, d, all);
+    if (space.asynchronous) add_asynchronous(plan, space, d, all);
+  }
+  for (const LayoutChoice& c : all)
+    if (check_split(plan, c).ok()) out.push_back(c);
   return out;
 }
 
@@ -171,7 +183,7 @@ void drop_equal_buckets(std::vector<Candidate>& candidates) {
     const bool same = !kept.empty() && kept.back().left_out.empty() && c.left_out.empty() &&
                       kept.back().choice.replicas == c.choice.replicas && kept.back().choice.stages == c.choice.stages &&
                       kept.back().choice.microbatches == c.choice.microbatches && kept.back().choice.schedule == c.choice.schedule &&
-                      kept.back().choice.sync == c.choice.sync &&
+                      kept.back().choice.sync == c.choice.sync && kept.back().choice.accumulation == c.choice.accumulation &&
                       kept.back().prediction.spans.size() == c.prediction.spans.size() &&
                       kept.back().prediction.step_ms == c.prediction.step_ms;
     if (!same) kept.push_back(std::move(c));
@@ -270,6 +282,21 @@ std::string why_slower(const Prediction& best, const Prediction& other) {
     text += item;
   }
   return text.empty() ? "within rounding of the first" : text;
+}
+
+std::string step_breakdown(const Prediction& p) {
+  const Shares s = shares_of_last_rank(p);
+  const std::pair<double, const char*> parts[] = {{s.compute, "compute"},         {s.idle, "pipeline idle"},
+                                                  {s.wait, "waiting for gradients"}, {s.injected, "straggler delay"},
+                                                  {s.messages, "messages"},         {s.gap, "no span (residual)"}};
+  std::string text;
+  for (const auto& [ms, what] : parts) {
+    if (ms < 0.0005 * p.step_ms) continue;
+    char item[80];
+    std::snprintf(item, sizeof item, "%s%.3g ms %s", text.empty() ? "" : ", ", ms, what);
+    text += item;
+  }
+  return text;
 }
 
 // ---- scaling -------------------------------------------------------------------------

@@ -49,7 +49,8 @@ Expected<Replayed> replay_replicas(const Plan& plan, const ModelInfo& model, Ste
     for (int s = 0; s < l.stages; ++s) {
       StageWork w = stage_work(plan, model, s, s * l.replicas + r, costs);
       if (s > 0) w.to_previous_ms = stages[std::size_t(s - 1)].to_next_ms;  // the gradient of the same tensor
-      ops.push_back({w.data_ms + sum(w.forward_ms) + w.loss_ms, sum(w.backward_ms), 0, w.to_next_ms, w.to_previous_ms});
+      ops.push_back({w.data_ms + sum(w.forward_ms) + w.loss_ms, sum(w.backward_ms), 0, w.to_next_ms, w.to_previous_ms,
+                     w.ahead_ms, w.after_send_ms});
       stages.push_back(std::move(w));
     }
     // One stage alternates forward and backward per accumulation micro-step, as 1F1B does.
@@ -93,8 +94,9 @@ void lay_out_rank(const Layout& l, int s, int r, const Replayed& replayed, doubl
     add_op_spans(t, w, rank, l.chunks, out.spans);
     const double transfer = t.op.forward ? w.to_next_ms : w.to_previous_ms;
     const bool sends = t.op.forward ? s + 1 < l.stages : s > 0;
+    const double sent = t.op.forward ? t.end : t.end - w.after_send_ms;
     if (sends && transfer > 0)
-      out.spans.push_back({rank, EventKind::Send, Stream::Comm, -1, l.chunks > 1 ? t.op.microbatch : -1, t.end, t.end + transfer, w.output_bytes});
+      out.spans.push_back({rank, EventKind::Send, Stream::Comm, -1, l.chunks > 1 ? t.op.microbatch : -1, sent, sent + transfer, w.output_bytes});
     compute += t.end - t.start;
     at = t.end;
   }

@@ -85,6 +85,11 @@ double StepCosts::optimizer_at_speed(double params) {
 // measured (a layout search would pick it).
 double StepCosts::residual(double ops) {
   if (roofline()) return 0;
+  // This very configuration measured at this crowding: its own residual.
+  if (const std::string own = configuration_residual_key(plan_, device_); find(own).own) {
+    note("residual: this configuration's own, as its runs measured it");
+    return cost(own, ops, stretch_);
+  }
   const std::string key = residual_key(plan_, device_);
   if (find(key).cost) return cost(key, ops, stretch_);
   // Not calibrated for this kind of plan: the nearest kind that is (a pipeline and one

@@ -80,6 +80,29 @@ int concat_stage(const ModelInfo& model, std::size_t row) {
   return end < model.layers.size() ? model.layers[end].stage : model.layers[end - 1].stage;
 }
 
+// The stage that makes the input of the top-level layer at `row`: the previous top-level
+// layer's (a split block's: where it concatenates); -1 for the batch itself.
+int input_stage(const ModelInfo& model, std::size_t row) {
+  for (std::size_t i = row; i-- > 0;) {
+    const LayerInfo& prev = model.layers[i];
+    if (prev.depth != 0) continue;
+    if (prev.kind == LayerKind::Parallel && concat_stage(model, i) >= 0) return concat_stage(model, i);
+    return prev.stage;
+  }
+  return -1;
+}
+
+// Whether `layer` is in a branch of a split top-level block placed on `stage` whose input
+// is the batch or made on `stage`: it needs nothing from another stage.
+bool fed_on_stage(const ModelInfo& model, const LayerInfo& layer, int stage) {
+  if (layer.depth == 0 || layer.stage != stage) return false;
+  std::size_t row = std::size_t(&layer - model.layers.data());
+  while (row > 0 && model.layers[row].depth > 0) --row;  // the top-level block holding it
+  if (concat_stage(model, row) < 0) return false;
+  const int from = input_stage(model, row);
+  return from < 0 || from == stage;
+}
+
 }  // namespace
 
 // A stage's layers in the order its forward runs them: a split parallel block's
@@ -120,6 +143,16 @@ StageWork stage_work(const Plan& plan, const ModelInfo& model, int stage, int ra
     w.to_next_ms = costs.send(rank, rank + l.replicas, double(w.output_bytes));
   }
   if (l.replicas > 1) w.buckets = buckets_of(w.layers, plan.parallel.bucket_mb);
+  // PipelineTrainer's forward loads the batch first, then goes unit by unit, receiving
+  // only where a unit needs it: a branch fed by the batch runs before the stage receives
+  // anything, and its backward after the gradient of the other branches has left.
+  if (stage > 0) {
+    w.ahead_ms = w.data_ms;
+    for (std::size_t i = 0; i < w.layers.size() && fed_on_stage(model, *w.layers[i], stage); ++i) {
+      w.ahead_ms += w.forward_ms[i];
+      w.after_send_ms += w.backward_ms[i];
+    }
+  }
   for (const StragglerSpec& s : plan.parallel.stragglers) {
     if (s.rank != rank) continue;
     w.slowdown = s.slowdown;

@@ -5,12 +5,14 @@
 // shows it (offscreen): figures, a scaling chart, searched layouts that open as plans.
 #include <QApplication>
 #include <QComboBox>
+#include <QFile>
 #include <QLabel>
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QSlider>
 #include <QSpinBox>
 #include <QTableWidget>
+#include <QTemporaryDir>
 #include <QtTest>
 
 #include "loom/ui/charts/scaling_chart.h"
@@ -126,13 +128,17 @@ class TestWhatIf : public QObject {
     panel.resize(1200, 260);
     panel.show();
     QVERIFY2(panel.figuresLabel()->text().contains("Step"), qPrintable(panel.figuresLabel()->text()));
+    QVERIFY2(panel.figuresLabel()->text().contains("slowest rank: ") && panel.figuresLabel()->text().contains(" ms compute"),
+             qPrintable(panel.figuresLabel()->text()));
     panel.targetBox()->setCurrentIndex(1);
     emit panel.targetBox()->activated(1);
-    QVERIFY(panel.scalingChart()->pointCount() >= 5);  // 1, 2, 4, 8, 16 ... hosts
+    QTRY_VERIFY(panel.scalingChart()->pointCount() >= 5);  // 1, 2, 4, 8, 16 ... hosts, off the GUI thread
     const QString before = panel.figuresLabel()->text();
     panel.speedSlider()->setValue(4);  // x2
-    QVERIFY(panel.figuresLabel()->text() != before);
+    QVERIFY(panel.figuresLabel()->text() != before);  // at once
+    QSignalSpy searched(&panel, &loom::ui::WhatIfPanel::searchShown);
     panel.searchLayouts();
+    QTRY_COMPARE(searched.count(), 1);
     QVERIFY(panel.searchTable()->rowCount() >= 2);
     QSignalSpy open(&panel, &loom::ui::WhatIfPanel::openPlanRequested);
     auto* button = qobject_cast<QPushButton*>(panel.searchTable()->cellWidget(1, 5));
@@ -144,6 +150,48 @@ class TestWhatIf : public QObject {
     QVERIFY(panel.searchTable()->item(1, 0)->text().startsWith(QString::number(opened.parallel.data_parallel) + " replica"));
     panel.replicasBox()->setValue(2);  // other knobs: the search is stale and cleared
     QCOMPARE(panel.searchTable()->rowCount(), 0);
+  }
+
+  // A search still running when a knob moves was for the old knobs: its result is dropped.
+  // So is a scaling curve the knobs have moved past: only the last one is shown.
+  void staleWorkIsDropped() {
+    Fixture f;
+    loom::ui::WhatIfPanel panel;
+    panel.model()->setCores(2);
+    panel.model()->setCalibration(costs_for(f.plan));
+    panel.setPlan(f.plan);
+    QTRY_VERIFY(!panel.working());
+    QSignalSpy searched(&panel, &loom::ui::WhatIfPanel::searchShown);
+    QSignalSpy scaled(&panel, &loom::ui::WhatIfPanel::scalingShown);
+    panel.searchLayouts();
+    panel.replicasBox()->setValue(2);  // before the search's result can arrive
+    panel.replicasBox()->setValue(4);
+    QTRY_VERIFY(!panel.working());
+    QCOMPARE(searched.count(), 0);
+    QCOMPARE(panel.searchTable()->rowCount(), 0);
+    QCOMPARE(scaled.count(), 1);  // two knob changes, one curve: for 4 replicas
+    QCOMPARE(panel.scalingChart()->pointCount(), int(panel.model()->scaling(1024).size()));
+  }
+
+  // Reading the calibration runs off the GUI thread; a store that cannot be read is said
+  // beside the figures, which keep the calibration they had.
+  void calibrationIsReadOffTheGuiThread() {
+    Fixture f;
+    loom::ui::WhatIfPanel panel;
+    panel.model()->setCores(2);
+    panel.model()->setCalibration(costs_for(f.plan));
+    panel.setPlan(f.plan);
+    panel.show();
+    QTemporaryDir dir;
+    QFile broken(dir.filePath("runs.db"));  // not a run store
+    QVERIFY(broken.open(QIODevice::WriteOnly) && broken.write(QByteArray(4096, 'x')) == 4096);
+    broken.close();
+    QSignalSpy calibrated(&panel, &loom::ui::WhatIfPanel::calibrationShown);
+    panel.storeChanged(broken.fileName());
+    QVERIFY(panel.working());  // returned before the store was read
+    QTRY_COMPARE(calibrated.count(), 1);
+    QVERIFY2(panel.figuresLabel()->text().contains("could not be read"), qPrintable(panel.figuresLabel()->text()));
+    QVERIFY(panel.figuresLabel()->text().contains("Step"));
   }
 };
 

@@ -34,13 +34,14 @@ predict::Cluster hosts_like_this(int hosts, double bandwidth_gbs, double latency
 
 WhatIf::WhatIf(QObject* parent) : QObject(parent) {}
 
-bool WhatIf::calibrate(const QString& dbPath) {
+Expected<predict::Calibration> WhatIf::readCalibration(const QString& dbPath) {
   auto store = store::RunStore::open(dbPath.toStdString());
-  if (!store.ok()) {
-    error_ = text_of(store.error());
-    return false;
-  }
-  auto calibration = predict::calibrate(*store, machine::host_name());
+  if (!store.ok()) return store.error();
+  return predict::calibrate(*store, machine::host_name());
+}
+
+bool WhatIf::calibrate(const QString& dbPath) {
+  auto calibration = readCalibration(dbPath);
   if (!calibration.ok()) {
     error_ = text_of(calibration.error());
     return false;
@@ -50,7 +51,7 @@ bool WhatIf::calibrate(const QString& dbPath) {
 }
 
 void WhatIf::setCalibration(predict::Calibration calibration) {
-  calibration_ = std::move(calibration);
+  calibration_ = std::make_shared<const predict::Calibration>(std::move(calibration));
   repredict();
 }
 
@@ -114,9 +115,9 @@ void WhatIf::repredict() {
     hosts_cluster_ = hosts_like_this(std::max(ranks_of(*plan_), varied_ ? ranks_of(*varied_) : 1), knobs_.bandwidth_gbs, knobs_.latency_us);
     predict::MachineShape as_is = machine();
     as_is.device_speed = 1;
-    if (auto base = predict::predict_step(*plan_, calibration_, as_is); base.ok()) baseline_ = std::move(*base);
+    if (auto base = predict::predict_step(*plan_, *calibration_, as_is); base.ok()) baseline_ = std::move(*base);
     if (varied_) {
-      auto prediction = predict::predict_step(*varied_, calibration_, machine());
+      auto prediction = predict::predict_step(*varied_, *calibration_, machine());
       if (prediction.ok()) prediction_ = std::move(*prediction);
       else error_ = text_of(prediction.error());
     }
@@ -126,21 +127,29 @@ void WhatIf::repredict() {
 }
 
 std::vector<predict::ScalePoint> WhatIf::scaling(int devices) {
-  if (!varied_) return {};
-  predict::MachineShape shape = machine();
-  predict::Cluster wide;
-  if (target_ == Target::ThisMachine) devices = std::min(devices, std::max(1, shape.cores) * 4);
-  if (target_ == Target::ClusterFile) devices = std::min(devices, file_cluster_->devices());
-  if (target_ == Target::HostsLikeThis) {
-    wide = hosts_like_this(devices, knobs_.bandwidth_gbs, knobs_.latency_us);
-    shape.cluster = &wide;
-  }
-  auto curve = predict::scaling_curve(*varied_, calibration_, shape, devices);
+  if (!varied_) return {};  // error() says why already
+  auto curve = scalingWork(devices)();
   if (!curve.ok()) {
     error_ = text_of(curve.error());
     return {};
   }
-  return *curve;
+  return std::move(*curve);
+}
+
+WhatIf::ScalingWork WhatIf::scalingWork(int devices) const {
+  if (!varied_) return [] { return Expected<std::vector<predict::ScalePoint>>(make_error(ErrorCode::InvalidArgument, "no layout to scale")); };
+  predict::MachineShape shape = machine();
+  std::optional<predict::Cluster> cluster;
+  if (target_ == Target::ThisMachine) devices = std::min(devices, std::max(1, shape.cores) * 4);
+  if (target_ == Target::ClusterFile) {
+    devices = std::min(devices, file_cluster_->devices());
+    cluster = *file_cluster_;
+  }
+  if (target_ == Target::HostsLikeThis) cluster = hosts_like_this(devices, knobs_.bandwidth_gbs, knobs_.latency_us);
+  return [plan = *varied_, calibration = calibration_, shape, cluster = std::move(cluster), devices]() mutable {
+    shape.cluster = cluster ? &*cluster : nullptr;
+    return predict::scaling_curve(plan, *calibration, shape, devices);
+  };
 }
 
 // A cluster file: all its devices. Otherwise the varied plan's ranks, and at least this
@@ -153,17 +162,26 @@ int WhatIf::searchDevices() const {
 
 std::vector<predict::Candidate> WhatIf::search() {
   if (!plan_) return {};
-  predict::SearchSpace space;
-  space.devices = searchDevices();
-  predict::MachineShape shape = machine();
-  predict::Cluster hosts = hosts_like_this(space.devices, knobs_.bandwidth_gbs, knobs_.latency_us);
-  if (target_ == Target::HostsLikeThis) shape.cluster = &hosts;
-  auto ranked = predict::search_layouts(*plan_, calibration_, shape, space);
+  auto ranked = searchWork()();
   if (!ranked.ok()) {
     error_ = text_of(ranked.error());
     return {};
   }
   return std::move(*ranked);
+}
+
+WhatIf::SearchWork WhatIf::searchWork() const {
+  if (!plan_) return [] { return Expected<std::vector<predict::Candidate>>(make_error(ErrorCode::InvalidArgument, "no plan to search")); };
+  predict::SearchSpace space;
+  space.devices = searchDevices();
+  predict::MachineShape shape = machine();
+  std::optional<predict::Cluster> cluster;
+  if (target_ == Target::ClusterFile) cluster = *file_cluster_;
+  if (target_ == Target::HostsLikeThis) cluster = hosts_like_this(space.devices, knobs_.bandwidth_gbs, knobs_.latency_us);
+  return [plan = *plan_, calibration = calibration_, shape, cluster = std::move(cluster), space]() mutable {
+    shape.cluster = cluster ? &*cluster : nullptr;
+    return predict::search_layouts(plan, *calibration, shape, space);
+  };
 }
 
 }  // namespace loom::ui

@@ -2,6 +2,7 @@
 // scaling chart and the searched layouts in tabs on the right, for a wide, low dock.
 #include "loom/ui/workbench/what_if_panel.h"
 
+#include <QApplication>
 #include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QFileDialog>
@@ -9,13 +10,18 @@
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
+#include <QPointer>
 #include <QPushButton>
 #include <QSlider>
 #include <QSpinBox>
 #include <QTabWidget>
 #include <QTableWidget>
+#include <QThreadPool>
 
 #include <cmath>
+#include <functional>
+#include <memory>
+#include <utility>
 
 #include "loom/core/model_info.h"
 #include "loom/ui/charts/scaling_chart.h"
@@ -36,6 +42,19 @@ std::int64_t peak(const predict::Prediction& p) {
   std::int64_t most = 0;
   for (const predict::RankMemory& m : p.memory) most = std::max(most, m.total());
   return most;
+}
+
+// Runs `work` on the thread pool and hands its result to `done` on the GUI thread, unless
+// the panel is gone by then.
+template <class Result>
+void off_gui_thread(QWidget* panel, std::function<Result()> work, std::function<void(Result)> done) {
+  QPointer<QWidget> self(panel);
+  QThreadPool::globalInstance()->start([self, work = std::move(work), done = std::move(done)] {
+    auto result = std::make_shared<Result>(work());
+    QMetaObject::invokeMethod(qApp, [self, done, result] {
+      if (self) done(std::move(*result));
+    });
+  });
 }
 
 QString change(double now, double before) {
@@ -128,7 +147,7 @@ QWidget* WhatIfPanel::createKnobs() {
 
 QLayout* WhatIfPanel::createButtons() {
   auto* buttons = new QHBoxLayout;
-  auto* search = new QPushButton(tr("Search layouts"));
+  auto* search = search_button_ = new QPushButton(tr("Search layouts"));
   search->setToolTip(tr("Predict every layout of this model and batch on these devices and rank them"));
   connect(search, &QPushButton::clicked, this, &WhatIfPanel::searchLayouts);
   auto* show = new QPushButton(tr("Show on timeline"));
@@ -160,10 +179,23 @@ void WhatIfPanel::showEvent(QShowEvent* event) {
   if (stale_) recalibrate();
 }
 
+// Every stored run of this host is read: off the GUI thread, the figures keep the old
+// calibration until the new one arrives.
 void WhatIfPanel::recalibrate() {
   stale_ = false;
-  what_if_.calibrate(db_path_);
-  showScaling();
+  calibrating_ = true;
+  const quint64 generation = ++calibration_generation_;
+  off_gui_thread<Expected<predict::Calibration>>(
+      this, [path = db_path_] { return WhatIf::readCalibration(path); },
+      [this, generation](Expected<predict::Calibration> calibration) {
+        if (generation != calibration_generation_) return;  // another store since
+        calibrating_ = false;
+        calibration_error_ = calibration.ok() ? QString() : QString::fromStdString(calibration.error().describe());
+        if (calibration.ok()) what_if_.setCalibration(std::move(*calibration));
+        else showFigures();
+        showScaling();
+        emit calibrationShown();
+      });
 }
 
 // The widgets show the model's knobs (after a new plan), without re-predicting per widget.
@@ -211,6 +243,9 @@ bool WhatIfPanel::loadClusterFile(const QString& path) {
 }
 
 void WhatIfPanel::clearSearch() {
+  ++search_generation_;  // a search in flight was for other knobs
+  searching_ = false;
+  search_button_->setEnabled(true);
   if (search_table_->rowCount() == 0) return;
   searched_.clear();
   search_table_->setRowCount(0);
@@ -221,22 +256,25 @@ void WhatIfPanel::clearSearch() {
 void WhatIfPanel::showFigures() {
   clearSearch();  // searched for other knobs
   const auto& p = what_if_.prediction();
+  const QString calibration_note =
+      calibration_error_.isEmpty() ? QString() : tr("<br><span style='color:gray'>The calibration could not be read again: %1</span>").arg(calibration_error_.toHtmlEscaped());
   if (!p) {
-    figures_->setText(tr("<b>No prediction.</b><br>%1").arg(what_if_.error().toHtmlEscaped()));
+    figures_->setText(tr("<b>No prediction.</b><br>%1").arg(what_if_.error().toHtmlEscaped()) + calibration_note);
     return;
   }
   const auto& base = what_if_.baseline();
   const QString ranks = p->threads_per_rank > 0 ? tr("%1 ranks, %2 BLAS threads each").arg(p->memory.size()).arg(p->threads_per_rank)
                                                 : tr("%1 ranks on roofline devices").arg(p->memory.size());
-  QString text = tr("<b>Step %1 ms</b>%2<br>%3 samples/s%4<br>peak memory %5 a rank<br>%6")
+  QString text = tr("<b>Step %1 ms</b>%2<br>%3 samples/s%4<br>peak memory %5 a rank<br>%6<br>slowest rank: %7")
                      .arg(ms(p->step_ms), base ? change(p->step_ms, base->step_ms) : QString())
                      .arg(p->samples_per_s, 0, 'f', 0)
                      .arg(base ? change(p->samples_per_s, base->samples_per_s) : QString())
-                     .arg(QString::fromStdString(format_bytes(peak(*p))), ranks);
+                     .arg(QString::fromStdString(format_bytes(peak(*p))), ranks,
+                          QString::fromStdString(predict::step_breakdown(*p)).toHtmlEscaped());
   text += tr("<br><span style='color:gray'>against the plan as it stands; predicted in %1 ms from %2 stored runs</span>")
               .arg(what_if_.lastPredictionMs(), 0, 'f', 1)
               .arg(what_if_.calibrationRuns());
-  figures_->setText(text);
+  figures_->setText(text + calibration_note);
   figures_->setToolTip(QString::fromStdString([&] {
     std::string notes;
     for (const std::string& n : p->notes) notes += (notes.empty() ? "" : "\n") + n;
@@ -245,17 +283,49 @@ void WhatIfPanel::showFigures() {
 }
 
 void WhatIfPanel::showScaling() {
-  std::vector<charts::ScalingPoint> points;
-  for (const predict::ScalePoint& p : what_if_.scaling(kScaleTo)) points.push_back({p.devices, p.samples_per_s, p.efficiency});
+  if (scaling_busy_) {
+    scaling_pending_ = true;
+    return;
+  }
+  scaling_busy_ = true;
   const QString where = target_->currentIndex() == 0 ? tr("this machine") : target_->currentText();
-  chart_->setPoints(points, tr("Scaling on %1 (predicted)").arg(where));
-  tabs_->setTabToolTip(0, tr("Predicted samples/s for 1, 2, 4, ... replicas, each keeping the plan's per-replica batch, "
-                             "beside the ideal line and the efficiency"));
+  off_gui_thread<Expected<std::vector<predict::ScalePoint>>>(
+      this, what_if_.scalingWork(kScaleTo), [this, where](Expected<std::vector<predict::ScalePoint>> curve) {
+        scaling_busy_ = false;
+        if (std::exchange(scaling_pending_, false)) return showScaling();  // the knobs moved on
+        std::vector<charts::ScalingPoint> points;
+        if (curve.ok())
+          for (const predict::ScalePoint& p : *curve) points.push_back({p.devices, p.samples_per_s, p.efficiency});
+        chart_->setPoints(points, tr("Scaling on %1 (predicted)").arg(where));
+        tabs_->setTabToolTip(0, tr("Predicted samples/s for 1, 2, 4, ... replicas, each keeping the plan's per-replica batch, "
+                                   "beside the ideal line and the efficiency"));
+        emit scalingShown();
+      });
 }
 
 void WhatIfPanel::searchLayouts() {
-  searched_ = what_if_.search();
+  clearSearch();
+  searching_ = true;
+  search_button_->setEnabled(false);
+  const quint64 generation = search_generation_;
+  off_gui_thread<Expected<std::vector<predict::Candidate>>>(
+      this, what_if_.searchWork(), [this, generation, devices = what_if_.searchDevices()](Expected<std::vector<predict::Candidate>> ranked) {
+        if (generation != search_generation_) return;  // the knobs changed meanwhile
+        searching_ = false;
+        search_button_->setEnabled(true);
+        showSearch(std::move(ranked), devices);
+        emit searchShown();
+      });
+}
+
+void WhatIfPanel::showSearch(Expected<std::vector<predict::Candidate>> ranked, int devices) {
+  searched_ = ranked.ok() ? std::move(*ranked) : std::vector<predict::Candidate>{};
   search_table_->setRowCount(0);
+  if (!ranked.ok()) {
+    search_table_->insertRow(0);
+    search_table_->setItem(0, 0, new QTableWidgetItem(tr("No layout predicted: %1").arg(QString::fromStdString(ranked.error().describe()))));
+    search_table_->setSpan(0, 0, 1, search_table_->columnCount());
+  }
   int row = 0;
   for (const predict::Candidate& c : searched_) {
     if (!c.left_out.empty() || row == 5) break;
@@ -280,7 +350,7 @@ void WhatIfPanel::searchLayouts() {
   search_table_->resizeColumnsToContents();
   search_table_->setColumnWidth(0, std::min(search_table_->columnWidth(0), 250));
   search_table_->horizontalHeader()->setSectionResizeMode(4, QHeaderView::Stretch);
-  tabs_->setTabText(1, tr("Layouts on %1 devices").arg(what_if_.searchDevices()));
+  tabs_->setTabText(1, tr("Layouts on %1 devices").arg(devices));
   tabs_->setCurrentWidget(search_table_);
 }
 

@@ -22,6 +22,11 @@ struct StageOpTimes {
   // From the end of this stage's forward (backward) until the next (previous) stage has
   // its input: 0 in the analysis's replays (free communication); the predictor's transfers.
   double to_next = 0, to_previous = 0;
+  // Work that needs nothing from another stage (the predictor: a branch placed on this
+  // stage and fed by the batch): the first `forward_ahead` of a forward may run before
+  // its input arrives, and the last `backward_after_send` of a backward runs after its
+  // gradient has left for the previous stage. 0 in the analysis's replays.
+  double forward_ahead = 0, backward_after_send = 0;
 };
 
 // One stage's replayed step: it starts at 0, and every stage's window ends when the
@@ -49,7 +54,8 @@ struct TimedOp {
 };
 
 // Each op starts when its stage is free and its input exists (the previous stage's forward,
-// or the next stage's backward, of the same micro-batch, plus its transfer). Per stage, its
+// or the next stage's backward, of the same micro-batch, plus its transfer), less the
+// forward's work ahead of its input. Per stage, its
 // ops in the order it runs them; empty when stages is empty, microbatches < 1, or the
 // orders deadlock.
 std::vector<std::vector<TimedOp>> replay_ops(Schedule schedule, int microbatches, const std::vector<StageOpTimes>& stages);

@@ -84,6 +84,11 @@ std::string push_receive_key(CommBackend backend, double stretch = 1.0);
 // other gaps (a server's polling, ranks taking turns on the cores).
 std::string residual_key(bool pipeline, const std::string& device);
 std::string residual_key(const Plan& plan, const std::string& device);
+// The residual of runs of this very configuration (model, layout, batch, threads,
+// optimizer and data: what sets a step's length, not the plan's name, length or seed):
+// the predictor takes it before the residual of its kind, so a configuration that was
+// measured is predicted at what it measured, whatever other models' runs left.
+std::string configuration_residual_key(const Plan& plan, const std::string& device);
 // parameter_server or ssp: workers and servers (the simulated modes, async_simulation.h).
 bool parameter_server_mode(const Plan& plan);
 

@@ -18,6 +18,7 @@ struct LayoutChoice {
   Schedule schedule = Schedule::OneFOneB;
   double bucket_mb = 25;
   std::optional<SyncSpec> sync = std::nullopt;  // another synchronisation than the plan's (search --async)
+  int accumulation = 0;  // gradient-accumulation micro-steps; 0: the plan's
   std::string describe() const;  // "4 x 2 stages, 1F1B, 4 micro-batches, 25 MB buckets"
 };
 
@@ -40,9 +41,17 @@ struct SearchSpace {
   std::int64_t memory_per_device = 0;  // bytes; 0: no limit
   std::vector<int> microbatches = {1, 2, 4, 8};
   std::vector<double> bucket_mb = {1, 5, 25};
-  // Also the asynchronous modes, one stage each: a parameter server and ssp (bound 2) with
-  // one server and the other devices as workers, and local SGD every 4 steps.
+  // Gradient-accumulation micro-steps tried beside the plan's, with one stage (a pipeline's
+  // micro-batches split its batch already), and only when memory_per_device is set:
+  // accumulating saves activation memory, never time.
+  std::vector<int> accumulation = {2, 4, 8};
+  // Also the asynchronous modes, one stage each: a parameter server and SSP with each of
+  // `servers` servers and the other devices as workers (SSP at each of `bounds`), and
+  // local SGD every each of `periods` steps.
   bool asynchronous = false;
+  std::vector<int> servers = {1, 2};
+  std::vector<int> bounds = {1, 2, 4};
+  std::vector<int> periods = {2, 4, 8};
 };
 
 // Every layout in the space the batch allows (a plan in an asynchronous mode keeps one
@@ -59,6 +68,9 @@ Expected<std::vector<Candidate>> search_layouts(const Plan& plan, const Calibrat
 // rank that ends each step last: what it adds, largest first, then what it saves, e.g.
 // "+3.1 ms waiting for gradients, +0.8 ms pipeline idle, -0.5 ms compute on the slowest rank".
 std::string why_slower(const Prediction& best, const Prediction& other);
+// The same shares for one layout, on its rank that ends each step last, the non-zero ones
+// in that order: "4.1 ms compute, 1.2 ms pipeline idle, 0.3 ms messages".
+std::string step_breakdown(const Prediction& p);
 
 // A data-parallel scaling curve: the plan with 1, 2, 4, ... replicas up to `devices`
 // (and `devices` itself), each replica keeping the plan's per-replica batch (weak

@@ -86,8 +86,8 @@ struct Prediction {
 };
 
 // NotFound naming every cost the calibration lacks (with what would measure it);
-// Unavailable for what the predictor does not cover (serving: serving_prediction.h;
-// branches on separate devices; gpu ranks from a calibration).
+// Unavailable for what the predictor does not cover (serving: serving_prediction.h; gpu
+// ranks from a calibration).
 Expected<Prediction> predict_step(const Plan& plan, const Calibration& calibration, const MachineShape& machine);
 
 }  // namespace loom::predict

@@ -4,13 +4,18 @@
 //
 // It predicts on one of three targets: this machine (its cores and measured messages),
 // hosts like this one with one rank each joined by the links the user sets, or a cluster
-// file. Each change predicts at once, synchronously: a step of a 1,024-rank plan takes a
-// few milliseconds (bench/bench_predict.cpp), well inside the 100 ms a drag allows.
+// file. Each change predicts one step at once, synchronously: a step of a 1,024-rank plan
+// takes a few milliseconds (bench/bench_predict.cpp), well inside the 100 ms a drag
+// allows. Reading the calibration, the scaling curve to 1,024 devices and the layout
+// search take longer, so each is also offered as work that owns copies of its inputs,
+// which the dock runs off the GUI thread.
 #pragma once
 
 #include <QObject>
 #include <QString>
 
+#include <functional>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -39,7 +44,10 @@ class WhatIf : public QObject {
 
   explicit WhatIf(QObject* parent = nullptr);
 
-  // Reads this machine's calibration from the store; false (and error()) when it cannot.
+  // This machine's calibration from the store at dbPath (every stored run of this host is
+  // read: on a store of many runs, seconds). Safe on any thread.
+  static Expected<predict::Calibration> readCalibration(const QString& dbPath);
+  // readCalibration, then setCalibration; false (and error()) when it cannot.
   bool calibrate(const QString& dbPath);
   void setCalibration(predict::Calibration calibration);
   // The cores "this machine" has (0: the real count); tests fix it.
@@ -61,8 +69,8 @@ class WhatIf : public QObject {
   const std::optional<predict::Prediction>& baseline() const { return baseline_; }
   QString error() const { return error_; }  // why there is no prediction; "" when there is one
   double lastPredictionMs() const { return last_ms_; }  // wall time of the last re-prediction
-  int calibrationRuns() const { return int(calibration_.runs.size()); }
-  const predict::Calibration& calibration() const { return calibration_; }
+  int calibrationRuns() const { return int(calibration_->runs.size()); }
+  const predict::Calibration& calibration() const { return *calibration_; }
 
   // Weak scaling of the varied plan on the target: 1, 2, 4, ... replicas up to `devices`
   // (this machine: its cores x 4 at most). Empty with an error() when it cannot.
@@ -73,6 +81,15 @@ class WhatIf : public QObject {
   std::vector<predict::Candidate> search();
   int searchDevices() const;
 
+  // scaling() and search() as work to run on another thread: each owns a copy of the
+  // plan, the calibration and the target as they are now, so later knob changes do not
+  // reach it. An error when there is nothing to compute (no plan, a batch that does not
+  // split).
+  using ScalingWork = std::function<Expected<std::vector<predict::ScalePoint>>()>;
+  using SearchWork = std::function<Expected<std::vector<predict::Candidate>>()>;
+  ScalingWork scalingWork(int devices) const;
+  SearchWork searchWork() const;
+
  signals:
   void predicted();
 
@@ -80,7 +97,8 @@ class WhatIf : public QObject {
   void repredict();
   predict::MachineShape machine() const;
 
-  predict::Calibration calibration_;
+  // Shared with the work in flight, never changed in place: a new calibration replaces it.
+  std::shared_ptr<const predict::Calibration> calibration_ = std::make_shared<const predict::Calibration>();
   std::optional<Plan> plan_, varied_;
   Knobs knobs_;
   Target target_ = Target::ThisMachine;

@@ -1,7 +1,9 @@
 // The What-if dock: knobs (where to predict, replicas, micro-batches, bucket size, device
 // speed, the link between hosts), the predicted figures beside the plan as it stands, a
 // scaling chart to 1,024 devices, and the layout search, whose layouts open in the
-// designer. Every knob re-predicts at once (WhatIf); docs/prediction.md, "What-if".
+// designer. Every knob re-predicts the step at once (WhatIf); the calibration, the scaling
+// chart and the search are computed off the GUI thread and shown when they arrive, the
+// result of knobs since changed dropped; docs/prediction.md, "What-if".
 #pragma once
 
 #include <QWidget>
@@ -44,8 +46,11 @@ class WhatIfPanel : public QWidget {
   QLabel* figuresLabel() const { return figures_; }
   charts::ScalingChart* scalingChart() const { return chart_; }
   QTableWidget* searchTable() const { return search_table_; }
-  // Runs the layout search for the plan on the current target and fills the table.
+  // Starts the layout search for the plan on the current target; the table fills when it
+  // is done (searchShown), unless a knob changed meanwhile.
   void searchLayouts();
+  // Whether a calibration, scaling curve or search is being computed.
+  bool working() const { return calibrating_ || scaling_busy_ || searching_; }
   // Loads a cluster file as the target; false (the error shown) when it is wrong.
   bool loadClusterFile(const QString& path);
 
@@ -54,6 +59,10 @@ class WhatIfPanel : public QWidget {
   void openPlanRequested(const loom::Plan& plan);
   // "Show on timeline": the prediction on screen (model()'s), to store as a run and open.
   void showPredictionRequested();
+  // The off-thread work arrived on screen (tests and screenshots wait for these).
+  void calibrationShown();
+  void scalingShown();
+  void searchShown();
 
  protected:
   void showEvent(QShowEvent* event) override;
@@ -67,6 +76,7 @@ class WhatIfPanel : public QWidget {
   void showFigures();
   void clearSearch();
   void showScaling();
+  void showSearch(Expected<std::vector<predict::Candidate>> ranked, int devices);
   void syncKnobs();
   double speed() const;
 
@@ -84,9 +94,16 @@ class WhatIfPanel : public QWidget {
   charts::ScalingChart* chart_ = nullptr;
   QTabWidget* tabs_ = nullptr;
   QTableWidget* search_table_ = nullptr;
+  QPushButton* search_button_ = nullptr;
   bool syncing_ = false;
   QString db_path_;
   bool stale_ = false;
+  // Off the GUI thread: a result whose generation is no longer current is dropped. The
+  // scaling curve is recomputed once more after the one in flight when knobs changed
+  // meanwhile (a drag asks for one per pixel; only the last matters).
+  quint64 calibration_generation_ = 0, search_generation_ = 0;
+  bool calibrating_ = false, searching_ = false, scaling_busy_ = false, scaling_pending_ = false;
+  QString calibration_error_;
 };
 
 }  // namespace loom::ui
