@@ -104,6 +104,18 @@ def run(args, plan, db):
     return json.loads(r.stdout.strip().splitlines()[-1])["id"]
 
 
+def stored_runs(args, db, count):
+    """Per plan index, the ids of its runs in a kept store (write_plan names each plan
+    SOURCE-INDEX)."""
+    r = cli(args, "runs", "--db", db, "--json")
+    if r.returncode != 0:
+        sys.exit(f"runs failed: {r.stderr}")
+    out = [[] for _ in range(count)]
+    for stored in sorted(json.loads(r.stdout), key=lambda x: x["id"]):
+        out[int(stored["name"].rsplit("-", 1)[1])].append(stored["id"])
+    return out
+
+
 def median_step(args, db, run_id, other_id):
     """A run's median step (ms), as `compare` gives it (it compares two runs at least)."""
     r = cli(args, "compare", str(run_id), str(other_id), "--db", db, "--json")
@@ -144,6 +156,9 @@ def main():
     ap.add_argument("--cal-steps", type=int, default=80)
     ap.add_argument("--only", help="only the plans whose label matches this regular expression")
     ap.add_argument("--keep", help="keep the plans and the calibration and measurement stores in this folder")
+    ap.add_argument("--repredict", action="store_true",
+                    help="run nothing: predict again from the stores a run with --keep left there (after a change "
+                         "to the predictor; the measured side is the same runs)")
     args = parse_run_args(ap)
     plans = [p for p in PLANS if not args.only or re.search(args.only, p[0])]
     folder = args.keep or tempfile.mkdtemp(prefix="loom-predict-")
@@ -151,7 +166,11 @@ def main():
     cal_db, meas_db = os.path.join(folder, "calibration.db"), os.path.join(folder, "measured.db")
     cal_runs = [[] for _ in plans]
     measured = [[] for _ in plans]
-    for round_ in range(args.rounds):
+    if args.repredict:
+        if not args.keep or args.only:
+            sys.exit("error: --repredict needs --keep DIR of an earlier run, and every plan (no --only)")
+        cal_runs, measured = stored_runs(args, cal_db, len(plans)), stored_runs(args, meas_db, len(plans))
+    for round_ in range(0 if args.repredict else args.rounds):
         for i, (label, source, changes) in enumerate(plans):
             print(f"round {round_ + 1}: {label}", file=sys.stderr, flush=True)
             cal_runs[i].append(run(args, write_plan(folder, i, source, changes, args.cal_steps), cal_db))

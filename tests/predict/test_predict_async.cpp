@@ -3,7 +3,8 @@
 // stale per other worker), a server too slow for its workers (the step is the server's
 // W updates), ssp with bound 0 (synchronous: no staleness, the fast worker waits) and
 // bound 2 (staleness never beyond it), local SGD's period, and a local-SGD prediction
-// stored as a run.
+// stored as a run; a server's reply calibrated at its shortest (a reply waits for its
+// worker to take it).
 #include <QtTest>
 
 #include <set>
@@ -13,6 +14,7 @@
 #include "loom/predict/figures.h"
 #include "loom/predict/layouts.h"
 #include "loom/predict/stored_prediction.h"
+#include "loom/test/temp_store.h"
 #include "predict_fixtures.h"
 
 namespace {
@@ -152,6 +154,41 @@ class TestPredictAsync : public QObject {
     QCOMPARE(local, 3);
     QCOMPARE(bounds, (std::set<int>{1, 2, 4}));
     QCOMPARE(periods, (std::set<int>{2, 4, 8}));
+  }
+
+  // A parameter server's replies of 1,000 bytes took 0.05, 0.9, 0.95 and 1 ms: the three
+  // long ones waited for their worker to take them, so the message costs 0.05 ms. Its
+  // pushed-gradient receives keep their median (0.1, 0.2, 0.3: 0.2).
+  void serverRepliesCostTheirShortest() {
+    loom::testing::TempStore store;
+    const Plan plan = tiny_plan(parameter_server(2, R"({"mode": "parameter_server"})"));
+    loom::trace::RunRecord run;
+    run.plan_json = loom::plan_to_json(plan);
+    const std::int64_t id = *store.create_run(run);
+    for (int rank = 0; rank < 3; ++rank) {
+      loom::trace::RankRecord record;
+      record.rank = rank, record.host = "h";
+      record.device_info.kind = "cpu", record.device_info.blas_threads = 1, record.device_info.logical_cores = 8;
+      QVERIFY(store.upsert_rank(id, record).ok());
+    }
+    std::vector<Event> server;
+    const double replies[] = {0.9, 0.05, 1.0, 0.95}, pushes[] = {0.1, 0.3, 0.2};
+    for (int i = 0; i < 4; ++i) {
+      Event e;
+      e.kind = EventKind::Send, e.step = 1 + i, e.bytes = 1000, e.stream = loom::trace::Stream::Host;
+      e.start_ns = i * 10'000'000LL, e.end_ns = e.start_ns + std::int64_t(replies[i] * 1e6);
+      server.push_back(e);
+      if (i == 3) continue;
+      e.kind = EventKind::Recv, e.start_ns += 5'000'000, e.end_ns = e.start_ns + std::int64_t(pushes[i] * 1e6);
+      server.push_back(e);
+    }
+    QVERIFY(store.append_events(id, 2, server.data(), server.size()).ok());
+    QVERIFY(store.finish_run(id, loom::trace::RunStatus::Completed, 1.0, 256, "").ok());
+    const Calibration cal = *loom::predict::calibrate(store, "");
+    QCOMPARE(cal.runs, (std::vector<std::int64_t>{id}));
+    QCOMPARE(cal.costs.at(loom::predict::p2p_key(loom::CommBackend::Mpi)).points, (std::vector<std::pair<double, double>>{{1000, 0.05}}));
+    QCOMPARE(cal.costs.at(loom::predict::push_receive_key(loom::CommBackend::Mpi)).points,
+             (std::vector<std::pair<double, double>>{{1000, 0.2}}));
   }
 
   // Stored, a local-SGD prediction holds whole periods, each step in its own Step span.
