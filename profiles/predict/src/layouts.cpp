@@ -288,7 +288,7 @@ std::string step_breakdown(const Prediction& p) {
   const Shares s = shares_of_last_rank(p);
   const std::pair<double, const char*> parts[] = {{s.compute, "compute"},         {s.idle, "pipeline idle"},
                                                   {s.wait, "waiting for gradients"}, {s.injected, "straggler delay"},
-                                                  {s.messages, "messages"},         {s.gap, "no span (residual)"}};
+                                                  {s.messages, "messages"},         {s.gap, "residual"}};
   std::string text;
   for (const auto& [ms, what] : parts) {
     if (ms < 0.0005 * p.step_ms) continue;

@@ -74,7 +74,7 @@ WhatIfPanel::WhatIfPanel(QWidget* parent) : QWidget(parent) {
   figures_->setAlignment(Qt::AlignTop | Qt::AlignLeft);
   figures_->setMinimumWidth(160);
   figures_->setTextInteractionFlags(Qt::TextSelectableByMouse);
-  layout->addWidget(figures_, 1);
+  layout->addWidget(figures_, 2);
   tabs_ = new QTabWidget;
   auto* tabs = tabs_;
   chart_ = new charts::ScalingChart;
@@ -263,23 +263,23 @@ void WhatIfPanel::showFigures() {
     return;
   }
   const auto& base = what_if_.baseline();
-  const QString ranks = p->threads_per_rank > 0 ? tr("%1 ranks, %2 BLAS threads each").arg(p->memory.size()).arg(p->threads_per_rank)
-                                                : tr("%1 ranks on roofline devices").arg(p->memory.size());
+  const int count = int(p->memory.size());
+  const QString rank_count = count == 1 ? tr("1 rank") : tr("%1 ranks").arg(count);
+  const QString ranks = p->threads_per_rank > 0 ? tr("%1, %2 BLAS threads each").arg(rank_count).arg(p->threads_per_rank)
+                                                : tr("%1 on roofline devices").arg(rank_count);
   QString text = tr("<b>Step %1 ms</b>%2<br>%3 samples/s%4<br>peak memory %5 a rank<br>%6<br>slowest rank: %7")
                      .arg(ms(p->step_ms), base ? change(p->step_ms, base->step_ms) : QString())
                      .arg(p->samples_per_s, 0, 'f', 0)
                      .arg(base ? change(p->samples_per_s, base->samples_per_s) : QString())
                      .arg(QString::fromStdString(format_bytes(peak(*p))), ranks,
                           QString::fromStdString(predict::step_breakdown(*p)).toHtmlEscaped());
-  text += tr("<br><span style='color:gray'>against the plan as it stands; predicted in %1 ms from %2 stored runs</span>")
-              .arg(what_if_.lastPredictionMs(), 0, 'f', 1)
-              .arg(what_if_.calibrationRuns());
   figures_->setText(text + calibration_note);
-  figures_->setToolTip(QString::fromStdString([&] {
-    std::string notes;
-    for (const std::string& n : p->notes) notes += (notes.empty() ? "" : "\n") + n;
-    return notes;
-  }()));
+  // The narrow column keeps the figures; how they were made is the tooltip.
+  QString about = tr("Changes in brackets are against the plan as it stands. Predicted in %1 ms from %2 stored runs.")
+                      .arg(what_if_.lastPredictionMs(), 0, 'f', 1)
+                      .arg(what_if_.calibrationRuns());
+  for (const std::string& n : p->notes) about += "\n" + QString::fromStdString(n);
+  figures_->setToolTip(about);
 }
 
 void WhatIfPanel::showScaling() {

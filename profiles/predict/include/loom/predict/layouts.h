@@ -69,7 +69,8 @@ Expected<std::vector<Candidate>> search_layouts(const Plan& plan, const Calibrat
 // "+3.1 ms waiting for gradients, +0.8 ms pipeline idle, -0.5 ms compute on the slowest rank".
 std::string why_slower(const Prediction& best, const Prediction& other);
 // The same shares for one layout, on its rank that ends each step last, the non-zero ones
-// in that order: "4.1 ms compute, 1.2 ms pipeline idle, 0.3 ms messages".
+// in that order: "4.1 ms compute, 1.2 ms pipeline idle, 0.3 ms messages, 0.1 ms residual"
+// (residual: the time no span covers).
 std::string step_breakdown(const Prediction& p);
 
 // A data-parallel scaling curve: the plan with 1, 2, 4, ... replicas up to `devices`
