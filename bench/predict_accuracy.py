@@ -12,8 +12,10 @@ configuration was calibrated), and from a copy with this plan's calibration runs
 crowding, scaled).
 Prints a markdown table (measured median of the rounds with their min-max, the two
 predictions and their errors; the fullest rank's memory; for the parameter-server modes
-the mean staleness, predicted (seen) and measured in the first round) and writes it to
---out.
+the mean staleness, predicted (seen) and measured in the first round; for pipelines each
+stage's bubble, the seen prediction stored as a run and shown against the measured runs'
+median) and writes it to --out. --keep DIR keeps the stores; --repredict then predicts
+again from them without running anything.
 
   /usr/bin/python3 bench/predict_accuracy.py [--rounds 3] [--steps 200] [--cal-steps 80] [--only REGEX] [--keep DIR]
 """
@@ -137,6 +139,26 @@ def predict(args, plan, db):
     return p["step_ms"], max(m["total"] for m in p["memory"]), staleness, ""
 
 
+def stage_bubbles(args, db, run_id):
+    """Each pipeline stage's bubble fraction as `show` gives it (None: not a pipeline)."""
+    r = cli(args, "show", str(run_id), "--db", db, "--json")
+    if r.returncode != 0:
+        sys.exit(f"show failed: {r.stderr}")
+    stages = json.loads(r.stdout.strip().splitlines()[-1]).get("stages") or []
+    return [s["bubble_fraction"] for s in stages] if len(stages) > 1 else None
+
+
+def predicted_bubbles(args, plan, cal_db, folder, index):
+    """The seen prediction stored as a run (in a copy of the calibration store) and its
+    stages' bubbles as `show` gives them, so both sides are the same figure."""
+    db = os.path.join(folder, f"bubble{index}.db")
+    shutil.copy(cal_db, db)
+    r = cli(args, "predict", plan, "--db", db, "--store", "--json")
+    if r.returncode != 0:
+        return None
+    return stage_bubbles(args, db, json.loads(r.stdout.strip().splitlines()[-1])["id"])
+
+
 def measured_figures(args, db, run_id):
     """The fullest rank's device memory at its end (buffers keep their largest size: the
     peak), and the mean staleness where the run recorded updates."""
@@ -177,7 +199,7 @@ def main():
             measured[i].append(run(args, write_plan(folder, i, source, changes, args.steps), meas_db))
     all_ids = [rid for runs in measured for rid in runs]
     by_id = {rid: median_step(args, meas_db, rid, all_ids[0] if rid != all_ids[0] else all_ids[1]) for rid in all_ids}
-    rows, stale_rows = [], []
+    rows, stale_rows, bubble_rows = [], [], []
     for i, (label, source, changes) in enumerate(plans):
         plan = write_plan(folder, i, source, changes, args.steps)
         seen, memory, staleness, why_seen = predict(args, plan, cal_db)
@@ -189,6 +211,11 @@ def main():
         peak, measured_staleness = measured_figures(args, meas_db, measured[i][0])
         if staleness is not None or measured_staleness is not None:
             stale_rows.append((label, staleness, measured_staleness))
+        measured_bubbles = [stage_bubbles(args, meas_db, rid) for rid in measured[i]]
+        if measured_bubbles[0] is not None:
+            per_stage = [sorted(run[s] for run in measured_bubbles) for s in range(len(measured_bubbles[0]))]
+            bubble_rows.append((label, predicted_bubbles(args, plan, cal_db, folder, i),
+                                [v[len(v) // 2] for v in per_stage], [(v[0], v[-1]) for v in per_stage]))
         values = sorted(by_id[r] for r in measured[i])
         mid = values[len(values) // 2] if len(values) % 2 else (values[len(values) // 2 - 1] + values[len(values) // 2]) / 2
         rows.append((label, mid, values[0], values[-1], seen, why_seen, unseen, why_unseen, memory, peak))
@@ -229,6 +256,16 @@ def main():
         for label, predicted, measured_mean in stale_rows:
             show = lambda v: "-" if v is None else f"{v:.2f}"  # noqa: E731
             lines.append(f"| {label} | {show(predicted)} | {show(measured_mean)} |")
+    if bubble_rows:
+        lines += ["", "| plan | bubble per stage, predicted (seen) | measured (median of rounds, min-max) | largest difference |",
+                  "|---|---|---|---|"]
+        for label, predicted, measured_mid, spread in bubble_rows:
+            pct = lambda v: f"{100 * v:.1f}%"  # noqa: E731
+            shown = ", ".join(pct(v) for v in predicted) if predicted else "-"
+            meas = ", ".join(f"{pct(m)} ({pct(lo)}-{pct(hi)})" for m, (lo, hi) in zip(measured_mid, spread))
+            diff = (f"{100 * max(abs(p - m) for p, m in zip(predicted, measured_mid)):.1f} points"
+                    if predicted and len(predicted) == len(measured_mid) else "-")
+            lines.append(f"| {label} | {shown} | {meas} | {diff} |")
     text = "\n".join(lines + ([""] + notes if notes else [])) + "\n"
     print(text)
     with open(args.out, "w") as f:

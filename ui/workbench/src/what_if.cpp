@@ -40,16 +40,6 @@ Expected<predict::Calibration> WhatIf::readCalibration(const QString& dbPath) {
   return predict::calibrate(*store, machine::host_name());
 }
 
-bool WhatIf::calibrate(const QString& dbPath) {
-  auto calibration = readCalibration(dbPath);
-  if (!calibration.ok()) {
-    error_ = text_of(calibration.error());
-    return false;
-  }
-  setCalibration(std::move(*calibration));
-  return true;
-}
-
 void WhatIf::setCalibration(predict::Calibration calibration) {
   calibration_ = std::make_shared<const predict::Calibration>(std::move(calibration));
   repredict();
