@@ -259,7 +259,7 @@ class CliReliabilityTest : public QObject {
   }
 
   // A 3-rank parameter-server job with a 3 s limit: a stopped server, then a stopped
-  // worker, is found hung within the limit plus a second of the SIGSTOP, and named. The
+  // worker, is found hung within the limit plus two seconds of the SIGSTOP, and named. The
   // server records no steps, so the watchdog used to hold it to setup's 120 s (a stopped
   // server was found after 120.6 s); a rank's setup allowance now ends when it has built
   // its model (store_feeder).
@@ -283,7 +283,10 @@ class CliReliabilityTest : public QObject {
           run_cli({"show", QString::number(run["id"].toInteger()), "--db", db(), "--json"}).out);
       const double found_s = double(shown["ended_unix_ms"].toInteger() - stopped_at) / 1000.0;
       qInfo("rank %d stopped: found hung after %.2f s (limit %.0f s)", stopped, found_s, kLimit);
-      QVERIFY2(found_s < kLimit + 1, qPrintable(QString("found hung %1 s after the SIGSTOP").arg(found_s)));
+      // Alone on this project's 2-core VM: 3.03 and 3.24 s; beside other tests (ctest -j2):
+      // 4.07 s once (the supervisor and the store wait for a core). The bug this guards
+      // against took 120 s.
+      QVERIFY2(found_s < kLimit + 2, qPrintable(QString("found hung %1 s after the SIGSTOP").arg(found_s)));
       const QString error = run["error"].toString();
       QVERIFY2(error.startsWith(QString("rank %1 ").arg(stopped)) && error.contains("its process is stopped"),
                qPrintable(error));
