@@ -24,7 +24,7 @@ namespace {
 
 // A completed one-process run of `plan` (fc1, act, fc2) in a store: 4 steps of 20 ms, each
 // with nine 1 ms spans (data, three forwards, loss, three backwards, optimizer).
-std::int64_t store_one_millisecond_spans(loom::store::RunStore& store, const Plan& plan, int step_ms = 20) {
+std::int64_t store_one_millisecond_spans(loom::store::RunStore& store, const Plan& plan, int step_ms = 20, int span_ms = 1) {
   loom::trace::RunRecord run;
   run.plan_json = loom::plan_to_json(plan);
   const std::int64_t id = *store.create_run(run);
@@ -46,7 +46,7 @@ std::int64_t store_one_millisecond_spans(loom::store::RunStore& store, const Pla
     for (std::size_t i = 0; i < order.size(); ++i) {
       Event e;
       e.kind = order[i].first, e.layer = order[i].second, e.step = step;
-      e.start_ns = t + std::int64_t(i) * 1'000'000, e.end_ns = e.start_ns + 1'000'000;
+      e.start_ns = t + std::int64_t(i) * span_ms * 1'000'000LL, e.end_ns = e.start_ns + span_ms * 1'000'000LL;
       events.push_back(e);
     }
   }
@@ -320,27 +320,33 @@ class TestPredict : public QObject {
     QVERIFY(std::abs(must(loom::predict::predict_step(plan, cal, {2})).step_ms - 20.0) < 1e-9);
   }
 
-  // Two configurations of one kind (one stage, 2 ops a step) leave residuals of 11 and 21
-  // ms: each is predicted at what it measured (20 and 30 ms), and a third configuration,
-  // never run, takes the residual of its kind, between the two.
-  void aMeasuredConfigurationKeepsItsOwnResidual() {
+  // Two configurations of one plan (buckets of 25 and 5 MB, which one process never
+  // fills: the same keys at the same sizes) measured nine spans of 1 and of 2 ms in steps
+  // of 20 and 30 ms. Each is predicted from its own runs: 20 and 30 ms, the second's
+  // forwards 3 x 2 ms. A third configuration, never run, takes every run's costs (1.5 ms,
+  // the median) and its kind's residual (11 and 12: 11.5): 9 x 1.5 + 11.5 = 25 ms.
+  void aMeasuredConfigurationKeepsItsOwnCosts() {
     TempStore store;
-    const Plan a = tiny_plan(R"({"devices": )" + devices(1) + "}", "0, 0, 0", 64);
-    const Plan b = tiny_plan(R"({"devices": )" + devices(1) + "}", "0, 0, 0", 128);
-    const Plan never_run = tiny_plan(R"({"devices": )" + devices(1) + "}", "0, 0, 0", 256);
-    store_one_millisecond_spans(store, a, 20);
-    store_one_millisecond_spans(store, b, 30);
+    const Plan a = tiny_plan(R"({"devices": )" + devices(1) + "}");
+    Plan b = a, never_run = a;
+    b.parallel.bucket_mb = 5, never_run.parallel.bucket_mb = 10;
+    store_one_millisecond_spans(store, a, 20, 1);
+    store_one_millisecond_spans(store, b, 30, 2);
     const Calibration cal = *loom::predict::calibrate(store, "");
-    QVERIFY(cal.costs.count(loom::predict::configuration_residual_key(a, "cpu 1t")));
-    QVERIFY(loom::predict::configuration_residual_key(a, "cpu 1t") != loom::predict::configuration_residual_key(b, "cpu 1t"));
+    QCOMPARE(cal.by_configuration.size(), std::size_t(2));
+    QVERIFY(loom::predict::configuration_of(a) != loom::predict::configuration_of(b));
     Plan renamed = a;
-    renamed.name = "another name", renamed.training.steps = 5000, renamed.training.seed = 7;
-    QCOMPARE(loom::predict::configuration_residual_key(renamed, "cpu 1t"), loom::predict::configuration_residual_key(a, "cpu 1t"));
-    const double step_a = must(loom::predict::predict_step(a, cal, {2})).step_ms;
-    const double step_b = must(loom::predict::predict_step(b, cal, {2})).step_ms;
-    const double step_new = must(loom::predict::predict_step(never_run, cal, {2})).step_ms;
-    QVERIFY2(std::abs(step_a - 20.0) < 1e-9 && std::abs(step_b - 30.0) < 1e-9, qPrintable(QString("%1 %2").arg(step_a).arg(step_b)));
-    QVERIFY2(step_new > 20.0 && step_new < 30.0, qPrintable(QString::number(step_new)));
+    renamed.name = "another name", renamed.training.steps = 5000, renamed.training.seed = 7, renamed.training.optimizer.lr = 1;
+    QCOMPARE(loom::predict::configuration_of(renamed), loom::predict::configuration_of(a));
+    const Prediction pa = must(loom::predict::predict_step(a, cal, {2}));
+    const Prediction pb = must(loom::predict::predict_step(b, cal, {2}));
+    const Prediction pn = must(loom::predict::predict_step(never_run, cal, {2}));
+    QVERIFY2(std::abs(pa.step_ms - 20.0) < 1e-9 && std::abs(pb.step_ms - 30.0) < 1e-9,
+             qPrintable(QString("%1 %2").arg(pa.step_ms).arg(pb.step_ms)));
+    double forward_b = 0;
+    for (const PredictedSpan& sp : of(pb, 0, EventKind::Forward)) forward_b += sp.end_ms - sp.start_ms;
+    QVERIFY(std::abs(forward_b - 6.0) < 1e-9);
+    QVERIFY2(std::abs(pn.step_ms - 25.0) < 1e-9, qPrintable(QString::number(pn.step_ms)));
   }
 
   // Against the run it came from: the step (20 against 20 ms) and per kind what each side

@@ -1,6 +1,7 @@
 // calibrate(): the costs of every calibrating run of a host, then each run's residual,
 // which needs the predictor (see calibration.h).
 #include <algorithm>
+#include <map>
 #include <optional>
 
 #include "loom/predict/calibration.h"
@@ -44,6 +45,7 @@ Expected<Calibration> calibrate(store::RunStore& store, const std::string& host)
   cal.host = host;
   std::vector<ObservedRun> observed;
   std::vector<Observation> all;
+  std::map<std::string, std::vector<Observation>> own;  // by configuration
   for (const trace::RunRecord& r : ordered) {
     if (!host.empty() && r.host != host) continue;
     auto serving = observe_serving_run(store, r.id);
@@ -58,12 +60,17 @@ Expected<Calibration> calibrate(store::RunStore& store, const std::string& host)
     if (!*seen) continue;
     cal.runs.push_back(r.id);
     all.insert(all.end(), (*seen)->observations.begin(), (*seen)->observations.end());
+    std::vector<Observation>& mine = own[configuration_of((*seen)->plan)];
+    mine.insert(mine.end(), (*seen)->observations.begin(), (*seen)->observations.end());
     observed.push_back(std::move(**seen));
   }
   cal.costs = fit_costs(all);
-  // What each run measured beyond what its own costs predict (negative where the model
-  // predicts more: kept, and a cost is never used below 0).
+  for (const auto& [configuration, observations] : own) cal.by_configuration[configuration] = fit_costs(observations);
+  // What each run measured beyond what its own configuration's costs predict (negative
+  // where the model predicts more: kept, and a cost is never used below 0): the time no
+  // span covers, under its kind for other configurations and under its own.
   std::vector<Observation> residuals;
+  std::map<std::string, std::vector<Observation>> own_residuals;
   for (const ObservedRun& run : observed) {
     if (run.steps == 0) continue;
     const ParallelSpec& p = run.plan.parallel;
@@ -76,11 +83,12 @@ Expected<Calibration> calibrate(store::RunStore& store, const std::string& host)
       residual = run.step_ms - predicted->step_ms;
     }
     if (!residual) continue;  // a plan the predictor does not cover
-    // Of its kind (for other configurations), and of its own configuration.
     residuals.push_back({key, 0.0, ops, *residual, run.steps});
-    residuals.push_back({configuration_residual_key(run.plan, run.device), 0.0, ops, *residual, run.steps});
+    own_residuals[configuration_of(run.plan)].push_back({key, 0.0, ops, *residual, run.steps});
   }
   for (auto& [key, cost] : fit_costs(residuals)) cal.costs[key] = std::move(cost);
+  for (const auto& [configuration, observations] : own_residuals)
+    for (auto& [key, cost] : fit_costs(observations)) cal.by_configuration[configuration][key] = std::move(cost);
   return cal;
 }
 

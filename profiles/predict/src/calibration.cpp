@@ -251,7 +251,7 @@ std::string layer_signatures(const ModelInfo& model) {
 
 }  // namespace
 
-std::string configuration_residual_key(const Plan& plan, const std::string& device) {
+std::string configuration_of(const Plan& plan) {
   Plan decides;  // what sets the step's length: not the name, length, seed or learning rate
   decides.parallel = plan.parallel;
   decides.training.batch = plan.training.batch;
@@ -262,8 +262,7 @@ std::string configuration_residual_key(const Plan& plan, const std::string& devi
   decides.data.synthetic = plan.data.synthetic;
   decides.data.features = plan.data.features;
   decides.data.classes = plan.data.classes;
-  return "residual per step, configuration " + folded(plan_to_json(decides, -1) + layer_signatures(infer_model(plan, nullptr))) +
-         " @" + device;
+  return folded(plan_to_json(decides, -1) + layer_signatures(infer_model(plan, nullptr)));
 }
 
 std::string serve_batch_key(const Plan& plan, const std::string& device) {

@@ -36,6 +36,10 @@ StepCosts::StepCosts(const Plan& plan, const Calibration& calibration, const Clu
   if (roofline())
     note("device: roofline of " + cluster_->device.name + " at " + std::to_string(int(cluster_->device.efficiency * 100)) +
          "% of its peaks; no residual");
+  else if (auto it = cal_.by_configuration.find(configuration_of(plan_)); it != cal_.by_configuration.end()) {
+    own_ = &it->second;
+    note("costs: this configuration's own runs first (it was measured), then every run's");
+  }
 }
 
 // ---- compute ---------------------------------------------------------------------------
@@ -85,11 +89,6 @@ double StepCosts::optimizer_at_speed(double params) {
 // measured (a layout search would pick it).
 double StepCosts::residual(double ops) {
   if (roofline()) return 0;
-  // This very configuration measured at this crowding: its own residual.
-  if (const std::string own = configuration_residual_key(plan_, device_); find(own).own) {
-    note("residual: this configuration's own, as its runs measured it");
-    return cost(own, ops, stretch_);
-  }
   const std::string key = residual_key(plan_, device_);
   if (find(key).cost) return cost(key, ops, stretch_);
   // Not calibrated for this kind of plan: the nearest kind that is (a pipeline and one
@@ -182,7 +181,10 @@ double StepCosts::allreduce_calibrated(int replicas, double bytes) {
 
 // ---- calibrated keys -------------------------------------------------------------------
 
+// This configuration's own runs first (Calibration::by_configuration), then every run's.
 StepCosts::Found StepCosts::find(const std::string& key) const {
+  if (own_)
+    if (auto it = own_->find(key); it != own_->end()) return {&it->second, true};
   if (auto it = cal_.costs.find(key); it != cal_.costs.end()) return {&it->second, true};
   if (auto it = cal_.costs.find(unshared(key)); it != cal_.costs.end()) return {&it->second, false};
   return {};

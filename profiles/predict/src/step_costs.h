@@ -65,6 +65,7 @@ class StepCosts {
 
   const Plan& plan_;
   const Calibration& cal_;
+  const std::map<std::string, LinearCost>* own_ = nullptr;  // this configuration's (by_configuration), if measured
   const Cluster* cluster_;
   std::string device_;
   double stretch_;
