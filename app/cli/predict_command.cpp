@@ -153,13 +153,18 @@ void print_costs(const predict::Calibration& cal) {
     for (const auto& [units, ms] : c.points) points += (points.empty() ? "" : ", ") + format_point(units, ms);
     std::printf("  %-60s %8lld  %s\n", key.c_str(), static_cast<long long>(c.observations), points.c_str());
   }
+  if (!cal.by_configuration.empty())
+    std::printf("  and %zu configuration%s measured: each is predicted from its own runs' costs first\n",
+                cal.by_configuration.size(), cal.by_configuration.size() == 1 ? "" : "s");
 }
 
 nlohmann::json costs_json(const predict::Calibration& cal) {
   nlohmann::json costs = nlohmann::json::object();
   for (const auto& [key, c] : cal.costs)
     costs[key] = {{"points", c.points}, {"spans", c.observations}};
-  return {{"host", cal.host}, {"runs", cal.runs}, {"costs", costs}};
+  nlohmann::json configurations = nlohmann::json::array();
+  for (const auto& [configuration, own] : cal.by_configuration) configurations.push_back(configuration);
+  return {{"host", cal.host}, {"runs", cal.runs}, {"costs", costs}, {"configurations", configurations}};
 }
 
 double error_percent(double predicted, double measured) {

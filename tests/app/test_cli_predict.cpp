@@ -103,6 +103,7 @@ class CliPredictTest : public QObject {
     const Result costs = run_cli({"calibration", "--db", db(), "--json"});
     QVERIFY2(costs.exit_code == 0, qPrintable(costs.err));
     QVERIFY(last_json_line(costs.out)["costs"].toObject().contains("backward tanh 64->64 @cpu 1t"));
+    QCOMPARE(last_json_line(costs.out)["configurations"].toArray().size(), 1);  // one plan, measured twice
   }
 
   // A roofline cluster needs no calibration: a scaling curve to 1,024 devices, a ranked

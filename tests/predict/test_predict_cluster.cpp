@@ -122,6 +122,20 @@ class TestPredictCluster : public QObject {
     QCOMPARE(g.memory[0].optimizer_state, std::int64_t(0));  // plain SGD keeps none
   }
 
+  // One process, as engine::Sequential keeps it, per sample: the outputs 8 + 8 + 3, a
+  // gradient buffer for every output but the last 8 + 8, the batch 2, the logits copied
+  // out, the probabilities and their gradient 3 x 3: 46 floats, 11,776 bytes at 64
+  // samples, no workspace over MPI. (The MLP example: 982 KiB predicted, 983 measured.)
+  void memoryOfOneProcessIsWhatSequentialKeeps() {
+    const Plan plan = tiny_plan(R"({"devices": )" + devices(1) + "}");
+    const Cluster c = must_cluster(R"({"hosts": 1, )" + std::string(kSlowDevice) + "}");
+    const Prediction p = must(loom::predict::predict_step(plan, Calibration{}, {2, &c}));
+    QCOMPARE(p.memory.size(), std::size_t(1));
+    QCOMPARE(p.memory[0].activations, std::int64_t(46 * 64 * 4));
+    QCOMPARE(p.memory[0].workspace, std::int64_t(0));
+    QCOMPARE(p.memory[0].in_flight, 1);
+  }
+
   // fc1 (32 FLOPs a sample), relu (8 outputs), fc2 (48): two stages cut after relu, the
   // largest stage's work as small as it can be; the plan re-laid is valid.
   void layoutCutsStagesForEqualWork() {

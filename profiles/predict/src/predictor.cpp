@@ -115,26 +115,43 @@ int most_in_flight(const std::vector<analysis::TimedOp>& ops) {
   return most;
 }
 
-// Floats per sample the stage keeps, by the engine's two trainers. The one-stage trainer:
-// each layer's input for its backward, and the widest layer's input and output gradient
-// as workspace. The pipeline trainer (stages or micro-batches), per micro-batch slot:
-// every layer's output, the stage's output copied out, its input (received, or the
-// batch), the gradient it sends back (after the first stage), the loss stage's
-// probabilities and their gradient; and once, a gradient buffer per layer output.
+// Floats per sample the one-stage trainer (engine::Sequential) keeps: every module's
+// output, and but for each sequence's last module a gradient buffer of that size (the
+// next module's input gradient); a max-pool's argmax and a dropout's mask; for a parallel
+// block, each branch's output copied out and its gradient, and the block input's
+// gradient; the batch itself, the logits copied out, the probabilities and their
+// gradient. (A convolution's workspace, blocks of unfolded input, is not counted.)
+double one_stage_floats(const Plan& plan, const ModelInfo& model) {
+  double floats = double(elements(plan.model.input)) + 3.0 * dataset_classes(plan);
+  std::map<std::pair<int, int>, std::vector<const LayerInfo*>> sequences;  // (parent, branch) -> modules
+  for (const LayerInfo& l : model.layers) {
+    sequences[{l.parent.value, l.branch}].push_back(&l);
+    if (l.kind == LayerKind::MaxPool2d || l.kind == LayerKind::Dropout) floats += double(elements(l.output));
+    if (l.kind == LayerKind::Parallel) floats += double(elements(l.input));
+  }
+  for (const auto& [where, modules] : sequences) {
+    for (const LayerInfo* m : modules) floats += 2.0 * double(elements(m->output));
+    floats -= double(elements(modules.back()->output));  // no gradient buffer after the last
+    if (where.first >= 0) floats += 2.0 * double(elements(modules.back()->output));  // a branch's output, copied out
+  }
+  return floats;
+}
+
+// Floats per sample the stage keeps, by the engine's two trainers: the one-stage trainer's
+// above, all of it held at once; the pipeline trainer's (stages or micro-batches), per
+// micro-batch slot: every layer's output, the stage's output copied out, its input
+// (received, or the batch), the gradient it sends back (after the first stage), the loss
+// stage's probabilities and their gradient; and once, a gradient buffer per layer output.
 struct Floats {
   double per_slot = 0, once = 0;
 };
-Floats floats_per_sample(const Plan& plan, const StageWork& w, int s) {
+Floats floats_per_sample(const Plan& plan, const ModelInfo& model, const StageWork& w, int s) {
   Floats f;
   if (w.layers.empty()) return f;
   const bool pipeline_trainer = plan.parallel.stages > 1 || plan.parallel.microbatches > 1;
-  double widest = 0, outputs = 0;
-  for (const LayerInfo* layer : w.layers) {
-    widest = std::max(widest, double(elements(layer->input) + elements(layer->output)));
-    outputs += double(elements(layer->output));
-    if (!pipeline_trainer) f.per_slot += double(elements(layer->input));
-  }
-  if (!pipeline_trainer) return {f.per_slot, widest};
+  if (!pipeline_trainer) return {one_stage_floats(plan, model), 0};
+  double outputs = 0;
+  for (const LayerInfo* layer : w.layers) outputs += double(elements(layer->output));
   const double input = double(elements(w.layers.front()->input)), output = double(elements(w.layers.back()->output));
   f.per_slot = outputs + output + input + (s > 0 ? input : 0) + (s == plan.parallel.stages - 1 ? 2.0 * dataset_classes(plan) : 0);
   f.once = outputs;
@@ -159,7 +176,7 @@ std::vector<RankMemory> memory_per_rank(const Plan& plan, const ModelInfo& model
       const std::int64_t params = std::size_t(s) < model.stage_params.size() ? model.stage_params[std::size_t(s)] : 0;
       m.parameters = m.gradients = params * 4;
       m.optimizer_state = states * params * 4;
-      const Floats f = floats_per_sample(plan, w, s);
+      const Floats f = floats_per_sample(plan, model, w, s);
       m.in_flight = most_in_flight(replayed.timed[std::size_t(r)][std::size_t(s)]);
       m.activations = std::int64_t(f.per_slot * l.samples * 4) * m.in_flight;
       // Over MPI the engine packs buckets in host vectors beside the rank's tensors; over
