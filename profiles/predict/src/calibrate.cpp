@@ -60,7 +60,7 @@ Expected<Calibration> calibrate(store::RunStore& store, const std::string& host)
     if (!*seen) continue;
     cal.runs.push_back(r.id);
     all.insert(all.end(), (*seen)->observations.begin(), (*seen)->observations.end());
-    std::vector<Observation>& mine = own[configuration_of((*seen)->plan)];
+    std::vector<Observation>& mine = own[(*seen)->configuration];
     mine.insert(mine.end(), (*seen)->observations.begin(), (*seen)->observations.end());
     observed.push_back(std::move(**seen));
   }
@@ -84,7 +84,7 @@ Expected<Calibration> calibrate(store::RunStore& store, const std::string& host)
     }
     if (!residual) continue;  // a plan the predictor does not cover
     residuals.push_back({key, 0.0, ops, *residual, run.steps});
-    own_residuals[configuration_of(run.plan)].push_back({key, 0.0, ops, *residual, run.steps});
+    own_residuals[run.configuration].push_back({key, 0.0, ops, *residual, run.steps});
   }
   for (auto& [key, cost] : fit_costs(residuals)) cal.costs[key] = std::move(cost);
   for (const auto& [configuration, observations] : own_residuals)

@@ -287,6 +287,7 @@ Expected<std::optional<ObservedRun>> observe_run(store::RunStore& store, std::in
   ObservedRun out;
   out.id = run_id;
   out.plan = *plan;
+  out.configuration = configuration_of(*plan);
   const ModelInfo model = model_by_id(*plan);
   const std::map<std::string, double> stretch = stretch_by_host(*ranks);
   Collector c;

@@ -35,6 +35,12 @@ struct Fixture {
     what_if.setCalibration(costs_for(plan));
     what_if.setPlan(plan);
   }
+  // The dock on the same plan, cores and costs.
+  void show_in(loom::ui::WhatIfPanel& panel) const {
+    panel.model()->setCores(2);
+    panel.model()->setCalibration(costs_for(plan));
+    panel.setPlan(plan);
+  }
 };
 
 double total(const Prediction& p, EventKind kind) {
@@ -122,9 +128,7 @@ class TestWhatIf : public QObject {
   void dockShowsFiguresChartAndLayouts() {
     Fixture f;
     loom::ui::WhatIfPanel panel;
-    panel.model()->setCores(2);
-    panel.model()->setCalibration(costs_for(f.plan));
-    panel.setPlan(f.plan);
+    f.show_in(panel);
     panel.resize(1200, 260);
     panel.show();
     QVERIFY2(panel.figuresLabel()->text().contains("Step"), qPrintable(panel.figuresLabel()->text()));
@@ -157,9 +161,7 @@ class TestWhatIf : public QObject {
   void staleWorkIsDropped() {
     Fixture f;
     loom::ui::WhatIfPanel panel;
-    panel.model()->setCores(2);
-    panel.model()->setCalibration(costs_for(f.plan));
-    panel.setPlan(f.plan);
+    f.show_in(panel);
     QTRY_VERIFY(!panel.working());
     QSignalSpy searched(&panel, &loom::ui::WhatIfPanel::searchShown);
     QSignalSpy scaled(&panel, &loom::ui::WhatIfPanel::scalingShown);
@@ -178,9 +180,7 @@ class TestWhatIf : public QObject {
   void calibrationIsReadOffTheGuiThread() {
     Fixture f;
     loom::ui::WhatIfPanel panel;
-    panel.model()->setCores(2);
-    panel.model()->setCalibration(costs_for(f.plan));
-    panel.setPlan(f.plan);
+    f.show_in(panel);
     panel.show();
     QTemporaryDir dir;
     QFile broken(dir.filePath("runs.db"));  // not a run store

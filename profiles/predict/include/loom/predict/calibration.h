@@ -105,6 +105,7 @@ struct ObservedRun {
   std::string device;      // rank 0's device tag
   double step_ms = 0;      // median over steady steps of the slowest rank's Step span
   std::int64_t steps = 0;  // steady steps
+  std::string configuration;  // configuration_of(plan)
   std::vector<Observation> observations;
 };
 
