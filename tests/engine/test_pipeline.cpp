@@ -14,7 +14,7 @@
 #include "loom/engine/checkpoint.h"
 #include "loom/engine/data_parallel_trainer.h"
 #include "loom/engine/pipeline_trainer.h"
-#include "loom/engine/stage_graph.h"
+#include "loom/core/stage_graph.h"
 #include "loom/test/plans.h"
 
 using namespace loom;
@@ -176,7 +176,7 @@ class PipelineTest : public QObject {
 
   void chainCutsIntoOneUnitPerStage() {
     const Plan plan = chain_plan(3, 1, Schedule::GPipe);
-    auto graph = engine::build_stage_graph(plan, infer(plan));
+    auto graph = loom::build_stage_graph(plan, infer(plan));
     QVERIFY(graph.ok());
     QCOMPARE(int(graph->units.size()), 3);
     QCOMPARE(int(graph->units[1].layers.size()), 2);
@@ -187,13 +187,13 @@ class PipelineTest : public QObject {
 
   void branchesOnTwoStagesMeetInAConcat() {
     const Plan plan = branch_plan();
-    auto graph = engine::build_stage_graph(plan, infer(plan));
+    auto graph = loom::build_stage_graph(plan, infer(plan));
     QVERIFY2(graph.ok(), graph.ok() ? "" : graph.error().message.c_str());
     // linear (s0) | branch 0 (s0) | branch 1 (s1) | concat + the rest (s1)
     QCOMPARE(int(graph->units.size()), 5);
     QCOMPARE(graph->units[1].stage, 0);
     QCOMPARE(graph->units[2].stage, 1);
-    QVERIFY(graph->units[3].kind == engine::UnitKind::Concat);
+    QVERIFY(graph->units[3].kind == loom::UnitKind::Concat);
     QCOMPARE(graph->units[3].stage, 1);
     QVERIFY((graph->units[3].widths == std::vector<std::int64_t>{16, 8}));
     // The block's input feeds both branches: it crosses to stage 1.

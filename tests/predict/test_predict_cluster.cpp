@@ -100,10 +100,12 @@ class TestPredictCluster : public QObject {
 
   // Two stages, four micro-batches of 16 samples, as the engine's pipeline trainer keeps
   // them per micro-batch slot. Stage 0 (fc1 2 -> 8, relu): the outputs 8 + 8, the output
-  // copied out 8, the input 2: 26 floats a sample, 1664 bytes a slot. Stage 1 (fc2 8 -> 3,
-  // the loss): output 3, its copy 3, the received input 8, its gradient 8, probabilities
-  // and their gradient 3 + 3: 28 floats, 1792 bytes. GPipe holds 4 slots on stage 0, 1F1B
-  // 2 (the stages from it), and 1 on stage 1. Weights of fc1: 24 floats.
+  // copied out 8, its gradient received 8, the batch 2 and its labels 1: 35 floats a
+  // sample, 2240 bytes a slot; once, a gradient buffer for fc1's output, 8 floats, 512
+  // bytes. Stage 1 (fc2 8 -> 3, the loss): output 3, its copy 3, the received input 8, its
+  // gradient 8, probabilities and their gradient 3 + 3, the batch and labels 2 + 1: 31
+  // floats, 1984 bytes. GPipe holds 4 slots on stage 0, 1F1B 2 (the stages from it), and 1
+  // on stage 1. Weights of fc1: 24 floats.
   void memoryFollowsTheSchedule() {
     const std::string parallel = R"({"devices": )" + devices(2) + R"(, "stages": 2, "microbatches": 4)";
     const Plan gpipe = tiny_plan(parallel + R"(, "schedule": "gpipe"})", "0, 0, 1");
@@ -113,25 +115,25 @@ class TestPredictCluster : public QObject {
     const Prediction g = must(loom::predict::predict_step(gpipe, Calibration{}, {2, &c}));
     const Prediction f = must(loom::predict::predict_step(onefoneb, Calibration{}, {2, &c}));
     QCOMPARE(g.memory.size(), std::size_t(2));
-    QCOMPARE(g.memory[0].activations, std::int64_t(4 * 1664));
-    QCOMPARE(f.memory[0].activations, std::int64_t(2 * 1664));
-    QCOMPARE(f.memory[1].activations, std::int64_t(1 * 1792));
-    QCOMPARE(f.memory[0].workspace, std::int64_t(16 * 16 * 4));  // a gradient buffer per layer output, once
+    QCOMPARE(g.memory[0].activations, std::int64_t(4 * 2240 + 512));
+    QCOMPARE(f.memory[0].activations, std::int64_t(2 * 2240 + 512));
+    QCOMPARE(f.memory[1].activations, std::int64_t(1 * 1984));
+    QCOMPARE(f.memory[0].workspace, std::int64_t(0));  // no convolution
     QCOMPARE(g.memory[0].parameters, std::int64_t(24 * 4));
     QCOMPARE(g.memory[0].gradients, g.memory[0].parameters);
     QCOMPARE(g.memory[0].optimizer_state, std::int64_t(0));  // plain SGD keeps none
   }
 
   // One process, as engine::Sequential keeps it, per sample: the outputs 8 + 8 + 3, a
-  // gradient buffer for every output but the last 8 + 8, the batch 2, the logits copied
-  // out, the probabilities and their gradient 3 x 3: 46 floats, 11,776 bytes at 64
-  // samples, no workspace over MPI. (The MLP example: 982 KiB predicted, 983 measured.)
+  // gradient buffer for every output but the last 8 + 8, the batch 2 and its labels 1, the
+  // logits copied out, the probabilities and their gradient 3 x 3: 47 floats, 12,032 bytes
+  // at 64 samples, no workspace over MPI. (The MLP example: 4657 KiB predicted and measured.)
   void memoryOfOneProcessIsWhatSequentialKeeps() {
     const Plan plan = tiny_plan(R"({"devices": )" + devices(1) + "}");
     const Cluster c = must_cluster(R"({"hosts": 1, )" + std::string(kSlowDevice) + "}");
     const Prediction p = must(loom::predict::predict_step(plan, Calibration{}, {2, &c}));
     QCOMPARE(p.memory.size(), std::size_t(1));
-    QCOMPARE(p.memory[0].activations, std::int64_t(46 * 64 * 4));
+    QCOMPARE(p.memory[0].activations, std::int64_t(47 * 64 * 4));
     QCOMPARE(p.memory[0].workspace, std::int64_t(0));
     QCOMPARE(p.memory[0].in_flight, 1);
   }

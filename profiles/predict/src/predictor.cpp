@@ -3,11 +3,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
-#include <set>
 
 #include "loom/analysis/pipeline_replay.h"
 #include "async_predictor.h"
+#include "rank_memory.h"
 #include "step_parts.h"
 
 namespace loom::predict {
@@ -115,76 +114,39 @@ int most_in_flight(const std::vector<analysis::TimedOp>& ops) {
   return most;
 }
 
-// Floats per sample the one-stage trainer (engine::Sequential) keeps: every module's
-// output, and but for each sequence's last module a gradient buffer of that size (the
-// next module's input gradient); a max-pool's argmax and a dropout's mask; for a parallel
-// block, each branch's output copied out and its gradient, and the block input's
-// gradient; the batch itself, the logits copied out, the probabilities and their
-// gradient. (A convolution's workspace, blocks of unfolded input, is not counted.)
-double one_stage_floats(const Plan& plan, const ModelInfo& model) {
-  double floats = double(elements(plan.model.input)) + 3.0 * dataset_classes(plan);
-  std::map<std::pair<int, int>, std::vector<const LayerInfo*>> sequences;  // (parent, branch) -> modules
-  for (const LayerInfo& l : model.layers) {
-    sequences[{l.parent.value, l.branch}].push_back(&l);
-    if (l.kind == LayerKind::MaxPool2d || l.kind == LayerKind::Dropout) floats += double(elements(l.output));
-    if (l.kind == LayerKind::Parallel) floats += double(elements(l.input));
-  }
-  for (const auto& [where, modules] : sequences) {
-    for (const LayerInfo* m : modules) floats += 2.0 * double(elements(m->output));
-    floats -= double(elements(modules.back()->output));  // no gradient buffer after the last
-    if (where.first >= 0) floats += 2.0 * double(elements(modules.back()->output));  // a branch's output, copied out
-  }
-  return floats;
-}
-
-// Floats per sample the stage keeps, by the engine's two trainers: the one-stage trainer's
-// above, all of it held at once; the pipeline trainer's (stages or micro-batches), per
-// micro-batch slot: every layer's output, the stage's output copied out, its input
-// (received, or the batch), the gradient it sends back (after the first stage), the loss
-// stage's probabilities and their gradient; and once, a gradient buffer per layer output.
-struct Floats {
-  double per_slot = 0, once = 0;
-};
-Floats floats_per_sample(const Plan& plan, const ModelInfo& model, const StageWork& w, int s) {
-  Floats f;
-  if (w.layers.empty()) return f;
-  const bool pipeline_trainer = plan.parallel.stages > 1 || plan.parallel.microbatches > 1;
-  if (!pipeline_trainer) return {one_stage_floats(plan, model), 0};
-  double outputs = 0;
-  for (const LayerInfo* layer : w.layers) outputs += double(elements(layer->output));
-  const double input = double(elements(w.layers.front()->input)), output = double(elements(w.layers.back()->output));
-  f.per_slot = outputs + output + input + (s > 0 ? input : 0) + (s == plan.parallel.stages - 1 ? 2.0 * dataset_classes(plan) : 0);
-  f.once = outputs;
-  return f;
-}
-
 // Tensors of state the optimizer keeps per parameter tensor: momentum one, Adam two.
 int optimizer_states(const Plan& plan) {
   const OptimizerKind optimizer = plan.training.optimizer.kind;
   return optimizer == OptimizerKind::Adam ? 2 : optimizer == OptimizerKind::Momentum ? 1 : 0;
 }
 
-// What each rank holds at its peak (see RankMemory).
-std::vector<RankMemory> memory_per_rank(const Plan& plan, const ModelInfo& model, const Replayed& replayed) {
+// What each rank holds at its peak (see RankMemory): its stage's floats (rank_memory.h)
+// for the micro-batches its schedule holds at once.
+Expected<std::vector<RankMemory>> memory_per_rank(const Plan& plan, const ModelInfo& model, const Replayed& replayed) {
   const Layout l = layout_of(plan);
   const int states = optimizer_states(plan);
+  const auto samples = std::int64_t(l.samples);
   std::vector<RankMemory> out(std::size_t(l.replicas * l.stages));
   for (int s = 0; s < l.stages; ++s)
     for (int r = 0; r < l.replicas; ++r) {
+      const int rank = s * l.replicas + r;
       const StageWork& w = replayed.work[std::size_t(r)][std::size_t(s)];
-      RankMemory& m = out[std::size_t(s * l.replicas + r)];
+      RankMemory& m = out[std::size_t(rank)];
       const std::int64_t params = std::size_t(s) < model.stage_params.size() ? model.stage_params[std::size_t(s)] : 0;
       m.parameters = m.gradients = params * 4;
       m.optimizer_state = states * params * 4;
-      const Floats f = floats_per_sample(plan, model, w, s);
+      const auto& devices = plan.parallel.devices;
+      const DeviceKind device = std::size_t(rank) < devices.size() ? devices[std::size_t(rank)].kind : DeviceKind::Cpu;
+      auto f = stage_floats(plan, model, s, samples, device);
+      if (!f.ok()) return f.error();
       m.in_flight = most_in_flight(replayed.timed[std::size_t(r)][std::size_t(s)]);
-      m.activations = std::int64_t(f.per_slot * l.samples * 4) * m.in_flight;
+      m.activations = std::int64_t((f->per_slot * m.in_flight + f->once) * double(samples) * 4);
       // Over MPI the engine packs buckets in host vectors beside the rank's tensors; over
       // NCCL they are device buffers, part of what a device must hold.
       std::int64_t buckets = 0;
       if (plan.parallel.backend == CommBackend::Nccl)
         for (const Bucket& b : w.buckets) buckets += b.bytes;
-      m.workspace = std::int64_t(f.once * l.samples * 4) + buckets;
+      m.workspace = std::int64_t(f->workspace * 4) + buckets;
     }
   return out;
 }
@@ -237,7 +199,9 @@ Expected<Prediction> predict_step(const Plan& plan, const Calibration& calibrati
   const double residual_ms = costs.residual(2.0 * l.chunks);
   auto replayed = replay_replicas(plan, model, costs);
   if (!replayed.ok()) return replayed.error();
-  out.memory = memory_per_rank(plan, model, *replayed);
+  auto memory = memory_per_rank(plan, model, *replayed);
+  if (!memory.ok()) return memory.error();
+  out.memory = std::move(*memory);
   if (parameter_server_mode(plan)) {
     LOOM_TRY(predict_parameter_servers(plan, model, costs, residual_ms, out));
     parameter_server_memory(plan, model, out.memory);

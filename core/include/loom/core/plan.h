@@ -15,6 +15,12 @@ namespace loom {
 // Per-sample shape, without the batch dimension: [C, H, W] for images, [F] for vectors.
 using Shape = std::vector<std::int64_t>;
 
+inline std::int64_t shape_elements(const Shape& shape) {
+  std::int64_t n = 1;
+  for (std::int64_t d : shape) n *= d;
+  return n;
+}
+
 enum class LayerKind { Linear, Relu, Tanh, Gelu, Conv2d, MaxPool2d, Flatten, Dropout, Parallel };
 
 struct LayerSpec;

@@ -14,6 +14,8 @@
 
 #include <cstdint>
 
+#include "loom/core/conv_workspace.h"
+
 namespace loom::cpu {
 
 // ---- GEMM ---------------------------------------------------------------------------
@@ -62,14 +64,11 @@ struct ConvGeometry {
   int out_h() const { return (H + 2 * pad - R) / stride + 1; }
   int out_w() const { return (W + 2 * pad - R) / stride + 1; }
   // Samples im2col'd together so that one GEMM covers the block: per-sample GEMMs are too
-  // small for a second BLAS thread. Bounded so the workspace stays near kWorkspaceBudget:
-  // 1 MB of float stays in L2 between im2col and the GEMM, and measured faster than 8 MB.
-  static constexpr std::int64_t kWorkspaceBudget = std::int64_t(1) << 18;  // scalars
-  std::int64_t per_sample_workspace() const { return (std::int64_t(C) * R * R + K) * out_h() * out_w(); }
-  int block_samples() const {
-    const std::int64_t fit = kWorkspaceBudget / (per_sample_workspace() > 0 ? per_sample_workspace() : 1);
-    return N <= 0 ? 0 : int(fit < 1 ? 1 : (fit < N ? fit : N));
+  // small for a second BLAS thread. Bounded by the block budget (core/conv_workspace.h).
+  std::int64_t per_sample_workspace() const {
+    return conv_workspace_per_sample(std::int64_t(C) * R * R, K, std::int64_t(out_h()) * out_w());
   }
+  int block_samples() const { return int(cpu_conv_block_samples(per_sample_workspace(), N)); }
   // Scratch elements conv2d_forward/backward need: a block's column matrix [C*R*R, nb*OH*OW]
   // plus its output (or output-gradient) block [K, nb*OH*OW]. Depends on N, so size the
   // workspace after setting N (it never exceeds N samples' worth or the budget by much).

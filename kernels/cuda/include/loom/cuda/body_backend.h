@@ -29,6 +29,7 @@
 #include <utility>
 #include <vector>
 
+#include "loom/core/conv_workspace.h"
 #include "loom/cuda/element_kernels.h"
 #include "loom/cuda/gemm_descriptor.h"
 #include "loom/kernels/backend.h"
@@ -152,7 +153,7 @@ class BodyBackend final : public kernels::Backend {
 
   // One GEMM for the whole batch: col[C*R*R, N*OHOW] and out[K, N*OHOW].
   std::int64_t conv2d_workspace(const kernels::ConvDims& d) const override {
-    return (std::int64_t(d.C) * d.R * d.R + d.K) * d.N * spatial(d);
+    return conv_workspace_per_sample(std::int64_t(d.C) * d.R * d.R, d.K, spatial(d)) * d.N;
   }
   void conv2d_forward(const float* x, const float* W, const float* b, float* y, const kernels::ConvDims& d,
                       float* workspace) override {

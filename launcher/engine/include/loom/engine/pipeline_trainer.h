@@ -28,7 +28,7 @@
 
 #include "loom/engine/gradient_sync.h"
 #include "loom/engine/pipeline_schedule.h"
-#include "loom/engine/stage_graph.h"
+#include "loom/core/stage_graph.h"
 #include "loom/engine/training_loop.h"
 
 namespace loom::engine {

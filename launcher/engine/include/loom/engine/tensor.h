@@ -29,12 +29,6 @@ namespace loom::engine {
 // The backend of buffers that were never given one: the process's CPU backend.
 kernels::Backend& default_backend();
 
-inline std::int64_t shape_elements(const Shape& shape) {
-  std::int64_t n = 1;
-  for (std::int64_t d : shape) n *= d;
-  return n;
-}
-
 template <class T>
 class Buffer {
  public:

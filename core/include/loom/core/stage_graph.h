@@ -3,7 +3,8 @@
 // joined by values (the tensors between them). Each unit runs on one stage; a value whose
 // consumer sits on another stage crosses between ranks: forward sends the value, backward
 // sends its gradient back. The graph is the same on every rank, so sender and receiver
-// agree on what each message is without negotiating.
+// agree on what each message is without negotiating. It lives in core because the engine
+// runs it and the predictor counts what each stage's micro-batches keep from it.
 //
 // Placement rules (checked by validate_plan, repeated here as errors for hand-built plans):
 // stages follow model order, so every value flows from a stage to the same or a later one.
@@ -21,7 +22,7 @@
 #include "loom/core/plan.h"
 #include "loom/core/status.h"
 
-namespace loom::engine {
+namespace loom {
 
 inline constexpr int kModelInput = 0;  // value id of the batch itself; every consumer loads it
 
@@ -60,4 +61,4 @@ struct StageGraph {
 // apart from its branch, a stage beyond parallel.stages).
 Expected<StageGraph> build_stage_graph(const Plan& plan, const ModelInfo& info);
 
-}  // namespace loom::engine
+}  // namespace loom

@@ -1,14 +1,12 @@
 // Cuts the model into stage units (see stage_graph.h). Rows of ModelInfo are numbered in
 // pre-order, so a run of consecutive layers occupies consecutive rows and a unit can be
 // built from its first row alone.
-#include "loom/engine/stage_graph.h"
+#include "loom/core/stage_graph.h"
 
 #include <algorithm>
 #include <string>
 
-#include "loom/engine/tensor.h"
-
-namespace loom::engine {
+namespace loom {
 namespace {
 
 std::size_t subtree_rows(const LayerSpec& spec) {
@@ -186,4 +184,4 @@ Expected<StageGraph> build_stage_graph(const Plan& plan, const ModelInfo& info) 
   return GraphBuilder(plan, info).build();
 }
 
-}  // namespace loom::engine
+}  // namespace loom
