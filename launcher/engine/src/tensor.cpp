@@ -1,6 +1,7 @@
 // The home of buffers never given a backend (tensor.h).
 #include "loom/engine/tensor.h"
 
+#include "loom/core/memory_layout.h"
 #include "loom/kernels/cpu_backend.h"
 
 namespace loom::engine {
@@ -8,12 +9,11 @@ namespace loom::engine {
 kernels::Backend& default_backend() { return cpu::shared_cpu_backend(); }
 
 ParamArena ParamArena::pack(const std::vector<Param*>& params, kernels::Backend& backend) {
-  constexpr std::int64_t kAlignFloats = 64;
   ParamArena arena{Buffer<float>(backend), Buffer<float>(backend), {}};
   std::int64_t total = 0;
   for (const Param* p : params) {
     arena.offsets.push_back(total);
-    total += (std::int64_t(p->value.size()) + kAlignFloats - 1) / kAlignFloats * kAlignFloats;
+    total += padded_param_floats(std::int64_t(p->value.size()));
   }
   arena.values.resize(total);
   arena.grads.resize(total);

@@ -132,7 +132,7 @@ Expected<std::vector<RankMemory>> memory_per_rank(const Plan& plan, const ModelI
       const int rank = s * l.replicas + r;
       const StageWork& w = replayed.work[std::size_t(r)][std::size_t(s)];
       RankMemory& m = out[std::size_t(rank)];
-      const std::int64_t params = std::size_t(s) < model.stage_params.size() ? model.stage_params[std::size_t(s)] : 0;
+      const std::int64_t params = stage_param_floats(model, s);
       m.parameters = m.gradients = params * 4;
       m.optimizer_state = states * params * 4;
       const auto& devices = plan.parallel.devices;

@@ -4,8 +4,9 @@
 
 #include <map>
 
-#include "loom/core/conv_workspace.h"
+#include "loom/core/memory_layout.h"
 #include "loom/core/stage_graph.h"
+#include "step_parts.h"
 
 namespace loom::predict {
 
@@ -137,6 +138,15 @@ StageFloats pipeline_stage(const Plan& plan, const ModelInfo& model, const Stage
 }
 
 }  // namespace
+
+std::int64_t stage_param_floats(const ModelInfo& model, int stage) {
+  std::int64_t floats = 0;
+  for (const LayerInfo& layer : model.layers) {
+    if (layer.stage != stage) continue;
+    for (std::int64_t bytes : tensor_bytes(layer)) floats += padded_param_floats(bytes / 4);
+  }
+  return floats;
+}
 
 Expected<StageFloats> stage_floats(const Plan& plan, const ModelInfo& model, int stage, std::int64_t samples,
                                    DeviceKind device) {

@@ -20,7 +20,10 @@ struct StageFloats {
 
 // The floats stage `stage` of `plan` keeps, `samples` samples a micro-batch; a gpu rank's
 // convolutions unfold the whole micro-batch, a cpu rank's a block of it
-// (core/conv_workspace.h).
+// (core/memory_layout.h).
+// The stage's parameters as its arena holds them: each tensor padded (core/memory_layout.h).
+std::int64_t stage_param_floats(const ModelInfo& model, int stage);
+
 Expected<StageFloats> stage_floats(const Plan& plan, const ModelInfo& model, int stage, std::int64_t samples,
                                    DeviceKind device);
 

@@ -14,7 +14,7 @@
 
 #include <cstdint>
 
-#include "loom/core/conv_workspace.h"
+#include "loom/core/memory_layout.h"
 
 namespace loom::cpu {
 
@@ -64,7 +64,7 @@ struct ConvGeometry {
   int out_h() const { return (H + 2 * pad - R) / stride + 1; }
   int out_w() const { return (W + 2 * pad - R) / stride + 1; }
   // Samples im2col'd together so that one GEMM covers the block: per-sample GEMMs are too
-  // small for a second BLAS thread. Bounded by the block budget (core/conv_workspace.h).
+  // small for a second BLAS thread. Bounded by the block budget (core/memory_layout.h).
   std::int64_t per_sample_workspace() const {
     return conv_workspace_per_sample(std::int64_t(C) * R * R, K, std::int64_t(out_h()) * out_w());
   }

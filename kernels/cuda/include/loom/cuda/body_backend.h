@@ -29,7 +29,7 @@
 #include <utility>
 #include <vector>
 
-#include "loom/core/conv_workspace.h"
+#include "loom/core/memory_layout.h"
 #include "loom/cuda/element_kernels.h"
 #include "loom/cuda/gemm_descriptor.h"
 #include "loom/kernels/backend.h"

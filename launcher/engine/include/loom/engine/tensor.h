@@ -173,8 +173,8 @@ struct Param {
 };
 
 // Every parameter of a rank in one allocation and every gradient in another, each tensor
-// at an offset rounded up to 64 floats (256 bytes, the alignment cudaMalloc gives GEMMs);
-// the Params' value and grad become views into them. One kernel launch then updates every
+// at an offset rounded up to kParamAlignFloats (core/memory_layout.h: 256 bytes, the
+// alignment cudaMalloc gives GEMMs); the Params' value and grad become views into them. One kernel launch then updates every
 // parameter and one zeroes every gradient, on a GPU where a launch per tensor costs more
 // than the small tensors' work. The gaps stay zero: every update leaves a zero weight
 // with zero gradient and zero state at zero.

@@ -1,5 +1,11 @@
-// Scratch a convolution's kernels need beside its tensors, defined once for the kernels
-// that allocate it and the predictor that counts it. Both backends unfold input (im2col)
+// How the engine lays out what it allocates, defined once for the code that allocates and
+// the predictor that counts it (profiles/predict/src/rank_memory.cpp).
+//
+// Parameters: every parameter tensor of a rank in one arena (engine::ParamArena), each at
+// an offset rounded up to kParamAlignFloats (256 bytes, the alignment cudaMalloc gives
+// GEMMs); gradients and optimizer state are laid out the same.
+//
+// A convolution's scratch beside its tensors: both backends unfold input (im2col)
 // into a column block [C*R*R, nb*OH*OW] and compute an output block [K, nb*OH*OW]: per
 // sample (C*R*R + K)*OH*OW floats. The CPU kernels work on blocks of nb samples sized to
 // stay near kCpuConvBlockFloats (1 MB of float stays in L2 between im2col and the GEMM,
@@ -10,6 +16,12 @@
 #include <cstdint>
 
 namespace loom {
+
+inline constexpr std::int64_t kParamAlignFloats = 64;
+
+inline std::int64_t padded_param_floats(std::int64_t floats) {
+  return (floats + kParamAlignFloats - 1) / kParamAlignFloats * kParamAlignFloats;
+}
 
 inline constexpr std::int64_t kCpuConvBlockFloats = std::int64_t(1) << 18;
 
