@@ -237,7 +237,7 @@ class TestPredict : public QObject {
     QVERIFY(std::abs(bucket[0].end_ms - bucket[0].start_ms - 2.0 * 1.5) < 1e-9);
   }
 
-  // A layer of another size is scaled by work from the measured one of its kind.
+  // A layer of another size is scaled by work from the measured ones of its kind.
   void unmeasuredSizeIsScaledByWork() {
     const Plan plan = tiny_plan(R"({"devices": )" + devices(1) + "}");
     Calibration cal = costs_for(plan);
@@ -251,6 +251,21 @@ class TestPredict : public QObject {
     const auto forward = of(p, 0, EventKind::Forward);
     QVERIFY(std::abs(forward[2].end_ms - forward[2].start_ms - 1.0 * 48 / 32) < 1e-9);
     QVERIFY(!p.notes.empty());
+
+    // With a second size of the kind measured (4 -> 8: 64 FLOPs in 1.6 ms, where 32 took
+    // 1 ms), fc2 scales from the nearest (64) as the two nearest show time grows with
+    // work: 1.6 x (48/64)^(ln(1/1.6) / ln(32/64)).
+    loom::LayerInfo wider = layer(m, "fc1");
+    wider.input = {4};
+    wider.forward_flops *= 2;
+    QCOMPARE(loom::predict::layer_work(wider), 64.0);
+    cal.costs[loom::predict::forward_key(wider, "cpu 1t")] = at(64, 1.6);
+    cal.costs[loom::predict::forward_key(wider, "cpu 1t")].work = 64;
+    const Prediction q = must(loom::predict::predict_step(plan, cal, {2}));
+    const auto scaled = of(q, 0, EventKind::Forward);
+    const double exponent = std::log(1.0 / 1.6) / std::log(32.0 / 64.0);
+    QVERIFY2(std::abs(scaled[2].end_ms - scaled[2].start_ms - 1.6 * std::pow(48.0 / 64.0, exponent)) < 1e-9,
+             qPrintable(QString::number(scaled[2].end_ms - scaled[2].start_ms, 'g', 12)));
   }
 
   // Two ranks, five steps of 20 ms: forward fc1 lasts 10 ms in the warm-up step and 1, 2, 3

@@ -51,7 +51,11 @@ class StepCosts {
   double layer(const std::string& key, const LayerInfo& layer, double samples);
   double allreduce_calibrated(int replicas, double bytes);
   std::string message_key(const std::string& key);
-  const LinearCost* nearest_of_kind(const std::string& key, double work) const;
+  struct Sized {
+    double work = 0, ms = 0;
+  };
+  std::vector<Sized> nearest_of_kind(const std::string& key, double work, double samples) const;
+  static double work_exponent(const Sized& a, const Sized& b);
   void note(const std::string& text);
 
   double forward_at_speed(const LayerInfo& layer, double samples);
