@@ -122,6 +122,10 @@ class CliAsyncTest : public QObject {
     if (plan == "local_sgd_mlp") {
       QCOMPARE(shown["divergence"].toObject()["count"].toInt(), 4);  // steps 4, 8, 12, 16
       QVERIFY(shown["divergence"].toObject()["mean"].toDouble() > 0);
+      // Each meeting sums every parameter in one all-reduce (of its bytes), on both ranks.
+      const QJsonObject allreduce = shown["allreduce"].toObject();
+      QCOMPARE(allreduce["count"].toInt(), 8);
+      QVERIFY(allreduce["bytes"].toDouble() > 8 * 4 * 200000.0);  // 235,146 parameters, padded
       return;
     }
     const QJsonObject staleness = shown["staleness"].toObject();

@@ -37,6 +37,13 @@ std::string parameter_server(int workers, const std::string& sync, const std::st
 
 bool near(double a, double b) { return std::abs(a - b) < 1e-9; }
 
+// Local SGD's costs: the synchronous ones and its outer step, 0.5 ms over 256 parameters.
+Calibration local_sgd_costs(const Plan& plan) {
+  Calibration cal = costs_for(plan);
+  cal.costs[loom::predict::outer_step_key("cpu 1t")] = at(256, 0.5);
+  return cal;
+}
+
 }  // namespace
 
 class TestPredictAsync : public QObject {
@@ -106,16 +113,20 @@ class TestPredictAsync : public QObject {
   }
 
   // Local SGD every 4 steps: four local steps of compute, residual and a 0.3 ms optimizer
-  // (5.125 ms), the last followed by the meeting: six all-reduces of 2 ms (the step's
-  // figures, four tensors, the divergence). The median step is a local one.
+  // (5.125 ms), the last followed by the meeting: two all-reduces of 2 ms (the step's
+  // figures, then every parameter at once, as the engine packs them: four tensors of 64
+  // floats) and the outer step over those 256 (0.5 ms). The median step is a local one.
   void localSgdLaysOutAPeriod() {
     const Plan plan = tiny_plan(R"({"data_parallel": 2, "sync": {"mode": "local_sgd", "period": 4}, "devices": )" + devices(2) + "}");
-    const Prediction p = must(loom::predict::predict_step(plan, costs_for(plan), {8}));
+    const Prediction p = must(loom::predict::predict_step(plan, local_sgd_costs(plan), {8}));
     QCOMPARE(p.cycle_steps, 4);
-    QVERIFY2(near(p.cycle_ms, 4 * 5.125 + 12.0), qPrintable(QString::number(p.cycle_ms, 'g', 12)));
+    QVERIFY2(near(p.cycle_ms, 4 * 5.125 + 4.5), qPrintable(QString::number(p.cycle_ms, 'g', 12)));
+    const auto outer = of(p, 1, EventKind::Optimizer).back();
+    QVERIFY(near(outer.end_ms - outer.start_ms, 0.5) && near(outer.end_ms, p.cycle_ms));
+    QCOMPARE(of(p, 1, EventKind::AllReduce).front().bytes, std::int64_t(4 * 64 * 4));
     QVERIFY(near(p.step_ms, 5.125));
     QVERIFY(near(p.samples_per_s, 4 * 64.0 / p.cycle_ms * 1000.0));
-    QCOMPARE(of(p, 0, EventKind::Optimizer).size(), std::size_t(4));
+    QCOMPARE(of(p, 0, EventKind::Optimizer).size(), std::size_t(5));  // four local steps, one outer
     QCOMPARE(of(p, 1, EventKind::AllReduce).size(), std::size_t(1));
     QCOMPARE(of(p, 1, EventKind::AllReduce).front().step, 3);
   }
@@ -194,7 +205,7 @@ class TestPredictAsync : public QObject {
   // Stored, a local-SGD prediction holds whole periods, each step in its own Step span.
   void storedLocalSgdHoldsWholePeriods() {
     const Plan plan = tiny_plan(R"({"data_parallel": 2, "sync": {"mode": "local_sgd", "period": 4}, "devices": )" + devices(2) + "}");
-    const Calibration cal = costs_for(plan);
+    const Calibration cal = local_sgd_costs(plan);
     const Prediction p = must(loom::predict::predict_step(plan, cal, {8}));
     QTemporaryDir dir;
     auto store = loom::store::RunStore::open((dir.path() + "/runs.db").toStdString());
@@ -208,7 +219,7 @@ class TestPredictAsync : public QObject {
       if (e.kind == EventKind::Step) steps.push_back(e);
     QCOMPARE(steps.size(), std::size_t(8));  // two periods cover the six stored steps
     QVERIFY(std::abs((steps[1].end_ns - steps[1].start_ns) / 1e6 - 5.125) < 1e-6);
-    QVERIFY(std::abs((steps[3].end_ns - steps[3].start_ns) / 1e6 - (5.125 + 12.0)) < 1e-6);
+    QVERIFY(std::abs((steps[3].end_ns - steps[3].start_ns) / 1e6 - (5.125 + 4.5)) < 1e-6);
     QCOMPARE(steps[4].start_ns, steps[3].end_ns);
   }
 };

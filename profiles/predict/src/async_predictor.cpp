@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "async_simulation.h"
+#include "rank_memory.h"
 #include "loom/analysis/stats.h"
 #include "step_parts.h"
 
@@ -191,12 +192,15 @@ void predict_local_sgd(const Plan& plan, const ModelInfo& model, StepCosts& cost
   }
   const double meet = *std::max_element(arrive.begin(), arrive.end());
   const double met = meet + costs.allreduce(group, 24.0);
-  double averaged = met;
-  for (std::int64_t bytes : tensor_bytes(model)) averaged += costs.allreduce(group, double(bytes));
-  averaged += costs.allreduce(group, 4.0);
+  // The engine sums the whole parameter arena in one all-reduce, then takes the mean and
+  // each replica's distance from it (the outer step).
+  const double arena_floats = double(stage_param_floats(model, 0));
+  const double summed = met + costs.allreduce(group, 4.0 * arena_floats);
+  const double averaged = summed + costs.outer_step(arena_floats);
   for (int r = 0; r < replicas; ++r) {
     out.spans.push_back({r, EventKind::Wait, Stream::Compute, -1, -1, arrive[std::size_t(r)], met, 0, period - 1});
-    out.spans.push_back({r, EventKind::AllReduce, Stream::Compute, -1, -1, met, averaged, model.total_param_bytes, period - 1});
+    out.spans.push_back({r, EventKind::AllReduce, Stream::Compute, -1, -1, met, summed, std::int64_t(4.0 * arena_floats), period - 1});
+    out.spans.push_back({r, EventKind::Optimizer, Stream::Compute, -1, -1, summed, averaged, 0, period - 1});
   }
   out.cycle_steps = period;
   out.cycle_ms = averaged;

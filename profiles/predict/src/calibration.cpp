@@ -156,7 +156,10 @@ void add_rank(const Plan& plan, const ModelInfo& model, int rank, const std::str
     }
     if (e.kind == EventKind::Loss) c.add(loss_key(plan, device), chunk, e);
     if (e.kind == EventKind::DataLoad && e.stream == trace::Stream::Compute) c.add(data_key(plan), chunk, e);
-    if (e.kind == EventKind::Optimizer) c.add(optimizer_key(plan, device), stage_params, e);
+    if (e.kind == EventKind::Optimizer) {
+      const bool outer = e.message == trace::kOuterOptimizerStep;
+      c.add(outer ? outer_step_key(device) : optimizer_key(plan, device), stage_params, e);
+    }
     if (e.kind == EventKind::Send && e.bytes > 0) c.add(p2p_key(plan.parallel.backend, stretch), double(e.bytes), e);
   }
   if (plan.parallel.data_parallel > 1)
@@ -208,6 +211,7 @@ std::string loss_key(const Plan& plan, const std::string& device) {
 std::string optimizer_key(const Plan& plan, const std::string& device) {
   return "optimizer " + std::string(optimizer_name(plan.training.optimizer.kind)) + " @" + device;
 }
+std::string outer_step_key(const std::string& device) { return "local SGD outer step @" + device; }
 std::string data_key(const Plan& plan) {
   return "data " + std::string(data_source_name(plan.data.source)) + " " + format_shape(plan.model.input);
 }

@@ -85,6 +85,16 @@ double StepCosts::optimizer_at_speed(double params) {
   return roofline_ms(0, params * optimizer_bytes_per_param(plan_.training.optimizer.kind), 1);
 }
 
+// The outer step reads each replica's copy and the sum and writes the mean: 12 bytes a
+// parameter. Never measured here: a pass of the optimizer over the same parameters.
+double StepCosts::outer_step_at_speed(double params) {
+  if (roofline()) return roofline_ms(0, params * 12.0, 1);
+  const std::string key = outer_step_key(device_);
+  if (find(key).cost) return cost(key, params, stretch_);
+  note(key + ": not calibrated, taken as an optimizer step over the same parameters");
+  return optimizer_at_speed(params);
+}
+
 // Without a residual for this kind of plan (pipeline or not) on this device, the other
 // kind's at the same ops per step: counting it as 0 would favour whatever was never
 // measured (a layout search would pick it).
@@ -220,7 +230,6 @@ void StepCosts::note(const std::string& text) {
   if (noted_.insert(text).second) notes_.push_back(text);
 }
 
-// Same direction and kind ("forward linear "), same device (" @cpu 2t"), nearest work.
 // Measured layers of key's kind, direction and device, nearest in work first: the nearest
 // and the next of another work, as (work, ms at `samples`).
 std::vector<StepCosts::Sized> StepCosts::nearest_of_kind(const std::string& key, double work, double samples) const {

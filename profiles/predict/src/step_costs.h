@@ -29,6 +29,7 @@ class StepCosts {
   double data(double samples) { return data_at_speed(samples) / speed_; }  // loading a micro-batch's inputs or labels
   double loss(double samples) { return loss_at_speed(samples) / speed_; }
   double optimizer(double params) { return optimizer_at_speed(params) / speed_; }
+  double outer_step(double params) { return outer_step_at_speed(params) / speed_; }  // local SGD's
   // A bucket's all-reduce over these ranks; a message between two ranks.
   double allreduce(const std::vector<int>& ranks, double bytes);
   double send(int from, int to, double bytes);
@@ -63,6 +64,7 @@ class StepCosts {
   double data_at_speed(double samples);
   double loss_at_speed(double samples);
   double optimizer_at_speed(double params);
+  double outer_step_at_speed(double params);
 
   bool roofline() const { return cluster_ && !cluster_->device.calibrated; }
   double roofline_ms(double flops, double bytes, int kernels) const;

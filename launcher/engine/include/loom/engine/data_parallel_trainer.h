@@ -63,10 +63,11 @@ class Trainer final : public TrainingLoop {
   Status meet_replicas(std::int64_t step, StepStats& stats);
   // Local SGD: every `period` steps the replicas average their parameters; returns the
   // divergence before averaging, sqrt(mean over replicas of |theta_r - mean theta|^2).
-  Expected<double> average_parameters();
+  Expected<double> average_parameters(std::int64_t step);
 
   Model model_;
   ParamArena arena_;  // model_'s parameters and gradients, packed
+  std::vector<float> own_params_;  // local SGD: this rank's values before averaging
   Optimizer optimizer_;
   std::unique_ptr<GradientSync> sync_;
   bool local_sgd_ = false;

@@ -80,6 +80,8 @@ std::string forward_key(const LayerInfo& layer, const std::string& device);
 std::string backward_key(const LayerInfo& layer, const std::string& device);
 std::string loss_key(const Plan& plan, const std::string& device);
 std::string optimizer_key(const Plan& plan, const std::string& device);
+// Local SGD's outer step (trace::kOuterOptimizerStep): the replicas' mean and distance.
+std::string outer_step_key(const std::string& device);
 std::string data_key(const Plan& plan);
 std::string allreduce_key(int replicas, CommBackend backend, double stretch = 1.0);
 std::string p2p_key(CommBackend backend, double stretch = 1.0);

@@ -42,6 +42,11 @@ enum class SetupPhase : std::int32_t {
 };
 inline constexpr int kSetupPhaseCount = 4;
 
+// An Optimizer span's message when it is local SGD's outer step: after the replicas'
+// parameters are summed (an AllReduce span), taking their mean and each replica's distance
+// from it. The local steps' optimizer spans keep message -1.
+inline constexpr std::int32_t kOuterOptimizerStep = 1;
+
 // Streams separate work that may overlap in time (compute vs communication) so that
 // spans on one stream always nest properly.
 // Copy: a gpu rank's copies between host and device memory (Copy spans: the batch upload),
