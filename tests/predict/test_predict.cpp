@@ -237,6 +237,20 @@ class TestPredict : public QObject {
     QVERIFY(std::abs(bucket[0].end_ms - bucket[0].start_ms - 2.0 * 1.5) < 1e-9);
   }
 
+  // Crowded (four ranks on two cores), with only a crowded two-rank all-reduce measured:
+  // the ring's steps, 3 against 1, scale it, whatever the bytes; the uncrowded one is not
+  // taken (it is what ranks that never wait for a core take).
+  void crowdedAllreduceScalesByRingSteps() {
+    const Plan plan = tiny_plan(R"({"devices": )" + devices(4) + R"(, "data_parallel": 4})", "0, 0, 0", 256);
+    Calibration cal = costs_for(plan, "cpu 1t shared x2.00");
+    cal.costs[loom::predict::allreduce_key(2, loom::CommBackend::Mpi, 2.0)].points = {{96, 2.5}, {108, 2.5}};
+    const Prediction p = must(loom::predict::predict_step(plan, cal, {2}));
+    const auto bucket = of(p, 0, EventKind::AllReduce);
+    QCOMPARE(bucket.size(), std::size_t(1));
+    QVERIFY2(std::abs(bucket[0].end_ms - bucket[0].start_ms - 2.5 * 3) < 1e-9,
+             qPrintable(QString::number(bucket[0].end_ms - bucket[0].start_ms, 'g', 12)));
+  }
+
   // A layer of another size is scaled by work from the measured ones of its kind.
   void unmeasuredSizeIsScaledByWork() {
     const Plan plan = tiny_plan(R"({"devices": )" + devices(1) + "}");

@@ -5,6 +5,7 @@
 // error can name all of them.
 #pragma once
 
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -51,6 +52,7 @@ class StepCosts {
   double cost(const std::string& key, double units, double stretch);
   double layer(const std::string& key, const LayerInfo& layer, double samples);
   double allreduce_calibrated(int replicas, double bytes);
+  std::optional<double> crowded_allreduce(int replicas, double bytes);
   std::string message_key(const std::string& key);
   struct Sized {
     double work = 0, ms = 0;
