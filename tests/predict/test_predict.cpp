@@ -237,6 +237,19 @@ class TestPredict : public QObject {
     QVERIFY(std::abs(bucket[0].end_ms - bucket[0].start_ms - 2.0 * 1.5) < 1e-9);
   }
 
+  // Between measured sizes a cost is the line through them; below the smallest, a sample
+  // costs at least what it cost there (the line through 64 and 128 samples would give 16
+  // samples 0.0375 ms); above the largest, the last segment's line.
+  void costBelowTheSmallestSizeIsAtLeastProportional() {
+    loom::predict::LinearCost c;
+    c.points = {{64, 0.44}, {128, 0.98}};
+    QVERIFY(std::abs(c.at(96) - 0.71) < 1e-12);
+    QVERIFY(std::abs(c.at(16) - 0.44 * 16 / 64) < 1e-12);
+    QVERIFY(std::abs(c.at(256) - (0.98 + 0.54 * 2)) < 1e-12);
+    c.points = {{64, 0.44}, {128, 0.6}};  // sublinear: the line stays above proportional
+    QVERIFY(std::abs(c.at(32) - (0.44 - 0.08)) < 1e-12);
+  }
+
   // Crowded (four ranks on two cores), with only a crowded two-rank all-reduce measured:
   // the ring's steps, 3 against 1, scale it, whatever the bytes; the uncrowded one is not
   // taken (it is what ranks that never wait for a core take).

@@ -322,7 +322,12 @@ double LinearCost::at(double units) const {
   while (i + 1 < points.size() && units > points[i].first) ++i;
   const auto [x0, y0] = points[i - 1];
   const auto [x1, y1] = points[i];
-  return std::max(0.0, y0 + (y1 - y0) * (units - x0) / (x1 - x0));
+  const double line = y0 + (y1 - y0) * (units - x0) / (x1 - x0);
+  // Below the smallest size measured a sample costs at least what it cost there: a
+  // smaller GEMM is no more efficient. (The line through 64 and 128 samples gave a
+  // 784->256 backward 0.04 ms at 16; it took 0.19, and in proportion 0.11.)
+  if (units < x0 && x0 > 0) return std::max(line, y0 * units / x0);
+  return std::max(0.0, line);
 }
 
 std::map<std::string, LinearCost> fit_costs(const std::vector<Observation>& observations) {
