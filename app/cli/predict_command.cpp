@@ -46,7 +46,9 @@ std::map<int, RankShares> shares_of(const Prediction& p) {
 
 std::string where_text(const predict::MachineShape& machine, const Prediction& p) {
   char text[256];
-  if (!machine.cluster)
+  if (!machine.cluster && p.device.starts_with("gpu "))
+    std::snprintf(text, sizeof text, "this machine's GPU, %s", p.device.substr(4).c_str());
+  else if (!machine.cluster)
     std::snprintf(text, sizeof text, "this machine: %d cores, %d BLAS thread%s per rank", machine.cores, p.threads_per_rank,
                   p.threads_per_rank == 1 ? "" : "s");
   else
@@ -122,7 +124,7 @@ nlohmann::json to_json(const Plan& plan, const Prediction& p, const predict::Cal
     memory.push_back({{"parameters", m.parameters}, {"gradients", m.gradients}, {"optimizer_state", m.optimizer_state},
                       {"activations", m.activations}, {"workspace", m.workspace}, {"total", m.total()}});
   nlohmann::json out = {{"plan", plan.name},           {"step_ms", p.step_ms},        {"samples_per_s", p.samples_per_s}, {"memory", memory},
-                        {"threads_per_rank", p.threads_per_rank}, {"compute_stretch", p.stretch}, {"notes", p.notes},
+                        {"device", p.device}, {"threads_per_rank", p.threads_per_rank}, {"compute_stretch", p.stretch}, {"notes", p.notes},
                         {"calibration", {{"host", cal.host}, {"runs", cal.runs}, {"costs", cal.costs.size()}}},
                         {"cycle_steps", p.cycle_steps}, {"cycle_ms", p.cycle_ms}, {"spans", spans}};
   if (p.staleness.present) {

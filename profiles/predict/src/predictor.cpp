@@ -17,19 +17,33 @@ using trace::Stream;
 namespace {
 
 // Refuses what the predictor does not cover yet.
-Status check_covered(const Plan& plan, const MachineShape& machine) {
+Status check_covered(const Plan& plan, const Calibration& calibration, const MachineShape& machine) {
   if (plan.serve) return make_error(ErrorCode::Unavailable, "a serving plan has no training step", "predict_serving predicts it");
   const bool roofline = machine.cluster && !machine.cluster->device.calibrated;
-  for (const DeviceSpec& d : plan.parallel.devices)
-    if (d.kind == DeviceKind::Gpu && !roofline)
-      return make_error(ErrorCode::Unavailable, "gpu ranks are not predicted from a calibration yet",
-                        "calibration has only cpu runs; a cluster file with a roofline device predicts them");
+  const auto& devices = plan.parallel.devices;
+  const auto gpus = std::count_if(devices.begin(), devices.end(), [](const DeviceSpec& d) { return d.kind == DeviceKind::Gpu; });
+  if (gpus > 0 && gpus < std::ssize(devices))
+    return make_error(ErrorCode::Unavailable, "a plan with both cpu and gpu ranks is not predicted",
+                      "every rank's costs come from one device's calibration");
+  if (gpus > 0 && !roofline && calibration.gpu.empty())
+    return make_error(ErrorCode::NotFound, "no gpu run in the calibration",
+                      "run a plan on this machine's GPU first (its costs calibrate gpu ranks), or predict on a "
+                      "cluster file's roofline device");
   const int ranks = world_size(plan);
   if (machine.cluster && ranks > machine.cluster->devices())
     return make_error(ErrorCode::InvalidArgument,
                       "the plan has " + std::to_string(ranks) + " ranks; the cluster '" + machine.cluster->name + "' has " +
                           std::to_string(machine.cluster->devices()) + " devices");
   return {};
+}
+
+// The calibration's device tag for the plan's ranks: this machine's GPU for gpu ranks
+// (one GPU model a machine), else cpu with the BLAS threads each rank gets.
+std::string rank_device(const Plan& plan, const Calibration& calibration, const Prediction& out) {
+  const auto& devices = plan.parallel.devices;
+  if (!devices.empty() && devices.front().kind == DeviceKind::Gpu)
+    return device_tag(devices.front(), out.threads_per_rank, calibration.gpu);
+  return device_tag(DeviceSpec{}, out.threads_per_rank, {}, out.stretch);
 }
 
 // Every replica's stages and their ops in schedule order (stragglers differ by rank).
@@ -190,11 +204,12 @@ void predict_synchronous(const Plan& plan, const Replayed& replayed, StepCosts& 
 
 Expected<Prediction> predict_step(const Plan& plan, const Calibration& calibration, const MachineShape& machine) {
   const ModelInfo model = infer_model(plan, nullptr);
-  LOOM_TRY(check_covered(plan, machine));
+  LOOM_TRY(check_covered(plan, calibration, machine));
   const Layout l = layout_of(plan);
   Prediction out;
   set_threads(plan, machine, out);
-  const std::string device = device_tag(DeviceSpec{}, out.threads_per_rank, {}, out.stretch);
+  const std::string device = rank_device(plan, calibration, out);
+  out.device = device;
   StepCosts costs(plan, calibration, machine.cluster, device, out.stretch, out.notes, machine.device_speed);
   const double residual_ms = costs.residual(2.0 * l.chunks);
   auto replayed = replay_replicas(plan, model, costs);

@@ -52,6 +52,9 @@ struct Calibration {
   // forward in a 2-stage GPipe took 21% longer than the median over every plan with it).
   std::map<std::string, std::map<std::string, LinearCost>> by_configuration;
   std::vector<std::int64_t> runs;  // the stored runs it was taken from, oldest first
+  // The GPU its gpu runs ran on (the latest such run's), for the device tag of a plan's
+  // gpu ranks; empty where no gpu run calibrated.
+  std::string gpu;
 };
 
 // What sets a plan's step, folded into 8 hex digits: its layers (kind, shapes, stage), the

@@ -72,6 +72,7 @@ struct Prediction {
   // local SGD (one period; its steps differ: the last one meets the other replicas).
   int cycle_steps = 1;
   double cycle_ms = 0;
+  std::string device;          // the calibration's device tag of its ranks: "cpu 2t", "gpu NVIDIA H200"
   int threads_per_rank = 0;    // BLAS threads, as the launcher will set them
   double stretch = 1;          // compute time multiplier for ranks outnumbering cores
   std::vector<PredictedSpan> spans;  // one steady step, every rank, from 0
