@@ -249,6 +249,13 @@ class CliPredictTest : public QObject {
     const QJsonObject memory = a["memory"].toArray().first().toObject();
     QVERIFY2(std::abs(memory["predicted_bytes"].toDouble() - memory["measured_bytes"].toDouble()) <= 2048,
              qPrintable(QString("%1 vs %2 bytes").arg(memory["predicted_bytes"].toDouble()).arg(memory["measured_bytes"].toDouble())));
+
+    // `calibrate` runs a gpu plan's layouts on the GPU too, after which it is predicted.
+    qputenv("LOOM_GPU_ON_HOST", "1");
+    const Result calibrated = run_cli({"calibrate", plan, "--db", dir_.filePath("gpu-calibrated.db"), "--steps", "10", "--json"});
+    qunsetenv("LOOM_GPU_ON_HOST");
+    QVERIFY2(calibrated.exit_code == 0, qPrintable(calibrated.err));
+    QVERIFY(last_json_line(calibrated.out)["predicts_plan"].toBool());
   }
 };
 
