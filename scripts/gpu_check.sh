@@ -9,7 +9,8 @@
 # peers), Nsight Compute's time per kernel of the CNN's first steps, and a traced run of
 # each example plan on GPU 0 with its figures checked (the breakdown adds up to each rank's
 # window, POP efficiencies <= 100%). Steps that would pass LOOM_GPU_DEADLINE seconds are
-# skipped. The device tool brings back only a few files of OUT_DIR, so the logs are packed
+# skipped. Then each run predicted from the others and from itself (issue 32 on a GPU).
+# The device tool brings back only a few files of OUT_DIR, so the logs are packed
 # into OUT_DIR/gpu-check.tgz, beside summary.txt and the runs' store, gpu-runs.db.
 # LOOM_GPU_QUICK=1: the GEMM table and the NCCL two-rank test left out.
 set -uo pipefail
@@ -85,5 +86,34 @@ for log in sorted(glob.glob(os.path.join(out, "run-*.log"))):
     eff = {k: round(v, 4) for k, v in (s.get("efficiency") or {}).items() if isinstance(v, (int, float))}
     print(f"{os.path.basename(log)}: {s.get('status')}, {s.get('samples_per_s')} samples/s, "
           f"categories off the window by {worst:.2e}, largest useful share {pop:.3f}, efficiency {eff}")
+EOF
+# Issue 32 on a GPU: each run above predicted from the store ("seen": its own run
+# calibrates it) and from a copy without that run ("unseen"), against its measured step.
+python3 - "$B/app/loom-cli" "$DB" "$LOGS" <<'EOF' | tee -a "$OUT/summary.txt"
+import json, os, shutil, subprocess, sys
+cli, db, logs = sys.argv[1:4]
+def run(*argv):
+    r = subprocess.run([cli, *argv], capture_output=True, text=True, timeout=60)
+    if r.returncode == 0 and r.stdout.strip():
+        return json.loads(r.stdout.strip().splitlines()[-1])
+    return r.stderr.strip()[:160]
+plans = {json.load(open(os.path.join(logs, f))).get("name"): os.path.join(logs, f)
+         for f in os.listdir(logs) if f.endswith(".gpu.json")}
+listed = subprocess.run([cli, "runs", "--db", db, "--json"], capture_output=True, text=True).stdout or "[]"
+for stored in sorted(json.loads(listed), key=lambda x: x["id"]):
+    plan = plans.get(stored["name"])
+    if not plan:
+        continue
+    seen = run("predict", plan, "--db", db, "--against", str(stored["id"]), "--json")
+    unseen_db = db + ".unseen"
+    shutil.copy(db, unseen_db)
+    subprocess.run([cli, "delete", str(stored["id"]), "--db", unseen_db, "--yes"], capture_output=True)
+    unseen = run("predict", plan, "--db", unseen_db, "--json")
+    measured = seen["against"]["measured_step_ms"] if isinstance(seen, dict) else None
+    def err(p):
+        if isinstance(p, dict) and measured:
+            return f"{p['step_ms']:.3f} ms ({100 * (p['step_ms'] / measured - 1):+.1f}%)"
+        return str(p)
+    print(f"predict {os.path.basename(plan)}: measured {measured} ms; seen {err(seen)}; unseen {err(unseen)}")
 EOF
 echo "done; see $OUT/summary.txt and $OUT/gpu-check.tgz"
