@@ -184,6 +184,16 @@ class TestKernelBackends : public QObject {
     LOOM_VERIFY_EMPTY(compare(mask[1], mask[0], 0, 0, "dropout mask (same generator)"));
     LOOM_VERIFY_EMPTY(compare(y[1], y[0], exact_, 0, "dropout forward"));
     LOOM_VERIFY_EMPTY(compare(dx[1], dx[0], exact_, 0, "dropout backward"));
+    // Keyed: the offset read from device memory, first sample 40 x 25 per sample = 1000,
+    // the same masks on either backend as the offset given.
+    for (int k = 0; k < 2; ++k) {
+      On on(k == 0 ? *cpu_ : *body_);
+      float *px = on.put(x), *py = on.zeros<float>(n), *pm = on.zeros<float>(n);
+      const std::uint64_t* first = on.put(std::vector<std::uint64_t>{40});
+      on.be.dropout_forward_keyed(px, py, pm, n, 0.3, 42, first, 25);
+      LOOM_VERIFY_EMPTY(compare(on.get(pm, n), mask[0], 0, 0, "keyed dropout mask"));
+      LOOM_VERIFY_EMPTY(compare(on.get(py, n), y[0], exact_, 0, "keyed dropout forward"));
+    }
   }
 
   void convolutionMatches_data() {

@@ -108,6 +108,10 @@ class CpuBackend final : public kernels::Backend {
                        std::uint64_t offset) override {
     cpu::dropout_forward(x, y, mask, n, p, seed, offset);
   }
+  void dropout_forward_keyed(const float* x, float* y, float* mask, std::int64_t n, double p, std::uint64_t seed,
+                             const std::uint64_t* first_sample, std::uint64_t sample_size) override {
+    cpu::dropout_forward(x, y, mask, n, p, seed, *first_sample * sample_size);
+  }
   void dropout_backward(const float* mask, const float* dy, float* dx, std::int64_t n) override {
     cpu::dropout_backward(mask, dy, dx, n);
   }

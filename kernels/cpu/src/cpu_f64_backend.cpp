@@ -153,6 +153,10 @@ class CpuF64Backend final : public kernels::Backend {
     double *y64 = f64(y, n), *mask64 = f64(mask, n);
     if (ok()) cpu::dropout_forward(x64, y64, mask64, n, p, seed, offset);
   }
+  void dropout_forward_keyed(const float* x, float* y, float* mask, std::int64_t n, double p, std::uint64_t seed,
+                             const std::uint64_t* first_sample, std::uint64_t sample_size) override {
+    dropout_forward(x, y, mask, n, p, seed, *first_sample * sample_size);
+  }
   void dropout_backward(const float* mask, const float* dy, float* dx, std::int64_t n) override {
     const double *mask64 = f64(mask, n), *dy64 = f64(dy, n);
     double* dx64 = f64(dx, n);

@@ -30,11 +30,13 @@ Trainer::Trainer(const Plan& plan, const ModelInfo& info, const data::TrainTest&
       logits_(backend),
       dlogits_(backend),
       probs_(backend),
-      labels_(backend) {
+      labels_(backend),
+      first_sample_(backend) {
   if (ranks_ > 1 && !local_sgd_) {
     sync_ = std::make_unique<GradientSync>(*comm_, model_.params(), plan.parallel.bucket_mb, recorder_);
   }
   if (step_graph_allowed(plan, ranks_, backend)) graph_ = GraphState::Waiting;
+  keyed_dropout_ = graph_ == GraphState::Waiting && has_dropout(plan.model.layers);
 }
 
 Expected<Trainer::StepStats> Trainer::train_step(std::int64_t step, const std::vector<std::int64_t>& order,

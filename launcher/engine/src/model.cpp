@@ -118,8 +118,14 @@ class Dropout final : public Module {
     }
     // Keyed by the global sample index, so a sample gets the same mask whichever rank
     // or micro-batch processes it.
-    const auto offset = std::uint64_t(pass.first_sample) * std::uint64_t(x.sample_size());
-    backend->dropout_forward(x.ptr(), y.ptr(), mask.ptr(), x.size(), p_, pass.seed ^ layer_salt_, offset);
+    const auto per_sample = std::uint64_t(x.sample_size());
+    if (pass.device_first_sample) {
+      backend->dropout_forward_keyed(x.ptr(), y.ptr(), mask.ptr(), x.size(), p_, pass.seed ^ layer_salt_,
+                                     pass.device_first_sample, per_sample);
+      return;
+    }
+    backend->dropout_forward(x.ptr(), y.ptr(), mask.ptr(), x.size(), p_, pass.seed ^ layer_salt_,
+                             std::uint64_t(pass.first_sample) * per_sample);
   }
   void backward(const Tensor& x, const Tensor&, const Tensor& dy, Tensor* dx, const Pass& pass) override {
     if (!dx) return;

@@ -127,6 +127,11 @@ class Backend {
   // backend draws the same mask.
   virtual void dropout_forward(const float* x, float* y, float* mask, std::int64_t n, double p, std::uint64_t seed,
                                std::uint64_t offset) = 0;
+  // The same with the offset read when the work runs: *first_sample (in device memory) x
+  // sample_size. A captured step replays with each step's masks: the host writes the
+  // batch's first sample before each replay, as it writes the batch.
+  virtual void dropout_forward_keyed(const float* x, float* y, float* mask, std::int64_t n, double p, std::uint64_t seed,
+                                     const std::uint64_t* first_sample, std::uint64_t sample_size) = 0;
   virtual void dropout_backward(const float* mask, const float* dy, float* dx, std::int64_t n) = 0;
   // Scratch floats conv2d needs for these dims (its N included).
   virtual std::int64_t conv2d_workspace(const ConvDims& d) const = 0;

@@ -146,6 +146,12 @@ class BodyBackend final : public kernels::Backend {
     const float keep_scale = p >= 1.0 ? 0.0f : float(1.0 / (1.0 - p));
     exec_.launch(n, DropoutForward{x, y, mask, p, keep_scale, seed, offset});
   }
+  void dropout_forward_keyed(const float* x, float* y, float* mask, std::int64_t n, double p, std::uint64_t seed,
+                             const std::uint64_t* first_sample, std::uint64_t sample_size) override {
+    check({x, y, mask, first_sample}, "dropout forward");
+    const float keep_scale = p >= 1.0 ? 0.0f : float(1.0 / (1.0 - p));
+    exec_.launch(n, DropoutForwardKeyed{x, y, mask, p, keep_scale, seed, first_sample, sample_size});
+  }
   void dropout_backward(const float* mask, const float* dy, float* dx, std::int64_t n) override {
     check({mask, dy, dx}, "dropout backward");
     exec_.launch(n, Multiply{mask, dy, dx});

@@ -279,6 +279,23 @@ struct DropoutForward {
   }
 };
 
+// DropoutForward with its offset read from device memory when it runs (*first_sample x
+// sample_size), so a captured launch draws each replay's own masks.
+struct DropoutForwardKeyed {
+  static constexpr const char* kName = "DropoutForwardKeyed";
+  const float* x;
+  float* y;
+  float* mask;
+  double p;
+  float keep_scale;
+  std::uint64_t seed;
+  const std::uint64_t* first_sample;
+  std::uint64_t sample_size;
+  LOOM_HD void operator()(std::int64_t i) const {
+    DropoutForward{x, y, mask, p, keep_scale, seed, *first_sample * sample_size}(i);
+  }
+};
+
 // ---- convolution and pooling ------------------------------------------------------------
 // One sample's convolution is im2col, then the GEMM W[K, C*R*R] x col[C*R*R, OH*OW], which
 // is that sample's y in NCHW, then ChannelBias. Plain geometry: device code takes no

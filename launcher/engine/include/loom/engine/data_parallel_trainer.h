@@ -74,6 +74,10 @@ class Trainer final : public TrainingLoop {
   StragglerInjector straggler_;
   Tensor input_, logits_, dlogits_, probs_;
   Buffer<std::int32_t> labels_;
+  // A captured step with dropout: the batch's first sample in device memory, written
+  // before each replay as the batch is (data_parallel_graph.cpp).
+  Buffer<std::uint64_t> first_sample_;
+  bool keyed_dropout_ = false;
   StepLosses losses_;
   enum class GraphState { Off, Waiting, Captured };
   GraphState graph_ = GraphState::Off;
@@ -84,5 +88,7 @@ class Trainer final : public TrainingLoop {
 // Whether a step of `plan` on `backend` with `ranks` ranks may be captured and replayed
 // (training.graph): one rank on a device, nothing that changes from step to step.
 bool step_graph_allowed(const Plan& plan, int ranks, const kernels::Backend& backend);
+// Whether any layer, in a branch too, drops out (p > 0).
+bool has_dropout(const std::vector<LayerSpec>& layers);
 
 }  // namespace loom::engine

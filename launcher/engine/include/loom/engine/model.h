@@ -34,6 +34,9 @@ struct Pass {
   // Where a device's layer spans are stamped instead of host-timed (device_trace.h); null
   // on the CPU and untraced.
   DeviceTrace* device_trace = nullptr;
+  // Where a captured step keeps first_sample in device memory (dropout reads it when it
+  // runs, so each replay draws its own masks); null: first_sample as given.
+  const std::uint64_t* device_first_sample = nullptr;
 };
 
 // The per-slot part of a module's state (activations saved for backward), grown on demand.
