@@ -28,6 +28,7 @@ struct Args {
   std::optional<std::string> target_accuracy;  // compare: --target-accuracy X (0..1 or a percentage)
   bool yes = false;    // delete: --yes (no question)
   bool clear = false;  // tag: --clear (remove every tag)
+  bool reset = false;  // calibration: --reset (its runs calibrate no more)
   bool kineto = false;               // import: --kineto (PyTorch profiler traces)
   std::optional<std::string> name;   // import: --name NAME
   std::optional<int> rank;           // import: --rank N (one file without distributedInfo)

@@ -105,13 +105,15 @@ constexpr CommandHelp kCommandHelp[] = {
      "what they measured. Cpu plans on this machine only.\n"
      "Exit codes: 0 calibrated, 1 a run failed, 2 an invalid or uncovered plan.\n"},
     {"calibration",
-     "usage: loom-cli calibration [--db PATH] [--json]\n"
+     "usage: loom-cli calibration [--db PATH] [--json] [--reset]\n"
      "\n"
      "Prints the costs `predict` uses: for each layer's forward and backward (by kind, shapes\n"
      "and BLAS threads), the loss, the optimizer, data loading, all-reduce, messages and the\n"
      "time no span covers, the line time = fixed + per unit x units fitted through the medians\n"
      "of this machine's completed synchronous runs in the store. Nothing is kept apart from\n"
-     "the runs: delete runs to forget what they measured.\n"
+     "the runs: delete runs to forget what they measured, or --reset.\n"
+     "  --reset     every run that calibrates now is tagged \"not calibrating\" and calibrates\n"
+     "              no more; the runs stay (`loom-cli tag RUN --clear` brings one back)\n"
      "  --db PATH   the run store (else $LOOM_DB, else $XDG_DATA_HOME/loom/runs.db)\n"
      "  --json      one JSON object instead of the table\n"},
     {"run",
@@ -243,7 +245,8 @@ bool* flag_option(loom::cli::Args& args, const std::string& arg) {
   using loom::cli::Args;
   static const std::pair<const char*, bool Args::*> kFlags[] = {
       {"--json", &Args::json},   {"--kineto", &Args::kineto},       {"--store", &Args::store_prediction},
-      {"--yes", &Args::yes},     {"--async", &Args::asynchronous}, {"--clear", &Args::clear}};
+      {"--yes", &Args::yes},     {"--async", &Args::asynchronous}, {"--clear", &Args::clear},
+      {"--reset", &Args::reset}};
   for (const auto& [name, member] : kFlags)
     if (arg == name) return &(args.*member);
   return nullptr;

@@ -339,10 +339,32 @@ int print_scaling(const Plan& plan, const predict::Calibration& calibration, con
 
 }  // namespace
 
+// Tags every run the calibration was taken from, keeping each run's other tags.
+int reset_calibration(store::RunStore& store, const predict::Calibration& calibration, bool json) {
+  for (std::int64_t id : calibration.runs) {
+    auto tags = store.load_tags(id);
+    if (tags.ok()) tags->push_back(predict::kNotCalibratingTag);
+    Status tagged = tags.ok() ? store.set_tags(id, *tags) : Status(tags.error());
+    if (!tagged.ok()) {
+      print_error(tagged.error());
+      return kFailed;
+    }
+  }
+  if (json) {
+    std::printf("%s\n", nlohmann::json({{"reset", calibration.runs}}).dump().c_str());
+  } else {
+    std::printf("%zu run%s no longer calibrate (tagged \"%s\"; they stay in the store; `loom-cli tag RUN --clear` "
+                "brings one back)\n",
+                calibration.runs.size(), calibration.runs.size() == 1 ? "" : "s", predict::kNotCalibratingTag);
+  }
+  return kOk;
+}
+
 int cmd_calibration(const Args& args) {
   auto opened = open_calibrated(args);
   if (!opened) return kFailed;
   const predict::Calibration* calibration = &opened->calibration;
+  if (args.reset) return reset_calibration(opened->store, *calibration, args.json);
   if (args.json) {
     std::printf("%s\n", costs_json(*calibration).dump().c_str());
   } else {

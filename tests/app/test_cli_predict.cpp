@@ -213,6 +213,26 @@ class CliPredictTest : public QObject {
     }
   }
 
+  // `calibration --reset` makes every calibrating run calibrate no more, keeping the runs:
+  // predicting then names what it lacks; clearing a run's tags brings it back.
+  void resetKeepsTheRuns() {
+    const QString plan = write("spirals-reset.json", kSpiralsPlan);
+    const QString store = dir_.filePath("reset.db");
+    const Result ran = run_cli({"run", plan, "--db", store, "--json"});
+    QVERIFY2(ran.exit_code == 0, qPrintable(ran.err));
+    const QString id = QString::number(last_json_line(ran.out)["id"].toInteger());
+    QCOMPARE(run_cli({"predict", plan, "--db", store}).exit_code, 0);
+    const Result reset = run_cli({"calibration", "--db", store, "--reset", "--json"});
+    QCOMPARE(reset.exit_code, 0);
+    QCOMPARE(last_json_line(reset.out)["reset"].toArray().size(), 1);
+    const Result forgotten = run_cli({"predict", plan, "--db", store});
+    QCOMPARE(forgotten.exit_code, 1);
+    QVERIFY2(forgotten.err.contains("no calibration for"), qPrintable(forgotten.err));
+    QCOMPARE(QJsonDocument::fromJson(run_cli({"runs", "--db", store, "--json"}).out.toUtf8()).array().size(), 1);
+    QCOMPARE(run_cli({"tag", id, "--clear", "--db", store}).exit_code, 0);
+    QCOMPARE(run_cli({"predict", plan, "--db", store}).exit_code, 0);
+  }
+
   // GPU ranks are predicted from this machine's gpu runs: none yet is an error that says
   // so; after one run of the plan on a GPU (here the CUDA backend's code emulating one on
   // the CPU, LOOM_GPU_ON_HOST: the same device-stamped spans and device memory records a

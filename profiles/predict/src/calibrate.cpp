@@ -46,8 +46,14 @@ Expected<Calibration> calibrate(store::RunStore& store, const std::string& host)
   std::vector<ObservedRun> observed;
   std::vector<Observation> all;
   std::map<std::string, std::vector<Observation>> own;  // by configuration
+  auto tags = store.load_all_tags();
+  if (!tags.ok()) return tags.error();
+  const auto left_out = [&](std::int64_t id) {
+    const auto it = tags->find(id);
+    return it != tags->end() && std::find(it->second.begin(), it->second.end(), kNotCalibratingTag) != it->second.end();
+  };
   for (const trace::RunRecord& r : ordered) {
-    if (!host.empty() && r.host != host) continue;
+    if ((!host.empty() && r.host != host) || left_out(r.id)) continue;
     auto serving = observe_serving_run(store, r.id);
     if (!serving.ok()) return serving.error();
     if (*serving) {

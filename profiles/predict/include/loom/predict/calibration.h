@@ -43,6 +43,10 @@ struct Observation {
   std::int64_t spans = 0;
 };
 
+// A run tagged so calibrates nothing, whatever it measured (`loom-cli calibration
+// --reset` tags every calibrating run): it stays in the store to open and compare.
+inline constexpr const char* kNotCalibratingTag = "not calibrating";
+
 struct Calibration {
   std::string host;
   std::map<std::string, LinearCost> costs;  // from every calibrating run
