@@ -143,14 +143,12 @@ class BodyBackend final : public kernels::Backend {
   void dropout_forward(const float* x, float* y, float* mask, std::int64_t n, double p, std::uint64_t seed,
                        std::uint64_t offset) override {
     check({x, y, mask}, "dropout forward");
-    const float keep_scale = p >= 1.0 ? 0.0f : float(1.0 / (1.0 - p));
-    exec_.launch(n, DropoutForward{x, y, mask, p, keep_scale, seed, offset});
+    exec_.launch(n, dropout_body(x, y, mask, p, seed, offset));
   }
   void dropout_forward_keyed(const float* x, float* y, float* mask, std::int64_t n, double p, std::uint64_t seed,
                              const std::uint64_t* first_sample, std::uint64_t sample_size) override {
     check({x, y, mask, first_sample}, "dropout forward");
-    const float keep_scale = p >= 1.0 ? 0.0f : float(1.0 / (1.0 - p));
-    exec_.launch(n, DropoutForwardKeyed{x, y, mask, p, keep_scale, seed, first_sample, sample_size});
+    exec_.launch(n, DropoutForwardKeyed{dropout_body(x, y, mask, p, seed, 0), first_sample, sample_size});
   }
   void dropout_backward(const float* mask, const float* dy, float* dx, std::int64_t n) override {
     check({mask, dy, dx}, "dropout backward");
@@ -335,6 +333,11 @@ class BodyBackend final : public kernels::Backend {
   // Row-major C[M,N] = alpha op(A) op(B) + beta C through the column-major descriptor.
   void gemm(bool trans_a, bool trans_b, int M, int N, int K, const float* A, const float* B, float beta, float* C) {
     exec_.gemm(gemm_call(trans_a, trans_b, M, N, K), 1.0f, B, A, beta, C);
+  }
+  static DropoutForward dropout_body(const float* x, float* y, float* mask, double p, std::uint64_t seed,
+                                     std::uint64_t offset) {
+    const float keep_scale = p >= 1.0 ? 0.0f : float(1.0 / (1.0 - p));
+    return DropoutForward{x, y, mask, p, keep_scale, seed, offset};
   }
   void check(std::initializer_list<const void*> pointers, const char* what) {
     for (const void* p : pointers)

@@ -283,16 +283,13 @@ struct DropoutForward {
 // sample_size), so a captured launch draws each replay's own masks.
 struct DropoutForwardKeyed {
   static constexpr const char* kName = "DropoutForwardKeyed";
-  const float* x;
-  float* y;
-  float* mask;
-  double p;
-  float keep_scale;
-  std::uint64_t seed;
+  DropoutForward at;  // its offset taken from first_sample when it runs
   const std::uint64_t* first_sample;
   std::uint64_t sample_size;
   LOOM_HD void operator()(std::int64_t i) const {
-    DropoutForward{x, y, mask, p, keep_scale, seed, *first_sample * sample_size}(i);
+    DropoutForward now = at;
+    now.offset = *first_sample * sample_size;
+    now(i);
   }
 };
 

@@ -26,9 +26,9 @@
 #include <utility>
 #include <vector>
 
+#include "loom/core/stage_graph.h"
 #include "loom/engine/gradient_sync.h"
 #include "loom/engine/pipeline_schedule.h"
-#include "loom/core/stage_graph.h"
 #include "loom/engine/training_loop.h"
 
 namespace loom::engine {
