@@ -14,7 +14,7 @@ Plans: 2 data-parallel replicas (an all-reduce a step over the link) and a 2-sta
 pipeline (activations and gradients over the link per micro-batch). Root only (network
 namespaces, tc). Writes the table to --out.
 
-  /usr/bin/python3 bench/predict_shaped.py [--rate 1gbit] [--latency-us 50] [--rounds 3]
+  /usr/bin/python3 bench/predict_shaped.py [--rate 1gbit] [--latency-us 50] [--queue-ms 5] [--rounds 3]
 """
 import argparse
 import json
@@ -56,18 +56,23 @@ def write(folder, name, obj):
     return path
 
 
-def shape(rate, gbs, on):
+def shape(rate, queue_ms, on):
     """A token bucket on the root side of each host's veth: what enters a host passes at
     rate, so a message from one host to the other crosses one shaped hop. Its burst, what
-    passes at the veth's own speed after a pause, is 1 ms at the rate (the least a 1 ms
-    kernel tick allows), so that messages smaller than a large burst are not free."""
-    burst = max(int(gbs * 1e9 / 1000), 4000)
+    passes at the veth's own speed after a pause, is 16 KB (eleven 1500-byte packets),
+    whatever the rate: a wire sends every byte at its rate, and a burst of 1 ms at 1 Gb/s
+    (125 KB) let a pipeline's 64 KB activations, sent less often than the rate allows, pass
+    as if unshaped (1F1B measured 7.9 ms a step where 0.5 ms per message predicted 12). Its
+    queue holds queue_ms at the rate (tbf's latency): a switch port's buffer. A deep one
+    (200 ms) holds a rendezvous handshake or an ACK behind a whole message going the other
+    way."""
+    burst = 16000
     for h in HOSTS:
         dev = f"veth-{h}"
         subprocess.run(["tc", "qdisc", "del", "dev", dev, "root"], capture_output=True)
         if on:
             subprocess.run(["tc", "qdisc", "add", "dev", dev, "root", "tbf", "rate", rate, "burst", str(burst),
-                            "latency", "200ms"], check=True)
+                            "latency", f"{queue_ms:g}ms"], check=True)
 
 
 def main():
@@ -75,6 +80,8 @@ def main():
     add_run_args(ap, "predict_shaped.md")
     ap.add_argument("--rate", default="1gbit")
     ap.add_argument("--latency-us", type=float, default=50.0)
+    ap.add_argument("--queue-ms", type=float, default=5.0,
+                    help="the shaped link's queue, in ms at the rate (tbf latency; was 200 before 2026-11-28)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--steps", type=int, default=120)
     ap.add_argument("--cal-steps", type=int, default=120)
@@ -95,20 +102,20 @@ def main():
             calibration = cli(args, ["run", local, "--db", db, "--json"])["id"]
             remote = write(folder, "remote.json", plan_for(kind, HOSTS, args.steps))
             predicted = cli(args, ["predict", remote, "--db", db, "--cluster", cluster, "--json"])
-            shape(args.rate, gbs, True)
+            shape(args.rate, args.queue_ms, True)
             steps = []
             for _ in range(args.rounds):
                 run = cli(args, ["run", remote, "--db", db, "--json"], remote=True)
                 steps.append(median_step_ms(args, db, run["id"], calibration))
-            shape(args.rate, gbs, False)
+            shape(args.rate, args.queue_ms, False)
             steps.sort()
             rows.append((kind, predicted["step_ms"], steps[len(steps) // 2], steps[0], steps[-1], predicted["notes"]))
             print(rows[-1][:5], file=sys.stderr, flush=True)
     finally:
-        shape(args.rate, gbs, False)
+        shape(args.rate, args.queue_ms, False)
         subprocess.run([os.path.join(SCRIPTS, "netns-hosts.sh"), "down"])
     lines = [f"Command: `{args.command}`", "",
-             f"Two simulated hosts, one rank each, links shaped to {args.rate} (tc tbf); the cluster file's latency "
+             f"Two simulated hosts, one rank each, links shaped to {args.rate} (tc tbf, a {args.queue_ms:g} ms queue); the cluster file's latency "
              f"{args.latency_us:g} us, not shaped (no netem in this kernel).", "",
              "| plan | predicted step, ms | measured median, ms (min-max over rounds) | error |", "|---|---|---|---|"]
     for kind, p, m, lo, hi, _ in rows:

@@ -137,6 +137,21 @@ class TestLaunchCommand : public QObject {
     QCOMPARE(c.stream_endpoint, std::string("node0:4567"));  // ranks elsewhere connect back by name
   }
 
+  // Across hosts, messages up to the ring all-reduce's segment go without a rendezvous (a
+  // handshake that waits behind the peer's own data); on one machine TCP carries nothing.
+  void ranks_on_several_hosts_send_eagerly_over_tcp() {
+    const std::string eager = "OMPI_MCA_btl_tcp_eager_limit";
+    const LaunchCommand hosts = build_launch_command(plan_with_hosts({"gpu-a", "gpu-b"}), context(2));
+    QCOMPARE(env_value(hosts, eager), std::to_string(4 * 1024 * 1024 + 4096));
+    QVERIFY(std::find(hosts.args.begin(), hosts.args.end(), eager) != hosts.args.end());  // exported
+    LaunchContext slurm = context(2);
+    slurm.under_slurm = true;
+    QCOMPARE(env_value(build_launch_command(plan_with_hosts({"localhost", "localhost"}), slurm), eager),
+             std::to_string(4 * 1024 * 1024 + 4096));
+    QCOMPARE(env_value(build_launch_command(plan_with_hosts({"localhost", "localhost"}), context(2)), eager),
+             std::string("<unset>"));
+  }
+
   void slurm_uses_srun_with_pmix() {
     LaunchContext ctx = context(2);
     ctx.under_slurm = true;
