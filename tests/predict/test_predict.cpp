@@ -250,13 +250,28 @@ class TestPredict : public QObject {
     QVERIFY(std::abs(c.at(32) - (0.44 - 0.08)) < 1e-12);
   }
 
+  // Beyond the measured sizes a slope is taken only from sizes at least 1.5x apart, and
+  // never one that falls as size grows: a 940584-byte bucket and a 940800-byte arena
+  // (0.0812 and 0.0764 ms) once put a 131 KB all-reduce at 19 ms.
+  void closeSizesGiveNoSlopeBeyondThem() {
+    loom::predict::LinearCost c;
+    c.points = {{940584, 0.0812}, {940800, 0.0764}};
+    QVERIFY(std::abs(c.at(131072) - 0.0812 * 131072 / 940584) < 1e-12);
+    QVERIFY(std::abs(c.at(4e6) - 0.0764 * 4e6 / 940800) < 1e-12);
+    QVERIFY(std::abs(c.at(940692) - 0.0788) < 1e-12);  // between them: the line
+    c.points = {{131072, 0.011}, {940584, 0.0812}, {940800, 0.0764}};  // 131072 is far enough below
+    const double slope = (0.0812 - 0.011) / (940584 - 131072);
+    QVERIFY(std::abs(c.at(65536) - std::max(0.011 + slope * (65536 - 131072), 0.011 / 2)) < 1e-12);
+    QVERIFY(std::abs(c.at(2e6) - (0.0764 + (0.0764 - 0.011) / (940800 - 131072) * (2e6 - 940800))) < 1e-12);
+  }
+
   // Crowded (four ranks on two cores), with only a crowded two-rank all-reduce measured:
   // the ring's steps, 3 against 1, scale it, whatever the bytes; the uncrowded one is not
   // taken (it is what ranks that never wait for a core take).
   void crowdedAllreduceScalesByRingSteps() {
     const Plan plan = tiny_plan(R"({"devices": )" + devices(4) + R"(, "data_parallel": 4})", "0, 0, 0", 256);
     Calibration cal = costs_for(plan, "cpu 1t shared x2.00");
-    cal.costs[loom::predict::allreduce_key(2, loom::CommBackend::Mpi, 2.0)].points = {{96, 2.5}, {108, 2.5}};
+    cal.costs[loom::predict::allreduce_key(2, loom::CommBackend::Mpi, 2.0)].points = {{96, 2.5}, {192, 2.5}};
     const Prediction p = must(loom::predict::predict_step(plan, cal, {2}));
     const auto bucket = of(p, 0, EventKind::AllReduce);
     QCOMPARE(bucket.size(), std::size_t(1));

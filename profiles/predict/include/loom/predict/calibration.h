@@ -24,8 +24,12 @@
 namespace loom::predict {
 
 // A cost as a function of size, through the measured points: linear between neighbouring
-// sizes, the line through the two nearest beyond them (a message's latency shows as that
-// line's value at 0), proportional to size with one size measured. Never below 0.
+// sizes; beyond them the line through the nearest size and the next at least kSlopeSpan
+// times larger or smaller (a message's latency shows as that line's value at 0), never
+// falling as size grows and below the smallest size at least proportional to it; in
+// proportion to the nearest size where no such slope exists (one size measured, or only
+// close ones). Never below 0.
+inline constexpr double kSlopeSpan = 1.5;
 struct LinearCost {
   std::vector<std::pair<double, double>> points;  // (units, median ms), by units, one per size
   double work = 0;                // a layer's work per sample (layer_work), 0 for the rest
