@@ -227,14 +227,21 @@ class TestPredict : public QObject {
     QVERIFY2(std::abs(p.step_ms - (9.25 + 0.2 + 0.3 * 39 / 51)) < 1e-9, qPrintable(QString::number(p.step_ms, 'g', 12)));
   }
 
-  // Four replicas where only two were measured: the two-rank cost x (2*3/4) / (2*1/2).
+  // Replicas where only two were measured, scaled by the bytes each rank sends as Loom's
+  // all-reduce runs: 3 go round a ring (2*2/3 of the buffer, against 2*1/2 for 2), 4
+  // double (the whole buffer twice).
   void allreduceScalesFromAnotherRankCount() {
     const Plan plan = tiny_plan(R"({"devices": )" + devices(4) + R"(, "data_parallel": 4})", "0, 0, 0", 256);
     Calibration cal = costs_for(plan, "cpu 1t shared x2.00");
     const Prediction p = must(loom::predict::predict_step(plan, cal, {2}));
     const auto bucket = of(p, 0, EventKind::AllReduce);
     QCOMPARE(bucket.size(), std::size_t(1));  // 204 bytes, in one bucket of 25 MiB
-    QVERIFY(std::abs(bucket[0].end_ms - bucket[0].start_ms - 2.0 * 1.5) < 1e-9);
+    QVERIFY2(std::abs(bucket[0].end_ms - bucket[0].start_ms - 2.0 * 2) < 1e-9,
+             qPrintable(QString::number(bucket[0].end_ms - bucket[0].start_ms, 'g', 12)));
+    const Plan three = tiny_plan(R"({"devices": )" + devices(3) + R"(, "data_parallel": 3})", "0, 0, 0", 192);
+    const auto ring = of(must(loom::predict::predict_step(three, costs_for(three), {4})), 0, EventKind::AllReduce);
+    QVERIFY2(std::abs(ring[0].end_ms - ring[0].start_ms - 2.0 * (4.0 / 3)) < 1e-9,
+             qPrintable(QString::number(ring[0].end_ms - ring[0].start_ms, 'g', 12)));
   }
 
   // Between measured sizes a cost is the line through them; below the smallest, a sample
@@ -265,18 +272,22 @@ class TestPredict : public QObject {
     QVERIFY(std::abs(c.at(2e6) - (0.0764 + (0.0764 - 0.011) / (940800 - 131072) * (2e6 - 940800))) < 1e-12);
   }
 
-  // Crowded (four ranks on two cores), with only a crowded two-rank all-reduce measured:
-  // the ring's steps, 3 against 1, scale it, whatever the bytes; the uncrowded one is not
-  // taken (it is what ranks that never wait for a core take).
-  void crowdedAllreduceScalesByRingSteps() {
-    const Plan plan = tiny_plan(R"({"devices": )" + devices(4) + R"(, "data_parallel": 4})", "0, 0, 0", 256);
-    Calibration cal = costs_for(plan, "cpu 1t shared x2.00");
-    cal.costs[loom::predict::allreduce_key(2, loom::CommBackend::Mpi, 2.0)].points = {{96, 2.5}, {192, 2.5}};
-    const Prediction p = must(loom::predict::predict_step(plan, cal, {2}));
-    const auto bucket = of(p, 0, EventKind::AllReduce);
-    QCOMPARE(bucket.size(), std::size_t(1));
-    QVERIFY2(std::abs(bucket[0].end_ms - bucket[0].start_ms - 2.5 * 3) < 1e-9,
-             qPrintable(QString::number(bucket[0].end_ms - bucket[0].start_ms, 'g', 12)));
+  // Crowded, with only a crowded two-rank all-reduce measured (2.5 ms, 2 exchanges): each
+  // exchange waits for a core, whatever the bytes, so it scales by Loom's exchanges. Three
+  // ranks on two cores go round a ring, 4 exchanges: 5 ms; four double, 2 exchanges:
+  // 2.5 ms. The uncrowded cost is not taken (it is what ranks that never wait take).
+  void crowdedAllreduceScalesByExchanges() {
+    const auto crowded = [](int ranks, const std::string& device) {
+      const Plan plan = tiny_plan(R"({"devices": )" + devices(ranks) + R"(, "data_parallel": )" + std::to_string(ranks) + "}",
+                                  "0, 0, 0", 64 * ranks);
+      Calibration cal = costs_for(plan, device);
+      cal.costs[loom::predict::allreduce_key(2, loom::CommBackend::Mpi, 2.0)].points = {{96, 2.5}, {192, 2.5}};
+      const auto bucket = of(must(loom::predict::predict_step(plan, cal, {2})), 0, EventKind::AllReduce);
+      return bucket.size() == 1 ? bucket[0].end_ms - bucket[0].start_ms : -1.0;
+    };
+    const double three = crowded(3, "cpu 1t shared x1.50"), four = crowded(4, "cpu 1t shared x2.00");
+    QVERIFY2(std::abs(three - 2.5 * 2) < 1e-9, qPrintable(QString::number(three, 'g', 12)));
+    QVERIFY2(std::abs(four - 2.5) < 1e-9, qPrintable(QString::number(four, 'g', 12)));
   }
 
   // A layer of another size is scaled by work from the measured ones of its kind.

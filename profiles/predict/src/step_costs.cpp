@@ -189,8 +189,27 @@ std::string StepCosts::message_key(const std::string& key) {
   return best;
 }
 
+namespace {
+
+// How Loom's all-reduce over R ranks runs (mpi_communicator.cpp): over MPI, recursive
+// doubling for 4, 8, ... ranks (log2 R exchanges of the whole buffer), else a ring
+// (2 (R - 1) exchanges of 1/R of it); NCCL's ring otherwise.
+bool doubles(int ranks, CommBackend backend) {
+  return backend == CommBackend::Mpi && ranks > 2 && (ranks & (ranks - 1)) == 0;
+}
+// Exchanges, each a hand-off between two ranks.
+double exchanges(int ranks, CommBackend backend) {
+  return doubles(ranks, backend) ? std::log2(double(ranks)) : 2.0 * (ranks - 1);
+}
+// Bytes each rank sends, per byte of the buffer.
+double bytes_sent(int ranks, CommBackend backend) {
+  return doubles(ranks, backend) ? std::log2(double(ranks)) : 2.0 * (ranks - 1) / ranks;
+}
+
+}  // namespace
+
 // Not measured at this count, the nearest count measured (same backend and crowding)
-// scaled as a ring all-reduce scales: each rank sends and receives 2 (R - 1) / R of it.
+// scaled by the bytes each rank sends, as Loom's all-reduce runs at each count.
 // Where ranks outnumber cores and this count was not measured so crowded, a crowded one
 // nearest in count and crowding (crowded_allreduce) before any uncrowded measurement.
 double StepCosts::allreduce_calibrated(int replicas, double bytes) {
@@ -201,21 +220,24 @@ double StepCosts::allreduce_calibrated(int replicas, double bytes) {
   if (stretch_ > 1)
     if (const auto crowded = crowded_allreduce(replicas, bytes)) return *crowded;
   if (exact.cost) return cost(key, bytes, 1.0);
-  auto ring = [](int r) { return 2.0 * (r - 1) / r; };
   for (int delta = 1; delta < 4096; ++delta)
     for (int other : {replicas - delta, replicas + delta}) {
       if (other < 2 || !find(allreduce_key(other, backend, stretch_)).cost) continue;
-      note(key + ": not measured, scaled from " + std::to_string(other) + " ranks as a ring all-reduce scales");
-      return cost(allreduce_key(other, backend, stretch_), bytes, 1.0) * ring(replicas) / ring(other);
+      note(key + ": not measured, scaled from " + std::to_string(other) + " ranks by the bytes each rank sends");
+      return cost(allreduce_key(other, backend, stretch_), bytes, 1.0) * bytes_sent(replicas, backend) /
+             bytes_sent(other, backend);
     }
   return cost(key, bytes, 1.0);  // records it as missing
 }
 
-// A crowded all-reduce lasts as long as its ranks take turns on the cores: each of a
-// ring's 2 (R - 1) steps waits for a peer to be scheduled, whatever the bytes (on this
-// project's VM 4 ranks on 2 cores took 1.4 ms for 138 KB and 0.8 ms for 803 KB, against
-// 0.06 ms uncrowded). So the crowded measurement nearest in ranks and crowding (log
-// distance), scaled by the ring's steps. None: no crowded all-reduce was measured.
+// A crowded all-reduce lasts as long as its ranks take turns on the cores: each exchange
+// waits for a peer to be scheduled, whatever the bytes (on this project's VM 4 ranks on 2
+// cores took 1.4 ms for 138 KB and 0.8 ms for 803 KB, against 0.06 ms uncrowded). So the
+// crowded measurement nearest in ranks and crowding (log distance), scaled by the
+// exchanges: per exchange, 2 ranks on 2 cores with 2 more took 0.14 ms, 3 on 2 cores 0.34
+// and 4 on 2 cores 0.29 (session 28's runs), where per ring step they took 0.28, 0.67 and
+// 0.19: Loom's 4 ranks double (2 exchanges), its 3 go round a ring (4). None: no crowded
+// all-reduce was measured.
 std::optional<double> StepCosts::crowded_allreduce(int replicas, double bytes) {
   const std::string backend = plan_.parallel.backend == CommBackend::Nccl ? " nccl" : " mpi";
   std::string best;
@@ -232,8 +254,9 @@ std::optional<double> StepCosts::crowded_allreduce(int replicas, double bytes) {
   }
   if (best.empty()) return std::nullopt;
   note(allreduce_key(replicas, plan_.parallel.backend, stretch_) + ": not measured, taken from " + best +
-       " scaled by the ring's steps (crowded ranks wait for a core at each)");
-  return cost(best, bytes, 1.0) * double(replicas - 1) / double(best_ranks - 1);
+       " scaled by the exchanges (crowded ranks wait for a core at each)");
+  const CommBackend kind = plan_.parallel.backend;
+  return cost(best, bytes, 1.0) * exchanges(replicas, kind) / exchanges(best_ranks, kind);
 }
 
 // ---- calibrated keys -------------------------------------------------------------------
