@@ -1,5 +1,6 @@
 // `loom-cli predict PLAN [--db PATH] [--json]`: one steady step of the plan as the
 // calibration from this machine's stored runs predicts it (loom/predict), before it runs.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -85,6 +86,31 @@ void print_staleness(const Prediction& p) {
     std::printf("    worker %d: mean %.2f, p95 %.0f, max %lld, waited %.3f s\n", w.rank, w.mean, w.p95, static_cast<long long>(w.max), w.wait_s);
 }
 
+// What this machine measured for the plan's own configuration, where it was run (not for
+// a cluster): its runs' steps, sorted. Empty where none.
+std::vector<double> measured_steps(const Plan& plan, const predict::Calibration& cal, const predict::MachineShape& machine) {
+  if (machine.cluster) return {};
+  const auto it = cal.steps_by_configuration.find(predict::configuration_of(plan));
+  if (it == cal.steps_by_configuration.end()) return {};
+  std::vector<double> steps = it->second;
+  std::sort(steps.begin(), steps.end());
+  return steps;
+}
+
+// The machine's own spread beside the prediction: a prediction cannot be closer to the
+// next run than the runs are to each other.
+void print_measured(const std::vector<double>& steps) {
+  if (steps.empty()) return;
+  const std::size_t n = steps.size();
+  const double median = n % 2 ? steps[n / 2] : (steps[n / 2 - 1] + steps[n / 2]) / 2;
+  if (n == 1) {
+    std::printf("  measured:    this configuration's one run: %.3f ms a step\n", steps[0]);
+    return;
+  }
+  std::printf("  measured:    this configuration's %zu runs: %.3f to %.3f ms a step (median %.3f)\n", n, steps.front(),
+              steps.back(), median);
+}
+
 void print_text(const Plan& plan, const Prediction& p, const predict::Calibration& cal, const predict::MachineShape& machine) {
   std::printf("prediction for '%s' on %s\n", plan.name.c_str(), where_text(machine, p).c_str());
   std::printf("  step time:   %.3f ms (one steady step", p.step_ms);
@@ -94,6 +120,7 @@ void print_text(const Plan& plan, const Prediction& p, const predict::Calibratio
   std::string runs;
   for (std::int64_t id : cal.runs) runs += (runs.empty() ? "" : ", ") + std::to_string(id);
   std::printf("  calibrated:  from run%s %s (%zu costs)\n", cal.runs.size() == 1 ? "" : "s", runs.c_str(), cal.costs.size());
+  print_measured(measured_steps(plan, cal, machine));
   std::printf("\n  rank   compute ms   waiting for gradients   pipeline idle   injected   comm (overlapping)\n");
   int shown = 0;
   const auto shares = shares_of(p);
@@ -417,6 +444,7 @@ int cmd_predict(const Args& args) {
   }
   if (args.json) {
     nlohmann::json j = to_json(*plan, *prediction, *calibration);
+    if (const auto steps = measured_steps(*plan, *calibration, machine); !steps.empty()) j["measured_steps_ms"] = steps;
     if (against) j["against"] = against_json(against_id, *against);
     if (stored) j["id"] = stored;
     std::printf("%s\n", j.dump().c_str());

@@ -96,6 +96,9 @@ class CliPredictTest : public QObject {
     const double step = p["step_ms"].toDouble();
     qInfo("predicted %.4f ms, measured median %.4f ms (%+.1f%%)", step, measured, 100 * (step / measured - 1));
     QVERIFY2(measured > 0 && std::abs(step / measured - 1) < 0.01, qPrintable(QString("%1 vs %2 ms").arg(step).arg(measured)));
+    // Beside the prediction, what the configuration's runs measured: the machine's spread.
+    QCOMPARE(p["measured_steps_ms"].toArray().size(), 1);
+    QVERIFY(std::abs(p["measured_steps_ms"].toArray()[0].toDouble() / measured - 1) < 0.01);
 
     // Beside the run: the measured step and per kind both sides.
     const Result against = run_cli({"predict", plan, "--db", db(), "--against", id, "--json"});
@@ -119,6 +122,7 @@ class CliPredictTest : public QObject {
 
     const Result text = run_cli({"predict", plan, "--db", db()});
     QVERIFY2(text.out.contains("step time:") && text.out.contains("throughput:"), qPrintable(text.out));
+    QVERIFY2(text.out.contains("measured:    this configuration's 2 runs: "), qPrintable(text.out));
     const Result costs = run_cli({"calibration", "--db", db(), "--json"});
     QVERIFY2(costs.exit_code == 0, qPrintable(costs.err));
     QVERIFY(last_json_line(costs.out)["costs"].toObject().contains("backward tanh 64->64 @cpu 1t"));
@@ -266,6 +270,9 @@ class CliPredictTest : public QObject {
     const double step = p["step_ms"].toDouble(), measured = a["measured_step_ms"].toDouble();
     qInfo("gpu rank: predicted %.4f ms, measured %.4f ms", step, measured);
     QVERIFY2(measured > 0 && std::abs(step / measured - 1) < 0.01, qPrintable(QString("%1 vs %2 ms").arg(step).arg(measured)));
+    // Beside the prediction, what the configuration's runs measured: the machine's spread.
+    QCOMPARE(p["measured_steps_ms"].toArray().size(), 1);
+    QVERIFY(std::abs(p["measured_steps_ms"].toArray()[0].toDouble() / measured - 1) < 0.01);
     const QJsonObject memory = a["memory"].toArray().first().toObject();
     QVERIFY2(std::abs(memory["predicted_bytes"].toDouble() - memory["measured_bytes"].toDouble()) <= 2048,
              qPrintable(QString("%1 vs %2 bytes").arg(memory["predicted_bytes"].toDouble()).arg(memory["measured_bytes"].toDouble())));

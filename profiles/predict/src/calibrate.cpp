@@ -65,6 +65,7 @@ Expected<Calibration> calibrate(store::RunStore& store, const std::string& host)
     if (!seen.ok()) return seen.error();
     if (!*seen) continue;
     cal.runs.push_back(r.id);
+    if ((*seen)->steps > 0) cal.steps_by_configuration[(*seen)->configuration].push_back((*seen)->step_ms);
     if ((*seen)->device.starts_with("gpu ")) cal.gpu = (*seen)->device.substr(4);
     all.insert(all.end(), (*seen)->observations.begin(), (*seen)->observations.end());
     std::vector<Observation>& mine = own[(*seen)->configuration];
