@@ -10,6 +10,7 @@
 #include "commands.h"
 #include "predict_common.h"
 #include "loom/analysis/analysis.h"
+#include "loom/analysis/stats.h"
 #include "loom/predict/against_run.h"
 #include "loom/predict/layouts.h"
 #include "loom/predict/serving_prediction.h"
@@ -102,13 +103,12 @@ std::vector<double> measured_steps(const Plan& plan, const predict::Calibration&
 void print_measured(const std::vector<double>& steps) {
   if (steps.empty()) return;
   const std::size_t n = steps.size();
-  const double median = n % 2 ? steps[n / 2] : (steps[n / 2 - 1] + steps[n / 2]) / 2;
   if (n == 1) {
     std::printf("  measured:    this configuration's one run: %.3f ms a step\n", steps[0]);
     return;
   }
   std::printf("  measured:    this configuration's %zu runs: %.3f to %.3f ms a step (median %.3f)\n", n, steps.front(),
-              steps.back(), median);
+              steps.back(), analysis::median(steps));
 }
 
 void print_text(const Plan& plan, const Prediction& p, const predict::Calibration& cal, const predict::MachineShape& machine) {
