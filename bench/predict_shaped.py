@@ -2,9 +2,12 @@
 """Predicted against measured across a shaped network: two simulated hosts
 (scripts/cluster/netns-hosts.sh: network namespaces loom-a and loom-b, one rank each),
 their links shaped with tc (--rate; a token bucket, tbf), and a cluster file that says
-the same (two hosts like this one, the link's bandwidth, and --latency-us). This kernel
-has no netem, so latency is not shaped: --latency-us stands for the veth hop and the TCP
-stack (an assumption, not a measurement; no ping here to measure it).
+the same (two hosts like this one, the link's bandwidth, and its latency). --delay-ms
+adds a one-way delay between the hosts: this kernel has no netem, so a delay line
+(build/bench/link_delay, a tun device the hosts' packets are routed through; see
+scripts/cluster/netns-hosts.sh) holds each packet that long. The cluster file's latency is
+--latency-us plus the delay; --latency-us stands for the veth hop and the TCP stack (a TCP
+ping-pong between the hosts takes 0.034-0.051 ms there and back unshaped).
 
   1. calibration: the same plans with both ranks on this host (localhost), --cal-steps,
      so that every layer, loss, optimizer and residual cost at 1 BLAS thread is measured;
@@ -14,7 +17,7 @@ Plans: 2 data-parallel replicas (an all-reduce a step over the link) and a 2-sta
 pipeline (activations and gradients over the link per micro-batch). Root only (network
 namespaces, tc). Writes the table to --out.
 
-  /usr/bin/python3 bench/predict_shaped.py [--rate 1gbit] [--latency-us 50] [--queue-ms 5] [--rounds 3]
+  /usr/bin/python3 bench/predict_shaped.py [--rate 1gbit] [--delay-ms 2] [--latency-us 50] [--queue-ms 5] [--rounds 3]
 """
 import argparse
 import json
@@ -56,7 +59,19 @@ def write(folder, name, obj):
     return path
 
 
-def shape(rate, queue_ms, on):
+def delay(build, us, on):
+    """The one-way delay between the hosts (no netem here: a delay line on a tun)."""
+    hosts = os.path.join(SCRIPTS, "netns-hosts.sh")
+    if on and us > 0:
+        binary = os.path.join(build, "bench", "link_delay")
+        if not os.path.exists(binary):
+            sys.exit(f"error: {binary} not found (cmake --build build --target link_delay)")
+        subprocess.run([hosts, "delay", str(int(us)), binary], check=True)
+    else:
+        subprocess.run([hosts, "delay", "off"], check=True)
+
+
+def shape(args, on):
     """A token bucket on the root side of each host's veth: what enters a host passes at
     rate, so a message from one host to the other crosses one shaped hop. Its burst, what
     passes at the veth's own speed after a pause, is 16 KB (eleven 1500-byte packets),
@@ -65,14 +80,15 @@ def shape(rate, queue_ms, on):
     as if unshaped (1F1B measured 7.9 ms a step where 0.5 ms per message predicted 12). Its
     queue holds queue_ms at the rate (tbf's latency): a switch port's buffer. A deep one
     (200 ms) holds a rendezvous handshake or an ACK behind a whole message going the other
-    way."""
+    way. With --delay-ms, each packet is first held that long by the delay line."""
     burst = 16000
+    delay(args.build, 1000 * args.delay_ms, on)
     for h in HOSTS:
         dev = f"veth-{h}"
         subprocess.run(["tc", "qdisc", "del", "dev", dev, "root"], capture_output=True)
         if on:
-            subprocess.run(["tc", "qdisc", "add", "dev", dev, "root", "tbf", "rate", rate, "burst", str(burst),
-                            "latency", f"{queue_ms:g}ms"], check=True)
+            subprocess.run(["tc", "qdisc", "add", "dev", dev, "root", "tbf", "rate", args.rate, "burst", str(burst),
+                            "latency", f"{args.queue_ms:g}ms"], check=True)
 
 
 def main():
@@ -80,6 +96,7 @@ def main():
     add_run_args(ap, "predict_shaped.md")
     ap.add_argument("--rate", default="1gbit")
     ap.add_argument("--latency-us", type=float, default=50.0)
+    ap.add_argument("--delay-ms", type=float, default=0.0, help="one-way delay added between the hosts")
     ap.add_argument("--queue-ms", type=float, default=5.0,
                     help="the shaped link's queue, in ms at the rate (tbf latency; was 200 before 2026-11-28)")
     ap.add_argument("--rounds", type=int, default=3)
@@ -92,7 +109,7 @@ def main():
     cluster = write(folder, "cluster.json", {
         "name": f"two hosts like this one, {args.rate} between them", "hosts": 2,
         "devices_per_host": 1, "device": "calibrated",
-        "links": {"between_hosts": {"bandwidth_gbs": gbs, "latency_us": args.latency_us}}})
+        "links": {"between_hosts": {"bandwidth_gbs": gbs, "latency_us": args.latency_us + 1000 * args.delay_ms}}})
     if subprocess.run([os.path.join(SCRIPTS, "netns-hosts.sh"), "up"]).returncode != 0:
         sys.exit("cannot create the simulated hosts (root, iproute2, network namespaces)")
     rows = []
@@ -102,21 +119,23 @@ def main():
             calibration = cli(args, ["run", local, "--db", db, "--json"])["id"]
             remote = write(folder, "remote.json", plan_for(kind, HOSTS, args.steps))
             predicted = cli(args, ["predict", remote, "--db", db, "--cluster", cluster, "--json"])
-            shape(args.rate, args.queue_ms, True)
+            shape(args, True)
             steps = []
             for _ in range(args.rounds):
                 run = cli(args, ["run", remote, "--db", db, "--json"], remote=True)
                 steps.append(median_step_ms(args, db, run["id"], calibration))
-            shape(args.rate, args.queue_ms, False)
+            shape(args, False)
             steps.sort()
             rows.append((kind, predicted["step_ms"], steps[len(steps) // 2], steps[0], steps[-1], predicted["notes"]))
             print(rows[-1][:5], file=sys.stderr, flush=True)
     finally:
-        shape(args.rate, args.queue_ms, False)
+        shape(args, False)
         subprocess.run([os.path.join(SCRIPTS, "netns-hosts.sh"), "down"])
     lines = [f"Command: `{args.command}`", "",
-             f"Two simulated hosts, one rank each, links shaped to {args.rate} (tc tbf, a {args.queue_ms:g} ms queue); the cluster file's latency "
-             f"{args.latency_us:g} us, not shaped (no netem in this kernel).", "",
+             f"Two simulated hosts, one rank each, links shaped to {args.rate} (tc tbf, a {args.queue_ms:g} ms queue), "
+             + (f"a one-way delay of {args.delay_ms:g} ms (build/bench/link_delay); the cluster file's latency "
+                f"{args.latency_us + 1000 * args.delay_ms:g} us." if args.delay_ms > 0 else
+                f"no delay added; the cluster file's latency {args.latency_us:g} us."), "",
              "| plan | predicted step, ms | measured median, ms (min-max over rounds) | error |", "|---|---|---|---|"]
     for kind, p, m, lo, hi, _ in rows:
         lines.append(f"| {kind} | {p:.2f} | {m:.2f} ({lo:.2f}-{hi:.2f}) | {100 * (p / m - 1):+.1f}% |")

@@ -119,6 +119,33 @@ class TestClusterNetns : public QObject {
     QVERIFY(remote_events.ok() && *remote_events > 0);
   }
 
+  // The delay line (netns-hosts.sh delay, build/bench/link_delay) holds every packet
+  // between the hosts for its delay, each way: a TCP connect to a closed port on the other
+  // host (SYN there, RST back) takes two delays; off, well under one. The shortest of five
+  // tries, timed inside the host's shell.
+  void delayLineHoldsPacketsBetweenHosts() {
+    const auto refused_connect_ms = [] {
+      QProcess shell;
+      shell.start("ip", {"netns", "exec", "loom-a", "bash", "-c",
+                         "for i in 1 2 3 4 5; do t=$EPOCHREALTIME; : 3<>/dev/tcp/10.213.2.2/9; "
+                         "echo \"$t $EPOCHREALTIME\"; done 2>/dev/null"});
+      shell.waitForFinished(30000);
+      double shortest = 1e9;
+      for (const QByteArray& line : shell.readAllStandardOutput().trimmed().split('\n')) {
+        const QList<QByteArray> t = line.split(' ');
+        if (t.size() == 2) shortest = std::min(shortest, (t[1].toDouble() - t[0].toDouble()) * 1e3);
+      }
+      return shortest;
+    };
+    QCOMPARE(run_script("netns-hosts.sh", {"delay", "3000", LINK_DELAY}), 0);
+    const double delayed = refused_connect_ms();
+    QCOMPARE(run_script("netns-hosts.sh", {"delay", "off"}), 0);
+    const double direct = refused_connect_ms();
+    qInfo("refused connect: %.2f ms with 3 ms each way, %.2f ms without", delayed, direct);
+    QVERIFY2(delayed >= 6.0 && delayed < 9.0, qPrintable(QString::number(delayed)));
+    QVERIFY2(direct < 2.0, qPrintable(QString::number(direct)));
+  }
+
   // loom-b's network goes away mid-run: nothing more arrives from it and its peer blocks
   // in the all-reduce, so the watchdog ends the run as hung (limit 5 s) and tears the job
   // down. The rank on the live host and mpirun are gone 10 s after loom-cli ends; the
