@@ -24,12 +24,14 @@ namespace {
 
 // A completed one-process run of `plan` (fc1, act, fc2) in a store: 4 steps of 20 ms, each
 // with nine 1 ms spans (data, three forwards, loss, three backwards, optimizer).
-std::int64_t store_one_millisecond_spans(loom::store::RunStore& store, const Plan& plan, int step_ms = 20, int span_ms = 1) {
+std::int64_t store_one_millisecond_spans(loom::store::RunStore& store, const Plan& plan, int step_ms = 20, int span_ms = 1,
+                                         const std::string& rank_host = "h") {
   loom::trace::RunRecord run;
   run.plan_json = loom::plan_to_json(plan);
+  run.host = "h";
   const std::int64_t id = *store.create_run(run);
   loom::trace::RankRecord record;
-  record.host = "h";
+  record.host = rank_host;
   record.device_info.kind = "cpu";
   record.device_info.blas_threads = 1;
   record.device_info.logical_cores = 2;
@@ -385,6 +387,19 @@ class TestPredict : public QObject {
     store_one_millisecond_spans(store, plan);
     const Calibration cal = *loom::predict::calibrate(store, "");
     QCOMPARE(cal.costs.at(loom::predict::residual_key(false, "cpu 1t")).points, (std::vector<std::pair<double, double>>{{2, 11.0}}));
+    QVERIFY(std::abs(must(loom::predict::predict_step(plan, cal, {2})).step_ms - 20.0) < 1e-9);
+  }
+
+  // A run started here whose rank ran on another machine (a hostfile, Slurm, the simulated
+  // hosts) measured that machine, and a run across hosts the link between them: neither
+  // calibrates this one. Its 2 ms spans would have made every cost 1.5 ms.
+  void runsOnOtherMachinesDoNotCalibrateThisOne() {
+    TempStore store;
+    const Plan plan = tiny_plan(R"({"devices": )" + devices(1) + "}");
+    const std::int64_t here = store_one_millisecond_spans(store, plan, 20, 1);
+    store_one_millisecond_spans(store, plan, 30, 2, "another-host");
+    const Calibration cal = *loom::predict::calibrate(store, "");
+    QCOMPARE(cal.runs, (std::vector<std::int64_t>{here}));
     QVERIFY(std::abs(must(loom::predict::predict_step(plan, cal, {2})).step_ms - 20.0) < 1e-9);
   }
 
