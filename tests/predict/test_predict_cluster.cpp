@@ -65,7 +65,9 @@ class TestPredictCluster : public QObject {
 
   // On the roofline device each layer's forward is its FLOPs over 500 FLOP/ms, and four
   // replicas on four hosts (1 ms latency, 1 GB/s) all-reduce the 204 bytes of gradients
-  // by tree, the faster here: 2 x 2 x 1 ms + 2 x 204 bytes / 1e6 bytes per ms.
+  // by tree, the faster here: 2 x 2 x 1 ms + 2 x 204 bytes / 1e6 bytes per ms. Then the
+  // step's meeting of every rank (loss, correct answers, stop votes: 12 bytes), by the
+  // same tree, is a Wait that starts as the all-reduce ends.
   void rooflineAndLinksMakeTheStep() {
     const Plan plan = tiny_plan(R"({"devices": )" + devices(4) + R"(, "data_parallel": 4})", "0, 0, 0", 256);
     const Cluster c = must_cluster(R"({"hosts": 4, )" + std::string(kSlowDevice) +
@@ -80,6 +82,10 @@ class TestPredictCluster : public QObject {
     QCOMPARE(reduce.size(), std::size_t(1));
     QCOMPARE(reduce[0].bytes, std::int64_t(204));
     QVERIFY(near(reduce[0].end_ms - reduce[0].start_ms, 4.0 + 2 * 204 / 1e6));
+    const auto waits = of(p, 3, EventKind::Wait);
+    QVERIFY(!waits.empty());
+    QVERIFY(near(waits.back().start_ms, reduce[0].end_ms));
+    QVERIFY(near(waits.back().end_ms - waits.back().start_ms, 4.0 + 2 * 12 / 1e6));
     QCOMPARE(p.threads_per_rank, 0);  // a roofline device has no BLAS threads
   }
 

@@ -97,8 +97,9 @@ double sync_buckets(const Plan& plan, int s, const Replayed& replayed, StepCosts
 }
 
 // One rank's step: its ops with idle gaps and sends, then a straggler's delay, the wait for
-// its stage's gradients, the residual and the optimizer.
-void lay_out_rank(const Layout& l, int s, int r, const Replayed& replayed, double synced, double residual_ms, Prediction& out) {
+// its stage's gradients and for the step's meeting, the residual and the optimizer.
+void lay_out_rank(const Layout& l, int s, int r, const Replayed& replayed, double synced, double meeting_ms, double residual_ms,
+                  Prediction& out) {
   const int rank = s * l.replicas + r;
   const StageWork& w = replayed.work[std::size_t(r)][std::size_t(s)];
   double at = 0, compute = 0;
@@ -116,6 +117,7 @@ void lay_out_rank(const Layout& l, int s, int r, const Replayed& replayed, doubl
   const double injected = compute * (w.slowdown - 1) + w.delay_ms;
   if (injected > 0) out.spans.push_back({rank, EventKind::InjectedDelay, Stream::Compute, -1, -1, at, at += injected, 0});
   if (synced > at) out.spans.push_back({rank, EventKind::Wait, Stream::Compute, -1, -1, at, synced, 0}), at = synced;
+  if (meeting_ms > 0) out.spans.push_back({rank, EventKind::Wait, Stream::Compute, -1, -1, at, at + meeting_ms, 0}), at += meeting_ms;
   at += residual_ms;  // a gap: no span
   out.spans.push_back({rank, EventKind::Optimizer, Stream::Compute, -1, -1, at, at + w.optimizer_ms, 0});
   out.step_ms = std::max(out.step_ms, at + w.optimizer_ms);
@@ -189,12 +191,26 @@ void parameter_server_memory(const Plan& plan, const ModelInfo& model, std::vect
   }
 }
 
+// The step's meeting of every rank (TrainingLoop::reduce_stats) where it crosses a
+// cluster's links: a latency-bound all-reduce that replicas, arriving together, all wait
+// for (between two simulated hosts 2 ms apart, a Wait of 4 ms and more a step). In a
+// pipeline the stages arrive at different times and a later stage, released last, next
+// waits for an activation anyway, so there it is left out.
+double step_meeting(const Plan& plan, StepCosts& costs) {
+  const Layout l = layout_of(plan);
+  if (l.stages > 1) return 0;
+  std::vector<int> world;
+  for (int r = 0; r < l.replicas; ++r) world.push_back(r);
+  return costs.step_meeting(world);
+}
+
 // Synchronous training: every replica's stages replayed, buckets synced, ranks laid out.
 void predict_synchronous(const Plan& plan, const Replayed& replayed, StepCosts& costs, double residual_ms, Prediction& out) {
   const Layout l = layout_of(plan);
+  const double meeting_ms = step_meeting(plan, costs);
   for (int s = 0; s < l.stages; ++s) {
     const double synced = sync_buckets(plan, s, replayed, costs, out);
-    for (int r = 0; r < l.replicas; ++r) lay_out_rank(l, s, r, replayed, synced, residual_ms, out);
+    for (int r = 0; r < l.replicas; ++r) lay_out_rank(l, s, r, replayed, synced, meeting_ms, residual_ms, out);
   }
   out.cycle_ms = out.step_ms;
   out.samples_per_s = out.step_ms > 0 ? double(plan.training.batch) / out.step_ms * 1000.0 : 0.0;

@@ -155,6 +155,13 @@ double StepCosts::allreduce(const std::vector<int>& ranks, double bytes) {
   return allreduce_calibrated(int(ranks.size()), bytes);
 }
 
+double StepCosts::step_meeting(const std::vector<int>& ranks) {
+  if (!cluster_ || ranks.size() < 2) return 0;
+  const Link& link = cluster_->ring_link(ranks);
+  if (&link != &cluster_->between_hosts || link.measured) return 0;
+  return allreduce_ms(*cluster_, ranks, 3.0 * sizeof(float), nullptr);
+}
+
 double StepCosts::send(int from, int to, double bytes) {
   if (cluster_) {
     const Link& link = cluster_->link(from, to);

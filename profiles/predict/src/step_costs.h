@@ -38,6 +38,10 @@ class StepCosts {
   double push_receive(int from, int to, double bytes);
   // Time measured steps had beyond their spans, per step, for `ops` ops per rank.
   double residual(double ops);
+  // The engine's meeting of every rank once a step (loss, correct answers and stop votes:
+  // three floats) where these ranks span a cluster's links; 0 on one machine, where the
+  // residual holds its microseconds.
+  double step_meeting(const std::vector<int>& ranks);
 
   const std::set<std::string>& missing() const { return missing_; }
 
