@@ -1,13 +1,12 @@
 #!/usr/bin/python3
 """Predicted against measured across a shaped network: two simulated hosts
 (scripts/cluster/netns-hosts.sh: network namespaces loom-a and loom-b, one rank each),
-their links shaped with tc (--rate; a token bucket, tbf), and a cluster file that says
-the same (two hosts like this one, the link's bandwidth, and its latency). --delay-ms
-adds a one-way delay between the hosts: this kernel has no netem, so a delay line
-(build/bench/link_delay, a tun device the hosts' packets are routed through; see
-scripts/cluster/netns-hosts.sh) holds each packet that long. The cluster file's latency is
---latency-us plus the delay; --latency-us stands for the veth hop and the TCP stack (a TCP
-ping-pong between the hosts takes 0.034-0.051 ms there and back unshaped).
+the link between them emulated (--rate, --queue-ms and --delay-ms; this kernel has no
+netem: build/bench/link_emulator on a tun device the hosts' packets are routed through,
+see shape()), and a cluster file that says the same (two hosts like this one, the link's
+bandwidth, and its latency: --latency-us plus the delay; --latency-us stands for the veth
+hop and the TCP stack: a TCP ping-pong between the hosts takes 0.034-0.051 ms there and
+back unshaped).
 
   1. calibration: the same plans with both ranks on this host (localhost), --cal-steps,
      so that every layer, loss, optimizer and residual cost at 1 BLAS thread is measured;
@@ -17,7 +16,8 @@ Plans: 2 data-parallel replicas (an all-reduce a step over the link) and a 2-sta
 pipeline (activations and gradients over the link per micro-batch). Root only (network
 namespaces, tc). Writes the table to --out.
 
-  /usr/bin/python3 bench/predict_shaped.py [--rate 1gbit] [--delay-ms 2] [--latency-us 50] [--queue-ms 5] [--rounds 3]
+  /usr/bin/python3 bench/predict_shaped.py [--rate 1gbit] [--delay-ms 2] [--queue-ms 5]
+      [--shaper emulator|tbf] [--latency-us 50] [--rounds 3]
 """
 import argparse
 import json
@@ -59,36 +59,48 @@ def write(folder, name, obj):
     return path
 
 
-def delay(build, us, on):
-    """The one-way delay between the hosts (no netem here: a delay line on a tun)."""
-    hosts = os.path.join(SCRIPTS, "netns-hosts.sh")
-    if on and us > 0:
-        binary = os.path.join(build, "bench", "link_delay")
-        if not os.path.exists(binary):
-            sys.exit(f"error: {binary} not found (cmake --build build --target link_delay)")
-        subprocess.run([hosts, "delay", str(int(us)), binary], check=True)
-    else:
-        subprocess.run([hosts, "delay", "off"], check=True)
+def rate_mbit(rate):
+    """'1gbit' -> 1000.0, '100mbit' -> 100.0."""
+    return {"gbit": 1000.0, "mbit": 1.0}[rate.lstrip("0123456789.")] * float(rate.rstrip("gmbit"))
 
 
 def shape(args, on):
-    """A token bucket on the root side of each host's veth: what enters a host passes at
-    rate, so a message from one host to the other crosses one shaped hop. Its burst, what
-    passes at the veth's own speed after a pause, is 16 KB (eleven 1500-byte packets),
-    whatever the rate: a wire sends every byte at its rate, and a burst of 1 ms at 1 Gb/s
-    (125 KB) let a pipeline's 64 KB activations, sent less often than the rate allows, pass
-    as if unshaped (1F1B measured 7.9 ms a step where 0.5 ms per message predicted 12). Its
-    queue holds queue_ms at the rate (tbf's latency): a switch port's buffer. A deep one
-    (200 ms) holds a rendezvous handshake or an ACK behind a whole message going the other
-    way. With --delay-ms, each packet is first held that long by the delay line."""
-    burst = 16000
-    delay(args.build, 1000 * args.delay_ms, on)
+    """The link between the hosts, each way. --shaper emulator (the default): the link
+    emulator (build/bench/link_emulator through scripts/cluster/netns-hosts.sh link): a
+    FIFO queue of --queue-ms at the rate (a switch port's buffer), each packet's frames
+    sent at --rate, then --delay-ms to arrive. --shaper tbf: a token bucket on the root side
+    of each host's veth (16 KB burst, the same queue), as this bench used before
+    2026-11-28, and the emulator for the delay alone.
+
+    Why the emulator: with no delay tbf and the emulator carry the runs alike, but with a
+    delay tbf carried a bidirectional exchange (each host sending 1 MB to the other at
+    once, 1 Gb/s and 2 ms) in 16-17 ms where latency + size / bandwidth says 10.1 and a
+    one-way transfer took its time; predictions of the runs were 14-36% low at 0.5 to
+    2 ms. An htb class over a FIFO took 10.3-11.2 ms there, but htb takes TCP's 64 KB
+    segmentation-offload packets whole: one passes at once after a pause, so 1F1B's 64 KB
+    activations crossed 100 Mb/s as if unshaped (57 ms a step against 64 through tbf), and
+    a queue shorter than one packet dropped them all. The emulator charges each such
+    packet for every frame it stands for. The burst is none: a wire sends every byte at
+    its rate (a 1 ms burst at 1 Gb/s, 125 KB, let the activations pass unshaped)."""
+    hosts = os.path.join(SCRIPTS, "netns-hosts.sh")
+    binary = os.path.join(args.build, "bench", "link_emulator")
     for h in HOSTS:
-        dev = f"veth-{h}"
-        subprocess.run(["tc", "qdisc", "del", "dev", dev, "root"], capture_output=True)
-        if on:
-            subprocess.run(["tc", "qdisc", "add", "dev", dev, "root", "tbf", "rate", args.rate, "burst", str(burst),
-                            "latency", f"{args.queue_ms:g}ms"], check=True)
+        subprocess.run(["tc", "qdisc", "del", "dev", f"veth-{h}", "root"], capture_output=True)
+    subprocess.run([hosts, "link", "off"], check=True)
+    if not on:
+        return
+    if not os.path.exists(binary):
+        sys.exit(f"error: {binary} not found (cmake --build build --target link_emulator)")
+    delay_us = str(int(1000 * args.delay_ms))
+    if args.shaper == "emulator":
+        subprocess.run([hosts, "link", binary, delay_us, f"{rate_mbit(args.rate):g}", str(int(1000 * args.queue_ms))],
+                       check=True)
+        return
+    for h in HOSTS:
+        subprocess.run(["tc", "qdisc", "add", "dev", f"veth-{h}", "root", "tbf", "rate", args.rate, "burst", "16000",
+                        "latency", f"{args.queue_ms:g}ms"], check=True)
+    if args.delay_ms > 0:
+        subprocess.run([hosts, "link", binary, delay_us], check=True)
 
 
 def main():
@@ -97,8 +109,9 @@ def main():
     ap.add_argument("--rate", default="1gbit")
     ap.add_argument("--latency-us", type=float, default=50.0)
     ap.add_argument("--delay-ms", type=float, default=0.0, help="one-way delay added between the hosts")
+    ap.add_argument("--shaper", choices=["emulator", "tbf"], default="emulator", help="how the rate is set (see shape())")
     ap.add_argument("--queue-ms", type=float, default=5.0,
-                    help="the shaped link's queue, in ms at the rate (tbf latency; was 200 before 2026-11-28)")
+                    help="the link's queue, in ms at the rate (was 200 before 2026-11-28)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--steps", type=int, default=120)
     ap.add_argument("--cal-steps", type=int, default=120)
@@ -132,8 +145,10 @@ def main():
         shape(args, False)
         subprocess.run([os.path.join(SCRIPTS, "netns-hosts.sh"), "down"])
     lines = [f"Command: `{args.command}`", "",
-             f"Two simulated hosts, one rank each, links shaped to {args.rate} (tc tbf, a {args.queue_ms:g} ms queue), "
-             + (f"a one-way delay of {args.delay_ms:g} ms (build/bench/link_delay); the cluster file's latency "
+             f"Two simulated hosts, one rank each, links shaped to {args.rate} "
+             + (f"(link emulator, a {args.queue_ms:g} ms queue), " if args.shaper == "emulator" else
+                f"(tc tbf, a {args.queue_ms:g} ms queue), ")
+             + (f"a one-way delay of {args.delay_ms:g} ms; the cluster file's latency "
                 f"{args.latency_us + 1000 * args.delay_ms:g} us." if args.delay_ms > 0 else
                 f"no delay added; the cluster file's latency {args.latency_us:g} us."), "",
              "| plan | predicted step, ms | measured median, ms (min-max over rounds) | error |", "|---|---|---|---|"]

@@ -5,11 +5,13 @@
 # namespace (ip_forward), with their names in /etc/hosts between marker lines. Open MPI
 # starts its daemons on them through scripts/cluster/netns-agent.sh (its rsh agent).
 #   scripts/cluster/netns-hosts.sh up|down|status
-#   scripts/cluster/netns-hosts.sh delay US LINK_DELAY_BINARY | delay off
-# `delay` holds every packet from one host to the other for US microseconds (one way):
-# policy routing sends them through a tun device (loom-delay) that the delay line
-# (bench/link_delay.cpp, build/bench/link_delay) writes back after the delay. This kernel
-# has no netem. Traffic to the root namespace's addresses is not delayed.
+#   scripts/cluster/netns-hosts.sh link BINARY DELAY_US [RATE_MBIT [QUEUE_US]] | link off
+# `link` puts an emulated wire between the hosts, each way: packets queue for it (FIFO,
+# QUEUE_US deep, default 5000), take their bytes over RATE_MBIT to send (none: no time)
+# and DELAY_US to arrive. Policy routing sends every packet from one host to the other
+# through a tun device (loom-link) that the emulator (bench/link_emulator.cpp,
+# build/bench/link_emulator) writes back when a wire would have delivered it. This kernel
+# has no netem. Traffic to the root namespace's addresses is not shaped.
 # Root only. Traffic goes only to these addresses. `down` removes all of it.
 set -euo pipefail
 hosts=(loom-a loom-b)
@@ -43,36 +45,37 @@ down() {
   fi
 }
 
-delay_tun=loom-delay
-delay_table=213
+link_tun=loom-link
+link_table=213
 
-delay_off() {
-  pkill -f "link_delay $delay_tun " 2>/dev/null || true
-  while ip rule del table "$delay_table" 2>/dev/null; do :; done
-  ip link del "$delay_tun" 2>/dev/null || true
+link_off() {
+  pkill -f "link_emulator $link_tun " 2>/dev/null || true
+  while ip rule del table "$link_table" 2>/dev/null; do :; done
+  ip link del "$link_tun" 2>/dev/null || true
 }
 
 # Packets from host i to the other host's /24 take table 213, whose only route is the
 # tun; written back, they arrive on the tun, match no rule and go out by the main table.
 # Reverse-path filtering would drop them (their source is reached through a veth), so it
 # is loose on the tun.
-delay_on() {
-  local us="$1" binary="$2"
-  ip tuntap add dev "$delay_tun" mode tun vnet_hdr
-  ip link set "$delay_tun" up
-  sysctl -qw "net.ipv4.conf.$delay_tun.rp_filter=0" "net.ipv4.conf.all.rp_filter=0"
-  ip route replace default dev "$delay_tun" table "$delay_table"
-  ip rule add iif veth-loom-a to 10.213.2.0/24 table "$delay_table"
-  ip rule add iif veth-loom-b to 10.213.1.0/24 table "$delay_table"
-  nohup "$binary" "$delay_tun" "$us" > /tmp/loom-link-delay.log 2>&1 &
+link_on() {
+  local binary="$1"
+  shift
+  ip tuntap add dev "$link_tun" mode tun vnet_hdr
+  ip link set "$link_tun" up
+  sysctl -qw "net.ipv4.conf.$link_tun.rp_filter=0" "net.ipv4.conf.all.rp_filter=0"
+  ip route replace default dev "$link_tun" table "$link_table"
+  ip rule add iif veth-loom-a to 10.213.2.0/24 table "$link_table"
+  ip rule add iif veth-loom-b to 10.213.1.0/24 table "$link_table"
+  nohup "$binary" "$link_tun" "$@" > /tmp/loom-link.log 2>&1 &
 }
 
 case "${1:-}" in
-  up) delay_off; down; up ;;
-  down) delay_off; down ;;
-  delay)
-    delay_off
-    if [ "${2:-off}" != off ]; then delay_on "$2" "${3:?usage: $0 delay US LINK_DELAY_BINARY}"; fi ;;
+  up) link_off; down; up ;;
+  down) link_off; down ;;
+  link)
+    link_off
+    if [ "${2:-off}" != off ]; then shift; link_on "$1" "${2:?usage: $0 link BINARY DELAY_US [RATE_MBIT [QUEUE_US]]}" "${@:3}"; fi ;;
   status) ip netns list; grep "$marker" /etc/hosts || true ;;
-  *) echo "usage: $0 up|down|status|delay US BINARY|delay off" >&2; exit 2 ;;
+  *) echo "usage: $0 up|down|status|link BINARY DELAY_US [RATE_MBIT [QUEUE_US]]|link off" >&2; exit 2 ;;
 esac

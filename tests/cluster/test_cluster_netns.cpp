@@ -119,11 +119,11 @@ class TestClusterNetns : public QObject {
     QVERIFY(remote_events.ok() && *remote_events > 0);
   }
 
-  // The delay line (netns-hosts.sh delay, build/bench/link_delay) holds every packet
+  // The emulated link (netns-hosts.sh link, build/bench/link_emulator) holds every packet
   // between the hosts for its delay, each way: a TCP connect to a closed port on the other
   // host (SYN there, RST back) takes two delays; off, well under one. The shortest of five
   // tries, timed inside the host's shell.
-  void delayLineHoldsPacketsBetweenHosts() {
+  void emulatedLinkDelaysPacketsBetweenHosts() {
     const auto refused_connect_ms = [] {
       QProcess shell;
       shell.start("ip", {"netns", "exec", "loom-a", "bash", "-c",
@@ -137,13 +137,38 @@ class TestClusterNetns : public QObject {
       }
       return shortest;
     };
-    QCOMPARE(run_script("netns-hosts.sh", {"delay", "3000", LINK_DELAY}), 0);
+    QCOMPARE(run_script("netns-hosts.sh", {"link", LINK_EMULATOR, "3000"}), 0);
     const double delayed = refused_connect_ms();
-    QCOMPARE(run_script("netns-hosts.sh", {"delay", "off"}), 0);
+    QCOMPARE(run_script("netns-hosts.sh", {"link", "off"}), 0);
     const double direct = refused_connect_ms();
     qInfo("refused connect: %.2f ms with 3 ms each way, %.2f ms without", delayed, direct);
     QVERIFY2(delayed >= 6.0 && delayed < 9.0, qPrintable(QString::number(delayed)));
     QVERIFY2(direct < 2.0, qPrintable(QString::number(direct)));
+  }
+
+  // At 100 Mb/s the emulated link takes a megabyte from loom-a to loom-b in 80 ms and
+  // more (its Ethernet frames: about 83), where the bare veth takes a few: a receiver on
+  // loom-b answers one byte once it has all of it, timed on loom-a from the first byte
+  // sent. The python3 the build installs plays both ends.
+  void emulatedLinkSendsAtItsRate() {
+    QProcess receiver;
+    receiver.start("ip", {"netns", "exec", "loom-b", "python3", "-c",
+                          "import socket\ns = socket.create_server(('10.213.2.2', 5601))\nc = s.accept()[0]\n"
+                          "n = 0\nwhile n < 1000000: n += len(c.recv(1 << 20))\nc.sendall(b'k')"});
+    QVERIFY(receiver.waitForStarted());
+    QTest::qWait(500);
+    QCOMPARE(run_script("netns-hosts.sh", {"link", LINK_EMULATOR, "0", "100"}), 0);
+    QProcess sender;
+    sender.start("ip", {"netns", "exec", "loom-a", "python3", "-c",
+                        "import socket, time\nc = socket.create_connection(('10.213.2.2', 5601))\n"
+                        "t = time.perf_counter()\nc.sendall(b'x' * 1000000)\nc.recv(1)\n"
+                        "print((time.perf_counter() - t) * 1e3)"});
+    QVERIFY(sender.waitForFinished(30000));
+    QVERIFY(receiver.waitForFinished(5000));
+    QCOMPARE(run_script("netns-hosts.sh", {"link", "off"}), 0);
+    const double ms = sender.readAllStandardOutput().trimmed().toDouble();
+    qInfo("1 MB at 100 Mb/s: %.1f ms", ms);
+    QVERIFY2(ms >= 80.0 && ms < 120.0, qPrintable(QString::number(ms)));
   }
 
   // loom-b's network goes away mid-run: nothing more arrives from it and its peer blocks
