@@ -147,7 +147,8 @@ class TestPredict : public QObject {
     const double ahead1 = 0.6 / 4;                                              // before its input arrives
     const double opt0 = 0.3 * 24 / 51, opt1 = 0.3 * 27 / 51;  // each stage's own parameters
     const auto replay =
-        loom::analysis::replay_ops(loom::Schedule::GPipe, 4, {{f0, b0, 0, 0.05, 0}, {f1, b1, 0, 0, 0.05, ahead1, 0}});
+        loom::analysis::replay_ops(loom::Schedule::GPipe, 4, {{.forward = f0, .backward = b0, .to_next = 0.05},
+                                                               {.forward = f1, .backward = b1, .to_previous = 0.05, .forward_ahead = ahead1}});
     QVERIFY(replay[1].front().start < replay[0].front().end + 0.05);  // the labels load while the input travels
     const double expected = std::max(replay[0].back().end + opt0, replay[1].back().end + opt1) + 0.8;
     QVERIFY2(std::abs(p.step_ms - expected) < 1e-9, qPrintable(QString("%1 vs %2").arg(p.step_ms).arg(expected)));

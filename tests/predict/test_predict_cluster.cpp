@@ -130,6 +130,26 @@ class TestPredictCluster : public QObject {
     QCOMPARE(g.memory[0].optimizer_state, std::int64_t(0));  // plain SGD keeps none
   }
 
+  // A link carries one message at a time each way: at 100 bytes/ms each 512-byte
+  // activation holds the link between the hosts 5.12 ms, longer than stage 0's forward
+  // (about 1 ms), so under GPipe each waits for the one before and stage 1's forwards start
+  // 5.12 ms apart (as soon as stage 0's forwards they would without the queue).
+  void messagesOneWayQueueOnTheLink() {
+    const Plan plan = tiny_plan(R"({"devices": )" + devices(2) + R"(, "stages": 2, "microbatches": 4, "schedule": "gpipe"})",
+                                "0, 0, 1");
+    const Cluster c = must_cluster(R"({"hosts": 2, )" + std::string(kSlowDevice) +
+                                   R"(, "links": {"between_hosts": {"bandwidth_gbs": 0.0001, "latency_us": 1}}})");
+    const Prediction p = must(loom::predict::predict_step(plan, Calibration{}, {2, &c}));
+    const auto forwards = of(p, 1, EventKind::Forward);
+    QCOMPARE(forwards.size(), std::size_t(4));
+    for (std::size_t i = 1; i < forwards.size(); ++i)
+      QVERIFY2(near(forwards[i].start_ms - forwards[i - 1].start_ms, 5.12),
+               qPrintable(QString::number(forwards[i].start_ms - forwards[i - 1].start_ms)));
+    const auto sends = of(p, 0, EventKind::Send);
+    QCOMPARE(sends.size(), std::size_t(4));
+    QVERIFY(near(sends[3].end_ms, sends[0].start_ms + 4 * 5.12 + 0.001));  // the timeline shows the wait
+  }
+
   // One process, as engine::Sequential keeps it, per sample: the outputs 8 + 8 + 3, a
   // gradient buffer for every output but the last 8 + 8, the batch 2 and its labels 1, the
   // logits copied out, the probabilities and their gradient 3 x 3: 47 floats, 12,032 bytes

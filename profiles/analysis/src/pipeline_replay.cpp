@@ -40,6 +40,9 @@ std::vector<std::vector<TimedOp>> replay_ops(Schedule schedule, int microbatches
   std::map<std::tuple<int, bool, int>, double> arrives;
   std::vector<std::vector<TimedOp>> timed(static_cast<std::size_t>(p));
   std::vector<double> clock(static_cast<std::size_t>(p), 0.0);
+  // When each stage's link toward the next (previous) stage is next free. A stage sends in
+  // one direction in the order of its ops, which are replayed in time order.
+  std::vector<double> next_link_free(static_cast<std::size_t>(p), 0.0), previous_link_free(next_link_free);
   for (bool progressed = true; progressed;) {
     progressed = false;
     for (int s = 0; s < p; ++s) {
@@ -60,7 +63,10 @@ std::vector<std::vector<TimedOp>> replay_ops(Schedule schedule, int microbatches
         const double start = std::max(clock[su], ready - (op.forward ? st.forward_ahead : 0.0));
         clock[su] = start + (op.forward ? st.forward : st.backward);
         const double sent = op.forward ? clock[su] : clock[su] - st.backward_after_send;
-        arrives[{s, op.forward, op.microbatch}] = sent + (op.forward ? st.to_next : st.to_previous);
+        double& link_free = op.forward ? next_link_free[su] : previous_link_free[su];
+        const double on_link = std::max(sent, link_free);
+        link_free = on_link + (op.forward ? st.to_next_wire : st.to_previous_wire);
+        arrives[{s, op.forward, op.microbatch}] = on_link + (op.forward ? st.to_next : st.to_previous);
         timed[su].push_back({op, start, clock[su]});
         progressed = true;
       }

@@ -61,9 +61,12 @@ Expected<Replayed> replay_replicas(const Plan& plan, const ModelInfo& model, Ste
     auto& stages = out.work[std::size_t(r)];
     for (int s = 0; s < l.stages; ++s) {
       StageWork w = stage_work(plan, model, s, s * l.replicas + r, costs);
-      if (s > 0) w.to_previous_ms = stages[std::size_t(s - 1)].to_next_ms;  // the gradient of the same tensor
+      if (s > 0) {  // the gradient of the same tensor
+        w.to_previous_ms = stages[std::size_t(s - 1)].to_next_ms;
+        w.to_previous_wire_ms = stages[std::size_t(s - 1)].to_next_wire_ms;
+      }
       ops.push_back({w.data_ms + sum(w.forward_ms) + w.loss_ms, sum(w.backward_ms), 0, w.to_next_ms, w.to_previous_ms,
-                     w.ahead_ms, w.after_send_ms});
+                     w.to_next_wire_ms, w.to_previous_wire_ms, w.ahead_ms, w.after_send_ms});
       stages.push_back(std::move(w));
     }
     // One stage alternates forward and backward per accumulation micro-step, as 1F1B does.
@@ -102,15 +105,19 @@ void lay_out_rank(const Layout& l, int s, int r, const Replayed& replayed, doubl
                   Prediction& out) {
   const int rank = s * l.replicas + r;
   const StageWork& w = replayed.work[std::size_t(r)][std::size_t(s)];
-  double at = 0, compute = 0;
+  double at = 0, compute = 0, next_link_free = 0, previous_link_free = 0;  // as the replay queues them
   for (const analysis::TimedOp& t : replayed.timed[std::size_t(r)][std::size_t(s)]) {
     if (t.start > at) out.spans.push_back({rank, EventKind::Idle, Stream::Compute, -1, -1, at, t.start, 0});
     add_op_spans(t, w, rank, l.chunks, out.spans);
     const double transfer = t.op.forward ? w.to_next_ms : w.to_previous_ms;
     const bool sends = t.op.forward ? s + 1 < l.stages : s > 0;
     const double sent = t.op.forward ? t.end : t.end - w.after_send_ms;
+    double& link_free = t.op.forward ? next_link_free : previous_link_free;
+    const double on_link = std::max(sent, link_free);
+    link_free = on_link + (t.op.forward ? w.to_next_wire_ms : w.to_previous_wire_ms);
     if (sends && transfer > 0)
-      out.spans.push_back({rank, EventKind::Send, Stream::Comm, -1, l.chunks > 1 ? t.op.microbatch : -1, sent, sent + transfer, w.output_bytes});
+      out.spans.push_back({rank, EventKind::Send, Stream::Comm, -1, l.chunks > 1 ? t.op.microbatch : -1, sent, on_link + transfer,
+                           w.output_bytes});
     compute += t.end - t.start;
     at = t.end;
   }

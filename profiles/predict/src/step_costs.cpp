@@ -170,6 +170,12 @@ double StepCosts::send(int from, int to, double bytes) {
   return cost(message_key(p2p_key(plan_.parallel.backend, stretch_)), bytes, 1.0);
 }
 
+double StepCosts::send_wire(int from, int to, double bytes) const {
+  if (!cluster_) return 0;
+  const Link& link = cluster_->link(from, to);
+  return link.measured ? 0 : bytes / (link.bandwidth_gbs * 1e6);
+}
+
 double StepCosts::push_receive(int from, int to, double bytes) {
   const bool on_links = cluster_ && !cluster_->link(from, to).measured;
   const std::string key = message_key(push_receive_key(plan_.parallel.backend, stretch_));

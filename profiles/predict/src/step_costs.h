@@ -34,6 +34,9 @@ class StepCosts {
   // A bucket's all-reduce over these ranks; a message between two ranks.
   double allreduce(const std::vector<int>& ranks, double bytes);
   double send(int from, int to, double bytes);
+  // What of a message holds its link, so that the next in the same direction waits: its
+  // bytes over a cluster link's bandwidth; 0 for a calibrated message on this machine.
+  double send_wire(int from, int to, double bytes) const;
   // A parameter server taking a pushed gradient: calibrated apart where measured, else a send.
   double push_receive(int from, int to, double bytes);
   // Time measured steps had beyond their spans, per step, for `ops` ops per rank.

@@ -141,6 +141,7 @@ StageWork stage_work(const Plan& plan, const ModelInfo& model, int stage, int ra
   if (!w.layers.empty() && stage < l.stages - 1) {
     w.output_bytes = std::int64_t(double(elements(w.layers.back()->output)) * l.samples * sizeof(float));
     w.to_next_ms = costs.send(rank, rank + l.replicas, double(w.output_bytes));
+    w.to_next_wire_ms = costs.send_wire(rank, rank + l.replicas, double(w.output_bytes));
   }
   if (l.replicas > 1) w.buckets = buckets_of(w.layers, plan.parallel.bucket_mb);
   // PipelineTrainer's forward loads the batch first, then goes unit by unit, receiving

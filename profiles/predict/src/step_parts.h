@@ -26,6 +26,7 @@ struct StageWork {
   std::vector<double> forward_ms, backward_ms;
   double data_ms = 0, loss_ms = 0, optimizer_ms = 0, delay_ms = 0, slowdown = 1;
   double to_next_ms = 0, to_previous_ms = 0;
+  double to_next_wire_ms = 0, to_previous_wire_ms = 0;  // what of them holds the link (StageOpTimes)
   // Its leading layers that need nothing from another stage (a branch fed by the batch):
   // their forward (with the data loading) runs before the input arrives, their backward
   // after the gradient has been sent back.

@@ -22,6 +22,10 @@ struct StageOpTimes {
   // From the end of this stage's forward (backward) until the next (previous) stage has
   // its input: 0 in the analysis's replays (free communication); the predictor's transfers.
   double to_next = 0, to_previous = 0;
+  // The part of each transfer that holds the link (its bytes over the bandwidth): a later
+  // message from this stage in the same direction waits for it. 0: messages never queue
+  // (the analysis's replays; the predictor's calibrated messages on one machine).
+  double to_next_wire = 0, to_previous_wire = 0;
   // Work that needs nothing from another stage (the predictor: a branch placed on this
   // stage and fed by the batch): the first `forward_ahead` of a forward may run before
   // its input arrives, and the last `backward_after_send` of a backward runs after its
