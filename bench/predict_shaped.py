@@ -118,7 +118,9 @@ def main():
     args = parse_run_args(ap)
     folder = tempfile.mkdtemp(prefix="loom-shaped-")
     db = os.path.join(folder, "runs.db")
-    gbs = {"gbit": 0.125, "mbit": 0.000125}[args.rate.lstrip("0123456789.")] * float(args.rate.rstrip("gmbit"))
+    # What a message's bytes get of the wire: TCP's 1448 bytes of payload a frame (with
+    # timestamps) in the 1514 bytes the emulator (and tc) count per frame.
+    gbs = rate_mbit(args.rate) / 8000 * 1448 / 1514
     cluster = write(folder, "cluster.json", {
         "name": f"two hosts like this one, {args.rate} between them", "hosts": 2,
         "devices_per_host": 1, "device": "calibrated",
