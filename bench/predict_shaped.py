@@ -12,7 +12,8 @@ back unshaped).
      so that every layer, loss, optimizer and residual cost at 1 BLAS thread is measured;
   2. prediction: `loom-cli predict PLAN --cluster` with the shaped link;
   3. measurement: the plan across the shaped hosts, --rounds times, median step.
-Plans: 2 data-parallel replicas (an all-reduce a step over the link) and a 2-stage 1F1B
+Plans: 2 data-parallel replicas (an all-reduce a step over the link; once with the
+default bucket, once with 0.1 MB buckets: four all-reduces a step, not two) and a 2-stage 1F1B
 pipeline (activations and gradients over the link per micro-batch). Root only (network
 namespaces, tc). Writes the table to --out.
 
@@ -33,16 +34,23 @@ SCRIPTS = os.path.join(ROOT, "scripts", "cluster")
 HOSTS = ["loom-a", "loom-b"]
 
 
+KINDS = ("data parallel x2", "1F1B 2 stages", "data parallel x2, 0.1 MB buckets")
+
+
 def plan_for(kind, hosts, steps):
-    """The 784-256-128-10 MLP of the examples on two ranks, 1 BLAS thread each."""
-    source = "dp4_mlp_fashion" if kind == "data parallel x2" else "onefoneb_mlp"
+    """The 784-256-128-10 MLP of the examples on two ranks, 1 BLAS thread each. The small
+    buckets make four all-reduces a step (5.7 KB, 131 KB, 1 KB, 803 KB), not two: more latency."""
+    data_parallel = kind.startswith("data parallel")
+    source = "dp4_mlp_fashion" if data_parallel else "onefoneb_mlp"
     with open(os.path.join(ROOT, "resources", "plans", source + ".json")) as f:
         plan = json.load(f)
-    plan["name"] = f"shaped-{kind.split()[0]}-{hosts[0]}"
+    plan["name"] = f"shaped-{KINDS.index(kind)}-{hosts[0]}"
     plan["training"].update(steps=steps, epochs=1, eval_every=0, threads=1)
     plan["parallel"]["devices"] = [{"kind": "cpu", "host": h} for h in hosts]
-    if kind == "data parallel x2":
+    if data_parallel:
         plan["parallel"]["data_parallel"] = 2
+    if kind.endswith("buckets"):
+        plan["parallel"]["bucket_mb"] = 0.1
     return plan
 
 
@@ -129,7 +137,7 @@ def main():
         sys.exit("cannot create the simulated hosts (root, iproute2, network namespaces)")
     rows = []
     try:
-        for kind in ("data parallel x2", "1F1B 2 stages"):
+        for kind in KINDS:
             local = write(folder, "local.json", plan_for(kind, ["localhost", "localhost"], args.cal_steps))
             calibration = cli(args, ["run", local, "--db", db, "--json"])["id"]
             remote = write(folder, "remote.json", plan_for(kind, HOSTS, args.steps))
