@@ -83,7 +83,7 @@ def shape(args, on):
     Why the emulator: with no delay tbf and the emulator carry the runs alike, but with a
     delay tbf carried a bidirectional exchange (each host sending 1 MB to the other at
     once, 1 Gb/s and 2 ms) in 16-17 ms where latency + size / bandwidth says 10.1 and a
-    one-way transfer took its time; predictions of the runs were 14-36% low at 0.5 to
+    one-way transfer took its time; predictions of the runs were 6-38% low at 0.5 to
     2 ms. An htb class over a FIFO took 10.3-11.2 ms there, but htb takes TCP's 64 KB
     segmentation-offload packets whole: one passes at once after a pause, so 1F1B's 64 KB
     activations crossed 100 Mb/s as if unshaped (57 ms a step against 64 through tbf), and
