@@ -87,9 +87,8 @@ def shape(args, on):
     2 ms. An htb class over a FIFO took 10.3-11.2 ms there, but htb takes TCP's 64 KB
     segmentation-offload packets whole: one passes at once after a pause, so 1F1B's 64 KB
     activations crossed 100 Mb/s faster than the rate (57 ms a step against 64 through
-    tbf), and
-    a queue shorter than one packet dropped them all. The emulator charges each such
-    packet for every frame it stands for. The burst is none: a wire sends every byte at
+    tbf), and a queue shorter than one packet dropped them all. The emulator charges each
+    such packet for every frame it stands for. The burst is none: a wire sends every byte at
     its rate (a 1 ms burst at 1 Gb/s, 125 KB, let the activations pass unshaped)."""
     hosts = os.path.join(SCRIPTS, "netns-hosts.sh")
     binary = os.path.join(args.build, "bench", "link_emulator")
