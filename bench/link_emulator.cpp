@@ -130,9 +130,9 @@ void send_on_wire(const LinkSpec& link, Wire& wire, std::vector<char> packet) {
   wire.line.push_back({wire.free_ns + link.delay_ns, std::move(packet)});
 }
 
-// Reads every packet waiting on the tun onto its wire.
-bool take_arrivals(int fd, const LinkSpec& link, std::map<std::uint32_t, Wire>& wires) {
-  std::vector<char> buffer(70000);
+// Reads every packet waiting on the tun onto its wire (through `buffer`, kept between
+// calls: this runs at every wake-up).
+bool take_arrivals(int fd, const LinkSpec& link, std::vector<char>& buffer, std::map<std::uint32_t, Wire>& wires) {
   for (;;) {
     const ssize_t n = read(fd, buffer.data(), buffer.size());
     if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
@@ -188,11 +188,12 @@ int main(int argc, char** argv) {
   const sched_param priority{sched_get_priority_min(SCHED_FIFO) + 10};
   if (sched_setscheduler(0, SCHED_FIFO, &priority) != 0) std::perror("link_emulator: real-time priority");
   std::map<std::uint32_t, Wire> wires;
+  std::vector<char> buffer(70000);  // a 64 KB super-packet and its headers
   for (;;) {
     pollfd p{fd, POLLIN, 0};
     const timespec wait = until_next(wires);
     if (ppoll(&p, 1, &wait, nullptr) < 0 && errno != EINTR) return 1;
-    if ((p.revents & POLLIN) && !take_arrivals(fd, link, wires)) return 1;
+    if ((p.revents & POLLIN) && !take_arrivals(fd, link, buffer, wires)) return 1;
     release_due(fd, wires);
   }
 }

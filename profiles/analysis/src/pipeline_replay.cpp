@@ -66,8 +66,9 @@ std::vector<std::vector<TimedOp>> replay_ops(Schedule schedule, int microbatches
         double& link_free = op.forward ? next_link_free[su] : previous_link_free[su];
         const double on_link = std::max(sent, link_free);
         link_free = on_link + (op.forward ? st.to_next_wire : st.to_previous_wire);
-        arrives[{s, op.forward, op.microbatch}] = on_link + (op.forward ? st.to_next : st.to_previous);
-        timed[su].push_back({op, start, clock[su]});
+        const double delivered = on_link + (op.forward ? st.to_next : st.to_previous);
+        arrives[{s, op.forward, op.microbatch}] = delivered;
+        timed[su].push_back({op, start, clock[su], delivered});
         progressed = true;
       }
     }

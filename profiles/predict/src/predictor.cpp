@@ -105,18 +105,15 @@ void lay_out_rank(const Layout& l, int s, int r, const Replayed& replayed, doubl
                   Prediction& out) {
   const int rank = s * l.replicas + r;
   const StageWork& w = replayed.work[std::size_t(r)][std::size_t(s)];
-  double at = 0, compute = 0, next_link_free = 0, previous_link_free = 0;  // as the replay queues them
+  double at = 0, compute = 0;
   for (const analysis::TimedOp& t : replayed.timed[std::size_t(r)][std::size_t(s)]) {
     if (t.start > at) out.spans.push_back({rank, EventKind::Idle, Stream::Compute, -1, -1, at, t.start, 0});
     add_op_spans(t, w, rank, l.chunks, out.spans);
     const double transfer = t.op.forward ? w.to_next_ms : w.to_previous_ms;
     const bool sends = t.op.forward ? s + 1 < l.stages : s > 0;
     const double sent = t.op.forward ? t.end : t.end - w.after_send_ms;
-    double& link_free = t.op.forward ? next_link_free : previous_link_free;
-    const double on_link = std::max(sent, link_free);
-    link_free = on_link + (t.op.forward ? w.to_next_wire_ms : w.to_previous_wire_ms);
-    if (sends && transfer > 0)
-      out.spans.push_back({rank, EventKind::Send, Stream::Comm, -1, l.chunks > 1 ? t.op.microbatch : -1, sent, on_link + transfer,
+    if (sends && transfer > 0)  // until it arrives, its wait for the link included
+      out.spans.push_back({rank, EventKind::Send, Stream::Comm, -1, l.chunks > 1 ? t.op.microbatch : -1, sent, t.delivered,
                            w.output_bytes});
     compute += t.end - t.start;
     at = t.end;

@@ -157,7 +157,7 @@ double StepCosts::allreduce(const std::vector<int>& ranks, double bytes) {
 
 double StepCosts::step_meeting(const std::vector<int>& ranks) {
   if (!cluster_ || ranks.size() < 2) return 0;
-  const Link& link = cluster_->ring_link(ranks);
+  const Link& link = cluster_->ring_link(ranks);  // between_hosts exactly where the ranks span hosts
   if (&link != &cluster_->between_hosts || link.measured) return 0;
   return allreduce_ms(*cluster_, ranks, 3.0 * sizeof(float), nullptr);
 }

@@ -55,6 +55,7 @@ std::vector<ScheduledOp> stage_order(Schedule schedule, int stage, int stages, i
 struct TimedOp {
   ScheduledOp op;
   double start = 0, end = 0;
+  double delivered = 0;  // when its output reaches the stage that needs it (queued on the link included)
 };
 
 // Each op starts when its stage is free and its input exists (the previous stage's forward,
