@@ -85,13 +85,13 @@ bool can_calibrate(const trace::RunRecord& run, const std::optional<Plan>& plan,
 
 // Spans of one run collected under their key and size before taking their typical time.
 // A synchronous plan's compute span: its mean, scaled by its rank's median step over its
-// mean step. A pipeline's bubble and a rank's breakdown count compute as a share of the window
-// (sums of spans over sums of steps), and the predictor lays out the median step, so the
-// cost that keeps each share at the median step is that scaled mean. The plain median
-// dropped the spans a rank spent partly off its core: on hybrid 2x2 (four ranks on two
-// cores) it put the bubble 4 to 9 points above the measured one; the plain mean, on a
-// tiny plan whose few slow spans also made slow steps, put the step 11-14% above its
-// median. Messages, collectives, a server's work and the asynchronous modes keep the
+// mean step. A pipeline's bubble and a rank's breakdown count compute as a share of the
+// window (sums of spans over sums of steps), and the predictor lays out the median step,
+// so the cost that keeps each share at the median step is that scaled mean. The plain
+// median dropped the spans a rank spent partly off its core: on hybrid 2x2 (four ranks
+// on two cores) it put the bubble 4 to 8 points above the measured one; the plain mean,
+// on a tiny plan whose few slow spans also made slow steps, put the step 11-14% above
+// its median. Messages, collectives, a server's work and the asynchronous modes keep the
 // median (a message's long spans are waits for a peer, which the predictor lays out).
 struct Collector {
   std::map<std::pair<std::string, double>, std::vector<double>> spans;
