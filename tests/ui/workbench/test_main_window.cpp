@@ -193,6 +193,12 @@ class TestMainWindow : public QObject {
              qPrintable(QStringLiteral("window %1x%2 for a %3x%4 screen (minimum %5x%6)")
                             .arg(window_->width()).arg(window_->height()).arg(screen.width()).arg(screen.height())
                             .arg(window_->minimumSizeHint().width()).arg(window_->minimumSizeHint().height())));
+    // The default layout's share (raising the What-if dock grows the result area).
+    const QWidget* timeline = window_->centralWidget();
+    const double share = double(timeline->width() * timeline->height()) / double(screen.width() * screen.height());
+    qInfo("timeline %dx%d: %.2f of the window", timeline->width(), timeline->height(), share);
+    QVERIFY2(share >= timelineShare, qPrintable(QStringLiteral("timeline %1x%2 is %3 of the window")
+                                                    .arg(timeline->width()).arg(timeline->height()).arg(share)));
     QStringList problems;
     for (QDockWidget* dock : window_->findChildren<QDockWidget*>()) {
       dock->raise();
@@ -201,16 +207,33 @@ class TestMainWindow : public QObject {
     }
     problems.removeDuplicates();
     QVERIFY2(problems.isEmpty(), qPrintable(problems.join(QLatin1Char('\n'))));
-
-    const QWidget* timeline = window_->centralWidget();
-    const double share = double(timeline->width() * timeline->height()) / double(screen.width() * screen.height());
-    qInfo("timeline %dx%d: %.2f of the window", timeline->width(), timeline->height(), share);
-    QVERIFY2(share >= timelineShare, qPrintable(QStringLiteral("timeline %1x%2 is %3 of the window")
-                                                    .arg(timeline->width()).arg(timeline->height()).arg(share)));
     for (QDockWidget* dock : window_->findChildren<QDockWidget*>()) {
       const int area = dock->width() * dock->height();
       QVERIFY2(area < timeline->width() * timeline->height(), qPrintable(dock->objectName() + " is bigger than the timeline"));
     }
+  }
+
+  // At 1280x720 the result area (230 px) squeezed the What-if chart under its legend:
+  // raised, the What-if dock grows (320 px with its tab bar); another dock raised keeps
+  // that height, and the dock raised again does not grow twice.
+  void whatIfDockGrowsToShowItsChart() {
+    window_->resize(1280, 720);
+    window_->show();
+    window_->applyDefaultLayout({1280, 720});
+    QVERIFY(QTest::qWaitForWindowExposed(window_.get()));
+    auto* what_if = window_->findChild<QDockWidget*>("WhatIfDock");
+    auto* training = window_->findChild<QDockWidget*>("TrainingDock");
+    QVERIFY(training->height() < 300);
+    what_if->raise();
+    QTRY_VERIFY2(what_if->height() >= 285, qPrintable(QString::number(what_if->height())));
+    const int grown = what_if->height();
+    QVERIFY2(grown <= 320, qPrintable(QString::number(grown)));
+    training->raise();
+    QTest::qWait(20);
+    what_if->raise();
+    QTest::qWait(50);
+    QCOMPARE(what_if->height(), grown);
+    QVERIFY(window_->centralWidget()->height() > 200);
   }
 
   void timelineOnlyCollapsesThePanels() {

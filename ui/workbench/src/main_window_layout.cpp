@@ -3,6 +3,8 @@
 // height), result views tabbed docks under the timeline. Every dock's content can shrink
 // (tables scroll, forms and charts sit in scroll areas), so a small screen gets scroll
 // bars rather than panels drawn over each other or a window taller than the screen.
+#include <algorithm>
+
 #include <QAction>
 #include <QDockWidget>
 #include <QFontDatabase>
@@ -10,6 +12,7 @@
 #include <QMenu>
 #include <QPlainTextEdit>
 #include <QScrollArea>
+#include <QTimer>
 #include <QVBoxLayout>
 
 #include "loom/host/oversubscription.h"
@@ -153,7 +156,23 @@ void MainWindow::createDocks() {
       addDock(tr("Runs"), "RunsDock", run_browser_, Qt::BottomDockWidgetArea),
       addDock(tr("What-if"), "WhatIfDock", scrollable(what_if_panel_), Qt::BottomDockWidgetArea),
   };
+  QDockWidget* what_if_dock = result_docks_.back();
+  connect(what_if_dock, &QDockWidget::visibilityChanged, this, [this, what_if_dock](bool visible) {
+    // After the tab switch has laid the area out: resizing inside it is undone.
+    if (visible) QTimer::singleShot(0, this, [this, what_if_dock] { growForWhatIf(what_if_dock); });
+  });
   arrangeDocks();
+}
+
+// The What-if dock's scaling chart and layout table need about 320 px with the tab bar;
+// the 1280x720 layout's result area (230) squeezed the chart under its own legend. Raised
+// while shorter than that, the area grows, to at most half the window (the timeline keeps
+// the rest); a user's taller area, or a floated dock, is left alone.
+void MainWindow::growForWhatIf(QDockWidget* dock) {
+  constexpr int kWhatIfHeight = 320;
+  const int wanted = std::min(kWhatIfHeight, height() / 2);
+  if (dock->isFloating() || !dock->isVisible() || dock->height() >= wanted) return;
+  resizeDocks({dock}, {wanted}, Qt::Vertical);
 }
 
 // The arrangement is made once, when the docks are created, and kept as a saved state:

@@ -153,6 +153,7 @@ class MainWindow : public QMainWindow {
   void createToolBar();
   void createDocks();
   void arrangeDocks();
+  void growForWhatIf(QDockWidget* dock);
   QWidget* createTimelineArea();
   QDockWidget* addDock(const QString& title, const QString& objectName, QWidget* widget, Qt::DockWidgetArea area);
   void createStatusBar();
