@@ -184,7 +184,10 @@ void add_rank(const Plan& plan, const ModelInfo& model, int rank, const std::str
                             (plan.parallel.sync.mode == SyncMode::LocalSgd && plan.parallel.data_parallel > 1);
   const double scale = median_over_mean_step(steady);
   const auto compute = [&](const std::string& key, double units, const Event& e) {
-    asynchronous ? c.add(key, units, e) : c.add_compute(key, units, e, scale);
+    if (asynchronous)
+      c.add(key, units, e);
+    else
+      c.add_compute(key, units, e, scale);
   };
   for (const Event& e : steady) {
     const bool layer = e.layer >= 0 && std::size_t(e.layer) < model.layers.size() && model.layers[std::size_t(e.layer)].id.valid();
