@@ -171,6 +171,18 @@ std::string format_point(double units, double ms) {
   return text;
 }
 
+// The links between hosts runs across them measured (host_links.h).
+void print_links(const std::vector<predict::HostLink>& links) {
+  if (links.empty()) return;
+  std::printf("\n  link between hosts (from each run's set-up)                     latency      bandwidth   runs\n");
+  for (const predict::HostLink& h : links) {
+    std::string runs;
+    for (std::int64_t id : h.runs) runs += (runs.empty() ? "" : ", ") + std::to_string(id);
+    std::printf("  %-60s %8.0f us %9.4g GB/s   %s\n", (h.first + " <-> " + h.second).c_str(), h.link.latency_us,
+                h.link.bandwidth_gbs, runs.c_str());
+  }
+}
+
 void print_costs(const predict::Calibration& cal) {
   std::string runs;
   for (std::int64_t id : cal.runs) runs += (runs.empty() ? "" : ", ") + std::to_string(id);
@@ -185,6 +197,7 @@ void print_costs(const predict::Calibration& cal) {
   if (!cal.by_configuration.empty())
     std::printf("  and %zu configuration%s measured: each is predicted from its own runs' costs first\n",
                 cal.by_configuration.size(), cal.by_configuration.size() == 1 ? "" : "s");
+  print_links(cal.links);
 }
 
 nlohmann::json costs_json(const predict::Calibration& cal) {
@@ -193,7 +206,11 @@ nlohmann::json costs_json(const predict::Calibration& cal) {
     costs[key] = {{"points", c.points}, {"spans", c.observations}};
   nlohmann::json configurations = nlohmann::json::array();
   for (const auto& [configuration, own] : cal.by_configuration) configurations.push_back(configuration);
-  return {{"host", cal.host}, {"runs", cal.runs}, {"costs", costs}, {"configurations", configurations}};
+  nlohmann::json links = nlohmann::json::array();
+  for (const predict::HostLink& h : cal.links)
+    links.push_back({{"hosts", {h.first, h.second}}, {"latency_us", h.link.latency_us}, {"bandwidth_gbs", h.link.bandwidth_gbs},
+                     {"runs", h.runs}});
+  return {{"host", cal.host}, {"runs", cal.runs}, {"costs", costs}, {"configurations", configurations}, {"links", links}};
 }
 
 double error_percent(double predicted, double measured) {

@@ -150,7 +150,11 @@ Status measure_before_training(Session& s, trace::RunWriter* writer) {
   trace::record_setup(s.recorder, trace::SetupPhase::BandwidthProbe, probe_start);
   s.clock.t0_ns = trace::now_ns();
   s.reporter.clock(s.clock);  // sent now so a rank that dies mid-run is still aligned
-  if (writer && s.comm.rank() == 0) writer->add_metrics({{0, -1, s.clock.t0_ns, "p2p_gbs", *p2p}});
+  // The probe's size beside its figure: a prediction between hosts takes the link's
+  // latency back out of it (loom/predict/host_links.h).
+  if (writer && s.comm.rank() == 0)
+    writer->add_metrics({{0, -1, s.clock.t0_ns, "p2p_gbs", *p2p},
+                         {0, -1, s.clock.t0_ns, "p2p_probe_bytes", double(engine::kP2pProbeBytes)}});
   return {};
 }
 

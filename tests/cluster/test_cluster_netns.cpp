@@ -171,6 +171,34 @@ class TestClusterNetns : public QObject {
     QVERIFY2(ms >= 80.0 && ms < 120.0, qPrintable(QString::number(ms)));
   }
 
+  // A run across a link of 1 Gb/s and 2 ms each way measures it before training (clock
+  // alignment and the bandwidth probe), and `loom-cli calibration` shows it as the link
+  // between the two hosts: a latency of the delay and the hosts' stacks (2055 us on
+  // 2026-11-28) and a bandwidth at most the wire's 0.125 GB/s (0.107: Open MPI's TCP
+  // handshake per large message costs a round trip more, which it counts as transfer).
+  void runAcrossHostsTeachesTheirLink() {
+    const QString db = dir_.filePath("learnt-link.db");
+    QCOMPARE(run_script("netns-hosts.sh", {"link", LINK_EMULATOR, "2000", "1000"}), 0);
+    QProcess cli;
+    start_cli(cli, write_plan("learnt-link.json", plan(20, 0)), db);
+    const bool finished = cli.waitForFinished(180000);
+    QCOMPARE(run_script("netns-hosts.sh", {"link", "off"}), 0);
+    QVERIFY(finished);
+    QVERIFY2(cli.exitCode() == 0, cli.readAllStandardError().constData());
+    QProcess calibration;
+    calibration.start(LOOM_CLI, {"calibration", "--db", db, "--json"});
+    QVERIFY(calibration.waitForFinished(60000));
+    const QJsonObject cal = QJsonDocument::fromJson(calibration.readAllStandardOutput().trimmed().split('\n').last()).object();
+    const QJsonArray links = cal["links"].toArray();
+    QCOMPARE(links.size(), 1);
+    const QJsonObject link = links[0].toObject();
+    QCOMPARE(link["hosts"].toArray(), (QJsonArray{"loom-a", "loom-b"}));
+    const double latency = link["latency_us"].toDouble(), bandwidth = link["bandwidth_gbs"].toDouble();
+    qInfo("learnt link: %.0f us, %.4f GB/s", latency, bandwidth);
+    QVERIFY2(latency >= 2000 && latency < 3000, qPrintable(QString::number(latency)));
+    QVERIFY2(bandwidth > 0.07 && bandwidth <= 0.125, qPrintable(QString::number(bandwidth)));
+  }
+
   // loom-b's network goes away mid-run: nothing more arrives from it and its peer blocks
   // in the all-reduce, so the watchdog ends the run as hung (limit 5 s) and tears the job
   // down. The rank on the live host and mpirun are gone 10 s after loom-cli ends; the

@@ -44,6 +44,7 @@ Expected<Calibration> calibrate(store::RunStore& store, const std::string& host)
   Calibration cal;
   cal.host = host;
   std::vector<ObservedRun> observed;
+  std::vector<LinkObservation> links;
   std::vector<Observation> all;
   std::map<std::string, std::vector<Observation>> own;  // by configuration
   auto tags = store.load_all_tags();
@@ -54,6 +55,11 @@ Expected<Calibration> calibrate(store::RunStore& store, const std::string& host)
   };
   for (const trace::RunRecord& r : ordered) {
     if ((!host.empty() && r.host != host) || left_out(r.id)) continue;
+    if (!r.predicted()) {  // a stored prediction measured nothing
+      auto link = observe_link(store, r.id);
+      if (!link.ok()) return link.error();
+      if (*link) links.push_back(**link);
+    }
     auto serving = observe_serving_run(store, r.id);
     if (!serving.ok()) return serving.error();
     if (*serving) {
@@ -73,6 +79,7 @@ Expected<Calibration> calibrate(store::RunStore& store, const std::string& host)
     observed.push_back(std::move(**seen));
   }
   cal.costs = fit_costs(all);
+  cal.links = fit_links(links);
   for (const auto& [configuration, observations] : own) cal.by_configuration[configuration] = fit_costs(observations);
   // What each run measured beyond what its own configuration's costs predict (negative
   // where the model predicts more: kept, and a cost is never used below 0): the time no

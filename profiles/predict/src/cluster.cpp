@@ -89,7 +89,14 @@ Expected<Link> parse_link(const json& j, const std::string& key, const std::stri
     return field_error(where, key, "is missing (a link needs bandwidth_gbs and latency_us)");
   }
   const json& l = j.at(key);
-  if (!l.is_object()) return field_error(where, key, "must be an object {\"bandwidth_gbs\": ..., \"latency_us\": ...}");
+  if (key == "between_hosts" && l.is_string() && l.get<std::string>() == "calibrated") {
+    link.measured = false, link.calibrated = true;
+    return link;
+  }
+  if (!l.is_object())
+    return field_error(where, key,
+                       std::string("must be an object {\"bandwidth_gbs\": ..., \"latency_us\": ...}") +
+                           (key == "between_hosts" ? " or \"calibrated\"" : ""));
   const std::string path = key + ".";
   if (!l.contains("bandwidth_gbs")) return field_error(where, path + "bandwidth_gbs", "is missing");
   auto bw = positive(l, "bandwidth_gbs", 0, where, path);

@@ -220,13 +220,35 @@ void predict_synchronous(const Plan& plan, const Replayed& replayed, StepCosts& 
   out.samples_per_s = out.step_ms > 0 ? double(plan.training.batch) / out.step_ms * 1000.0 : 0.0;
 }
 
+// The cluster to predict on where it is not the one given as it stands: the given one with
+// its "calibrated" link between hosts filled from the links this machine's runs measured;
+// without one, the plan's own hosts where its ranks span several and their link was
+// measured (host_links.h). nullopt: the given machine as it is.
+Expected<std::optional<Cluster>> learnt_cluster(const Plan& plan, const Calibration& calibration, const MachineShape& machine,
+                                                std::vector<std::string>& notes) {
+  std::string note;
+  std::optional<Cluster> out;
+  if (machine.cluster && machine.cluster->between_hosts.calibrated) {
+    out = *machine.cluster;
+    LOOM_TRY(fill_calibrated_link(*out, calibration.links, &note));
+  } else if (!machine.cluster) {
+    out = cluster_of_plan_hosts(plan, calibration.links, &note);
+  }
+  if (!note.empty()) notes.push_back(note);
+  return out;
+}
+
 }  // namespace
 
-Expected<Prediction> predict_step(const Plan& plan, const Calibration& calibration, const MachineShape& machine) {
+Expected<Prediction> predict_step(const Plan& plan, const Calibration& calibration, const MachineShape& given) {
   const ModelInfo model = infer_model(plan, nullptr);
+  Prediction out;
+  auto learnt = learnt_cluster(plan, calibration, given, out.notes);
+  if (!learnt.ok()) return learnt.error();
+  MachineShape machine = given;
+  if (*learnt) machine.cluster = &**learnt;
   LOOM_TRY(check_covered(plan, calibration, machine));
   const Layout l = layout_of(plan);
-  Prediction out;
   set_threads(plan, machine, out);
   const std::string device = rank_device(plan, calibration, out);
   out.device = device;

@@ -40,9 +40,11 @@ ClockEstimate estimate_from_samples(const std::vector<ClockSample>& samples);
 Expected<ClockEstimate> estimate_clock_offset(comm::Communicator& comm, trace::Recorder* recorder, int phase,
                                               int rounds = 16);
 
-// Collective. Ranks 0 and 1 exchange `bytes`-sized messages `repeats` times each way; the
-// result (GB/s, one direction) is returned on every rank (0 for a one-rank world).
+// Collective. Ranks 0 and 1 exchange `bytes`-sized messages `repeats` times each way, one
+// after the other; the result (GB/s, one direction: bytes over each message's time, its
+// latency included) is returned on every rank (0 for a one-rank world).
+inline constexpr std::int64_t kP2pProbeBytes = 4 << 20;
 Expected<double> probe_p2p_bandwidth(comm::Communicator& comm, trace::Recorder* recorder,
-                                     std::int64_t bytes = 4 << 20, int repeats = 8);
+                                     std::int64_t bytes = kP2pProbeBytes, int repeats = 8);
 
 }  // namespace loom::engine

@@ -19,6 +19,7 @@
 #include "loom/core/model_info.h"
 #include "loom/core/plan.h"
 #include "loom/core/status.h"
+#include "loom/predict/host_links.h"
 #include "loom/store/run_store.h"
 
 namespace loom::predict {
@@ -67,6 +68,8 @@ struct Calibration {
   // The GPU its gpu runs ran on (the latest such run's), for the device tag of a plan's
   // gpu ranks; empty where no gpu run calibrated.
   std::string gpu;
+  // Links between hosts its runs across them measured (host_links.h), by host names.
+  std::vector<HostLink> links;
 };
 
 // What sets a plan's step, folded into 8 hex digits: its layers (kind, shapes, stage), the

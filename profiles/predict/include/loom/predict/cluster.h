@@ -14,10 +14,13 @@
 namespace loom::predict {
 
 // latency + bytes / bandwidth. measured: no figures given, the calibration's costs stand.
+// calibrated: a cluster file's "calibrated" between hosts, its figures the link this
+// machine's runs across hosts measured (host_links.h), filled before predicting.
 struct Link {
   bool measured = true;
   double bandwidth_gbs = 0;  // GB/s (1e9 bytes per second)
   double latency_us = 0;
+  bool calibrated = false;
   double ms(double bytes) const { return latency_us / 1e3 + bytes / (bandwidth_gbs * 1e6); }
 };
 

@@ -1,0 +1,62 @@
+// Links between hosts as this machine's runs across them measured them, for predicting
+// on those hosts (or on a cluster file's "between_hosts": "calibrated") without writing
+// the link down. Every run whose ranks 0 and 1 sit on two hosts measures their link
+// before it trains (launcher/engine/rank_probes.h):
+//  - latency: rank 1's clock alignment, half the shortest of its ping-pong round trips
+//    with rank 0 (24-byte messages), the larger of the estimates before and after training;
+//  - bandwidth: the point-to-point probe, `p2p_probe_bytes` sent one way and back
+//    repeatedly, less that latency per message (a run from before the probe's size was
+//    recorded: the probe's figure as it is, which counts the latency as transfer time).
+// Such runs calibrate nothing else (calibration.cpp, can_calibrate): their spans measured
+// those hosts, not this one.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "loom/core/plan.h"
+#include "loom/core/status.h"
+#include "loom/predict/cluster.h"
+#include "loom/store/run_store.h"
+
+namespace loom::predict {
+
+// One run's measurement of the link between two hosts (first < second by name).
+struct LinkObservation {
+  std::string first, second;
+  std::int64_t run = 0;
+  double latency_us = 0, bandwidth_gbs = 0;
+};
+
+// A pair of hosts' link: the median latency and the median bandwidth over its runs.
+struct HostLink {
+  std::string first, second;
+  std::vector<std::int64_t> runs;  // oldest first
+  Link link;                       // measured = false: latency + bytes / bandwidth
+};
+
+// nullopt (not an error) where the run's ranks 0 and 1 share a host, or it recorded no
+// probe (one rank, or it ended before training).
+Expected<std::optional<LinkObservation>> observe_link(store::RunStore& store, std::int64_t run_id);
+
+// Per pair of hosts, their observations' medians, by host names.
+std::vector<HostLink> fit_links(const std::vector<LinkObservation>& observations);
+
+// The learnt link between these two hosts (either order); nullptr where none.
+const HostLink* find_link(const std::vector<HostLink>& links, const std::string& a, const std::string& b);
+
+// A cluster file's "between_hosts": "calibrated" filled from the learnt links: the pair's
+// where the file has one host pair only in the store, else the median over every pair's
+// runs (`why` says which). InvalidArgument where no run measured a link between hosts.
+Status fill_calibrated_link(Cluster& cluster, const std::vector<HostLink>& links, std::string* why = nullptr);
+
+// A plan whose ranks sit on several hosts (parallel.devices[].host), in contiguous runs of
+// equal length, as a cluster of those hosts: devices like this machine's, their link the
+// one learnt between the plan's first two hosts. nullopt where the plan keeps to one
+// host, or spans hosts but no such link was learnt or its hosts are not laid out so.
+// `note` gets, where the plan spans hosts, the link used or why none was.
+std::optional<Cluster> cluster_of_plan_hosts(const Plan& plan, const std::vector<HostLink>& links, std::string* note);
+
+}  // namespace loom::predict

@@ -1,0 +1,154 @@
+// Links between hosts learnt from runs across them (see host_links.h).
+#include "loom/predict/host_links.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <set>
+
+#include "loom/analysis/stats.h"
+
+namespace loom::predict {
+
+namespace {
+
+// The last value of a metric the run recorded; nullopt where none.
+Expected<std::optional<double>> last_metric(store::RunStore& store, std::int64_t run_id, const std::string& name) {
+  auto metrics = store.load_metrics(run_id, name);
+  if (!metrics.ok()) return metrics.error();
+  if (metrics->empty()) return std::optional<double>();
+  return std::optional<double>(metrics->back().value);
+}
+
+// The probe's figure counts each message's latency as transfer time: a message of
+// `bytes` took bytes / probe; the wire took that less one latency.
+double bandwidth_less_latency(double probe_gbs, double bytes, double latency_us) {
+  if (bytes <= 0) return probe_gbs;
+  const double message_ms = bytes / (probe_gbs * 1e6);
+  const double wire_ms = message_ms - latency_us / 1e3;
+  return wire_ms > 0 ? bytes / (wire_ms * 1e6) : probe_gbs;
+}
+
+}  // namespace
+
+Expected<std::optional<LinkObservation>> observe_link(store::RunStore& store, std::int64_t run_id) {
+  auto ranks = store.load_ranks(run_id);
+  if (!ranks.ok()) return ranks.error();
+  if (ranks->size() < 2 || (*ranks)[0].host == (*ranks)[1].host || (*ranks)[1].uncertainty_ns <= 0)
+    return std::optional<LinkObservation>();
+  auto probe = last_metric(store, run_id, "p2p_gbs");
+  if (!probe.ok()) return probe.error();
+  if (!*probe || **probe <= 0) return std::optional<LinkObservation>();
+  auto bytes = last_metric(store, run_id, "p2p_probe_bytes");
+  if (!bytes.ok()) return bytes.error();
+  LinkObservation o;
+  o.first = std::min((*ranks)[0].host, (*ranks)[1].host);
+  o.second = std::max((*ranks)[0].host, (*ranks)[1].host);
+  o.run = run_id;
+  o.latency_us = double((*ranks)[1].uncertainty_ns) / 1e3;
+  o.bandwidth_gbs = bandwidth_less_latency(**probe, bytes->value_or(0.0), o.latency_us);
+  return std::optional<LinkObservation>(o);
+}
+
+std::vector<HostLink> fit_links(const std::vector<LinkObservation>& observations) {
+  std::map<std::pair<std::string, std::string>, std::vector<const LinkObservation*>> by_pair;
+  for (const LinkObservation& o : observations) by_pair[{o.first, o.second}].push_back(&o);
+  std::vector<HostLink> out;
+  for (const auto& [pair, seen] : by_pair) {
+    HostLink h;
+    h.first = pair.first, h.second = pair.second;
+    std::vector<double> latency, bandwidth;
+    for (const LinkObservation* o : seen) {
+      h.runs.push_back(o->run);
+      latency.push_back(o->latency_us), bandwidth.push_back(o->bandwidth_gbs);
+    }
+    std::sort(h.runs.begin(), h.runs.end());
+    h.link.measured = false;
+    h.link.latency_us = analysis::median(latency, 0.0);
+    h.link.bandwidth_gbs = analysis::median(bandwidth, 0.0);
+    out.push_back(std::move(h));
+  }
+  return out;
+}
+
+const HostLink* find_link(const std::vector<HostLink>& links, const std::string& a, const std::string& b) {
+  for (const HostLink& h : links)
+    if ((h.first == a && h.second == b) || (h.first == b && h.second == a)) return &h;
+  return nullptr;
+}
+
+namespace {
+
+std::string runs_text(const std::vector<std::int64_t>& runs) {
+  std::string out;
+  for (std::int64_t id : runs) out += (out.empty() ? "" : ", ") + std::to_string(id);
+  return (runs.size() == 1 ? "run " : "runs ") + out;
+}
+
+std::string link_text(const Link& link) {
+  char text[96];
+  std::snprintf(text, sizeof text, "%.0f us and %.3g GB/s", link.latency_us, link.bandwidth_gbs);
+  return text;
+}
+
+}  // namespace
+
+Status fill_calibrated_link(Cluster& cluster, const std::vector<HostLink>& links, std::string* why) {
+  if (!cluster.between_hosts.calibrated) return {};
+  if (links.empty())
+    return make_error(ErrorCode::InvalidArgument,
+                      "cluster '" + cluster.name + "': links.between_hosts is \"calibrated\", but no stored run measured a link "
+                      "between two hosts",
+                      "run a plan with ranks 0 and 1 on two hosts once (its set-up measures their link), or give the link's "
+                      "bandwidth_gbs and latency_us");
+  std::vector<double> latency, bandwidth;
+  std::vector<std::int64_t> runs;
+  for (const HostLink& h : links) {
+    latency.push_back(h.link.latency_us), bandwidth.push_back(h.link.bandwidth_gbs);
+    runs.insert(runs.end(), h.runs.begin(), h.runs.end());
+  }
+  std::sort(runs.begin(), runs.end());
+  cluster.between_hosts.latency_us = analysis::median(latency, 0.0);
+  cluster.between_hosts.bandwidth_gbs = analysis::median(bandwidth, 0.0);
+  if (why) {
+    const std::string pairs = links.size() == 1 ? "between " + links[0].first + " and " + links[0].second
+                                                : "the median over " + std::to_string(links.size()) + " pairs of hosts";
+    *why = "between hosts: " + link_text(cluster.between_hosts) + ", as " + runs_text(runs) + " measured it (" + pairs + ")";
+  }
+  return {};
+}
+
+std::optional<Cluster> cluster_of_plan_hosts(const Plan& plan, const std::vector<HostLink>& links, std::string* note) {
+  std::vector<std::string> hosts;  // in rank order, one entry per contiguous run of ranks
+  std::vector<int> per_host;
+  for (const DeviceSpec& d : plan.parallel.devices) {
+    if (hosts.empty() || hosts.back() != d.host) hosts.push_back(d.host), per_host.push_back(0);
+    ++per_host.back();
+  }
+  if (hosts.size() < 2) return std::nullopt;
+  const auto say = [&](const std::string& text) {
+    if (note) *note = text;
+    return std::nullopt;
+  };
+  const bool even = std::all_of(per_host.begin(), per_host.end(), [&](int n) { return n == per_host.front(); });
+  const bool distinct = std::set<std::string>(hosts.begin(), hosts.end()).size() == hosts.size();
+  if (!even || !distinct)
+    return say("the plan's ranks sit on several hosts, not in equal runs of consecutive ranks: predicted as if every rank "
+               "were on this machine (--cluster describes such a layout)");
+  const HostLink* learnt = find_link(links, hosts[0], hosts[1]);
+  if (!learnt)
+    return say("the plan's ranks sit on " + hosts[0] + " and " + hosts[1] + ", and no stored run measured the link between "
+               "them: predicted as if every rank were on this machine (run the plan there once, or --cluster)");
+  Cluster c;
+  c.name = hosts[0];
+  for (std::size_t i = 1; i < hosts.size(); ++i) c.name += " + " + hosts[i];
+  c.hosts = int(hosts.size());
+  c.devices_per_host = per_host.front();
+  c.between_hosts = learnt->link;
+  if (note)
+    *note = "ranks on " + c.name + ", " + std::to_string(c.devices_per_host) + " each; between hosts " +
+            link_text(c.between_hosts) + ", as " + runs_text(learnt->runs) + " measured it";
+  return c;
+}
+
+}  // namespace loom::predict

@@ -1,0 +1,146 @@
+// Links between hosts learnt from the runs across them (loom/predict/host_links.h): read
+// from runs written into a real store file, then used for a cluster file's "calibrated"
+// link and for a plan whose ranks sit on two hosts. Expected figures are worked out in
+// the comment above each test.
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <cmath>
+
+#include "loom/predict/cluster.h"
+#include "loom/predict/host_links.h"
+#include "loom/store/run_store.h"
+#include "predict_fixtures.h"
+
+using loom::predict::Cluster;
+using loom::predict::HostLink;
+using loom::predict::Link;
+using loom::testing::must_ok;
+
+namespace {
+
+bool near(double a, double b) { return std::abs(a - b) <= 1e-9 * std::max(1.0, std::abs(b)); }
+
+// A finished run of `plan` whose rank 0 and 1 sat on `hosts`; rank 1's clock uncertainty
+// (half its best round trip to rank 0) `latency_us`; the probe's figure and, where > 0,
+// its message size.
+std::int64_t store_run(loom::store::RunStore& store, const Plan& plan, std::pair<std::string, std::string> hosts,
+                       double latency_us, double probe_gbs, double probe_bytes, const std::string& kind = "") {
+  loom::trace::RunRecord run;
+  run.plan_json = loom::plan_to_json(plan);
+  run.world_size = 2;
+  run.kind = kind;
+  const std::int64_t id = *store.create_run(run);
+  for (int rank = 0; rank < 2; ++rank) {
+    loom::trace::RankRecord record;
+    record.rank = rank;
+    record.host = rank == 0 ? hosts.first : hosts.second;
+    record.uncertainty_ns = rank == 0 ? 0 : std::int64_t(latency_us * 1e3);
+    must_ok(store.upsert_rank(id, record));
+  }
+  std::vector<loom::trace::MetricRecord> metrics = {{0, -1, 1, "p2p_gbs", probe_gbs}};
+  if (probe_bytes > 0) metrics.push_back({0, -1, 1, "p2p_probe_bytes", probe_bytes});
+  must_ok(store.append_metrics(id, metrics));
+  must_ok(store.finish_run(id, loom::trace::RunStatus::Completed, 1.0, 128, ""));
+  return id;
+}
+
+Cluster must_cluster(const std::string& json) { return must(loom::predict::cluster_from_json(json)); }
+
+bool mentions(const std::vector<std::string>& notes, const std::string& text) {
+  for (const std::string& n : notes)
+    if (n.find(text) != std::string::npos) return true;
+  return false;
+}
+
+}  // namespace
+
+class TestPredictHostLinks : public QObject {
+  Q_OBJECT
+
+ private slots:
+  // Three runs between b (rank 0) and a (rank 1): 4 MB probes whose messages took 42 ms
+  // with a 2 ms latency (the wire: 40 ms, 0.1 GB/s) and 44 ms with 4 ms (again 0.1 GB/s);
+  // one from before the probe's size was recorded, 1 ms and 0.2 GB/s as it stands. The
+  // pair's link: the median latency, 2000 us, and bandwidth, 0.1 GB/s. A run on one host
+  // and a stored prediction between the same hosts teach nothing.
+  void linkLearntFromRunsAcrossHosts() {
+    QTemporaryDir dir;
+    auto store = loom::store::RunStore::open(dir.filePath("runs.db").toStdString());
+    QVERIFY(store.ok());
+    const Plan plan = tiny_plan(R"({"devices": )" + devices(2) + R"(, "data_parallel": 2})", "0, 0, 0", 128);
+    const std::int64_t first = store_run(*store, plan, {"b", "a"}, 2000, 4e6 / 42e6, 4e6);
+    const std::int64_t second = store_run(*store, plan, {"a", "b"}, 4000, 4e6 / 44e6, 4e6);
+    const std::int64_t old = store_run(*store, plan, {"b", "a"}, 1000, 0.2, 0);
+    store_run(*store, plan, {"a", "a"}, 3000, 0.5, 4e6);
+    store_run(*store, plan, {"a", "b"}, 9000, 0.9, 4e6, "predicted");
+    const Calibration cal = must(loom::predict::calibrate(*store, ""));
+    QCOMPARE(cal.links.size(), std::size_t(1));
+    const HostLink& h = cal.links.front();
+    QCOMPARE(h.first, std::string("a"));
+    QCOMPARE(h.second, std::string("b"));
+    QCOMPARE(h.runs, (std::vector<std::int64_t>{first, second, old}));
+    QVERIFY2(near(h.link.latency_us, 2000), qPrintable(QString::number(h.link.latency_us)));
+    QVERIFY2(near(h.link.bandwidth_gbs, 0.1), qPrintable(QString::number(h.link.bandwidth_gbs, 'g', 12)));
+    QVERIFY(!h.link.measured);
+    QVERIFY(loom::predict::find_link(cal.links, "b", "a") == &h);
+    QVERIFY(loom::predict::find_link(cal.links, "a", "c") == nullptr);
+  }
+
+  // A cluster file's "calibrated" link between hosts predicts what the same link written
+  // out does (a roofline device: 1e-6 TFLOP/s at half its peak, everything else free),
+  // and says whose runs it came from. Without a learnt link it is an error that says what
+  // to do; "calibrated" is for the link between hosts only.
+  void calibratedClusterLinkIsTheLearntOne() {
+    const std::string device = R"("device": {"name": "slow", "peak_tflops": 1e-6, "efficiency": 0.5, )"
+                               R"("memory_bandwidth_gbs": 1e9, "host_link_gbs": 1e9, "launch_us": 0})";
+    const Cluster written = must_cluster(R"({"hosts": 2, )" + device +
+                                         R"(, "links": {"between_hosts": {"bandwidth_gbs": 0.1, "latency_us": 2000}}})");
+    const Cluster learnt = must_cluster(R"({"hosts": 2, )" + device + R"(, "links": {"between_hosts": "calibrated"}})");
+    QVERIFY(learnt.between_hosts.calibrated && !learnt.between_hosts.measured);
+    const Plan plan = tiny_plan(R"({"devices": )" + devices(2) + R"(, "data_parallel": 2})", "0, 0, 0", 128);
+    Calibration cal;
+    cal.links.push_back({"a", "b", {7}, Link{false, 0.1, 2000}});
+    const Prediction expected = must(loom::predict::predict_step(plan, Calibration{}, {2, &written}));
+    const Prediction p = must(loom::predict::predict_step(plan, cal, {2, &learnt}));
+    QVERIFY(near(p.step_ms, expected.step_ms));
+    QVERIFY(mentions(p.notes, "as run 7 measured it (between a and b)"));
+    auto none = loom::predict::predict_step(plan, Calibration{}, {2, &learnt});
+    QVERIFY(!none.ok());
+    QVERIFY2(none.error().message.find("\"calibrated\", but no stored run measured a link") != std::string::npos,
+             none.error().message.c_str());
+    QVERIFY(none.error().hint.find("bandwidth_gbs and latency_us") != std::string::npos);
+    auto inside = loom::predict::cluster_from_json(R"({"hosts": 2, "links": {"inside_host": "calibrated", "between_hosts": "calibrated"}})");
+    QVERIFY(!inside.ok() && inside.error().message.find("inside_host must be an object") != std::string::npos);
+  }
+
+  // A plan whose two ranks sit on hosts a and b, with their link learnt, is predicted as the
+  // cluster of those two hosts with that link; slower than on one host. Without the link it
+  // is predicted on this machine, and says so; hosts not in equal runs of consecutive ranks
+  // are not made a cluster.
+  void planAcrossHostsTakesTheirLink() {
+    const std::string on_hosts = R"([{"kind": "cpu", "host": "a"}, {"kind": "cpu", "host": "b"}])";
+    const Plan plan = tiny_plan(R"({"devices": )" + on_hosts + R"(, "data_parallel": 2})", "0, 0, 0", 128);
+    Calibration cal = costs_for(plan);
+    const Prediction here = must(loom::predict::predict_step(plan, cal, {2}));
+    QVERIFY(mentions(here.notes, "sit on a and b, and no stored run measured the link between them"));
+    cal.links.push_back({"a", "b", {3, 5}, Link{false, 0.001, 1000}});
+    const Cluster written = must_cluster(R"({"hosts": 2, "device": "calibrated", )"
+                                         R"("links": {"between_hosts": {"bandwidth_gbs": 0.001, "latency_us": 1000}}})");
+    const Prediction expected = must(loom::predict::predict_step(plan, cal, {2, &written}));
+    const Prediction p = must(loom::predict::predict_step(plan, cal, {2}));
+    QVERIFY(near(p.step_ms, expected.step_ms));
+    QVERIFY2(p.step_ms > here.step_ms + 1.0, qPrintable(QString("%1 vs %2").arg(p.step_ms).arg(here.step_ms)));
+    QVERIFY(mentions(p.notes, "ranks on a + b, 1 each; between hosts 1000 us and 0.001 GB/s, as runs 3, 5 measured it"));
+    const std::string uneven = R"([{"kind": "cpu", "host": "a"}, {"kind": "cpu", "host": "b"}, {"kind": "cpu", "host": "b"}])";
+    std::string note;
+    QVERIFY(!loom::predict::cluster_of_plan_hosts(tiny_plan(R"({"devices": )" + uneven + R"(, "data_parallel": 3})", "0, 0, 0", 192), cal.links, &note));
+    QVERIFY(note.find("not in equal runs of consecutive ranks") != std::string::npos);
+    note.clear();
+    QVERIFY(!loom::predict::cluster_of_plan_hosts(tiny_plan(R"({"devices": )" + devices(2) + R"(, "data_parallel": 2})"), cal.links, &note));
+    QVERIFY(note.empty());  // one host: nothing to say
+  }
+};
+
+QTEST_GUILESS_MAIN(TestPredictHostLinks)
+#include "test_predict_host_links.moc"
