@@ -8,9 +8,13 @@ bandwidth, and its latency: --latency-us plus the delay; --latency-us stands for
 hop and the TCP stack: a TCP ping-pong between the hosts takes 0.034-0.051 ms there and
 back unshaped).
 
+  0. once, a 5-step run across the shaped hosts: its set-up measures their link (clock
+     alignment and bandwidth probe), which calibration then holds (host_links.h);
   1. calibration: the same plans with both ranks on this host (localhost), --cal-steps,
      so that every layer, loss, optimizer and residual cost at 1 BLAS thread is measured;
-  2. prediction: `loom-cli predict PLAN --cluster` with the shaped link;
+  2. prediction, twice: `loom-cli predict PLAN --cluster` with the shaped link written
+     down, and `loom-cli predict PLAN` alone, which takes the link the runs across the
+     hosts so far measured (step 0's, then also the earlier plans' measured runs');
   3. measurement: the plan across the shaped hosts, --rounds times, median step.
 Plans: 2 data-parallel replicas (an all-reduce a step over the link; once with the
 default bucket, once with 0.1 MB buckets: four all-reduces a step, not two) and a 2-stage 1F1B
@@ -137,11 +141,16 @@ def main():
         sys.exit("cannot create the simulated hosts (root, iproute2, network namespaces)")
     rows = []
     try:
+        shape(args, True)
+        probe = write(folder, "probe.json", plan_for(KINDS[0], HOSTS, 5))
+        cli(args, ["run", probe, "--db", db, "--json"], remote=True)
+        shape(args, False)
         for kind in KINDS:
             local = write(folder, "local.json", plan_for(kind, ["localhost", "localhost"], args.cal_steps))
             calibration = cli(args, ["run", local, "--db", db, "--json"])["id"]
             remote = write(folder, "remote.json", plan_for(kind, HOSTS, args.steps))
             predicted = cli(args, ["predict", remote, "--db", db, "--cluster", cluster, "--json"])
+            learnt = cli(args, ["predict", remote, "--db", db, "--json"])
             shape(args, True)
             steps = []
             for _ in range(args.rounds):
@@ -149,8 +158,9 @@ def main():
                 steps.append(median_step_ms(args, db, run["id"], calibration))
             shape(args, False)
             steps.sort()
-            rows.append((kind, predicted["step_ms"], steps[len(steps) // 2], steps[0], steps[-1], predicted["notes"]))
-            print(rows[-1][:5], file=sys.stderr, flush=True)
+            rows.append((kind, predicted["step_ms"], learnt["step_ms"], steps[len(steps) // 2], steps[0], steps[-1],
+                         predicted["notes"] + [n for n in learnt["notes"] if n.startswith("ranks on ")]))
+            print(rows[-1][:6], file=sys.stderr, flush=True)
     finally:
         shape(args, False)
         subprocess.run([os.path.join(SCRIPTS, "netns-hosts.sh"), "down"])
@@ -161,9 +171,11 @@ def main():
              + (f"a one-way delay of {args.delay_ms:g} ms; the cluster file's latency "
                 f"{args.latency_us + 1000 * args.delay_ms:g} us." if args.delay_ms > 0 else
                 f"no delay added; the cluster file's latency {args.latency_us:g} us."), "",
-             "| plan | predicted step, ms | measured median, ms (min-max over rounds) | error |", "|---|---|---|---|"]
-    for kind, p, m, lo, hi, _ in rows:
-        lines.append(f"| {kind} | {p:.2f} | {m:.2f} ({lo:.2f}-{hi:.2f}) | {100 * (p / m - 1):+.1f}% |")
+             "| plan | predicted step, link written down, ms | error | predicted step, link learnt, ms | error "
+             "| measured median, ms (min-max over rounds) |", "|---|---|---|---|---|---|"]
+    for kind, p, q, m, lo, hi, _ in rows:
+        lines.append(f"| {kind} | {p:.2f} | {100 * (p / m - 1):+.1f}% | {q:.2f} | {100 * (q / m - 1):+.1f}% "
+                     f"| {m:.2f} ({lo:.2f}-{hi:.2f}) |")
     lines += [""] + [f"- {kind}: " + "; ".join(notes) for kind, *_, notes in rows if notes]
     text = "\n".join(lines) + "\n"
     print(text)

@@ -173,9 +173,9 @@ class TestClusterNetns : public QObject {
 
   // A run across a link of 1 Gb/s and 2 ms each way measures it before training (clock
   // alignment and the bandwidth probe), and `loom-cli calibration` shows it as the link
-  // between the two hosts: a latency of the delay and the hosts' stacks (2055 us on
-  // 2026-11-28) and a bandwidth at most the wire's 0.125 GB/s (0.107: Open MPI's TCP
-  // handshake per large message costs a round trip more, which it counts as transfer).
+  // between the two hosts: a latency of the delay and the hosts' stacks (2071 us on
+  // 2026-11-28) and a bandwidth at most the wire's 0.125 GB/s (0.108; TCP's payload
+  // takes 0.120 of it, and the probe lost more as the delay grew, for a reason not found).
   void runAcrossHostsTeachesTheirLink() {
     const QString db = dir_.filePath("learnt-link.db");
     QCOMPARE(run_script("netns-hosts.sh", {"link", LINK_EMULATOR, "2000", "1000"}), 0);

@@ -110,6 +110,33 @@ class TestWhatIf : public QObject {
     QVERIFY(near(total(*f.what_if.prediction(), EventKind::AllReduce) / 2, 2.0 + 204 / 1e6));
   }
 
+  // A calibration holding a link its runs across hosts measured sets the link knobs (and
+  // says where they came from) until the user sets the link; after that a new calibration
+  // leaves it alone. Hosts like this one then predict over the learnt link: the same
+  // 204-byte ring as above at 0.5 GB/s and 300 us, 2 x (0.3 + 102 bytes / 5e5 per ms).
+  void linkStartsFromTheLearntOne() {
+    Fixture f;
+    loom::predict::Calibration cal = costs_for(f.plan);
+    cal.links.push_back({"a", "b", {4}, loom::predict::Link{false, 0.5, 300}});
+    f.what_if.setCalibration(cal);
+    QCOMPARE(f.what_if.knobs().bandwidth_gbs, 0.5);
+    QCOMPARE(f.what_if.knobs().latency_us, 300.0);
+    QVERIFY2(f.what_if.linkSource().contains("as run 4 measured it"), qPrintable(f.what_if.linkSource()));
+    WhatIf::Knobs k = f.what_if.knobs();
+    k.replicas = 2;
+    f.what_if.setKnobs(k);
+    f.what_if.setTarget(WhatIf::Target::HostsLikeThis);
+    QVERIFY2(f.what_if.prediction().has_value(), qPrintable(f.what_if.error()));
+    QVERIFY(near(total(*f.what_if.prediction(), EventKind::AllReduce) / 2, 2 * (0.3 + 102 / 5e5)));
+    QVERIFY(!f.what_if.linkSource().isEmpty());  // the replicas changed, not the link
+    k.latency_us = 1000;
+    f.what_if.setKnobs(k);
+    QVERIFY(f.what_if.linkSource().isEmpty());
+    cal.links.front().link.latency_us = 20;
+    f.what_if.setCalibration(cal);
+    QCOMPARE(f.what_if.knobs().latency_us, 1000.0);
+  }
+
   void scalingAndSearchFollowTheKnobs() {
     Fixture f;
     f.what_if.setTarget(WhatIf::Target::HostsLikeThis);

@@ -42,6 +42,16 @@ Expected<predict::Calibration> WhatIf::readCalibration(const QString& dbPath) {
 
 void WhatIf::setCalibration(predict::Calibration calibration) {
   calibration_ = std::make_shared<const predict::Calibration>(std::move(calibration));
+  if (!link_set_by_user_ && !calibration_->links.empty()) {
+    predict::Cluster learnt;
+    learnt.between_hosts.calibrated = true;
+    std::string why;
+    if (predict::fill_calibrated_link(learnt, calibration_->links, &why).ok()) {
+      knobs_.bandwidth_gbs = learnt.between_hosts.bandwidth_gbs;
+      knobs_.latency_us = learnt.between_hosts.latency_us;
+      link_source_ = QString::fromStdString(why);
+    }
+  }
   repredict();
 }
 
@@ -59,6 +69,10 @@ void WhatIf::setPlan(const Plan& plan) {
 }
 
 void WhatIf::setKnobs(const Knobs& knobs) {
+  if (knobs.bandwidth_gbs != knobs_.bandwidth_gbs || knobs.latency_us != knobs_.latency_us) {
+    link_set_by_user_ = true;
+    link_source_.clear();
+  }
   knobs_ = knobs;
   repredict();
 }

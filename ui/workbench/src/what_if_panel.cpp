@@ -191,8 +191,12 @@ void WhatIfPanel::recalibrate() {
         if (generation != calibration_generation_) return;  // another store since
         calibrating_ = false;
         calibration_error_ = calibration.ok() ? QString() : QString::fromStdString(calibration.error().describe());
-        if (calibration.ok()) what_if_.setCalibration(std::move(*calibration));
-        else showFigures();
+        if (calibration.ok()) {
+          what_if_.setCalibration(std::move(*calibration));
+          syncKnobs();  // the link may now be the one runs across hosts measured
+        } else {
+          showFigures();
+        }
         showScaling();
         emit calibrationShown();
       });
@@ -212,13 +216,22 @@ void WhatIfPanel::syncKnobs() {
   const bool links = what_if_.target() == WhatIf::Target::HostsLikeThis;
   bandwidth_->setEnabled(links);
   latency_->setEnabled(links);
+  const QString source = what_if_.linkSource();
+  const QString tip = source.isEmpty() ? tr("The link between hosts like this one: bandwidth and latency")
+                                       : tr("Learnt from this machine's runs across hosts: %1").arg(source);
+  for (QWidget* w : std::initializer_list<QWidget*>{bandwidth_, latency_}) w->setToolTip(tip);
   syncing_ = false;
 }
 
 void WhatIfPanel::knobsChanged() {
   if (syncing_) return;
   speed_label_->setText(QStringLiteral("x%1").arg(speed(), 0, 'g', 3));
-  what_if_.setKnobs({replicas_->value(), microbatches_->value(), bucket_->value(), speed(), bandwidth_->value(), latency_->value()});
+  WhatIf::Knobs k = what_if_.knobs();
+  k.replicas = replicas_->value(), k.microbatches = microbatches_->value(), k.bucket_mb = bucket_->value();
+  k.device_speed = speed();
+  // The link fields may show a learnt link rounded: only a change of their own sets it.
+  if (sender() == bandwidth_ || sender() == latency_) k.bandwidth_gbs = bandwidth_->value(), k.latency_us = latency_->value();
+  what_if_.setKnobs(k);
   showScaling();
 }
 

@@ -38,7 +38,9 @@ class WhatIf : public QObject {
     int microbatches = 1;
     double bucket_mb = 25;
     double device_speed = 1;     // compute costs divided by this
-    double bandwidth_gbs = 1.25;  // hosts like this one: the link between them (10 Gb/s)
+    // Hosts like this one: the link between them. 10 Gb/s and 50 us until a calibration
+    // holds a link its runs across hosts measured; that one until the user sets another.
+    double bandwidth_gbs = 1.25;
     double latency_us = 50;
   };
 
@@ -48,6 +50,9 @@ class WhatIf : public QObject {
   // read: 78 runs in 0.23-0.28 s on this project's VM, about 3 ms a run). Safe on any thread.
   static Expected<predict::Calibration> readCalibration(const QString& dbPath);
   void setCalibration(predict::Calibration calibration);
+  // Where the link knobs came from: "" (the defaults or the user), else the runs across
+  // hosts that measured it, in words.
+  QString linkSource() const { return link_source_; }
   // The cores "this machine" has (0: the real count); tests fix it.
   void setCores(int cores);
   // The plan the knobs vary; the knobs start from it.
@@ -106,6 +111,8 @@ class WhatIf : public QObject {
   QString error_;
   double last_ms_ = 0;
   int cores_ = 0;
+  bool link_set_by_user_ = false;
+  QString link_source_;
 };
 
 }  // namespace loom::ui
