@@ -117,9 +117,7 @@ void print_text(const Plan& plan, const Prediction& p, const predict::Calibratio
   if (p.cycle_steps > 1) std::printf("; a period of %d steps takes %.3f ms", p.cycle_steps, p.cycle_ms);
   std::printf(")\n  throughput:  %.0f samples/s (global batch %lld)\n", p.samples_per_s, static_cast<long long>(plan.training.batch));
   print_staleness(p);
-  std::string runs;
-  for (std::int64_t id : cal.runs) runs += (runs.empty() ? "" : ", ") + std::to_string(id);
-  std::printf("  calibrated:  from run%s %s (%zu costs)\n", cal.runs.size() == 1 ? "" : "s", runs.c_str(), cal.costs.size());
+  std::printf("  calibrated:  from %s (%zu costs)\n", predict::runs_text(cal.runs).c_str(), cal.costs.size());
   print_measured(measured_steps(plan, cal, machine));
   std::printf("\n  rank   compute ms   waiting for gradients   pipeline idle   injected   comm (overlapping)\n");
   int shown = 0;
@@ -174,20 +172,16 @@ std::string format_point(double units, double ms) {
 // The links between hosts runs across them measured (host_links.h).
 void print_links(const std::vector<predict::HostLink>& links) {
   if (links.empty()) return;
-  std::printf("\n  link between hosts (from each run's set-up)                     latency      bandwidth   runs\n");
+  std::printf("\n  link between hosts (from each run's set-up)                     latency      bandwidth   from\n");
   for (const predict::HostLink& h : links) {
-    std::string runs;
-    for (std::int64_t id : h.runs) runs += (runs.empty() ? "" : ", ") + std::to_string(id);
     std::printf("  %-60s %8.0f us %9.4g GB/s   %s\n", (h.first + " <-> " + h.second).c_str(), h.link.latency_us,
-                h.link.bandwidth_gbs, runs.c_str());
+                h.link.bandwidth_gbs, predict::runs_text(h.runs).c_str());
   }
 }
 
 void print_costs(const predict::Calibration& cal) {
-  std::string runs;
-  for (std::int64_t id : cal.runs) runs += (runs.empty() ? "" : ", ") + std::to_string(id);
-  std::printf("calibration of host '%s' from run%s %s: the median ms measured at each size\n", cal.host.c_str(),
-              cal.runs.size() == 1 ? "" : "s", runs.empty() ? "(none)" : runs.c_str());
+  std::printf("calibration of host '%s' from %s: the median ms measured at each size\n", cal.host.c_str(),
+              predict::runs_text(cal.runs).c_str());
   std::printf("  %-60s %8s  %s\n", "cost (units: samples, parameters or bytes)", "spans", "units: ms");
   for (const auto& [key, c] : cal.costs) {
     std::string points;

@@ -87,6 +87,16 @@ class TestPredictHostLinks : public QObject {
     QVERIFY(loom::predict::find_link(cal.links, "a", "c") == nullptr);
   }
 
+  // Run ids in notes and the CLI: three or more consecutive ids as a range.
+  void runListsShowRanges() {
+    using loom::predict::runs_text;
+    QCOMPARE(runs_text({}), std::string("no runs"));
+    QCOMPARE(runs_text({4}), std::string("run 4"));
+    QCOMPARE(runs_text({5, 3}), std::string("runs 3, 5"));
+    QCOMPARE(runs_text({1, 2}), std::string("runs 1, 2"));
+    QCOMPARE(runs_text({7, 1, 2, 3, 9, 10, 11, 12, 3}), std::string("runs 1-3, 7, 9-12"));
+  }
+
   // A cluster file's "calibrated" link between hosts predicts what the same link written
   // out does (a roofline device: 1e-6 TFLOP/s at half its peak, everything else free),
   // and says whose runs it came from. Without a learnt link it is an error that says what

@@ -298,6 +298,22 @@ std::string layer_signatures(const ModelInfo& model) {
 
 }  // namespace
 
+std::string runs_text(const std::vector<std::int64_t>& ids) {
+  std::vector<std::int64_t> sorted = ids;
+  std::sort(sorted.begin(), sorted.end());
+  sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
+  if (sorted.empty()) return "no runs";
+  std::string out;
+  for (std::size_t i = 0; i < sorted.size();) {
+    std::size_t last = i;
+    while (last + 1 < sorted.size() && sorted[last + 1] == sorted[last] + 1) ++last;
+    out += (out.empty() ? "" : ", ") + std::to_string(sorted[i]);
+    if (last > i) out += (last == i + 1 ? ", " : "-") + std::to_string(sorted[last]);
+    i = last + 1;
+  }
+  return (sorted.size() == 1 ? "run " : "runs ") + out;
+}
+
 std::string configuration_of(const Plan& plan) {
   Plan decides;  // what sets the step's length: not the name, length, seed or learning rate
   decides.parallel = plan.parallel;

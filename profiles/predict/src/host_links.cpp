@@ -7,6 +7,7 @@
 #include <set>
 
 #include "loom/analysis/stats.h"
+#include "loom/predict/calibration.h"
 
 namespace loom::predict {
 
@@ -78,12 +79,6 @@ const HostLink* find_link(const std::vector<HostLink>& links, const std::string&
 }
 
 namespace {
-
-std::string runs_text(const std::vector<std::int64_t>& runs) {
-  std::string out;
-  for (std::int64_t id : runs) out += (out.empty() ? "" : ", ") + std::to_string(id);
-  return (runs.size() == 1 ? "run " : "runs ") + out;
-}
 
 std::string link_text(const Link& link) {
   char text[96];

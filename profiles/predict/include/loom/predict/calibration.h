@@ -72,6 +72,10 @@ struct Calibration {
   std::vector<HostLink> links;
 };
 
+// Stored runs' ids in words, three or more consecutive ones as a range: "run 4",
+// "runs 1-78, 80, 81", "no runs".
+std::string runs_text(const std::vector<std::int64_t>& ids);
+
 // What sets a plan's step, folded into 8 hex digits: its layers (kind, shapes, stage), the
 // parallel layout and devices, batch, threads, optimizer and data; not its name, length,
 // seed or learning rate.
