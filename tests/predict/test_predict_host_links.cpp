@@ -9,6 +9,7 @@
 
 #include "loom/predict/cluster.h"
 #include "loom/predict/host_links.h"
+#include "loom/predict/layouts.h"
 #include "loom/store/run_store.h"
 #include "predict_fixtures.h"
 
@@ -149,6 +150,27 @@ class TestPredictHostLinks : public QObject {
     note.clear();
     QVERIFY(!loom::predict::cluster_of_plan_hosts(tiny_plan(R"({"devices": )" + devices(2) + R"(, "data_parallel": 2})"), cal.links, &note));
     QVERIFY(note.empty());  // one host: nothing to say
+  }
+
+  // The layout search of that plan, with no cluster, lays its layouts on the same two hosts:
+  // two replicas all-reduce over the learnt link as the plan's own prediction does, where
+  // without the link they stay on this machine.
+  void searchKeepsThePlanOnItsHosts() {
+    const std::string on_hosts = R"([{"kind": "cpu", "host": "a"}, {"kind": "cpu", "host": "b"}])";
+    const Plan plan = tiny_plan(R"({"devices": )" + on_hosts + R"(, "data_parallel": 2})", "0, 0, 0", 128);
+    Calibration cal = costs_for(plan);
+    loom::predict::SearchSpace space;
+    space.devices = 2;
+    const auto two_replicas = [&](const Calibration& c) {
+      for (const loom::predict::Candidate& k : must(loom::predict::search_layouts(plan, c, {2}, space)))
+        if (k.choice.replicas == 2 && k.choice.stages == 1 && k.left_out.empty()) return k.prediction.step_ms;
+      return -1.0;
+    };
+    const double alone = two_replicas(cal);
+    cal.links.push_back({"a", "b", {3}, Link{false, 0.001, 1000}});
+    const double across = two_replicas(cal);
+    QVERIFY(near(across, must(loom::predict::predict_step(plan, cal, {2})).step_ms));
+    QVERIFY2(across > alone + 1.0, qPrintable(QString("%1 vs %2").arg(across).arg(alone)));
   }
 };
 

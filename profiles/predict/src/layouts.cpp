@@ -193,8 +193,14 @@ void drop_equal_buckets(std::vector<Candidate>& candidates) {
 
 }  // namespace
 
-Expected<std::vector<Candidate>> search_layouts(const Plan& plan, const Calibration& calibration, const MachineShape& machine,
+Expected<std::vector<Candidate>> search_layouts(const Plan& plan, const Calibration& calibration, const MachineShape& given,
                                                 const SearchSpace& space) {
+  // Without a cluster, a plan whose ranks sit on hosts whose link was learnt is searched on
+  // those hosts (host_links.h): its layouts lay every rank out like its first, on one host,
+  // so predict_step would no longer see them.
+  MachineShape machine = given;
+  const std::optional<Cluster> hosts = given.cluster ? std::nullopt : cluster_of_plan_hosts(plan, calibration.links, nullptr);
+  if (hosts) machine.cluster = &*hosts;
   std::vector<Candidate> out;
   std::optional<Error> first_missing;
   for (const LayoutChoice& c : choices(plan, space)) {

@@ -58,6 +58,8 @@ struct SearchSpace {
 // stage), predicted; those that fit first, fastest
 // first, then those left out. NotFound when the calibration lacks a cost the fastest
 // layouts need (as predict_step names it) and none could be predicted.
+// Without machine.cluster, a plan whose ranks sit on several hosts with a learnt link
+// between them is searched on those hosts (cluster_of_plan_hosts, host_links.h).
 Expected<std::vector<Candidate>> search_layouts(const Plan& plan, const Calibration& calibration, const MachineShape& machine,
                                                 const SearchSpace& space);
 
