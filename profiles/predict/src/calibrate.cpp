@@ -34,6 +34,32 @@ std::optional<double> solved_residual(const ObservedRun& run, Calibration cal, c
   return (low + high) / 2;
 }
 
+// What each run measured beyond what its own configuration's costs predict (negative
+// where the model predicts more: kept, and a cost is never used below 0): the time no
+// span covers, under its kind for other configurations and under its own.
+void add_residuals(const std::vector<ObservedRun>& observed, Calibration& cal) {
+  std::vector<Observation> residuals;
+  std::map<std::string, std::vector<Observation>> own_residuals;
+  for (const ObservedRun& run : observed) {
+    if (run.steps == 0) continue;
+    const ParallelSpec& p = run.plan.parallel;
+    const double ops = 2.0 * std::max(1, p.microbatches) * std::max(1, p.grad_accumulation);
+    const std::string key = residual_key(run.plan, run.device);
+    std::optional<double> residual;
+    if (parameter_server_mode(run.plan)) {
+      residual = solved_residual(run, cal, key, ops);
+    } else if (auto predicted = predict_step(run.plan, cal, {run.cores}); predicted.ok()) {
+      residual = run.step_ms - predicted->step_ms;
+    }
+    if (!residual) continue;  // a plan the predictor does not cover
+    residuals.push_back({key, 0.0, ops, *residual, run.steps});
+    own_residuals[run.configuration].push_back({key, 0.0, ops, *residual, run.steps});
+  }
+  for (auto& [key, cost] : fit_costs(residuals)) cal.costs[key] = std::move(cost);
+  for (const auto& [configuration, observations] : own_residuals)
+    for (auto& [key, cost] : fit_costs(observations)) cal.by_configuration[configuration][key] = std::move(cost);
+}
+
 }  // namespace
 
 Expected<Calibration> calibrate(store::RunStore& store, const std::string& host) {
@@ -81,29 +107,7 @@ Expected<Calibration> calibrate(store::RunStore& store, const std::string& host)
   cal.costs = fit_costs(all);
   cal.links = fit_links(links);
   for (const auto& [configuration, observations] : own) cal.by_configuration[configuration] = fit_costs(observations);
-  // What each run measured beyond what its own configuration's costs predict (negative
-  // where the model predicts more: kept, and a cost is never used below 0): the time no
-  // span covers, under its kind for other configurations and under its own.
-  std::vector<Observation> residuals;
-  std::map<std::string, std::vector<Observation>> own_residuals;
-  for (const ObservedRun& run : observed) {
-    if (run.steps == 0) continue;
-    const ParallelSpec& p = run.plan.parallel;
-    const double ops = 2.0 * std::max(1, p.microbatches) * std::max(1, p.grad_accumulation);
-    const std::string key = residual_key(run.plan, run.device);
-    std::optional<double> residual;
-    if (parameter_server_mode(run.plan)) {
-      residual = solved_residual(run, cal, key, ops);
-    } else if (auto predicted = predict_step(run.plan, cal, {run.cores}); predicted.ok()) {
-      residual = run.step_ms - predicted->step_ms;
-    }
-    if (!residual) continue;  // a plan the predictor does not cover
-    residuals.push_back({key, 0.0, ops, *residual, run.steps});
-    own_residuals[run.configuration].push_back({key, 0.0, ops, *residual, run.steps});
-  }
-  for (auto& [key, cost] : fit_costs(residuals)) cal.costs[key] = std::move(cost);
-  for (const auto& [configuration, observations] : own_residuals)
-    for (auto& [key, cost] : fit_costs(observations)) cal.by_configuration[configuration][key] = std::move(cost);
+  add_residuals(observed, cal);
   return cal;
 }
 
