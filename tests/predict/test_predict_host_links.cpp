@@ -172,6 +172,22 @@ class TestPredictHostLinks : public QObject {
     QVERIFY(near(across, must(loom::predict::predict_step(plan, cal, {2})).step_ms));
     QVERIFY2(across > alone + 1.0, qPrintable(QString("%1 vs %2").arg(across).arg(alone)));
   }
+
+  // Its scaling curve to 8 devices runs over 8 hosts like a and b, joined by their link:
+  // the same curve as on a cluster file of 8 such hosts with that link written down.
+  void scalingGoesOnOverHostsLikeThePlans() {
+    const std::string on_hosts = R"([{"kind": "cpu", "host": "a"}, {"kind": "cpu", "host": "b"}])";
+    const Plan plan = tiny_plan(R"({"devices": )" + on_hosts + R"(, "data_parallel": 2})", "0, 0, 0", 128);
+    Calibration cal = costs_for(plan);
+    cal.links.push_back({"a", "b", {3}, Link{false, 0.001, 1000}});
+    const Cluster written = must_cluster(R"({"hosts": 8, "device": "calibrated", )"
+                                         R"("links": {"between_hosts": {"bandwidth_gbs": 0.001, "latency_us": 1000}}})");
+    const auto learnt = must(loom::predict::scaling_curve(plan, cal, {2}, 8));
+    const auto expected = must(loom::predict::scaling_curve(plan, cal, {2, &written}, 8));
+    QCOMPARE(learnt.size(), expected.size());
+    QCOMPARE(learnt.back().devices, 8);
+    for (std::size_t i = 0; i < learnt.size(); ++i) QVERIFY(near(learnt[i].step_ms, expected[i].step_ms));
+  }
 };
 
 QTEST_GUILESS_MAIN(TestPredictHostLinks)

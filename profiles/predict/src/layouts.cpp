@@ -307,8 +307,16 @@ std::string step_breakdown(const Prediction& p) {
 
 // ---- scaling -------------------------------------------------------------------------
 
-Expected<std::vector<ScalePoint>> scaling_curve(const Plan& plan, const Calibration& calibration, const MachineShape& machine,
+Expected<std::vector<ScalePoint>> scaling_curve(const Plan& plan, const Calibration& calibration, const MachineShape& given,
                                                 int devices) {
+  // Without a cluster, a plan whose ranks sit on hosts with a learnt link scales over as
+  // many such hosts as it needs, joined by that link (host_links.h).
+  MachineShape machine = given;
+  std::optional<Cluster> hosts = given.cluster ? std::nullopt : cluster_of_plan_hosts(plan, calibration.links, nullptr);
+  if (hosts) {
+    hosts->hosts = std::max(hosts->hosts, (devices + hosts->devices_per_host - 1) / hosts->devices_per_host);
+    machine.cluster = &*hosts;
+  }
   const int stages = std::max(1, plan.parallel.stages);
   const std::int64_t per_replica = plan.training.batch / std::max(1, plan.parallel.data_parallel);
   std::vector<int> counts;

@@ -77,7 +77,8 @@ std::string step_breakdown(const Prediction& p);
 
 // A data-parallel scaling curve: the plan with 1, 2, 4, ... replicas up to `devices`
 // (and `devices` itself), each replica keeping the plan's per-replica batch (weak
-// scaling), predicted.
+// scaling), predicted. Without machine.cluster, a plan on several hosts with a learnt
+// link between them scales over as many hosts like them as it needs, joined by it.
 struct ScalePoint {
   int devices = 0;
   double step_ms = 0, samples_per_s = 0;
