@@ -35,7 +35,9 @@ double bandwidth_less_latency(double probe_gbs, double bytes, double latency_us)
 Expected<std::optional<LinkObservation>> observe_link(store::RunStore& store, std::int64_t run_id) {
   auto ranks = store.load_ranks(run_id);
   if (!ranks.ok()) return ranks.error();
-  if (ranks->size() < 2 || (*ranks)[0].host == (*ranks)[1].host || (*ranks)[1].uncertainty_ns <= 0)
+  // Ranks 0 and 1, the probe's pair (a rank that never reported has no record).
+  if (ranks->size() < 2 || (*ranks)[0].rank != 0 || (*ranks)[1].rank != 1 || (*ranks)[0].host == (*ranks)[1].host ||
+      (*ranks)[1].uncertainty_ns <= 0)
     return std::optional<LinkObservation>();
   auto probe = last_metric(store, run_id, "p2p_gbs");
   if (!probe.ok()) return probe.error();
