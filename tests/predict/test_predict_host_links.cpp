@@ -22,17 +22,19 @@ namespace {
 
 bool near(double a, double b) { return std::abs(a - b) <= 1e-9 * std::max(1.0, std::abs(b)); }
 
-// A finished run of `plan` whose rank 0 and 1 sat on `hosts`; rank 1's clock uncertainty
+// A finished run of `plan` whose rank 0 and 1 (or `second_rank`, rank 1 having left no
+// record) sat on `hosts`; rank 1's clock uncertainty
 // (half its best round trip to rank 0) `latency_us`; the probe's figure and, where > 0,
 // its message size.
 std::int64_t store_run(loom::store::RunStore& store, const Plan& plan, std::pair<std::string, std::string> hosts,
-                       double latency_us, double probe_gbs, double probe_bytes, const std::string& kind = "") {
+                       double latency_us, double probe_gbs, double probe_bytes, const std::string& kind = "",
+                       int second_rank = 1) {
   loom::trace::RunRecord run;
   run.plan_json = loom::plan_to_json(plan);
   run.world_size = 2;
   run.kind = kind;
   const std::int64_t id = *store.create_run(run);
-  for (int rank = 0; rank < 2; ++rank) {
+  for (int rank : {0, second_rank}) {
     loom::trace::RankRecord record;
     record.rank = rank;
     record.host = rank == 0 ? hosts.first : hosts.second;
@@ -63,8 +65,9 @@ class TestPredictHostLinks : public QObject {
   // Three runs between b (rank 0) and a (rank 1): 4 MB probes whose messages took 42 ms
   // with a 2 ms latency (the wire: 40 ms, 0.1 GB/s) and 44 ms with 4 ms (again 0.1 GB/s);
   // one from before the probe's size was recorded, 1 ms and 0.2 GB/s as it stands. The
-  // pair's link: the median latency, 2000 us, and bandwidth, 0.1 GB/s. A run on one host
-  // and a stored prediction between the same hosts teach nothing.
+  // pair's link: the median latency, 2000 us, and bandwidth, 0.1 GB/s. A run on one host,
+  // a stored prediction between the same hosts and a run whose rank 1 left no record (its
+  // ranks 0 and 2 on a and b) teach nothing.
   void linkLearntFromRunsAcrossHosts() {
     QTemporaryDir dir;
     auto store = loom::store::RunStore::open(dir.filePath("runs.db").toStdString());
@@ -75,6 +78,7 @@ class TestPredictHostLinks : public QObject {
     const std::int64_t old = store_run(*store, plan, {"b", "a"}, 1000, 0.2, 0);
     store_run(*store, plan, {"a", "a"}, 3000, 0.5, 4e6);
     store_run(*store, plan, {"a", "b"}, 9000, 0.9, 4e6, "predicted");
+    store_run(*store, plan, {"a", "b"}, 9000, 0.9, 4e6, "", 2);
     const Calibration cal = must(loom::predict::calibrate(*store, ""));
     QCOMPARE(cal.links.size(), std::size_t(1));
     const HostLink& h = cal.links.front();
