@@ -90,28 +90,37 @@ std::string link_text(const Link& link) {
 
 }  // namespace
 
-Status fill_calibrated_link(Cluster& cluster, const std::vector<HostLink>& links, std::string* why) {
-  if (!cluster.between_hosts.calibrated) return {};
-  if (links.empty())
-    return make_error(ErrorCode::InvalidArgument,
-                      "cluster '" + cluster.name + "': links.between_hosts is \"calibrated\", but no stored run measured a link "
-                      "between two hosts",
-                      "run a plan with ranks 0 and 1 on two hosts once (its set-up measures their link), or give the link's "
-                      "bandwidth_gbs and latency_us");
+std::optional<Link> median_link(const std::vector<HostLink>& links, std::string* why) {
+  if (links.empty()) return std::nullopt;
   std::vector<double> latency, bandwidth;
   std::vector<std::int64_t> runs;
   for (const HostLink& h : links) {
     latency.push_back(h.link.latency_us), bandwidth.push_back(h.link.bandwidth_gbs);
     runs.insert(runs.end(), h.runs.begin(), h.runs.end());
   }
-  std::sort(runs.begin(), runs.end());
-  cluster.between_hosts.latency_us = analysis::median(latency, 0.0);
-  cluster.between_hosts.bandwidth_gbs = analysis::median(bandwidth, 0.0);
+  Link out;
+  out.measured = false;
+  out.latency_us = analysis::median(latency, 0.0);
+  out.bandwidth_gbs = analysis::median(bandwidth, 0.0);
   if (why) {
     const std::string pairs = links.size() == 1 ? "between " + links[0].first + " and " + links[0].second
                                                 : "the median over " + std::to_string(links.size()) + " pairs of hosts";
-    *why = "between hosts: " + link_text(cluster.between_hosts) + ", as " + runs_text(runs) + " measured it (" + pairs + ")";
+    *why = "between hosts: " + link_text(out) + ", as " + runs_text(runs) + " measured it (" + pairs + ")";
   }
+  return out;
+}
+
+Status fill_calibrated_link(Cluster& cluster, const std::vector<HostLink>& links, std::string* why) {
+  if (!cluster.between_hosts.calibrated) return {};
+  const std::optional<Link> learnt = median_link(links, why);
+  if (!learnt)
+    return make_error(ErrorCode::InvalidArgument,
+                      "cluster '" + cluster.name + "': links.between_hosts is \"calibrated\", but no stored run measured a link "
+                      "between two hosts",
+                      "run a plan with ranks 0 and 1 on two hosts once (its set-up measures their link), or give the link's "
+                      "bandwidth_gbs and latency_us");
+  cluster.between_hosts.latency_us = learnt->latency_us;
+  cluster.between_hosts.bandwidth_gbs = learnt->bandwidth_gbs;
   return {};
 }
 

@@ -42,16 +42,13 @@ Expected<predict::Calibration> WhatIf::readCalibration(const QString& dbPath) {
 
 void WhatIf::setCalibration(predict::Calibration calibration) {
   calibration_ = std::make_shared<const predict::Calibration>(std::move(calibration));
-  if (!link_set_by_user_ && !calibration_->links.empty()) {
-    predict::Cluster learnt;
-    learnt.between_hosts.calibrated = true;
-    std::string why;
-    if (predict::fill_calibrated_link(learnt, calibration_->links, &why).ok()) {
-      knobs_.bandwidth_gbs = learnt.between_hosts.bandwidth_gbs;
-      knobs_.latency_us = learnt.between_hosts.latency_us;
+  std::string why;
+  if (!link_set_by_user_)
+    if (const auto learnt = predict::median_link(calibration_->links, &why)) {
+      knobs_.bandwidth_gbs = learnt->bandwidth_gbs;
+      knobs_.latency_us = learnt->latency_us;
       link_source_ = QString::fromStdString(why);
     }
-  }
   repredict();
 }
 

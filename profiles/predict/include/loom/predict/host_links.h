@@ -47,9 +47,12 @@ std::vector<HostLink> fit_links(const std::vector<LinkObservation>& observations
 // The learnt link between these two hosts (either order); nullptr where none.
 const HostLink* find_link(const std::vector<HostLink>& links, const std::string& a, const std::string& b);
 
-// A cluster file's "between_hosts": "calibrated" filled from the learnt links: the pair's
-// where the file has one host pair only in the store, else the median over every pair's
-// runs (`why` says which). InvalidArgument where no run measured a link between hosts.
+// The link between hosts the learnt links stand for: the pair's where there is one pair,
+// else the median over the pairs (`why` says which, and whose runs). nullopt where none.
+std::optional<Link> median_link(const std::vector<HostLink>& links, std::string* why = nullptr);
+
+// A cluster file's "between_hosts": "calibrated" filled with median_link. InvalidArgument
+// where no run measured a link between hosts.
 Status fill_calibrated_link(Cluster& cluster, const std::vector<HostLink>& links, std::string* why = nullptr);
 
 // A plan whose ranks sit on several hosts (parallel.devices[].host), in contiguous runs of
