@@ -149,10 +149,10 @@ class TestPredictHostLinks : public QObject {
     QVERIFY(mentions(p.notes, "ranks on a + b, 1 each; between hosts 1000 us and 0.001 GB/s, as runs 3, 5 measured it"));
     const std::string uneven = R"([{"kind": "cpu", "host": "a"}, {"kind": "cpu", "host": "b"}, {"kind": "cpu", "host": "b"}])";
     std::string note;
-    QVERIFY(!loom::predict::cluster_of_plan_hosts(tiny_plan(R"({"devices": )" + uneven + R"(, "data_parallel": 3})", "0, 0, 0", 192), cal.links, &note));
+    QVERIFY(!loom::predict::cluster_of_plan_hosts(tiny_plan(R"({"devices": )" + uneven + R"(, "data_parallel": 3})", "0, 0, 0", 192), cal.links, "", &note));
     QVERIFY(note.find("not in equal runs of consecutive ranks") != std::string::npos);
     note.clear();
-    QVERIFY(!loom::predict::cluster_of_plan_hosts(tiny_plan(R"({"devices": )" + devices(2) + R"(, "data_parallel": 2})"), cal.links, &note));
+    QVERIFY(!loom::predict::cluster_of_plan_hosts(tiny_plan(R"({"devices": )" + devices(2) + R"(, "data_parallel": 2})"), cal.links, "", &note));
     QVERIFY(note.empty());  // one host: nothing to say
   }
 
@@ -175,6 +175,48 @@ class TestPredictHostLinks : public QObject {
     const double across = two_replicas(cal);
     QVERIFY(near(across, must(loom::predict::predict_step(plan, cal, {2})).step_ms));
     QVERIFY2(across > alone + 1.0, qPrintable(QString("%1 vs %2").arg(across).arg(alone)));
+  }
+
+  // A layout of a plan on hosts a and b (one rank each) stays on them: two replicas on a
+  // and b, four two to a host, one on a; so predicting it takes their link, as predicting
+  // the plan does. A plan on one host keeps every rank there.
+  void layoutsStayOnThePlansHosts() {
+    const std::string on_hosts = R"([{"kind": "cpu", "host": "a"}, {"kind": "cpu", "host": "b"}])";
+    const Plan plan = tiny_plan(R"({"devices": )" + on_hosts + R"(, "data_parallel": 2})", "0, 0, 0", 128);
+    const auto hosts_of = [](const Plan& p) {
+      std::string out;
+      for (const loom::DeviceSpec& d : p.parallel.devices) out += d.host;
+      return out;
+    };
+    const auto laid = [&](const Plan& p, int replicas) {
+      return must(loom::predict::with_layout(p, {replicas, 1, 1, loom::Schedule::OneFOneB, 25}));
+    };
+    QCOMPARE(hosts_of(laid(plan, 2)), std::string("ab"));
+    QCOMPARE(hosts_of(laid(plan, 4)), std::string("aabb"));
+    QCOMPARE(hosts_of(laid(plan, 1)), std::string("a"));
+    const std::string two_each = R"([{"kind": "cpu", "host": "a"}, {"kind": "cpu", "host": "a"}, )"
+                                 R"({"kind": "cpu", "host": "b"}, {"kind": "cpu", "host": "b"}])";
+    const Plan four = tiny_plan(R"({"devices": )" + two_each + R"(, "data_parallel": 4})", "0, 0, 0", 192);
+    QCOMPARE(hosts_of(laid(four, 2)), std::string("aa"));
+    QCOMPARE(hosts_of(laid(four, 3)), std::string("aab"));
+    const Plan here = tiny_plan(R"({"devices": )" + devices(2) + R"(, "data_parallel": 2})", "0, 0, 0", 192);
+    QCOMPARE(hosts_of(laid(here, 3)), std::string("localhostlocalhostlocalhost"));
+    Calibration cal = costs_for(plan);
+    cal.links.push_back({"a", "b", {3}, Link{false, 0.001, 1000}});
+    QVERIFY(near(must(loom::predict::predict_step(laid(plan, 2), cal, {2})).step_ms,
+                 must(loom::predict::predict_step(plan, cal, {2})).step_ms));
+  }
+
+  // A plan that calls this machine "localhost" finds the link its runs stored under this
+  // machine's name (the calibration's host).
+  void localhostIsThisMachine() {
+    const std::string on_hosts = R"([{"kind": "cpu", "host": "localhost"}, {"kind": "cpu", "host": "b"}])";
+    const Plan plan = tiny_plan(R"({"devices": )" + on_hosts + R"(, "data_parallel": 2})", "0, 0, 0", 128);
+    Calibration cal = costs_for(plan);
+    cal.host = "here";
+    cal.links.push_back({"b", "here", {4}, Link{false, 0.001, 1000}});
+    const Prediction p = must(loom::predict::predict_step(plan, cal, {2}));
+    QVERIFY(mentions(p.notes, "ranks on here + b, 1 each; between hosts 1000 us and 0.001 GB/s, as run 4 measured it"));
   }
 
   // Its scaling curve to 8 devices runs over 8 hosts like a and b, joined by their link:

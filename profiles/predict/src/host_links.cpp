@@ -124,23 +124,36 @@ Status fill_calibrated_link(Cluster& cluster, const std::vector<HostLink>& links
   return {};
 }
 
-std::optional<Cluster> cluster_of_plan_hosts(const Plan& plan, const std::vector<HostLink>& links, std::string* note) {
-  std::vector<std::string> hosts;  // in rank order, one entry per contiguous run of ranks
-  std::vector<int> per_host;
+bool PlanHosts::like_a_cluster() const {
+  const bool even = std::all_of(per_host.begin(), per_host.end(), [&](int n) { return n == per_host.front(); });
+  return even && std::set<std::string>(hosts.begin(), hosts.end()).size() == hosts.size();
+}
+
+PlanHosts hosts_of_plan(const Plan& plan) {
+  PlanHosts out;
   for (const DeviceSpec& d : plan.parallel.devices) {
-    if (hosts.empty() || hosts.back() != d.host) hosts.push_back(d.host), per_host.push_back(0);
-    ++per_host.back();
+    if (out.hosts.empty() || out.hosts.back() != d.host) out.hosts.push_back(d.host), out.per_host.push_back(0);
+    ++out.per_host.back();
   }
-  if (hosts.size() < 2) return std::nullopt;
+  return out;
+}
+
+std::optional<Cluster> cluster_of_plan_hosts(const Plan& plan, const std::vector<HostLink>& links,
+                                             const std::string& this_host, std::string* note) {
+  PlanHosts on = hosts_of_plan(plan);
+  if (on.hosts.size() < 2) return std::nullopt;
   const auto say = [&](const std::string& text) {
     if (note) *note = text;
     return std::nullopt;
   };
-  const bool even = std::all_of(per_host.begin(), per_host.end(), [&](int n) { return n == per_host.front(); });
-  const bool distinct = std::set<std::string>(hosts.begin(), hosts.end()).size() == hosts.size();
-  if (!even || !distinct)
+  if (!on.like_a_cluster())
     return say("the plan's ranks sit on several hosts, not in equal runs of consecutive ranks: predicted as if every rank "
                "were on this machine (--cluster describes such a layout)");
+  // Runs record the host's own name; a plan may call this machine "localhost".
+  std::vector<std::string>& hosts = on.hosts;
+  for (std::string& h : hosts)
+    if (h == "localhost" && !this_host.empty()) h = this_host;
+  const std::vector<int>& per_host = on.per_host;
   const HostLink* learnt = find_link(links, hosts[0], hosts[1]);
   if (!learnt)
     return say("the plan's ranks sit on " + hosts[0] + " and " + hosts[1] + ", and no stored run measured the link between "

@@ -10,6 +10,8 @@
 #include <map>
 #include <optional>
 
+#include "loom/predict/host_links.h"
+
 namespace loom::predict {
 
 std::string LayoutChoice::describe() const {
@@ -95,6 +97,22 @@ Status check_split(const Plan& plan, const LayoutChoice& c) {
 
 }  // namespace
 
+namespace {
+
+// A plan whose ranks sit on several hosts like a cluster keeps its layouts there: ranks
+// fill its hosts in order, as many to a host as the plan had (more where they would not
+// fit), as a cluster of those hosts numbers them (Cluster::host_of), so a saved or
+// predicted layout runs where the search predicted it.
+void keep_on_plan_hosts(const Plan& plan, std::vector<DeviceSpec>& devices) {
+  const PlanHosts on = hosts_of_plan(plan);
+  if (on.hosts.size() < 2 || !on.like_a_cluster()) return;
+  const int hosts = int(on.hosts.size());
+  const int per_host = std::max(on.per_host.front(), (int(devices.size()) + hosts - 1) / hosts);
+  for (std::size_t i = 0; i < devices.size(); ++i) devices[i].host = on.hosts[i / std::size_t(per_host)];
+}
+
+}  // namespace
+
 Expected<Plan> with_layout(const Plan& plan, const LayoutChoice& c) {
   LOOM_TRY(check_split(plan, c));
   Plan out = plan;
@@ -109,6 +127,7 @@ Expected<Plan> with_layout(const Plan& plan, const LayoutChoice& c) {
   if (c.accumulation > 0) p.grad_accumulation = c.accumulation;
   const DeviceSpec like = plan.parallel.devices.empty() ? DeviceSpec{} : plan.parallel.devices.front();
   p.devices.assign(std::size_t(world_size(out)), like);  // the asynchronous modes' servers too
+  keep_on_plan_hosts(plan, p.devices);
   std::erase_if(p.stragglers, [&](const StragglerSpec& s) { return s.rank >= c.replicas * c.stages; });
   return out;
 }
@@ -196,10 +215,11 @@ void drop_equal_buckets(std::vector<Candidate>& candidates) {
 Expected<std::vector<Candidate>> search_layouts(const Plan& plan, const Calibration& calibration, const MachineShape& given,
                                                 const SearchSpace& space) {
   // Without a cluster, a plan whose ranks sit on hosts whose link was learnt is searched on
-  // those hosts (host_links.h): its layouts lay every rank out like its first, on one host,
-  // so predict_step would no longer see them.
+  // those hosts (host_links.h) as they are: a layout with more ranks than the plan has is
+  // left out, not crowded onto them (with_layout would).
   MachineShape machine = given;
-  const std::optional<Cluster> hosts = given.cluster ? std::nullopt : cluster_of_plan_hosts(plan, calibration.links, nullptr);
+  const std::optional<Cluster> hosts =
+      given.cluster ? std::nullopt : cluster_of_plan_hosts(plan, calibration.links, calibration.host, nullptr);
   if (hosts) machine.cluster = &*hosts;
   std::vector<Candidate> out;
   std::optional<Error> first_missing;
@@ -312,7 +332,8 @@ Expected<std::vector<ScalePoint>> scaling_curve(const Plan& plan, const Calibrat
   // Without a cluster, a plan whose ranks sit on hosts with a learnt link scales over as
   // many such hosts as it needs, joined by that link (host_links.h).
   MachineShape machine = given;
-  std::optional<Cluster> hosts = given.cluster ? std::nullopt : cluster_of_plan_hosts(plan, calibration.links, nullptr);
+  std::optional<Cluster> hosts =
+      given.cluster ? std::nullopt : cluster_of_plan_hosts(plan, calibration.links, calibration.host, nullptr);
   if (hosts) {
     hosts->hosts = std::max(hosts->hosts, (devices + hosts->devices_per_host - 1) / hosts->devices_per_host);
     machine.cluster = &*hosts;

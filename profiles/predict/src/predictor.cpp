@@ -232,7 +232,7 @@ Expected<std::optional<Cluster>> learnt_cluster(const Plan& plan, const Calibrat
     out = *machine.cluster;
     LOOM_TRY(fill_calibrated_link(*out, calibration.links, &note));
   } else if (!machine.cluster) {
-    out = cluster_of_plan_hosts(plan, calibration.links, &note);
+    out = cluster_of_plan_hosts(plan, calibration.links, calibration.host, &note);
   }
   if (!note.empty()) notes.push_back(note);
   return out;

@@ -55,11 +55,23 @@ std::optional<Link> median_link(const std::vector<HostLink>& links, std::string*
 // where no run measured a link between hosts.
 Status fill_calibrated_link(Cluster& cluster, const std::vector<HostLink>& links, std::string* why = nullptr);
 
-// A plan whose ranks sit on several hosts (parallel.devices[].host), in contiguous runs of
-// equal length, as a cluster of those hosts: devices like this machine's, their link the
-// one learnt between the plan's first two hosts. nullopt where the plan keeps to one
-// host, or spans hosts but no such link was learnt or its hosts are not laid out so.
-// `note` gets, where the plan spans hosts, the link used or why none was.
-std::optional<Cluster> cluster_of_plan_hosts(const Plan& plan, const std::vector<HostLink>& links, std::string* note);
+// A plan's ranks by host (parallel.devices[].host): its hosts in rank order, one per
+// contiguous run of ranks, and each run's length.
+struct PlanHosts {
+  std::vector<std::string> hosts;
+  std::vector<int> per_host;
+  // Runs of equal length, each host named once: the layout a cluster describes.
+  bool like_a_cluster() const;
+};
+PlanHosts hosts_of_plan(const Plan& plan);
+
+// A plan whose ranks sit on several hosts like a cluster, as a cluster of those hosts:
+// devices like this machine's, their link the one learnt between the plan's first two
+// hosts. A plan's "localhost" is `this_host`, the name this machine's runs stored. nullopt
+// where the plan keeps to one host, or spans hosts but no such link was learnt or its
+// hosts are not laid out so. `note` gets, where the plan spans hosts, the link used or
+// why none was.
+std::optional<Cluster> cluster_of_plan_hosts(const Plan& plan, const std::vector<HostLink>& links,
+                                             const std::string& this_host, std::string* note);
 
 }  // namespace loom::predict
