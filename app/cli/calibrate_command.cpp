@@ -1,8 +1,9 @@
 // `loom-cli calibrate [PLAN] [--steps N]`: short real runs of a plan's model that give
 // `predict`, `search` and the What-if dock their costs on this machine when the store has
-// no history: the plan as written, one process with every core, two replicas, and a
-// two-stage 1F1B pipeline (each where the batch and the layers allow); an asynchronous
-// plan, only as written. Each run is a
+// no history: the plan as written, one process with every core (at its batch and four
+// times it), two replicas (the same; the larger with 1 KB buckets), and a two-stage
+// 1F1B pipeline (each where the batch and the layers allow); an asynchronous plan, only
+// as written. Each run is a
 // measured run like any other, tagged "calibration".
 #include <cstdio>
 #include <cstdlib>
@@ -19,6 +20,8 @@ namespace loom::cli {
 namespace {
 
 constexpr std::int64_t kDefaultSteps = 60;
+// Buckets of 1 KB: every gradient tensor of at least that size is all-reduced alone.
+constexpr double kSmallBucketMb = 0.001;
 
 struct Variant {
   std::string what;
@@ -26,23 +29,34 @@ struct Variant {
 };
 
 // The layouts whose costs predicting this plan's neighbours needs: 1 and 2 BLAS-thread
-// layers, the loss and optimizer at both, an all-reduce and stage-to-stage messages.
+// layers at a quarter to four times the batch a rank or micro-batch of the plan has (a
+// layer's time per sample falls as the batch grows, so one size does not scale), the loss
+// and optimizer at both, stage-to-stage messages, and all-reduces of the whole gradient
+// and of 1 KB buckets (each tensor alone), whose sizes set the latency and bandwidth.
 std::vector<Variant> variants_of(const Plan& plan) {
   std::vector<Variant> out{{"as planned", plan}};
   // An asynchronous plan's own run measures what predicting it needs at its crowding; its
   // layouts (which with_layout varies as synchronous ones) would not.
   if (plan.parallel.sync.mode != SyncMode::AllReduce) return out;
-  const auto add = [&](const std::string& what, const predict::LayoutChoice& choice, int threads) {
-    auto laid = predict::with_layout(plan, choice);
+  const std::int64_t batch = plan.training.batch;
+  const auto add = [&](const std::string& what, const predict::LayoutChoice& choice, int threads, std::int64_t batch_of_run) {
+    Plan resized = plan;
+    resized.training.batch = batch_of_run;
+    auto laid = predict::with_layout(resized, choice);
     if (!laid.ok()) return;
     laid->training.threads = threads;
     for (const Variant& v : out)
-      if (v.plan.parallel == laid->parallel && v.plan.training.threads == threads) return;  // the plan is one already
+      if (v.plan.parallel == laid->parallel && v.plan.training.threads == threads && v.plan.training.batch == batch_of_run)
+        return;  // the plan is one already
     out.push_back({what, std::move(*laid)});
   };
-  add("one process", {1, 1, 1, Schedule::OneFOneB, plan.parallel.bucket_mb}, 0);
-  add("two replicas", {2, 1, 1, Schedule::OneFOneB, plan.parallel.bucket_mb}, 1);
-  add("two-stage 1F1B, 4 micro-batches", {1, 2, 4, Schedule::OneFOneB, plan.parallel.bucket_mb}, 1);
+  const double bucket = plan.parallel.bucket_mb;
+  const Schedule unstaged = plan.parallel.schedule;  // one stage: the schedule changes nothing, so keep the plan's
+  add("one process", {1, 1, 1, unstaged, bucket}, 0, batch);
+  add("one process, 4x the batch", {1, 1, 1, unstaged, bucket}, 0, 4 * batch);
+  add("two replicas", {2, 1, 1, unstaged, bucket}, 1, batch);
+  add("two replicas, 4x the batch, 1 KB buckets", {2, 1, 1, unstaged, kSmallBucketMb}, 1, 4 * batch);
+  add("two-stage 1F1B, 4 micro-batches", {1, 2, 4, Schedule::OneFOneB, bucket}, 1, batch);
   return out;
 }
 

@@ -171,10 +171,23 @@ class CliPredictTest : public QObject {
     const Result calibrated = run_cli({"calibrate", plan, "--db", store, "--steps", "20", "--json"});
     QVERIFY2(calibrated.exit_code == 0, qPrintable(calibrated.err));
     const QJsonObject summary = last_json_line(calibrated.out);
-    QCOMPARE(summary["runs"].toArray().size(), 4);  // as planned, one process, two replicas, two stages
+    // as planned, one process, two replicas (each also at 4x the batch), two stages
+    QCOMPARE(summary["runs"].toArray().size(), 6);
     QVERIFY(summary["predicts_plan"].toBool());
     const QJsonArray runs = QJsonDocument::fromJson(run_cli({"runs", "--db", store, "--json"}).out.toUtf8()).array();
-    QCOMPARE(runs.size(), 4);
+    QCOMPARE(runs.size(), 6);
+    // Sizes, not one point scaled: the first layer on one thread at a quarter, half, one and
+    // two times the batch (a micro-batch, a replica, the plan, a replica of 4x the batch);
+    // all-reduces of 1 KB buckets (the first layer's weights, 512 bytes; the rest, 1036)
+    // and of the whole gradient (1548).
+    const QJsonObject costs = last_json_line(run_cli({"calibration", "--db", store, "--json"}).out)["costs"].toObject();
+    const auto sizes = [&](const char* key) {
+      QList<double> out;
+      for (const auto& point : costs[key].toObject()["points"].toArray()) out.push_back(point.toArray()[0].toDouble());
+      return out;
+    };
+    QCOMPARE(sizes("forward linear 2->64 @cpu 1t"), (QList<double>{16, 32, 64, 128}));
+    QCOMPARE(sizes("all-reduce 2 ranks mpi"), (QList<double>{512, 1036, 1548}));
     for (const auto& r : runs) QVERIFY(r.toObject()["tags"].toArray().contains(QJsonValue("calibration")));
     const Result two = run_cli({"predict", plan, "--db", store, "--replicas", "2", "--json"});
     QVERIFY2(two.exit_code == 0, qPrintable(two.err));
