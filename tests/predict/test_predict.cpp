@@ -408,8 +408,9 @@ class TestPredict : public QObject {
     QVERIFY(std::abs(must(loom::predict::predict_step(plan, cal, {2})).step_ms - 20.0) < 1e-9);
   }
 
-  // Two configurations of one plan (buckets of 25 and 5 MB, which one process never
-  // fills: the same keys at the same sizes) measured nine spans of 1 and of 2 ms in steps
+  // Two configurations of one plan (buckets of 25 MB, larger than the gradient, and of one
+  // byte, one per tensor, which one process never all-reduces: the same keys at the same
+  // sizes) measured nine spans of 1 and of 2 ms in steps
   // of 20 and 30 ms. Each is predicted from its own runs: 20 and 30 ms, the second's
   // forwards 3 x 2 ms. A third configuration, never run, takes every run's costs (1.5 ms,
   // the median) and its kind's residual (11 and 12: 11.5): 9 x 1.5 + 11.5 = 25 ms.
@@ -417,7 +418,7 @@ class TestPredict : public QObject {
     TempStore store;
     const Plan a = tiny_plan(R"({"devices": )" + devices(1) + "}");
     Plan b = a, never_run = a;
-    b.parallel.bucket_mb = 5, never_run.parallel.bucket_mb = 10;
+    b.parallel.bucket_mb = 1.0 / (1 << 20), never_run.parallel.bucket_mb = 2.0 / (1 << 20);
     store_one_millisecond_spans(store, a, 20, 1);
     store_one_millisecond_spans(store, b, 30, 2);
     const Calibration cal = *loom::predict::calibrate(store, "");
@@ -426,6 +427,11 @@ class TestPredict : public QObject {
     Plan renamed = a;
     renamed.name = "another name", renamed.training.steps = 5000, renamed.training.seed = 7, renamed.training.optimizer.lr = 1;
     QCOMPARE(loom::predict::configuration_of(renamed), loom::predict::configuration_of(a));
+    // Nor what changes nothing the run does: another bucket larger than the gradient, the
+    // schedule of one stage.
+    Plan same = a;
+    same.parallel.bucket_mb = 50, same.parallel.schedule = loom::Schedule::OneFOneB;
+    QCOMPARE(loom::predict::configuration_of(same), loom::predict::configuration_of(a));
     const Prediction pa = must(loom::predict::predict_step(a, cal, {2}));
     const Prediction pb = must(loom::predict::predict_step(b, cal, {2}));
     const Prediction pn = must(loom::predict::predict_step(never_run, cal, {2}));

@@ -325,7 +325,13 @@ std::string configuration_of(const Plan& plan) {
   decides.data.synthetic = plan.data.synthetic;
   decides.data.features = plan.data.features;
   decides.data.classes = plan.data.classes;
-  return folded(plan_to_json(decides, -1) + layer_signatures(infer_model(plan, nullptr)));
+  // Settings that change nothing a run does are left out, so a plan that differs from a
+  // measured one only in them takes its runs: a bucket at least as large as the whole
+  // gradient (one bucket either way, gradient_sync.cpp), the schedule of one stage.
+  const ModelInfo model = infer_model(plan, nullptr);
+  if (std::int64_t(plan.parallel.bucket_mb * 1024.0 * 1024.0) >= model.total_param_bytes) decides.parallel.bucket_mb = 0;
+  if (plan.parallel.stages <= 1) decides.parallel.schedule = Schedule::GPipe;
+  return folded(plan_to_json(decides, -1) + layer_signatures(model));
 }
 
 std::string serve_batch_key(const Plan& plan, const std::string& device) {

@@ -78,7 +78,8 @@ std::string runs_text(const std::vector<std::int64_t>& ids);
 
 // What sets a plan's step, folded into 8 hex digits: its layers (kind, shapes, stage), the
 // parallel layout and devices, batch, threads, optimizer and data; not its name, length,
-// seed or learning rate.
+// seed or learning rate, a bucket larger than the whole gradient, or the schedule of one
+// stage.
 std::string configuration_of(const Plan& plan);
 
 // What a rank computes on: "cpu 2t" (BLAS threads), "cpu 1t shared x2.00" (its host's
