@@ -89,9 +89,10 @@ void print_staleness(const Prediction& p) {
 
 // What this machine measured for the plan's own configuration, where it was run (not for
 // a cluster): its runs' steps, sorted. Empty where none.
-std::vector<double> measured_steps(const Plan& plan, const predict::Calibration& cal, const predict::MachineShape& machine) {
+std::vector<double> measured_steps(const Plan& plan, const Prediction& p, const predict::Calibration& cal,
+                                   const predict::MachineShape& machine) {
   if (machine.cluster) return {};
-  const auto it = cal.steps_by_configuration.find(predict::configuration_of(plan));
+  const auto it = cal.steps_by_configuration.find(predict::configuration_of(plan, p.threads_per_rank));
   if (it == cal.steps_by_configuration.end()) return {};
   std::vector<double> steps = it->second;
   std::sort(steps.begin(), steps.end());
@@ -118,7 +119,7 @@ void print_text(const Plan& plan, const Prediction& p, const predict::Calibratio
   std::printf(")\n  throughput:  %.0f samples/s (global batch %lld)\n", p.samples_per_s, static_cast<long long>(plan.training.batch));
   print_staleness(p);
   std::printf("  calibrated:  from %s (%zu costs)\n", predict::runs_text(cal.runs).c_str(), cal.costs.size());
-  print_measured(measured_steps(plan, cal, machine));
+  print_measured(measured_steps(plan, p, cal, machine));
   std::printf("\n  rank   compute ms   waiting for gradients   pipeline idle   injected   comm (overlapping)\n");
   int shown = 0;
   const auto shares = shares_of(p);
@@ -455,7 +456,7 @@ int cmd_predict(const Args& args) {
   }
   if (args.json) {
     nlohmann::json j = to_json(*plan, *prediction, *calibration);
-    if (const auto steps = measured_steps(*plan, *calibration, machine); !steps.empty()) j["measured_steps_ms"] = steps;
+    if (const auto steps = measured_steps(*plan, *prediction, *calibration, machine); !steps.empty()) j["measured_steps_ms"] = steps;
     if (against) j["against"] = against_json(against_id, *against);
     if (stored) j["id"] = stored;
     std::printf("%s\n", j.dump().c_str());

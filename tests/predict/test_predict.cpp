@@ -432,6 +432,11 @@ class TestPredict : public QObject {
     Plan same = a;
     same.parallel.bucket_mb = 50, same.parallel.schedule = loom::Schedule::OneFOneB;
     QCOMPARE(loom::predict::configuration_of(same), loom::predict::configuration_of(a));
+    // Threads left to the launcher are the threads the ranks got.
+    Plan named = a, left = a;
+    named.training.threads = 3, left.training.threads = 0;
+    QCOMPARE(loom::predict::configuration_of(left, 3), loom::predict::configuration_of(named));
+    QVERIFY(loom::predict::configuration_of(left, 2) != loom::predict::configuration_of(named));
     const Prediction pa = must(loom::predict::predict_step(a, cal, {2}));
     const Prediction pb = must(loom::predict::predict_step(b, cal, {2}));
     const Prediction pn = must(loom::predict::predict_step(never_run, cal, {2}));

@@ -314,11 +314,13 @@ std::string runs_text(const std::vector<std::int64_t>& ids) {
   return (sorted.size() == 1 ? "run " : "runs ") + out;
 }
 
-std::string configuration_of(const Plan& plan) {
+std::string configuration_of(const Plan& plan, int threads_per_rank) {
   Plan decides;  // what sets the step's length: not the name, length, seed or learning rate
   decides.parallel = plan.parallel;
   decides.training.batch = plan.training.batch;
   decides.training.threads = plan.training.threads;
+  const bool cpu = plan.parallel.devices.empty() || plan.parallel.devices.front().kind == DeviceKind::Cpu;
+  if (decides.training.threads == 0 && cpu) decides.training.threads = threads_per_rank;
   decides.training.optimizer.kind = plan.training.optimizer.kind;
   decides.training.tf32 = plan.training.tf32;
   decides.data.source = plan.data.source;
@@ -356,7 +358,6 @@ Expected<std::optional<ObservedRun>> observe_run(store::RunStore& store, std::in
   ObservedRun out;
   out.id = run_id;
   out.plan = *plan;
-  out.configuration = configuration_of(*plan);
   const ModelInfo model = model_by_id(*plan);
   const std::map<std::string, double> stretch = stretch_by_host(*ranks);
   Collector c;
@@ -367,7 +368,10 @@ Expected<std::optional<ObservedRun>> observe_run(store::RunStore& store, std::in
     const DeviceSpec& spec = plan->parallel.devices[std::size_t(r.rank)];
     const double s = stretch.at(r.host);
     const std::string device = device_tag(spec, r.device_info.blas_threads, r.device_info.name, s);
-    if (r.rank == 0) out.device = device, out.cores = std::max(1, r.device_info.logical_cores);
+    if (r.rank == 0) {
+      out.device = device, out.cores = std::max(1, r.device_info.logical_cores);
+      out.configuration = configuration_of(*plan, r.device_info.blas_threads);
+    }
     add_rank(*plan, model, r.rank, device, s, *events, c);
     by_rank.push_back(std::move(*events));
   }

@@ -252,7 +252,7 @@ Expected<Prediction> predict_step(const Plan& plan, const Calibration& calibrati
   set_threads(plan, machine, out);
   const std::string device = rank_device(plan, calibration, out);
   out.device = device;
-  StepCosts costs(plan, calibration, machine.cluster, device, out.stretch, out.notes, machine.device_speed);
+  StepCosts costs(plan, calibration, machine.cluster, device, out.stretch, out.notes, machine.device_speed, out.threads_per_rank);
   const double residual_ms = costs.residual(2.0 * l.chunks);
   auto replayed = replay_replicas(plan, model, costs);
   if (!replayed.ok()) return replayed.error();

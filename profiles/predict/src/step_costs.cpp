@@ -32,12 +32,12 @@ double optimizer_bytes_per_param(OptimizerKind kind) {
 }  // namespace
 
 StepCosts::StepCosts(const Plan& plan, const Calibration& calibration, const Cluster* cluster, std::string device, double stretch,
-                     std::vector<std::string>& notes, double speed)
+                     std::vector<std::string>& notes, double speed, int threads_per_rank)
     : plan_(plan), cal_(calibration), cluster_(cluster), device_(std::move(device)), stretch_(stretch), speed_(speed), notes_(notes) {
   if (roofline())
     note("device: roofline of " + cluster_->device.name + " at " + std::to_string(int(cluster_->device.efficiency * 100)) +
          "% of its peaks; no residual");
-  else if (auto it = cal_.by_configuration.find(configuration_of(plan_)); it != cal_.by_configuration.end()) {
+  else if (auto it = cal_.by_configuration.find(configuration_of(plan_, threads_per_rank)); it != cal_.by_configuration.end()) {
     own_ = &it->second;
     note("costs: this configuration's own runs first (it was measured), then every run's");
   }

@@ -22,8 +22,9 @@ class StepCosts {
   // device: the calibration's device tag for this plan's ranks; stretch: how far their
   // compute is stretched by ranks outnumbering cores. cluster: null for this machine.
   // speed: a what-if factor every compute cost is divided by (1: as calibrated).
+  // threads_per_rank: the BLAS threads each rank gets, for finding the plan's configuration.
   StepCosts(const Plan& plan, const Calibration& calibration, const Cluster* cluster, std::string device, double stretch,
-            std::vector<std::string>& notes, double speed = 1.0);
+            std::vector<std::string>& notes, double speed = 1.0, int threads_per_rank = 0);
 
   double forward(const LayerInfo& layer, double samples) { return forward_at_speed(layer, samples) / speed_; }
   double backward(const LayerInfo& layer, double samples) { return backward_at_speed(layer, samples) / speed_; }

@@ -79,8 +79,10 @@ std::string runs_text(const std::vector<std::int64_t>& ids);
 // What sets a plan's step, folded into 8 hex digits: its layers (kind, shapes, stage), the
 // parallel layout and devices, batch, threads, optimizer and data; not its name, length,
 // seed or learning rate, a bucket larger than the whole gradient, or the schedule of one
-// stage.
-std::string configuration_of(const Plan& plan);
+// stage. threads_per_rank: the BLAS threads a cpu rank got where the plan leaves them to
+// the launcher (0), folded in as if the plan had named them, so that such a plan matches
+// one that names the same number.
+std::string configuration_of(const Plan& plan, int threads_per_rank = 0);
 
 // What a rank computes on: "cpu 2t" (BLAS threads), "cpu 1t shared x2.00" (its host's
 // threads twice its cores), or "gpu " and the GPU's name.
