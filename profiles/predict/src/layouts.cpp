@@ -95,10 +95,6 @@ Status check_split(const Plan& plan, const LayoutChoice& c) {
   return {};
 }
 
-}  // namespace
-
-namespace {
-
 // A plan whose ranks sit on several hosts like a cluster keeps its layouts there: ranks
 // fill its hosts in order, as many to a host as the plan had (more where they would not
 // fit), as a cluster of those hosts numbers them (Cluster::host_of), so a saved or

@@ -25,8 +25,9 @@ struct LayoutChoice {
 // The plan laid out as `choice` says: one device per rank like its first device (on the
 // plan's hosts where they are laid out like a cluster's, as many ranks to a host as the
 // plan had or more, host_links.h), the top-level layers cut into `stages` consecutive
-// stages of nearly equal forward work (a parallel block stays whole, its branches with it). InvalidArgument when the model has
-// fewer top-level layers than stages or the batch does not split.
+// stages of nearly equal forward work (a parallel block stays whole, its branches with
+// it). InvalidArgument when the model has fewer top-level layers than stages or the
+// batch does not split.
 Expected<Plan> with_layout(const Plan& plan, const LayoutChoice& choice);
 
 // One layout's prediction, or why it was left out.
