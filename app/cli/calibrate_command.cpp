@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "loom/predict/calibration.h"
 #include "loom/predict/layouts.h"
 #include "loom/trace/machine.h"
 #include "predict_common.h"
@@ -46,16 +47,14 @@ std::vector<Variant> variants_of(const Plan& plan) {
     if (!laid.ok()) return;
     laid->training.threads = threads;
     for (const Variant& v : out)
-      if (v.plan.parallel == laid->parallel && v.plan.training.threads == threads && v.plan.training.batch == batch_of_run)
-        return;  // the plan is one already
+      if (predict::configuration_of(v.plan) == predict::configuration_of(*laid)) return;  // the plan is one already
     out.push_back({what, std::move(*laid)});
   };
   const double bucket = plan.parallel.bucket_mb;
-  const Schedule unstaged = plan.parallel.schedule;  // one stage: the schedule changes nothing, so keep the plan's
-  add("one process", {1, 1, 1, unstaged, bucket}, 0, batch);
-  add("one process, 4x the batch", {1, 1, 1, unstaged, bucket}, 0, 4 * batch);
-  add("two replicas", {2, 1, 1, unstaged, bucket}, 1, batch);
-  add("two replicas, 4x the batch, 1 KB buckets", {2, 1, 1, unstaged, kSmallBucketMb}, 1, 4 * batch);
+  add("one process", {1, 1, 1, Schedule::OneFOneB, bucket}, 0, batch);
+  add("one process, 4x the batch", {1, 1, 1, Schedule::OneFOneB, bucket}, 0, 4 * batch);
+  add("two replicas", {2, 1, 1, Schedule::OneFOneB, bucket}, 1, batch);
+  add("two replicas, 4x the batch, 1 KB buckets", {2, 1, 1, Schedule::OneFOneB, kSmallBucketMb}, 1, 4 * batch);
   add("two-stage 1F1B, 4 micro-batches", {1, 2, 4, Schedule::OneFOneB, bucket}, 1, batch);
   return out;
 }
