@@ -150,10 +150,8 @@ std::optional<Cluster> cluster_of_plan_hosts(const Plan& plan, const std::vector
     return say("the plan's ranks sit on several hosts, not in equal runs of consecutive ranks: predicted as if every rank "
                "were on this machine (--cluster describes such a layout)");
   // Runs record the host's own name; a plan may call this machine "localhost".
-  std::vector<std::string>& hosts = on.hosts;
-  for (std::string& h : hosts)
-    if (h == "localhost" && !this_host.empty()) h = this_host;
-  const std::vector<int>& per_host = on.per_host;
+  auto& [hosts, per_host] = on;
+  if (!this_host.empty()) std::replace(hosts.begin(), hosts.end(), std::string("localhost"), this_host);
   const HostLink* learnt = find_link(links, hosts[0], hosts[1]);
   if (!learnt)
     return say("the plan's ranks sit on " + hosts[0] + " and " + hosts[1] + ", and no stored run measured the link between "
