@@ -4,7 +4,8 @@
 // a stored run reopened shows every stored event; a stored parameter-server run reopened
 // fills the staleness chart from its updates; unsaved changes are not lost silently; a
 // stopped run resumes from the window with another replica count; two real runs compared
-// from the Runs dock (curves, coupled timelines, metrics, phases).
+// from the Runs dock (curves, coupled timelines, metrics, phases); Run > Calibrate's runs
+// one after another, then the plan predicted.
 #include <QAction>
 #include <QFile>
 #include <QLineEdit>
@@ -23,6 +24,7 @@
 #include <set>
 
 #include "loom/core/plan.h"
+#include "loom/predict/calibration_runs.h"
 #include "loom/store/run_store.h"
 #include "loom/test/expect.h"
 #include "loom/test/files.h"
@@ -149,6 +151,44 @@ class TestWorkbench : public QObject {
     QCOMPARE(window_->currentRunId(), predicted);
     QTRY_VERIFY2_WITH_TIMEOUT(window_->runCaption().contains("predicted, not measured"), qPrintable(window_->runCaption()), 10000);
     QVERIFY(!window_->comparePredictionAction()->isEnabled());  // a prediction is not compared with itself
+  }
+
+  // Run > Calibrate on an empty store, which Predict offers: its runs go through the
+  // window one after another (each stored and tagged "calibration"), then the designer's
+  // plan opens as a predicted run; the designer keeps its plan.
+  void calibrateRunsTheLayoutsPredictNeedsThenPredicts() {
+    loom::Plan plan = two_rank_plan(120);
+    plan.parallel.data_parallel = 1;
+    plan.parallel.devices.assign(1, loom::DeviceSpec{});
+    window_->document()->reset(plan);
+    QCOMPARE(window_->predictPlan(), qint64(0));
+    QVERIFY2(window_->statusText().contains("Run > Calibrate"), qPrintable(window_->statusText()));
+    QVERIFY(window_->calibrateAction()->isEnabled());
+    QSignalSpy finished(window_.get(), &MainWindow::runFinished);
+    QSignalSpy calibrated(window_.get(), &MainWindow::calibrated);
+    window_->calibrateAction()->trigger();
+    QVERIFY(!window_->calibrateAction()->isEnabled() && !window_->runAction()->isEnabled());
+    QTRY_VERIFY2_WITH_TIMEOUT(window_->statusText().startsWith("Calibration run 1 of"), qPrintable(window_->statusText()),
+                              60000);
+    QVERIFY(QTest::qWaitFor([&] { return calibrated.count() == 1; }, 400000));
+
+    const auto expected = must(loom::predict::calibration_runs(plan));
+    QCOMPARE(finished.count(), int(expected.size()));
+    auto store = must(loom::store::RunStore::open(window_->dbPath().toStdString()));
+    for (int i = 0; i < finished.count(); ++i) {
+      QVERIFY(finished_status(finished, i) == RunStatus::Completed);
+      const qint64 id = finished.at(i).at(0).toLongLong();
+      QCOMPARE(must(store.load_tags(id)), std::vector<std::string>{loom::predict::kCalibrationTag});
+      QCOMPARE(QString::fromStdString(must(store.load_run(id)).name), QString::fromStdString(expected[std::size_t(i)].plan.name));
+    }
+    const qint64 predicted = calibrated.at(0).at(0).toLongLong();
+    QVERIFY(predicted > finished.at(finished.count() - 1).at(0).toLongLong());
+    QCOMPARE(must(store.load_run(predicted)).kind, std::string("predicted"));
+    QTRY_COMPARE_WITH_TIMEOUT(window_->currentRunId(), predicted, 10000);
+    QVERIFY2(window_->statusText().startsWith("Calibrated from"), qPrintable(window_->statusText()));
+    QVERIFY(window_->document()->plan() == plan);
+    QVERIFY(window_->calibrateAction()->isEnabled());
+    QVERIFY(window_->predictPlan() > predicted);  // the store now predicts it without calibrating again
   }
 
   void runFromTheWindowStreamsIntoTheTimelineAndCompletes() {

@@ -28,30 +28,33 @@ Expected<double> measure_runs(const std::string& db_path, const lessons::Lesson&
 }
 }  // namespace
 
-LessonSession::LessonSession(QObject* parent) : QObject(parent) {}
+LessonSession::LessonSession(QObject* parent) : QObject(parent) {
+  connect(&runs_, &RunSequence::runRequested, this, &LessonSession::runRequested);
+  connect(&runs_, &RunSequence::completed, this, &LessonSession::measure);
+  connect(&runs_, &RunSequence::failed, this, [this](const QString& why) { fail(why + tr("; the lesson stops here.")); });
+}
 
 bool LessonSession::start(const lessons::Lesson& lesson) {
   if (active_) {
     emit failed(qs(lesson.name), tr("A lesson is already running."));
     return false;
   }
-  std::vector<loom::Plan> plans;
+  std::vector<RunSequence::Item> runs;
   for (int i = 0; i < int(lesson.runs.size()); ++i) {
     auto plan = lessons::lesson_plan(lesson, i, steps_);
     if (!plan.ok()) {
       emit failed(qs(lesson.name), qs(plan.error().describe()));
       return false;
     }
-    plans.push_back(std::move(plan).value());
+    runs.push_back({std::move(plan).value(), qs(lesson.runs[std::size_t(i)].label)});
   }
   lesson_ = lesson;
-  plans_ = std::move(plans);
   loom_answer_ = predictAnswer(lesson);
-  run_ids_.clear();
   active_ = true;
   ++generation_;
-  requestNext();
-  return true;
+  if (runs_.start(std::move(runs))) return true;
+  fail(tr("The lesson has no runs."));
+  return false;
 }
 
 predict::LessonAnswer LessonSession::predictAnswer(const lessons::Lesson& lesson) const {
@@ -63,38 +66,16 @@ predict::LessonAnswer LessonSession::predictAnswer(const lessons::Lesson& lesson
 }
 
 void LessonSession::cancel() {
+  runs_.cancel();
   active_ = false;
   ++generation_;
 }
 
-void LessonSession::requestNext() {
-  const int index = int(run_ids_.size());
-  emit runRequested(plans_[std::size_t(index)], qs(lesson_->runs[std::size_t(index)].label), index, int(plans_.size()));
-}
-
-void LessonSession::onRunFinished(qint64 runId, loom::trace::RunStatus status, const QString& error) {
-  if (!active_ || run_ids_.size() >= qsizetype(plans_.size())) return;  // not ours, or measuring
-  if (status != trace::RunStatus::Completed) {
-    const QString label = qs(lesson_->runs[std::size_t(run_ids_.size())].label);
-    fail(tr("Run %1 (%2) ended %3%4; the lesson stops here.")
-             .arg(runId)
-             .arg(label, QString::fromUtf8(trace::to_text(status)), error.isEmpty() ? QString() : ": " + error));
-    return;
-  }
-  run_ids_.append(runId);
-  if (run_ids_.size() < qsizetype(plans_.size())) {
-    requestNext();
-    return;
-  }
-  measure();
-}
-
 // Off the GUI thread: reading a run's report walks all its events.
-void LessonSession::measure() {
+void LessonSession::measure(const QList<qint64>& ids) {
   QPointer<LessonSession> self(this);
   const quint64 generation = generation_;
-  QThreadPool::globalInstance()->start([self, generation, path = db_path_.toStdString(), lesson = *lesson_,
-                                        ids = run_ids_] {
+  QThreadPool::globalInstance()->start([self, generation, path = db_path_.toStdString(), lesson = *lesson_, ids] {
     Expected<double> value = measure_runs(path, lesson, ids);
     QMetaObject::invokeMethod(qApp, [self, generation, value = std::move(value), name = qs(lesson.name), ids] {
       if (!self || generation != self->generation_) return;

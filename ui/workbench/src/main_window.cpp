@@ -56,6 +56,7 @@ MainWindow::MainWindow(QWidget* parent)
   createStatusBar();
   connectRunSignals();
   connectLessonSignals();
+  connectCalibrationSignals();
   connect(&document_, &PlanDocument::planChanged, this, &MainWindow::onPlanChanged);
   connect(&document_, &PlanDocument::modifiedChanged, this, &MainWindow::updateTitle);
   readSettings();
@@ -92,6 +93,7 @@ void MainWindow::createActions() {
                                  "store the prediction as a run and show it (nothing runs)"));
   compare_prediction_action_ = make(tr("Compare with p&rediction"), {}, [this] { compareWithPrediction(); });
   compare_prediction_action_->setEnabled(false);
+  calibrate_action_ = make(tr("&Calibrate"), {}, [this] { calibratePlan(); });
   undo_action_ = document_.undoStack()->createUndoAction(this, tr("&Undo"));
   undo_action_->setShortcut(QKeySequence::Undo);
   redo_action_ = document_.undoStack()->createRedoAction(this, tr("&Redo"));
@@ -158,7 +160,7 @@ void MainWindow::createMenus() {
   QMenu* run = menuBar()->addMenu(tr("&Run"));
   run->addActions({run_action_, stop_action_, resume_action_});
   run->addSeparator();
-  run->addActions({predict_action_, compare_prediction_action_});
+  run->addActions({predict_action_, compare_prediction_action_, calibrate_action_});
   view_menu_ = menuBar()->addMenu(tr("&View"));
   view_menu_->addActions({follow_action_, fit_action_, path_action_, dark_action_});
   view_menu_->addSeparator();

@@ -1,8 +1,12 @@
 // Run > Predict and Run > Compare with prediction: the designer's plan, or the plan of the
 // measured run on screen, predicted from this machine's runs in the store (loom/predict),
-// stored as a run of kind "predicted" and opened beside what was measured.
+// stored as a run of kind "predicted" and opened beside what was measured. Run >
+// Calibrate: the short real runs a store without history needs first.
 #include <QAction>
+#include <QMessageBox>
+#include <QPushButton>
 
+#include "loom/predict/calibration_runs.h"
 #include "loom/predict/predictor.h"
 #include "loom/predict/stored_prediction.h"
 #include "loom/trace/machine.h"
@@ -42,7 +46,11 @@ QString describe(const Error& error) {
 qint64 MainWindow::predictPlan() {
   auto stored = predict_into_store(dbPath(), document_.plan());
   if (!stored.ok()) {
-    showError(tr("Cannot predict this plan"), describe(stored.error()));
+    if (stored.error().code == ErrorCode::NotFound && calibrateBlockedReason().isEmpty()) {
+      offerCalibration(stored.error());
+    } else {
+      showError(tr("Cannot predict this plan"), describe(stored.error()));
+    }
     return 0;
   }
   openStoredPrediction(stored->id, stored->step_ms, stored->samples_per_s);
@@ -110,6 +118,105 @@ void MainWindow::updatePredictionActions() {
       can ? tr("Predict run %1's plan from this machine's runs and open the prediction beside it").arg(shown_.id)
           : tr("Open a completed, measured run first"));
   predict_action_->setEnabled(!controller_.isRunning() && document_.runBlockedReason().isEmpty());
+  const QString blocked = calibrateBlockedReason();
+  calibrate_action_->setEnabled(blocked.isEmpty());
+  calibrate_action_->setToolTip(
+      blocked.isEmpty() ? tr("Run this plan briefly in the layouts prediction needs (short real runs, stored and tagged "
+                             "\u201ccalibration\u201d), then predict it; for a store with no runs of this model yet")
+                        : tr("Cannot calibrate: %1").arg(blocked));
+}
+
+// ---- Run > Calibrate ----
+
+QString MainWindow::calibrateBlockedReason() const {
+  if (controller_.isRunning() || calibration_runs_.isActive()) return tr("a run is in progress");
+  if (const QString blocked = document_.runBlockedReason(); !blocked.isEmpty()) return blocked;
+  auto runs = predict::calibration_runs(document_.plan());
+  return runs.ok() ? QString() : QString::fromStdString(runs.error().message);
+}
+
+// Predict found costs missing: say which, and offer the runs that measure them.
+void MainWindow::offerCalibration(const loom::Error& error) {
+  const int count = [&] { auto runs = predict::calibration_runs(document_.plan()); return runs.ok() ? int(runs->size()) : 0; }();
+  const QString offer = tr("Run > Calibrate runs this plan briefly in the %1 layouts prediction needs (%2 steps each, "
+                           "stored as runs tagged \u201ccalibration\u201d), then predicts it.")
+                            .arg(count).arg(predict::kCalibrationSteps);
+  const QString missing = QString::fromStdString(error.message);
+  if (save_prompt_) return setStateText(tr("Cannot predict this plan: %1 · %2").arg(missing, offer));  // scripted
+  setStateText(tr("Cannot predict this plan: %1").arg(missing));
+  QMessageBox box(QMessageBox::Information, tr("Cannot predict this plan yet"),
+                  tr("This machine has no measured costs for some parts of this plan."), QMessageBox::NoButton, this);
+  box.setInformativeText(offer + "\n\n" + tr("Or run plans with these layers here, then predict again."));
+  box.setDetailedText(missing);
+  QPushButton* calibrate = box.addButton(tr("Calibrate now"), QMessageBox::AcceptRole);
+  box.addButton(QMessageBox::Close);
+  box.exec();
+  if (box.clickedButton() == calibrate) calibratePlan();
+}
+
+bool MainWindow::calibratePlan() {
+  if (const QString blocked = calibrateBlockedReason(); !blocked.isEmpty()) {
+    showError(tr("Cannot calibrate this plan"), blocked);
+    return false;
+  }
+  auto runs = predict::calibration_runs(document_.plan());
+  std::vector<RunSequence::Item> items;
+  for (predict::CalibrationRun& run : *runs) items.push_back({std::move(run.plan), QString::fromStdString(run.what)});
+  calibrating_plan_ = document_.plan();
+  return calibration_runs_.start(std::move(items));
+}
+
+void MainWindow::connectCalibrationSignals() {
+  connect(&calibration_runs_, &RunSequence::runRequested, this,
+          [this](const loom::Plan& plan, const QString& label, int index, int count) {
+            if (controller_.isRunning()) return calibration_runs_.abandon(tr("another run is in progress"));
+            sequence_label_ = tr("Calibration run %1 of %2").arg(index + 1).arg(count);
+            startJob(plan, nullptr, sequence_label_ + ": " + label);
+          });
+  connect(this, &MainWindow::runFinished, &calibration_runs_, &RunSequence::onRunFinished);
+  connect(&calibration_runs_, &RunSequence::runCompleted, this, &MainWindow::onCalibrationRunCompleted);
+  connect(&calibration_runs_, &RunSequence::completed, this, &MainWindow::onCalibrationCompleted);
+  connect(&calibration_runs_, &RunSequence::failed, this, [this](const QString& why) {
+    calibrating_plan_.reset();
+    sequence_label_.clear();
+    showError(tr("Calibration stopped"), why + tr("; the runs that completed stay stored and calibrate."));
+    updatePredictionActions();
+  });
+}
+
+// Tagged as each run completes, as `loom-cli calibrate` does: a calibration cut short
+// leaves its finished runs labelled.
+void MainWindow::onCalibrationRunCompleted(qint64 runId) {
+  auto store = store::RunStore::open(dbPath().toStdString());
+  Status tagged = store.ok() ? store->set_tags(runId, {predict::kCalibrationTag}) : Status(store.error());
+  if (!tagged.ok()) showError(tr("Cannot tag run %1").arg(runId), describe(tagged.error()));
+}
+
+// After the runFinished that ended the last run has been handled everywhere, so the
+// prediction opens once the window has left the run.
+void MainWindow::onCalibrationCompleted(const QList<qint64>& runIds) {
+  QMetaObject::invokeMethod(
+      this,
+      [this, runs = runIds.size()] {
+        sequence_label_.clear();
+        const loom::Plan plan = *calibrating_plan_;
+        calibrating_plan_.reset();
+        auto stored = predict_into_store(dbPath(), plan);
+        updatePredictionActions();
+        if (!stored.ok()) {
+          showError(tr("Calibrated, but the plan still cannot be predicted"), describe(stored.error()));
+          emit calibrated(0);
+          return;
+        }
+        openStoredPrediction(stored->id, stored->step_ms, stored->samples_per_s);
+        setStateText(tr("Calibrated from %1 runs · predicted %2 ms a step, %3 samples/s (run %4, predicted, not measured)")
+                         .arg(runs)
+                         .arg(stored->step_ms, 0, 'f', 2)
+                         .arg(stored->samples_per_s, 0, 'f', 0)
+                         .arg(stored->id));
+        emit calibrated(stored->id);
+      },
+      Qt::QueuedConnection);
 }
 
 }  // namespace loom::ui

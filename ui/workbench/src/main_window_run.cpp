@@ -49,12 +49,14 @@ void MainWindow::connectLessonSignals() {
             if (controller_.isRunning()) return lesson_session_.abandon(tr("another run is in progress"));
             lesson_session_.setDbPath(controller_.dbPath());
             startJob(plan, nullptr, tr("Lesson run %1 of %2: %3").arg(index + 1).arg(count).arg(label));
+            sequence_label_ = tr("Lesson run %1 of %2").arg(index + 1).arg(count);
           });
   connect(this, &MainWindow::runFinished, &lesson_session_, &LessonSession::onRunFinished);
 }
 
 void MainWindow::runPlan() {
   if (controller_.isRunning() || !document_.runBlockedReason().isEmpty()) return;
+  sequence_label_.clear();
   startJob(document_.plan(), nullptr,
            tr("Starting %1 ranks…").arg(loom::world_size(document_.plan())) + oversubscriptionSuffix());
 }
@@ -100,6 +102,7 @@ void MainWindow::resumeRun() {
     if (!request.ok()) return refuse(request.error());
   }
   const int ranks = loom::world_size(request->plan);
+  sequence_label_.clear();
   startJob(request->plan, &*request,
            tr("Resuming run %1 from its checkpoint at step %2 on %3 ranks…").arg(runId).arg(request->step).arg(ranks));
 }
@@ -164,6 +167,7 @@ void MainWindow::onProgress(const loom::host::JobProgress& p) {
   }
   if (p.samples_per_s > 0) rate_label_->setText(tr("%1 samples/s").arg(p.samples_per_s, 0, 'f', 0));
   QString text = tr("Run %1: step %2").arg(current_run_).arg(p.step);
+  if (!sequence_label_.isEmpty()) text = sequence_label_ + " · " + text;
   if (p.total_steps > 0) text += tr(" of %1").arg(p.total_steps);
   if (!std::isnan(p.loss)) text += tr(", loss %1").arg(p.loss, 0, 'f', 4);
   text += tr(" · %1 ranks connected").arg(p.ranks_connected) + oversubscriptionSuffix();

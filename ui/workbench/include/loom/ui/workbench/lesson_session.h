@@ -1,8 +1,7 @@
 // One lesson being run in the workbench: its plans one after another, then its answer
 // measured from the stored runs with the same code as `loom-cli lesson`
-// (loom/lessons/lesson.h over host::run_report_json). The session asks for each run with
-// runRequested and learns of its end through onRunFinished, so the main window starts
-// the runs itself and the student watches them live like any other run.
+// (loom/lessons/lesson.h over host::run_report_json). The runs go through a RunSequence,
+// so the main window starts them itself and the student watches them live like any other.
 #pragma once
 
 #include <QList>
@@ -16,6 +15,7 @@
 #include "loom/lessons/lesson.h"
 #include "loom/predict/lesson_answer.h"
 #include "loom/trace/records.h"
+#include "loom/ui/workbench/run_sequence.h"
 
 namespace loom::ui {
 
@@ -39,11 +39,13 @@ class LessonSession : public QObject {
   // Forgets the session (the runs already made stay stored).
   void cancel();
   // Ends the session with failed(reason): a requested run could not start.
-  void abandon(const QString& reason) { fail(reason); }
+  void abandon(const QString& reason) { runs_.abandon(reason); }
 
  public slots:
   // Every run's end, from the main window; the session takes the one it asked for.
-  void onRunFinished(qint64 runId, loom::trace::RunStatus status, const QString& error);
+  void onRunFinished(qint64 runId, loom::trace::RunStatus status, const QString& error) {
+    runs_.onRunFinished(runId, status, error);
+  }
 
  signals:
   void runRequested(const loom::Plan& plan, const QString& label, int index, int count);
@@ -52,16 +54,14 @@ class LessonSession : public QObject {
 
  private:
   predict::LessonAnswer predictAnswer(const lessons::Lesson& lesson) const;
-  void requestNext();
-  void measure();
+  void measure(const QList<qint64>& ids);
   void fail(const QString& message);
 
   QString db_path_;
   std::optional<int> steps_;
   bool active_ = false;
   std::optional<lessons::Lesson> lesson_;
-  std::vector<loom::Plan> plans_;
-  QList<qint64> run_ids_;
+  RunSequence runs_;
   quint64 generation_ = 0;  // a measurement of a cancelled session is dropped
   predict::LessonAnswer loom_answer_;
 };

@@ -16,6 +16,7 @@
 #include <QStringList>
 
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include "loom/ui/designer/plan_document.h"
@@ -24,6 +25,7 @@
 #include "loom/ui/workbench/lesson_session.h"
 #include "loom/ui/workbench/run_controller.h"
 #include "loom/ui/workbench/run_feed.h"
+#include "loom/ui/workbench/run_sequence.h"
 #include "loom/ui/workbench/run_subject.h"
 #include "loom/ui/workbench/run_views.h"
 
@@ -80,6 +82,13 @@ class MainWindow : public QMainWindow {
   // prediction of its plan; null when there is none or it cannot be predicted.
   ComparisonWindow* compareWithPrediction();
   QAction* predictAction() const { return predict_action_; }
+  // Run > Calibrate: the designer's plan run briefly in the layouts prediction needs
+  // (loom/predict/calibration_runs.h, like `loom-cli calibrate`), each run live and stored
+  // with the tag "calibration", then the plan predicted and opened (calibrated). False
+  // (the reason shown) when it cannot start.
+  bool calibratePlan();
+  QAction* calibrateAction() const { return calibrate_action_; }
+  RunSequence* calibrationRuns() { return &calibration_runs_; }
   WhatIfPanel* whatIfPanel() const { return what_if_panel_; }
   // The What-if panel's prediction stored as a run and opened; its id, or 0.
   qint64 storeWhatIfPrediction();
@@ -142,6 +151,9 @@ class MainWindow : public QMainWindow {
   // The feed delivered the whole of the run being shown.
   void runLoaded(qint64 runId);
   void comparisonOpened(loom::ui::ComparisonWindow* window);
+  // Run > Calibrate's runs all completed and the plan was predicted: the prediction's run
+  // id, or 0 when it still could not be predicted (the reason shown).
+  void calibrated(qint64 predictedRunId);
 
  protected:
   void closeEvent(QCloseEvent* event) override;
@@ -159,6 +171,11 @@ class MainWindow : public QMainWindow {
   void createStatusBar();
   void connectRunSignals();
   void connectLessonSignals();
+  void connectCalibrationSignals();
+  void onCalibrationRunCompleted(qint64 runId);
+  void onCalibrationCompleted(const QList<qint64>& runIds);
+  QString calibrateBlockedReason() const;
+  void offerCalibration(const loom::Error& error);
   void readSettings();
   void writeSettings();
 
@@ -208,6 +225,11 @@ class MainWindow : public QMainWindow {
   PlanDocument document_;
   RunController controller_;
   LessonSession lesson_session_;
+  RunSequence calibration_runs_;
+  std::optional<loom::Plan> calibrating_plan_;  // the designer's plan as Calibrate started
+  // "Calibration run 2 of 6: two replicas": which run of a lesson or calibration this is,
+  // kept before the live step count in the status bar; empty for a run started by hand.
+  QString sequence_label_;
   RunFeed feed_;
   RunViews views_;
   ExampleCatalog examples_;
@@ -233,7 +255,7 @@ class MainWindow : public QMainWindow {
   QToolBar* tool_bar_ = nullptr;
   QAction *new_action_ = nullptr, *open_action_ = nullptr, *save_action_ = nullptr, *save_as_action_ = nullptr;
   QAction *run_action_ = nullptr, *stop_action_ = nullptr, *resume_action_ = nullptr;
-  QAction *predict_action_ = nullptr, *compare_prediction_action_ = nullptr;
+  QAction *predict_action_ = nullptr, *compare_prediction_action_ = nullptr, *calibrate_action_ = nullptr;
   QAction* report_action_ = nullptr;  // File > Save run report…, while a run is on screen
   QAction* path_action_ = nullptr;    // View > Critical path
   PathOverlay* path_overlay_ = nullptr;

@@ -1,0 +1,30 @@
+// The short real runs that calibrate a plan's neighbours when the store has no history
+// (`loom-cli calibrate`, the workbench's Run > Calibrate): the plan as written, one
+// process with every core (at its batch and four times it), two replicas (the same; the
+// larger with 1 KB buckets), and a two-stage 1F1B pipeline, each where the batch and the
+// layers allow; an asynchronous plan, only as written. Each is a measured run like any
+// other, tagged kCalibrationTag; predict never runs them itself.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "loom/core/plan.h"
+#include "loom/core/status.h"
+
+namespace loom::predict {
+
+inline constexpr std::int64_t kCalibrationSteps = 60;
+inline constexpr const char* kCalibrationTag = "calibration";
+
+struct CalibrationRun {
+  std::string what;  // "two replicas, 4x the batch, 1 KB buckets"
+  Plan plan;         // named "<plan> (calibration: <what>)", `steps` steps, no evaluation
+};
+
+// InvalidArgument (naming why) for a serving plan or devices on another host: calibrate
+// runs on this machine, and serving is not predicted.
+Expected<std::vector<CalibrationRun>> calibration_runs(const Plan& plan, std::int64_t steps = kCalibrationSteps);
+
+}  // namespace loom::predict
