@@ -5,7 +5,9 @@
 #                comparison window (loom-compare-shots);
 #   whatif-*     the What-if dock on the one-process MLP, calibrated by these runs: on
 #                hosts like this one (scaling chart, searched layouts) and on the
-#                1,024-GPU roofline cluster (loom-predict-shots).
+#                1,024-GPU roofline cluster (loom-predict-shots);
+#   calibrate-*  Run > Predict on an empty store, Calibrate now, a calibration run live
+#                and the prediction it gave (loom-predict-shots --calibrate; about 40 s).
 # Four short calibration runs (one process, 4 replicas, 1F1B, hybrid 2x2; about 30 s).
 # Needs a build (scripts/build.sh), python3 and xvfb-run.
 set -euo pipefail
@@ -31,4 +33,6 @@ predicted=$(build/app/loom-cli predict "$work/onefoneb_mlp.json" --db "$db" --st
 xvfb-run -a -s "-screen 0 2560x1440x24" build/app/loom-compare-shots "$out" "$db" "$predicted" "$measured" --prefix predicted
 xvfb-run -a -s "-screen 0 2560x1440x24" build/app/loom-predict-shots "$out" "$db" resources/plans/mlp_fashion.json \
   resources/clusters/h100_128_nodes.json
+xvfb-run -a -s "-screen 0 2560x1440x24" build/app/loom-predict-shots --calibrate "$out" "$work/calibrate" \
+  resources/plans/mlp_fashion.json
 rm -rf "$work"

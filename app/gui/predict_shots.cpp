@@ -2,13 +2,21 @@
 // real workbench on PLAN with DB's runs as the calibration, at 1280x720 and 1920x1080:
 // whatif-WxH-scaling.png (the knobs, the figures and the scaling chart on hosts like this
 // one), whatif-WxH-layouts.png (after Search layouts), and with CLUSTER loaded
-// whatif-WxH-cluster.png and whatif-WxH-dark-cluster-layouts.png. Run it under xvfb-run
-// (scripts/predict_screenshots.sh).
+// whatif-WxH-cluster.png and whatif-WxH-dark-cluster-layouts.png.
+// `loom-predict-shots --calibrate OUT_DIR DB_DIR PLAN`: Run > Predict on an empty store at
+// each size (dark at 1920x1080), as a first user meets it: calibrate-WxH-offer.png (the
+// dialog offering Calibrate), calibrate-WxH-running.png (Calibrate now pressed, its third
+// run live) and calibrate-WxH-predicted.png (the prediction opened); each size in a new
+// store under DB_DIR. Run it under xvfb-run (scripts/predict_screenshots.sh).
 #include <QApplication>
 #include <QComboBox>
 #include <QDir>
 #include <QDockWidget>
+#include <QMessageBox>
+#include <QPushButton>
+#include <QScreen>
 #include <QSpinBox>
+#include <QTimer>
 
 #include <cstdio>
 
@@ -55,14 +63,74 @@ bool shoot(MainWindow& window, const QDir& out, const QSize& size, const QString
   return ok;
 }
 
+bool save_screen(const MainWindow& window, const QDir& out, const QString& name) {
+  const QRect frame = window.frameGeometry();
+  const QPixmap shot = window.screen()->grabWindow(0, frame.x(), frame.y(), frame.width(), frame.height());
+  const bool ok = shot.save(out.filePath(name));
+  std::fprintf(stderr, "%s %s\n", ok ? "saved" : "FAILED to save", qPrintable(out.filePath(name)));
+  return ok;
+}
+
+// Presses "Calibrate now" in the dialog Predict opens, after taking its picture (the
+// whole screen's part under the window, so the dialog shows over it).
+void answer_offer(MainWindow& window, const QDir& out, const QString& tag, bool& ok) {
+  QTimer::singleShot(1500, &window, [&window, out, tag, &ok] {
+    auto* box = qobject_cast<QMessageBox*>(QApplication::activeModalWidget());
+    if (!box) {
+      std::fprintf(stderr, "Predict opened no dialog\n");
+      ok = false;
+      return;
+    }
+    ok = save_screen(window, out, tag + "-offer.png") && ok;
+    for (QAbstractButton* button : box->buttons())
+      if (button->text() == QObject::tr("Calibrate now")) button->click();
+  });
+}
+
+bool shoot_calibration(const QDir& out, const QString& db, const QString& plan, const QSize& size, bool dark) {
+  const QString tag = QStringLiteral("calibrate-%1x%2").arg(size.width()).arg(size.height());
+  MainWindow window;
+  window.setRunPlanPrompt([](qint64, const QString&) { return false; });
+  window.setDbPath(db);
+  if (!window.openPlanFile(plan)) return std::fprintf(stderr, "cannot open %s\n", qPrintable(plan)), false;
+  window.setDarkPalette(dark);
+  window.move(0, 0);
+  window.resize(size);
+  window.show();
+  wait_ms(300);
+  window.applyDefaultLayout(size);
+  wait_ms(500);
+  bool ok = true;
+  qint64 predicted = -1;
+  QObject::connect(&window, &MainWindow::calibrated, [&](qint64 id) { predicted = id; });
+  answer_offer(window, out, tag, ok);
+  window.predictPlan();  // the dialog's own event loop runs until answer_offer presses
+  if (!loom::shots::wait_for([&] { return window.statusText().startsWith("Calibration run 3"); }, 120000))
+    std::fprintf(stderr, "no third calibration run after 120 s: %s\n", qPrintable(window.statusText()));
+  wait_ms(1500);
+  ok = save(window, out, tag + "-running.png") && ok;
+  if (!loom::shots::wait_for([&] { return predicted >= 0; }, 600000)) return std::fprintf(stderr, "not calibrated\n"), false;
+  wait_ms(1500);
+  return save(window, out, tag + "-predicted.png") && predicted > 0 && ok;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   QApplication app(argc, argv);
   QApplication::setOrganizationName("LoomScreenshots");  // keeps the user's settings out of it
-  const QStringList args = QApplication::arguments().mid(1);
+  QStringList args = QApplication::arguments().mid(1);
+  if (args.value(0) == "--calibrate" && args.size() == 4) {
+    const QDir out(args[1]);
+    QDir().mkpath(out.path());
+    QDir().mkpath(args[2]);
+    bool ok = shoot_calibration(out, QDir(args[2]).filePath("calibrate-720.db"), args[3], QSize(1280, 720), false);
+    ok = shoot_calibration(out, QDir(args[2]).filePath("calibrate-1080.db"), args[3], QSize(1920, 1080), true) && ok;
+    return ok ? 0 : 1;
+  }
   if (args.size() < 3) {
-    std::fprintf(stderr, "usage: loom-predict-shots OUT_DIR DB PLAN [CLUSTER]\n");
+    std::fprintf(stderr, "usage: loom-predict-shots OUT_DIR DB PLAN [CLUSTER]\n"
+                         "       loom-predict-shots --calibrate OUT_DIR DB_DIR PLAN\n");
     return 2;
   }
   const QDir out(args[0]);

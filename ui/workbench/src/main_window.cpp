@@ -72,6 +72,29 @@ MainWindow::~MainWindow() {
   delete run_clock_;
 }
 
+void MainWindow::createUndoActions() {
+  undo_action_ = document_.undoStack()->createUndoAction(this, tr("&Undo"));
+  undo_action_->setShortcut(QKeySequence::Undo);
+  redo_action_ = document_.undoStack()->createRedoAction(this, tr("&Redo"));
+  redo_action_->setShortcut(QKeySequence::Redo);
+  // The toolbar's twins keep a fixed text, so the buttons after them do not move as the
+  // undo text changes length; what they would undo is in their tooltip.
+  QUndoStack* stack = document_.undoStack();
+  undo_tool_ = new QAction(tr("Undo"), this);
+  connect(undo_tool_, &QAction::triggered, stack, &QUndoStack::undo);
+  redo_tool_ = new QAction(tr("Redo"), this);
+  connect(redo_tool_, &QAction::triggered, stack, &QUndoStack::redo);
+  auto sync = [this, stack] {
+    undo_tool_->setEnabled(stack->canUndo());
+    redo_tool_->setEnabled(stack->canRedo());
+    undo_tool_->setToolTip(stack->canUndo() ? tr("Undo: %1").arg(stack->undoText()) : tr("Nothing to undo"));
+    redo_tool_->setToolTip(stack->canRedo() ? tr("Redo: %1").arg(stack->redoText()) : tr("Nothing to redo"));
+  };
+  connect(stack, &QUndoStack::indexChanged, this, sync);
+  connect(stack, &QUndoStack::cleanChanged, this, sync);
+  sync();
+}
+
 void MainWindow::createActions() {
   auto make = [this](const QString& text, const QKeySequence& key, auto slot) {
     auto* a = new QAction(text, this);
@@ -94,24 +117,7 @@ void MainWindow::createActions() {
   compare_prediction_action_ = make(tr("Compare with p&rediction"), {}, [this] { compareWithPrediction(); });
   compare_prediction_action_->setEnabled(false);
   calibrate_action_ = make(tr("&Calibrate"), {}, [this] { calibratePlan(); });
-  undo_action_ = document_.undoStack()->createUndoAction(this, tr("&Undo"));
-  undo_action_->setShortcut(QKeySequence::Undo);
-  redo_action_ = document_.undoStack()->createRedoAction(this, tr("&Redo"));
-  redo_action_->setShortcut(QKeySequence::Redo);
-  // The toolbar's twins keep a fixed text, so the buttons after them do not move as the
-  // undo text changes length; what they would undo is in their tooltip.
-  QUndoStack* stack = document_.undoStack();
-  undo_tool_ = make(tr("Undo"), {}, [stack] { stack->undo(); });
-  redo_tool_ = make(tr("Redo"), {}, [stack] { stack->redo(); });
-  auto sync = [this, stack] {
-    undo_tool_->setEnabled(stack->canUndo());
-    redo_tool_->setEnabled(stack->canRedo());
-    undo_tool_->setToolTip(stack->canUndo() ? tr("Undo: %1").arg(stack->undoText()) : tr("Nothing to undo"));
-    redo_tool_->setToolTip(stack->canRedo() ? tr("Redo: %1").arg(stack->redoText()) : tr("Nothing to redo"));
-  };
-  connect(stack, &QUndoStack::indexChanged, this, sync);
-  connect(stack, &QUndoStack::cleanChanged, this, sync);
-  sync();
+  createUndoActions();
   follow_action_ = make(tr("&Follow latest"), QKeySequence(Qt::Key_F), [this](bool on) {
     views_.timeline()->setFollowLatest(on);
   });

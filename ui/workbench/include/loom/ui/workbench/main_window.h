@@ -160,6 +160,7 @@ class MainWindow : public QMainWindow {
 
  private:
   void createActions();
+  void createUndoActions();
   void createMenus();
   void createHelpMenu();
   void createToolBar();
