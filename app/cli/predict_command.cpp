@@ -164,12 +164,6 @@ nlohmann::json to_json(const Plan& plan, const Prediction& p, const predict::Cal
   return out;
 }
 
-std::string format_point(double units, double ms) {
-  char text[64];
-  std::snprintf(text, sizeof text, "%.0f: %.4g", units, ms);
-  return text;
-}
-
 // The links between hosts runs across them measured (host_links.h).
 void print_links(const std::vector<predict::HostLink>& links) {
   if (links.empty()) return;
@@ -185,9 +179,7 @@ void print_costs(const predict::Calibration& cal) {
               predict::runs_text(cal.runs).c_str());
   std::printf("  %-60s %8s  %s\n", "cost (units: samples, parameters or bytes)", "spans", "units: ms");
   for (const auto& [key, c] : cal.costs) {
-    std::string points;
-    for (const auto& [units, ms] : c.points) points += (points.empty() ? "" : ", ") + format_point(units, ms);
-    std::printf("  %-60s %8lld  %s\n", key.c_str(), static_cast<long long>(c.observations), points.c_str());
+    std::printf("  %-60s %8lld  %s\n", key.c_str(), static_cast<long long>(c.observations), predict::points_text(c).c_str());
   }
   if (!cal.by_configuration.empty())
     std::printf("  and %zu configuration%s measured: each is predicted from its own runs' costs first\n",
@@ -380,14 +372,9 @@ int print_scaling(const Plan& plan, const predict::Calibration& calibration, con
 
 // Tags every run the calibration was taken from, keeping each run's other tags.
 int reset_calibration(store::RunStore& store, const predict::Calibration& calibration, bool json) {
-  for (std::int64_t id : calibration.runs) {
-    auto tags = store.load_tags(id);
-    if (tags.ok()) tags->push_back(predict::kNotCalibratingTag);
-    Status tagged = tags.ok() ? store.set_tags(id, *tags) : Status(tags.error());
-    if (!tagged.ok()) {
-      print_error(tagged.error());
-      return kFailed;
-    }
+  if (Status tagged = predict::stop_calibrating(store, calibration.runs); !tagged.ok()) {
+    print_error(tagged.error());
+    return kFailed;
   }
   if (json) {
     std::printf("%s\n", nlohmann::json({{"reset", calibration.runs}}).dump().c_str());

@@ -6,21 +6,25 @@
 // `loom-predict-shots --calibrate OUT_DIR DB_DIR PLAN`: Run > Predict on an empty store at
 // each size (dark at 1920x1080), as a first user meets it: calibrate-WxH-offer.png (the
 // dialog offering Calibrate), calibrate-WxH-running.png (Calibrate now pressed, its third
-// run live) and calibrate-WxH-predicted.png (the prediction opened); each size in a new
-// store under DB_DIR. Run it under xvfb-run (scripts/predict_screenshots.sh).
+// run live), calibrate-WxH-predicted.png (the prediction opened) and
+// calibrate-WxH-table.png (the What-if dock's Calibration tab); each size in a new store
+// under DB_DIR. Run it under xvfb-run (scripts/predict_screenshots.sh).
 #include <QApplication>
 #include <QComboBox>
 #include <QDir>
 #include <QDockWidget>
 #include <QMessageBox>
 #include <QPushButton>
+#include <QRegularExpression>
 #include <QScreen>
 #include <QSpinBox>
+#include <QTabWidget>
 #include <QTimer>
 
 #include <cstdio>
 
 #include "shot_wait.h"
+#include "loom/ui/workbench/calibration_view.h"
 #include "loom/ui/workbench/main_window.h"
 #include "loom/ui/workbench/what_if_panel.h"
 
@@ -105,13 +109,19 @@ bool shoot_calibration(const QDir& out, const QString& db, const QString& plan, 
   QObject::connect(&window, &MainWindow::calibrated, [&](qint64 id) { predicted = id; });
   answer_offer(window, out, tag, ok);
   window.predictPlan();  // the dialog's own event loop runs until answer_offer presses
-  if (!loom::shots::wait_for([&] { return window.statusText().startsWith("Calibration run 3"); }, 120000))
+  // The third run a third of its way in, so the timeline has steps to show.
+  const QRegularExpression third_run(QStringLiteral("^Calibration run 3 of \\d+ · Run \\d+: step [2-9]\\d"));
+  if (!loom::shots::wait_for([&] { return third_run.match(window.statusText()).hasMatch(); }, 120000))
     std::fprintf(stderr, "no third calibration run after 120 s: %s\n", qPrintable(window.statusText()));
-  wait_ms(1500);
-  ok = save(window, out, tag + "-running.png") && ok;
+  wait_ms(200);
+  ok = save_screen(window, out, tag + "-running.png") && ok;  // at once: save() waits for the What-if dock
   if (!loom::shots::wait_for([&] { return predicted >= 0; }, 600000)) return std::fprintf(stderr, "not calibrated\n"), false;
   wait_ms(1500);
-  return save(window, out, tag + "-predicted.png") && predicted > 0 && ok;
+  ok = save(window, out, tag + "-predicted.png") && predicted > 0 && ok;
+  window.findChild<QDockWidget*>("WhatIfDock")->raise();
+  auto* view = window.whatIfPanel()->calibrationView();
+  window.whatIfPanel()->findChild<QTabWidget*>()->setCurrentWidget(view);
+  return save(window, out, tag + "-table.png") && ok;
 }
 
 }  // namespace

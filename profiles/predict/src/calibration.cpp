@@ -298,6 +298,26 @@ std::string layer_signatures(const ModelInfo& model) {
 
 }  // namespace
 
+std::string points_text(const LinearCost& cost) {
+  std::string out;
+  for (const auto& [units, ms] : cost.points) {
+    char point[64];
+    std::snprintf(point, sizeof point, "%.0f: %.4g", units, ms);
+    out += (out.empty() ? "" : ", ") + std::string(point);
+  }
+  return out;
+}
+
+Status stop_calibrating(store::RunStore& store, const std::vector<std::int64_t>& runs) {
+  for (std::int64_t id : runs) {
+    auto tags = store.load_tags(id);
+    if (!tags.ok()) return tags.error();
+    tags->push_back(kNotCalibratingTag);
+    if (Status tagged = store.set_tags(id, *tags); !tagged.ok()) return tagged;
+  }
+  return {};
+}
+
 std::string runs_text(const std::vector<std::int64_t>& ids) {
   std::vector<std::int64_t> sorted = ids;
   std::sort(sorted.begin(), sorted.end());

@@ -7,7 +7,9 @@
 // from the Runs dock (curves, coupled timelines, metrics, phases); Run > Calibrate's runs
 // one after another, then the plan predicted.
 #include <QAction>
+#include <QDockWidget>
 #include <QFile>
+#include <QLabel>
 #include <QLineEdit>
 #include <QListWidget>
 #include <QPushButton>
@@ -24,6 +26,7 @@
 #include <set>
 
 #include "loom/core/plan.h"
+#include "loom/predict/calibration.h"
 #include "loom/predict/calibration_runs.h"
 #include "loom/store/run_store.h"
 #include "loom/test/expect.h"
@@ -37,12 +40,14 @@
 #include "loom/ui/run_list_model.h"
 #include "loom/ui/timeline/replay_bar.h"
 #include "loom/ui/timeline/timeline_view.h"
+#include "loom/ui/workbench/calibration_view.h"
 #include "loom/ui/workbench/comparison_window.h"
 #include "loom/ui/workbench/lesson_panel.h"
 #include "loom/ui/workbench/lesson_session.h"
 #include "loom/ui/workbench/main_window.h"
 #include "loom/ui/workbench/path_overlay.h"
 #include "loom/ui/workbench/run_browser.h"
+#include "loom/ui/workbench/what_if_panel.h"
 
 using loom::ui::ComparisonWindow;
 using loom::ui::MainWindow;
@@ -189,6 +194,24 @@ class TestWorkbench : public QObject {
     QVERIFY(window_->document()->plan() == plan);
     QVERIFY(window_->calibrateAction()->isEnabled());
     QVERIFY(window_->predictPlan() > predicted);  // the store now predicts it without calibrating again
+
+    // The What-if dock's Calibration tab shows what the prediction stood on; Reset
+    // calibration takes it away (the runs stay) and Predict needs runs again.
+    auto* what_if = window_->whatIfPanel();
+    window_->findChild<QDockWidget*>("WhatIfDock")->raise();
+    auto* view = what_if->calibrationView();
+    const QString runs_text = QString("(%1 runs)").arg(expected.size());
+    QTRY_VERIFY2_WITH_TIMEOUT(view->summaryLabel()->text().contains(runs_text), qPrintable(view->summaryLabel()->text()), 20000);
+    QVERIFY(view->costsTable()->rowCount() > 10);
+    QVERIFY(view->resetButton()->isEnabled());
+    std::vector<std::int64_t> ids;
+    for (int i = 0; i < finished.count(); ++i) ids.push_back(finished.at(i).at(0).toLongLong());
+    QVERIFY(window_->resetCalibration(ids));
+    QTRY_VERIFY2_WITH_TIMEOUT(view->summaryLabel()->text().contains("No calibration"), qPrintable(view->summaryLabel()->text()), 20000);
+    QCOMPARE(view->costsTable()->rowCount(), 0);
+    QCOMPARE(must(store.load_tags(ids.front())), (std::vector<std::string>{loom::predict::kCalibrationTag, loom::predict::kNotCalibratingTag}));
+    QCOMPARE(window_->predictPlan(), qint64(0));
+    QVERIFY2(window_->statusText().contains("no calibration for"), qPrintable(window_->statusText()));
   }
 
   void runFromTheWindowStreamsIntoTheTimelineAndCompletes() {

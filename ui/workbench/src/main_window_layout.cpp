@@ -24,6 +24,7 @@
 #include "loom/ui/workbench/lesson_panel.h"
 #include "loom/ui/workbench/path_overlay.h"
 #include "loom/ui/workbench/run_browser.h"
+#include "loom/ui/workbench/calibration_view.h"
 #include "loom/ui/workbench/what_if_panel.h"
 #include "loom/ui/charts/training_charts.h"
 #include "loom/ui/timeline/replay_bar.h"
@@ -146,6 +147,8 @@ void MainWindow::createDocks() {
   what_if_panel_ = new WhatIfPanel;
   connect(what_if_panel_, &WhatIfPanel::openPlanRequested, this, &MainWindow::openSearchedLayout);
   connect(what_if_panel_, &WhatIfPanel::showPredictionRequested, this, [this] { storeWhatIfPrediction(); });
+  connect(what_if_panel_, &WhatIfPanel::resetCalibrationRequested, this, &MainWindow::resetCalibration);
+  what_if_panel_->calibrationView()->setCalibrateAction(calibrate_action_);
   view_menu_->addSeparator();
   result_docks_ = {
       addDock(tr("Training"), "TrainingDock", scrollable(views_.training()), Qt::BottomDockWidgetArea),

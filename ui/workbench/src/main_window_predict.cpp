@@ -126,7 +126,31 @@ void MainWindow::updatePredictionActions() {
                         : tr("Cannot calibrate: %1").arg(blocked));
 }
 
-// ---- Run > Calibrate ----
+// ---- Run > Calibrate, Reset calibration ----
+
+bool MainWindow::resetCalibration(const std::vector<std::int64_t>& runs) {
+  if (runs.empty()) return false;
+  if (!save_prompt_) {  // scripted (tests): no modal dialogs
+    const auto answer = QMessageBox::question(
+        this, tr("Reset calibration"),
+        tr("Stop the %1 runs this machine's predictions come from calibrating? They stay stored (tagged \u201c%2\u201d) "
+           "to open and compare; predictions then need new runs (Run > Calibrate).")
+            .arg(runs.size())
+            .arg(predict::kNotCalibratingTag));
+    if (answer != QMessageBox::Yes) return false;
+  }
+  auto store = store::RunStore::open(dbPath().toStdString());
+  Status reset = store.ok() ? predict::stop_calibrating(*store, runs) : Status(store.error());
+  if (!reset.ok()) {
+    showError(tr("Cannot reset the calibration"), describe(reset.error()));
+    return false;
+  }
+  setStateText(tr("Calibration reset: %1 runs tagged \u201c%2\u201d (untag one in the Runs tab to bring it back)")
+                   .arg(runs.size())
+                   .arg(predict::kNotCalibratingTag));
+  refreshRunList();  // its reload reads the calibration again
+  return true;
+}
 
 QString MainWindow::calibrateBlockedReason() const {
   if (controller_.isRunning() || calibration_runs_.isActive()) return tr("a run is in progress");

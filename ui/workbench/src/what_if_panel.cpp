@@ -25,6 +25,7 @@
 
 #include "loom/core/model_info.h"
 #include "loom/ui/charts/scaling_chart.h"
+#include "loom/ui/workbench/calibration_view.h"
 
 namespace loom::ui {
 
@@ -87,6 +88,9 @@ WhatIfPanel::WhatIfPanel(QWidget* parent) : QWidget(parent) {
   search_table_->setWordWrap(false);  // one line a layout; the whole of a cell in its tooltip
   search_table_->horizontalHeader()->setSectionResizeMode(4, QHeaderView::Stretch);
   tabs->addTab(search_table_, tr("Layouts"));
+  calibration_view_ = new CalibrationView;
+  tabs->addTab(calibration_view_, tr("Calibration"));
+  connect(calibration_view_, &CalibrationView::resetRequested, this, &WhatIfPanel::resetCalibrationRequested);
   layout->addWidget(tabs, 5);
   connect(&what_if_, &WhatIf::predicted, this, &WhatIfPanel::showFigures);
 }
@@ -192,9 +196,11 @@ void WhatIfPanel::recalibrate() {
         calibrating_ = false;
         calibration_error_ = calibration.ok() ? QString() : QString::fromStdString(calibration.error().describe());
         if (calibration.ok()) {
+          calibration_view_->setCalibration(*calibration);
           what_if_.setCalibration(std::move(*calibration));
           syncKnobs();  // the link may now be the one runs across hosts measured
         } else {
+          calibration_view_->setError(calibration_error_);
           showFigures();
         }
         showScaling();

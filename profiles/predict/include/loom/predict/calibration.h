@@ -72,6 +72,14 @@ struct Calibration {
   std::vector<HostLink> links;
 };
 
+// "64: 0.0201, 128: 0.0371": each measured size and its median ms, as `loom-cli
+// calibration` and the workbench's Calibration tab show a cost.
+std::string points_text(const LinearCost& cost);
+
+// Tags each of these runs kNotCalibratingTag beside its tags (`loom-cli calibration
+// --reset`, the workbench's Reset calibration): they stay stored, and calibrate nothing.
+Status stop_calibrating(store::RunStore& store, const std::vector<std::int64_t>& runs);
+
 // Stored runs' ids in words, three or more consecutive ones as a range: "run 4",
 // "runs 1-78, 80, 81", "no runs".
 std::string runs_text(const std::vector<std::int64_t>& ids);

@@ -88,6 +88,9 @@ class MainWindow : public QMainWindow {
   // (the reason shown) when it cannot start.
   bool calibratePlan();
   QAction* calibrateAction() const { return calibrate_action_; }
+  // The What-if dock's Reset calibration: these runs tagged "not calibrating" (asked
+  // first, unless scripted); the calibration is then read again. False if not done.
+  bool resetCalibration(const std::vector<std::int64_t>& runs);
   RunSequence* calibrationRuns() { return &calibration_runs_; }
   WhatIfPanel* whatIfPanel() const { return what_if_panel_; }
   // The What-if panel's prediction stored as a run and opened; its id, or 0.

@@ -1,7 +1,7 @@
 // The What-if dock: knobs (where to predict, replicas, micro-batches, bucket size, device
 // speed, the link between hosts), the predicted figures beside the plan as it stands, a
-// scaling chart to 1,024 devices, and the layout search, whose layouts open in the
-// designer. Every knob re-predicts the step at once (WhatIf); the calibration, the scaling
+// scaling chart to 1,024 devices, the layout search, whose layouts open in the
+// designer, and the calibration they all stand on (CalibrationView). Every knob re-predicts the step at once (WhatIf); the calibration, the scaling
 // chart and the search are computed off the GUI thread and shown when they arrive, the
 // result of knobs since changed dropped; docs/prediction.md, "What-if".
 #pragma once
@@ -25,6 +25,7 @@ namespace loom::ui {
 namespace charts {
 class ScalingChart;
 }
+class CalibrationView;
 
 class WhatIfPanel : public QWidget {
   Q_OBJECT
@@ -46,6 +47,7 @@ class WhatIfPanel : public QWidget {
   QLabel* figuresLabel() const { return figures_; }
   charts::ScalingChart* scalingChart() const { return chart_; }
   QTableWidget* searchTable() const { return search_table_; }
+  CalibrationView* calibrationView() const { return calibration_view_; }
   // Starts the layout search for the plan on the current target; the table fills when it
   // is done (searchShown), unless a knob changed meanwhile.
   void searchLayouts();
@@ -57,6 +59,8 @@ class WhatIfPanel : public QWidget {
  signals:
   // "Open" on a searched layout: the plan re-laid, for the designer.
   void openPlanRequested(const loom::Plan& plan);
+  // Reset calibration in the Calibration tab: these runs should stop calibrating.
+  void resetCalibrationRequested(const std::vector<std::int64_t>& runs);
   // "Show on timeline": the prediction on screen (model()'s), to store as a run and open.
   void showPredictionRequested();
   // The off-thread work arrived on screen (tests and screenshots wait for these).
@@ -94,6 +98,7 @@ class WhatIfPanel : public QWidget {
   charts::ScalingChart* chart_ = nullptr;
   QTabWidget* tabs_ = nullptr;
   QTableWidget* search_table_ = nullptr;
+  CalibrationView* calibration_view_ = nullptr;
   QPushButton* search_button_ = nullptr;
   bool syncing_ = false;
   QString db_path_;
