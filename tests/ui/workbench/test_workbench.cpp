@@ -214,6 +214,36 @@ class TestWorkbench : public QObject {
     QVERIFY2(window_->statusText().contains("no calibration for"), qPrintable(window_->statusText()));
   }
 
+  // Stop during Run > Calibrate ends the calibration at that run and says so; nothing
+  // more runs, nothing is predicted, the stopped run is not tagged, and Calibrate is
+  // offered again. (Runs that completed keep their tag: see the test above.)
+  void stopEndsACalibration() {
+    loom::Plan plan = two_rank_plan(60);
+    plan.parallel.data_parallel = 1;
+    plan.parallel.devices.assign(1, loom::DeviceSpec{});
+    window_->document()->reset(plan);
+    window_->setCalibrationSteps(100000);  // long enough to be stopped on any machine
+    QSignalSpy finished(window_.get(), &MainWindow::runFinished);
+    QSignalSpy calibrated(window_.get(), &MainWindow::calibrated);
+    QVERIFY(window_->calibratePlan());
+    QTRY_VERIFY_WITH_TIMEOUT(window_->statusText().startsWith("Calibration run 1 of") &&
+                                 window_->statusText().contains(": step "),
+                             120000);
+    window_->stopAction()->trigger();
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 60000);
+    QVERIFY(finished_status(finished, 0) == RunStatus::Stopped);
+    QTRY_VERIFY2_WITH_TIMEOUT(window_->statusText().startsWith("Calibration stopped"), qPrintable(window_->statusText()), 5000);
+    QVERIFY2(window_->statusText().contains("ended stopped") && window_->statusText().contains("stay stored"),
+             qPrintable(window_->statusText()));
+    QVERIFY(!window_->calibrationRuns()->isActive());
+    QVERIFY(window_->calibrateAction()->isEnabled());
+    QTest::qWait(500);
+    QCOMPARE(finished.count(), 1);
+    QCOMPARE(calibrated.count(), 0);
+    auto store = must(loom::store::RunStore::open(window_->dbPath().toStdString()));
+    QVERIFY(must(store.load_tags(finished.at(0).at(0).toLongLong())).empty());
+  }
+
   void runFromTheWindowStreamsIntoTheTimelineAndCompletes() {
     window_->document()->reset(two_rank_plan(60));
     QSignalSpy finished(window_.get(), &MainWindow::runFinished);

@@ -164,7 +164,7 @@ void MainWindow::offerCalibration(const loom::Error& error) {
   const int count = [&] { auto runs = predict::calibration_runs(document_.plan()); return runs.ok() ? int(runs->size()) : 0; }();
   const QString offer = tr("Run > Calibrate runs this plan briefly in the %1 layouts prediction needs (%2 steps each, "
                            "stored as runs tagged \u201ccalibration\u201d), then predicts it.")
-                            .arg(count).arg(predict::kCalibrationSteps);
+                            .arg(count).arg(calibration_steps_);
   const QString missing = QString::fromStdString(error.message);
   if (save_prompt_) return setStateText(tr("Cannot predict this plan: %1 · %2").arg(missing, offer));  // scripted
   setStateText(tr("Cannot predict this plan: %1").arg(missing));
@@ -183,7 +183,7 @@ bool MainWindow::calibratePlan() {
     showError(tr("Cannot calibrate this plan"), blocked);
     return false;
   }
-  auto runs = predict::calibration_runs(document_.plan());
+  auto runs = predict::calibration_runs(document_.plan(), calibration_steps_);
   std::vector<RunSequence::Item> items;
   for (predict::CalibrationRun& run : *runs) items.push_back({std::move(run.plan), QString::fromStdString(run.what)});
   calibrating_plan_ = document_.plan();

@@ -170,7 +170,8 @@ void MainWindow::onProgress(const loom::host::JobProgress& p) {
   if (!sequence_label_.isEmpty()) text = sequence_label_ + " · " + text;
   if (p.total_steps > 0) text += tr(" of %1").arg(p.total_steps);
   if (!std::isnan(p.loss)) text += tr(", loss %1").arg(p.loss, 0, 'f', 4);
-  text += tr(" · %1 ranks connected").arg(p.ranks_connected) + oversubscriptionSuffix();
+  text += (p.ranks_connected == 1 ? tr(" · 1 rank connected") : tr(" · %1 ranks connected").arg(p.ranks_connected)) +
+          oversubscriptionSuffix();
   if (stop_action_->isEnabled()) run_state_ = text;  // keep "Stopping…" once asked
   updateRunState();
 }

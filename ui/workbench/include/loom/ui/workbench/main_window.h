@@ -19,6 +19,7 @@
 #include <optional>
 #include <vector>
 
+#include "loom/predict/calibration_runs.h"
 #include "loom/ui/designer/plan_document.h"
 #include "loom/ui/workbench/example_catalog.h"
 #include "loom/ui/workbench/launch_log.h"
@@ -92,6 +93,8 @@ class MainWindow : public QMainWindow {
   // first, unless scripted); the calibration is then read again. False if not done.
   bool resetCalibration(const std::vector<std::int64_t>& runs);
   RunSequence* calibrationRuns() { return &calibration_runs_; }
+  // Steps of each calibration run (predict::kCalibrationSteps unless set: tests).
+  void setCalibrationSteps(std::int64_t steps) { calibration_steps_ = steps; }
   WhatIfPanel* whatIfPanel() const { return what_if_panel_; }
   // The What-if panel's prediction stored as a run and opened; its id, or 0.
   qint64 storeWhatIfPrediction();
@@ -231,6 +234,7 @@ class MainWindow : public QMainWindow {
   LessonSession lesson_session_;
   RunSequence calibration_runs_;
   std::optional<loom::Plan> calibrating_plan_;  // the designer's plan as Calibrate started
+  std::int64_t calibration_steps_ = predict::kCalibrationSteps;
   // "Calibration run 2 of 6: two replicas": which run of a lesson or calibration this is,
   // kept before the live step count in the status bar; empty for a run started by hand.
   QString sequence_label_;
