@@ -152,6 +152,19 @@ std::vector<Term> build() {
           "the phase diff lines up ranks by role (stage, worker, server), so runs with different numbers of "
           "ranks still compare."),
        {}},
+      {"prediction", tr("Prediction"),
+       tr("Run > Predict lays out one steady step of the plan, rank by rank, from what this machine's stored runs "
+          "measured, without running it: step time, throughput, bubble, exposed communication and memory per "
+          "rank. It is stored as a run of kind \"predicted\" (never counted as measured), so the comparison puts "
+          "it beside a real run with the error per span kind. The What-if dock re-predicts as its knobs move."),
+       {}},
+      {"calibration", tr("Calibration"),
+       tr("What predictions stand on: each layer's forward and backward, the loss, the optimizer, data loading "
+          "and each message or collective, as the median time measured at each size in this machine's stored "
+          "runs, plus the time no span covered. Every finished run refines it. Run > Calibrate makes short runs "
+          "of the plan in the layouts prediction needs when there is no history; the What-if dock's Calibration "
+          "tab lists it, and Reset calibration tags its runs \"not calibrating\"."),
+       tr("a cost between two measured sizes: linear between them")},
   };
 }
 
