@@ -6,6 +6,8 @@
 #include <QMessageBox>
 #include <QPushButton>
 
+#include <utility>
+
 #include "loom/predict/calibration_runs.h"
 #include "loom/predict/predictor.h"
 #include "loom/predict/stored_prediction.h"
@@ -161,7 +163,8 @@ QString MainWindow::calibrateBlockedReason() const {
 
 // Predict found costs missing: say which, and offer the runs that measure them.
 void MainWindow::offerCalibration(const loom::Error& error) {
-  const int count = [&] { auto runs = predict::calibration_runs(document_.plan()); return runs.ok() ? int(runs->size()) : 0; }();
+  auto runs = predict::calibration_runs(document_.plan(), calibration_steps_);
+  const int count = runs.ok() ? int(runs->size()) : 0;
   const QString offer = tr("Run > Calibrate runs this plan briefly in the %1 layouts prediction needs (%2 steps each, "
                            "stored as runs tagged \u201ccalibration\u201d), then predicts it.")
                             .arg(count).arg(calibration_steps_);
@@ -223,8 +226,8 @@ void MainWindow::onCalibrationCompleted(const QList<qint64>& runIds) {
       this,
       [this, runs = runIds.size()] {
         sequence_label_.clear();
-        const loom::Plan plan = *calibrating_plan_;
-        calibrating_plan_.reset();
+        if (!calibrating_plan_) return;  // forgotten meanwhile
+        const loom::Plan plan = *std::exchange(calibrating_plan_, std::nullopt);
         auto stored = predict_into_store(dbPath(), plan);
         updatePredictionActions();
         if (!stored.ok()) {
@@ -233,8 +236,8 @@ void MainWindow::onCalibrationCompleted(const QList<qint64>& runIds) {
           return;
         }
         openStoredPrediction(stored->id, stored->step_ms, stored->samples_per_s);
-        setStateText(tr("Calibrated from %1 runs · predicted %2 ms a step, %3 samples/s (run %4, predicted, not measured)")
-                         .arg(runs)
+        setStateText(tr("Calibrated from %1 · predicted %2 ms a step, %3 samples/s (run %4, predicted, not measured)")
+                         .arg(runs == 1 ? tr("1 run") : tr("%1 runs").arg(runs))
                          .arg(stored->step_ms, 0, 'f', 2)
                          .arg(stored->samples_per_s, 0, 'f', 0)
                          .arg(stored->id));
