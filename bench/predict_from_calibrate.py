@@ -9,9 +9,11 @@ a measurement store), and writes a markdown table: per variant the measured medi
 over the rounds (min-max), the predictions' median (min-max) and the error between the
 two medians; the variants that `calibrate` itself ran are marked. Each round also
 predicts from a copy of its store without calibrate's runs at four times the batch (the
-larger batch and the 1 KB buckets), to show what those runs add.
+larger batch and the 1 KB buckets), to show what those runs add; or, with
+--long-cal-steps N, from a second `calibrate --steps N` in the same round (the two
+calibrations in alternating order), to show what longer calibration runs change.
 
-  /usr/bin/python3 bench/predict_from_calibrate.py [--rounds 3] [--steps 200] [--base mlp_fashion]
+  /usr/bin/python3 bench/predict_from_calibrate.py [--rounds 3] [--steps 200] [--base mlp_fashion] [--long-cal-steps N]
 """
 import argparse
 import json
@@ -93,6 +95,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--base", default="mlp_fashion")
+    ap.add_argument("--long-cal-steps", type=int, default=0,
+                    help="also calibrate with this many steps a run, and predict from that store in the third column")
     args = parse_run_args(ap)
     folder = tempfile.mkdtemp(prefix="loom-calibrate-")
     meas_db = os.path.join(folder, "measured.db")
@@ -104,11 +108,20 @@ def main():
     for round_ in range(args.rounds):
         cal_db = os.path.join(folder, f"calibration{round_}.db")
         base = write_plan(folder, 0, args.base, {}, args.steps)
-        print(f"round {round_ + 1}: calibrate", file=sys.stderr, flush=True)
-        r = cli(args, "calibrate", base, "--db", cal_db)
-        if r.returncode != 0:
-            sys.exit(f"calibrate failed: {r.stderr}")
-        small_db = without_larger_batch(args, cal_db)
+        if args.long_cal_steps:
+            small_db = cal_db.replace(".db", "-long.db")
+            order = [(cal_db, []), (small_db, ["--steps", str(args.long_cal_steps)])]
+            for db, extra in (order if round_ % 2 == 0 else order[::-1]):
+                print(f"round {round_ + 1}: calibrate {' '.join(extra)}", file=sys.stderr, flush=True)
+                r = cli(args, "calibrate", base, "--db", db, *extra)
+                if r.returncode != 0:
+                    sys.exit(f"calibrate failed: {r.stderr}")
+        else:
+            print(f"round {round_ + 1}: calibrate", file=sys.stderr, flush=True)
+            r = cli(args, "calibrate", base, "--db", cal_db)
+            if r.returncode != 0:
+                sys.exit(f"calibrate failed: {r.stderr}")
+            small_db = without_larger_batch(args, cal_db)
         for i, (label, changes) in enumerate(VARIANTS):
             plan = variant_plan(args, folder, i, changes, args.steps)
             step, seen, why = predicted_step(args, plan, cal_db)
@@ -125,9 +138,10 @@ def main():
             measured[i].append(run(args, variant_plan(args, folder, i, changes, args.steps), meas_db))
     ids = [rid for runs in measured for rid in runs]
     steps = {rid: median_step(args, meas_db, rid, ids[0] if rid != ids[0] else ids[1]) for rid in ids}
+    third = f"calibrated with {args.long_cal_steps} steps a run" if args.long_cal_steps else "without the 4x-batch runs"
     lines = [f"Command: `{args.command}`", "",
              "| variant of " + args.base + " | calibrate ran it | measured median step, ms (min-max) "
-             "| predicted, ms (min-max over rounds) | error | without the 4x-batch runs | error |",
+             f"| predicted, ms (min-max over rounds) | error | {third} | error |",
              "|---|---|---|---|---|---|---|"]
     errors = []
 
@@ -150,8 +164,13 @@ def main():
                       f"{max(e for e, _ in unrun):.1f}%, over {len(unrun)}."]
         small = [s for _, s in unrun if s is not None]
         if small:
-            lines[-1] += (f" Without the 4x-batch runs: median {median(small):.1f}%, at most {max(small):.1f}%, over "
-                          f"{len(small)}.")
+            lines[-1] += (f" {third[0].upper() + third[1:]}: median {median(small):.1f}%, at most {max(small):.1f}%, "
+                          f"over {len(small)}.")
+    if args.long_cal_steps:
+        for name, column in (("calibrated with the default steps", predicted), (third, predicted_small)):
+            signed = [100 * (median(column[i]) / median([steps[rid] for rid in measured[i]]) - 1)
+                      for i in range(len(VARIANTS)) if column[i]]
+            lines.append(f"Signed error {name}: median {median(signed):+.1f}% over {len(signed)} variants.")
     text = "\n".join(lines + ([""] + sorted(notes) if notes else [])) + "\n"
     print(text)
     with open(args.out, "w") as f:

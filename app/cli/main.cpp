@@ -97,14 +97,15 @@ constexpr CommandHelp kCommandHelp[] = {
     {"calibrate",
      "usage: loom-cli calibrate [PLAN] [--steps N] [--db PATH] [--json]\n"
      "\n"
-     "Runs the plan's model briefly (N steps, default 60, no evaluation) in the layouts and\n"
+     "Runs the plan's model briefly (N steps, default 200, no evaluation) in the layouts and\n"
      "sizes whose costs `predict`, `search` and the workbench's What-if need on this machine:\n"
      "the plan as written; one process with every core and two replicas, each at the plan's\n"
      "batch and at four times it (then with 1 KB buckets: the all-reduce at every tensor's\n"
      "size); a two-stage 1F1B pipeline with 4 micro-batches (each where the batch and layers\n"
      "allow). An asynchronous plan only as written. Each is a real run, stored and tagged\n"
      "\"calibration\"; delete them to forget what they measured. Plans on this machine only\n"
-     "(a gpu plan's layouts run on its GPU).\n"
+     "(a gpu plan's layouts run on its GPU). Fewer steps are quicker but measure the first\n"
+     "steps, which ran up to 2x slower than later ones in half of this project's runs.\n"
      "Exit codes: 0 calibrated, 1 a run failed, 2 an invalid or uncovered plan.\n"},
     {"calibration",
      "usage: loom-cli calibration [--db PATH] [--json] [--reset]\n"

@@ -169,6 +169,7 @@ class TestWorkbench : public QObject {
     QCOMPARE(window_->predictPlan(), qint64(0));
     QVERIFY2(window_->statusText().contains("Run > Calibrate"), qPrintable(window_->statusText()));
     QVERIFY(window_->calibrateAction()->isEnabled());
+    window_->setCalibrationSteps(40);  // the flow, not the figures: shorter than the default
     QSignalSpy finished(window_.get(), &MainWindow::runFinished);
     QSignalSpy calibrated(window_.get(), &MainWindow::calibrated);
     window_->calibrateAction()->trigger();
@@ -177,7 +178,7 @@ class TestWorkbench : public QObject {
                               60000);
     QVERIFY(QTest::qWaitFor([&] { return calibrated.count() == 1; }, 400000));
 
-    const auto expected = must(loom::predict::calibration_runs(plan));
+    const auto expected = must(loom::predict::calibration_runs(plan, 40));
     QCOMPARE(finished.count(), int(expected.size()));
     auto store = must(loom::store::RunStore::open(window_->dbPath().toStdString()));
     for (int i = 0; i < finished.count(); ++i) {

@@ -15,7 +15,7 @@
 
 namespace loom::predict {
 
-inline constexpr std::int64_t kCalibrationSteps = 60;
+inline constexpr std::int64_t kCalibrationSteps = 200;
 inline constexpr const char* kCalibrationTag = "calibration";
 
 struct CalibrationRun {
