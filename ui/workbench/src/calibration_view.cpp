@@ -67,11 +67,11 @@ QString CalibrationView::summaryText(const predict::Calibration& c) const {
     return tr("<b>No calibration on %1.</b> Nothing can be predicted yet: Calibrate runs this plan briefly in the "
               "layouts prediction needs, or run plans here.")
         .arg(qs(c.host).toHtmlEscaped());
-  QString text = tr("<b>%1</b>: %2 costs from %3 (%4 runs)")
+  QString text = tr("<b>%1</b>: %2 costs from %3 (%4)")
                      .arg(qs(c.host).toHtmlEscaped())
                      .arg(c.costs.size())
                      .arg(qs(predict::runs_text(c.runs)).toHtmlEscaped())
-                     .arg(c.runs.size());
+                     .arg(c.runs.size() == 1 ? tr("1 run") : tr("%1 runs").arg(c.runs.size()));
   if (!c.by_configuration.empty())
     text += tr("; %1 configurations measured").arg(c.by_configuration.size());
   for (const predict::HostLink& h : c.links)
