@@ -40,6 +40,8 @@ std::vector<CalibrationRun> variants_of(const Plan& plan) {
   return out;
 }
 
+}  // namespace
+
 Status check_calibratable(const Plan& plan) {
   if (plan.serve) return make_error(ErrorCode::InvalidArgument, "serving plans are not predicted yet, so not calibrated");
   for (const DeviceSpec& d : plan.parallel.devices)
@@ -47,8 +49,6 @@ Status check_calibratable(const Plan& plan) {
       return make_error(ErrorCode::InvalidArgument, "calibrate runs on this machine: the plan's devices must be on localhost");
   return {};
 }
-
-}  // namespace
 
 Expected<std::vector<CalibrationRun>> calibration_runs(const Plan& plan, std::int64_t steps) {
   if (Status s = check_calibratable(plan); !s.ok()) return s.error();

@@ -157,8 +157,8 @@ bool MainWindow::resetCalibration(const std::vector<std::int64_t>& runs) {
 QString MainWindow::calibrateBlockedReason() const {
   if (controller_.isRunning() || calibration_runs_.isActive()) return tr("a run is in progress");
   if (const QString blocked = document_.runBlockedReason(); !blocked.isEmpty()) return blocked;
-  auto runs = predict::calibration_runs(document_.plan());
-  return runs.ok() ? QString() : QString::fromStdString(runs.error().message);
+  const Status calibratable = predict::check_calibratable(document_.plan());
+  return calibratable.ok() ? QString() : QString::fromStdString(calibratable.error().message);
 }
 
 // Predict found costs missing: say which, and offer the runs that measure them.

@@ -48,8 +48,8 @@ void MainWindow::connectLessonSignals() {
           [this](const loom::Plan& plan, const QString& label, int index, int count) {
             if (controller_.isRunning()) return lesson_session_.abandon(tr("another run is in progress"));
             lesson_session_.setDbPath(controller_.dbPath());
-            startJob(plan, nullptr, tr("Lesson run %1 of %2: %3").arg(index + 1).arg(count).arg(label));
             sequence_label_ = tr("Lesson run %1 of %2").arg(index + 1).arg(count);
+            startJob(plan, nullptr, sequence_label_ + ": " + label);
           });
   connect(this, &MainWindow::runFinished, &lesson_session_, &LessonSession::onRunFinished);
 }

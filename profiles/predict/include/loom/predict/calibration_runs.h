@@ -25,6 +25,9 @@ struct CalibrationRun {
 
 // InvalidArgument (naming why) for a serving plan or devices on another host: calibrate
 // runs on this machine, and serving is not predicted.
+Status check_calibratable(const Plan& plan);
+
+// The runs for this plan; check_calibratable's error where it cannot be calibrated.
 Expected<std::vector<CalibrationRun>> calibration_runs(const Plan& plan, std::int64_t steps = kCalibrationSteps);
 
 }  // namespace loom::predict
