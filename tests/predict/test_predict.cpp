@@ -170,6 +170,26 @@ class TestPredict : public QObject {
     QVERIFY(std::any_of(p.notes.begin(), p.notes.end(), [](const std::string& n) { return n.find("stretched") != std::string::npos; }));
   }
 
+  // Four ranks on two cores (x2.00) where only x1.50, x3.00 and no crowding were
+  // measured: the nearest crowding's costs as they are (a crowded rank yields its core
+  // while it waits, so its compute is stretched far less than the crowding), else the
+  // unshared ones stretched 2x; the prediction says which it took.
+  void unmeasuredCrowdingTakesTheNearestMeasured() {
+    const Plan plan = tiny_plan(R"({"devices": )" + devices(4) + R"(, "data_parallel": 4})", "0, 0, 0", 256);
+    Calibration cal = costs_for(plan);
+    const loom::ModelInfo m = loom::infer_model(plan, nullptr);
+    cal.costs[loom::predict::forward_key(layer(m, "fc1"), "cpu 1t shared x1.50")] = at(64, 1.25);
+    cal.costs[loom::predict::forward_key(layer(m, "fc1"), "cpu 1t shared x3.00")] = at(64, 9.0);  // farther
+    cal.costs[loom::predict::allreduce_key(4, loom::CommBackend::Mpi)].points = {{204, 1.0}};
+    const Prediction p = must(loom::predict::predict_step(plan, cal, {2}));
+    const auto forward = of(p, 0, EventKind::Forward);
+    QCOMPARE(forward[0].end_ms - forward[0].start_ms, 1.25);       // fc1: from x1.50
+    QCOMPARE(forward[2].end_ms - forward[2].start_ms, 2.0 * 2.0);  // fc2: unshared, stretched
+    QVERIFY(std::any_of(p.notes.begin(), p.notes.end(), [](const std::string& n) {
+      return n.find("taken from forward linear 2->8 @cpu 1t shared x1.50") != std::string::npos;
+    }));
+  }
+
   void missingCostsAreNamed() {
     const Plan plan = tiny_plan(R"({"devices": )" + devices(1) + "}");
     const auto p = loom::predict::predict_step(plan, Calibration{}, {2});
@@ -275,8 +295,9 @@ class TestPredict : public QObject {
     QVERIFY(std::abs(c.at(2e6) - (0.0764 + (0.0764 - 0.011) / (940800 - 131072) * (2e6 - 940800))) < 1e-12);
   }
 
-  // Crowded, with only a crowded two-rank all-reduce measured (2.5 ms, 2 exchanges): each
-  // exchange waits for a core, whatever the bytes, so it scales by Loom's exchanges. Three
+  // Crowded, with only a crowded two-rank all-reduce measured (2.5 ms for 96 KB, 2
+  // exchanges): each exchange waits for a core, whatever the bytes (the 204-byte bucket
+  // takes 2.5 ms too), so it scales by Loom's exchanges. Three
   // ranks on two cores go round a ring, 4 exchanges: 5 ms; four double, 2 exchanges:
   // 2.5 ms. The uncrowded cost is not taken (it is what ranks that never wait take).
   void crowdedAllreduceScalesByExchanges() {
@@ -284,7 +305,7 @@ class TestPredict : public QObject {
       const Plan plan = tiny_plan(R"({"devices": )" + devices(ranks) + R"(, "data_parallel": )" + std::to_string(ranks) + "}",
                                   "0, 0, 0", 64 * ranks);
       Calibration cal = costs_for(plan, device);
-      cal.costs[loom::predict::allreduce_key(2, loom::CommBackend::Mpi, 2.0)].points = {{96, 2.5}, {192, 2.5}};
+      cal.costs[loom::predict::allreduce_key(2, loom::CommBackend::Mpi, 2.0)].points = {{96000, 2.5}};
       const auto bucket = of(must(loom::predict::predict_step(plan, cal, {2})), 0, EventKind::AllReduce);
       return bucket.size() == 1 ? bucket[0].end_ms - bucket[0].start_ms : -1.0;
     };

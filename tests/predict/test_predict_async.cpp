@@ -74,6 +74,24 @@ class TestPredictAsync : public QObject {
     QCOMPARE(p.memory[2].parameters, std::int64_t(51 * 4));
   }
 
+  // A parameter server's residual grows with the ranks beyond the cores (each message
+  // waits for a core): three workers and a server on two cores (x2.00) where only x1.50
+  // was measured (1.5 ms a step) take 1.5 x (2 - 1) / (1.5 - 1) = 3 ms, exactly as if
+  // 3 ms had been measured at x2.00.
+  void serverResidualScalesWithTheRanksBeyondTheCores() {
+    const Plan plan = tiny_plan(parameter_server(3, R"({"mode": "parameter_server", "servers": 1})"), "0, 0, 0", 192);
+    const auto with_residual = [&](const std::string& device, double ms) {
+      Calibration c = async_costs(plan);
+      c.costs[loom::predict::residual_key(plan, device)] = at(2, ms);
+      return must(loom::predict::predict_step(plan, c, {2}));
+    };
+    const Prediction scaled = with_residual("cpu 1t shared x1.50", 1.5), measured = with_residual("cpu 1t shared x2.00", 3.0);
+    QVERIFY2(near(scaled.step_ms, measured.step_ms), qPrintable(QString("%1 vs %2").arg(scaled.step_ms).arg(measured.step_ms)));
+    QVERIFY(std::any_of(scaled.notes.begin(), scaled.notes.end(),
+                        [](const std::string& n) { return n.find("scaled by the ranks beyond the cores") != std::string::npos; }));
+    QVERIFY(scaled.step_ms > with_residual("cpu 1t shared x2.00", 1.5).step_ms);
+  }
+
   // A 6 ms update against 4.825 ms of compute: the server is the bottleneck, applying the
   // two workers' gradients one after the other: a step every 2 x 6 ms per worker.
   void aSlowServerSetsTheStep() {

@@ -101,7 +101,10 @@ double StepCosts::outer_step_at_speed(double params) {
 double StepCosts::residual(double ops) {
   if (roofline()) return 0;
   const std::string key = residual_key(plan_, device_);
-  if (find(key).cost) return cost(key, ops, stretch_);
+  if (const Found f = find(key); f.cost) {
+    if (f.source == Source::OtherCrowding && parameter_server_mode(plan_)) return crowded_residual(key, f, ops);
+    return cost(key, ops, stretch_);
+  }
   // Not calibrated for this kind of plan: the nearest kind that is (a pipeline and one
   // stage stand in for each other; the asynchronous modes take one stage's).
   const bool pipeline = plan_.parallel.stages > 1;
@@ -112,6 +115,16 @@ double StepCosts::residual(double ops) {
   }
   note(key + ": not calibrated, counted as 0");
   return 0;
+}
+
+// A parameter server's residual is mostly its ranks waiting for a core at each message,
+// so it grows with the ranks beyond the cores: on this project's VM 2.9-5.5 ms a worker
+// step at x1.50, 8.1-9.9 at x2.00 and 13.3 at x2.50 (session 35), where taken as it was
+// measured at the nearest crowding, or as the one-stage residual (1.0-1.5), 3 workers
+// were predicted 46% short. So the nearest crowding's, scaled by (crowding - 1).
+double StepCosts::crowded_residual(const std::string& key, const Found& nearest, double ops) {
+  note(key + ": not measured, taken from " + nearest.key + " scaled by the ranks beyond the cores");
+  return std::max(0.0, nearest.cost->at(ops)) * (stretch_ - 1) / (nearest.crowding - 1);
 }
 
 // A layer's pass; when this size was never measured, the measured layer of the same kind,
@@ -167,7 +180,7 @@ double StepCosts::send(int from, int to, double bytes) {
     const Link& link = cluster_->link(from, to);
     if (!link.measured) return link.ms(bytes);
   }
-  return cost(message_key(p2p_key(plan_.parallel.backend, stretch_)), bytes, 1.0);
+  return cost(p2p_key(plan_.parallel.backend, stretch_), bytes, 1.0);
 }
 
 double StepCosts::send_wire(int from, int to, double bytes) const {
@@ -178,27 +191,24 @@ double StepCosts::send_wire(int from, int to, double bytes) const {
 
 double StepCosts::push_receive(int from, int to, double bytes) {
   const bool on_links = cluster_ && !cluster_->link(from, to).measured;
-  const std::string key = message_key(push_receive_key(plan_.parallel.backend, stretch_));
+  const std::string key = push_receive_key(plan_.parallel.backend, stretch_);
   if (on_links || !find(key).cost) return send(from, to, bytes);
   return cost(key, bytes, 1.0);
 }
 
-// A message's key at this crowding; where that crowding (and no crowding) was never
-// measured, the nearest crowding that was, with a note: a message waits for a core as
-// its host is crowded, so the nearest crowding is nearer than none.
-std::string StepCosts::message_key(const std::string& key) {
-  if (find(key).cost) return key;
+// Of key's cost measured under other crowdings (x > 1), the one nearest this plan's (log
+// distance).
+StepCosts::Found StepCosts::nearest_crowding(const std::string& key) const {
   const std::string base = unshared(key);
-  std::string best;
+  Found best;
   double best_distance = 0;
   for (const auto& [k, c] : cal_.costs) {
     if (unshared(k) != base || k == base) continue;
     const double crowding = std::atof(k.substr(k.find(" shared x") + 9).c_str());
     const double distance = std::abs(std::log(crowding / stretch_));
-    if (best.empty() || distance < best_distance) best = k, best_distance = distance;
+    if (crowding > 1 && (!best.cost || distance < best_distance))
+      best = {&c, Source::OtherCrowding, k, crowding}, best_distance = distance;
   }
-  if (best.empty()) return key;
-  note(key + ": not measured, taken from " + best);
   return best;
 }
 
@@ -229,7 +239,7 @@ double StepCosts::allreduce_calibrated(int replicas, double bytes) {
   const CommBackend backend = plan_.parallel.backend;
   const std::string key = allreduce_key(replicas, backend, stretch_);
   const Found exact = find(key);
-  if (exact.cost && exact.own) return cost(key, bytes, 1.0);
+  if (exact.cost && exact.source == Source::Exact) return cost(key, bytes, 1.0);
   if (stretch_ > 1)
     if (const auto crowded = crowded_allreduce(replicas, bytes)) return *crowded;
   if (exact.cost) return cost(key, bytes, 1.0);
@@ -249,8 +259,9 @@ double StepCosts::allreduce_calibrated(int replicas, double bytes) {
 // crowded measurement nearest in ranks and crowding (log distance), scaled by the
 // exchanges: per exchange, 2 ranks on 2 cores with 2 more took 0.14 ms, 3 on 2 cores 0.34
 // and 4 on 2 cores 0.29 (session 28's runs), where per ring step they took 0.28, 0.67 and
-// 0.19: Loom's 4 ranks double (2 exchanges), its 3 go round a ring (4). None: no crowded
-// all-reduce was measured.
+// 0.19: Loom's 4 ranks double (2 exchanges), its 3 go round a ring (4). Its time at its
+// size nearest this one, not scaled by size (3 ranks measured at 940 KB in proportion put
+// 4 ranks' 138 KB bucket at 0.4 ms; it took 3.0). None: no crowded all-reduce measured.
 std::optional<double> StepCosts::crowded_allreduce(int replicas, double bytes) {
   const std::string backend = plan_.parallel.backend == CommBackend::Nccl ? " nccl" : " mpi";
   std::string best;
@@ -269,17 +280,31 @@ std::optional<double> StepCosts::crowded_allreduce(int replicas, double bytes) {
   note(allreduce_key(replicas, plan_.parallel.backend, stretch_) + ": not measured, taken from " + best +
        " scaled by the exchanges (crowded ranks wait for a core at each)");
   const CommBackend kind = plan_.parallel.backend;
-  return cost(best, bytes, 1.0) * exchanges(replicas, kind) / exchanges(best_ranks, kind);
+  return nearest_size_ms(cal_.costs.at(best), bytes) * exchanges(replicas, kind) / exchanges(best_ranks, kind);
+}
+
+// The time measured at the size nearest `units` (log distance), not scaled by size.
+double StepCosts::nearest_size_ms(const LinearCost& cost, double units) {
+  const auto distance = [units](const std::pair<double, double>& p) { return std::abs(std::log(std::max(p.first, 1.0) / std::max(units, 1.0))); };
+  const auto nearest = std::min_element(cost.points.begin(), cost.points.end(),
+                                        [&](const auto& a, const auto& b) { return distance(a) < distance(b); });
+  return nearest == cost.points.end() ? 0.0 : std::max(0.0, nearest->second);
 }
 
 // ---- calibrated keys -------------------------------------------------------------------
 
-// This configuration's own runs first (Calibration::by_configuration), then every run's.
+// This configuration's own runs first (Calibration::by_configuration), then every run's;
+// where this crowding was never measured, the nearest crowding that was, as it is: a
+// crowded rank yields its core while it waits, so its compute spans are stretched far
+// less than the crowding (4 ranks on 2 cores: linear layers 1.0-1.2x unshared, session
+// 35) and the crowding shows in its waits; then the unshared measurement, stretched.
 StepCosts::Found StepCosts::find(const std::string& key) const {
   if (own_)
-    if (auto it = own_->find(key); it != own_->end()) return {&it->second, true};
-  if (auto it = cal_.costs.find(key); it != cal_.costs.end()) return {&it->second, true};
-  if (auto it = cal_.costs.find(unshared(key)); it != cal_.costs.end()) return {&it->second, false};
+    if (auto it = own_->find(key); it != own_->end()) return {&it->second, Source::Exact, key};
+  if (auto it = cal_.costs.find(key); it != cal_.costs.end()) return {&it->second, Source::Exact, key};
+  if (stretch_ > 1)
+    if (Found nearest = nearest_crowding(key); nearest.cost) return nearest;
+  if (auto it = cal_.costs.find(unshared(key)); it != cal_.costs.end()) return {&it->second, Source::Unshared, it->first};
   return {};
 }
 
@@ -289,8 +314,9 @@ double StepCosts::cost(const std::string& key, double units, double stretch) {
     missing_.insert(key);
     return 0;
   }
-  if (!f.own) note(key + ": measured only unshared" + (stretch > 1 ? ", stretched" : ""));
-  return std::max(0.0, f.cost->at(units)) * (f.own ? 1.0 : stretch);
+  if (f.source == Source::OtherCrowding) note(key + ": not measured, taken from " + f.key);
+  if (f.source == Source::Unshared) note(key + ": measured only unshared" + (stretch > 1 ? ", stretched" : ""));
+  return std::max(0.0, f.cost->at(units)) * (f.source == Source::Unshared ? stretch : 1.0);
 }
 
 void StepCosts::note(const std::string& text) {

@@ -50,18 +50,23 @@ class StepCosts {
   const std::set<std::string>& missing() const { return missing_; }
 
  private:
-  // Calibrated costs by key. A key measured under this plan's crowding is used as it is;
-  // otherwise the same cost measured unshared, stretched by the crowding.
+  // Calibrated costs by key (see find()): measured under this plan's crowding, under the
+  // nearest other crowding, or unshared (then stretched by the crowding).
+  enum class Source { Exact, OtherCrowding, Unshared };
   struct Found {
     const LinearCost* cost = nullptr;
-    bool own = false;  // false: the unshared key's
+    Source source = Source::Exact;
+    std::string key;        // the key measured
+    double crowding = 1.0;  // OtherCrowding: the crowding it was measured under
   };
   Found find(const std::string& key) const;
+  Found nearest_crowding(const std::string& key) const;
   double cost(const std::string& key, double units, double stretch);
   double layer(const std::string& key, const LayerInfo& layer, double samples);
   double allreduce_calibrated(int replicas, double bytes);
   std::optional<double> crowded_allreduce(int replicas, double bytes);
-  std::string message_key(const std::string& key);
+  static double nearest_size_ms(const LinearCost& cost, double units);
+  double crowded_residual(const std::string& key, const Found& nearest, double ops);
   struct Sized {
     double work = 0, ms = 0;
   };

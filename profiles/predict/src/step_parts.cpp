@@ -201,7 +201,11 @@ void set_threads(const Plan& plan, const MachineShape& machine, Prediction& out)
   }
   out.threads_per_rank = plan.training.threads > 0 ? plan.training.threads : std::max(1, machine.cores / crowd);
   out.stretch = std::max(1.0, double(crowd * out.threads_per_rank) / double(std::max(1, machine.cores)));
-  if (out.stretch > 1) out.notes.push_back("ranks outnumber cores: compute stretched " + std::to_string(out.stretch).substr(0, 4) + "x");
+  if (out.stretch > 1) {
+    const std::string x = std::to_string(out.stretch).substr(0, 4) + "x";
+    out.notes.push_back("ranks outnumber cores " + x + ": costs measured so crowded (else the nearest crowding measured) as they are, "
+                        "unshared ones stretched " + x);
+  }
 }
 
 }  // namespace loom::predict

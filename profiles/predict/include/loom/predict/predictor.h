@@ -12,8 +12,9 @@
 // the slowest replica deciding when a bucket starts; what remains after the backward is a
 // wait. Then a straggler's injected delay (its slowdown of the compute, plus its mean
 // delay), the residual measured steps had beyond their costs (a gap: time no span
-// covers), and the optimizer. Ranks on a host with more BLAS threads than cores have their
-// compute stretched by threads / cores. The step ends when the last rank's optimizer does.
+// covers), and the optimizer. Ranks on a host with more BLAS threads than cores take
+// costs measured as crowded (the nearest crowding measured) or else unshared ones
+// stretched by threads / cores. The step ends when the last rank's optimizer does.
 //
 // The asynchronous modes (async_predictor.cpp) are not one step but a process in time:
 // parameter server and ssp are simulated event by event (workers pulling, computing and
