@@ -3,7 +3,7 @@
 
 For every example plan that trains and variants of them (PLANS below), in --rounds rounds
 (each round every plan once, so that the machine's drift falls on all of them alike):
-  1. a short calibration run (--cal-steps) into a calibration store;
+  1. a calibration run (--cal-steps, as long as `loom-cli calibrate`'s) into a calibration store;
   2. a longer measured run (--steps) into a measurement store; its median step from
      `compare` (warm-up left out).
 Then each plan is predicted twice: from the whole calibration store ("seen": this
@@ -17,7 +17,7 @@ stage's bubble, the seen prediction stored as a run and shown against the measur
 median) and writes it to --out. --keep DIR keeps the stores; --repredict then predicts
 again from them without running anything.
 
-  /usr/bin/python3 bench/predict_accuracy.py [--rounds 3] [--steps 200] [--cal-steps 80] [--only REGEX] [--keep DIR]
+  /usr/bin/python3 bench/predict_accuracy.py [--rounds 3] [--steps 200] [--cal-steps 200] [--only REGEX] [--keep DIR]
 """
 import argparse
 import json
@@ -68,6 +68,9 @@ PLANS = [
     ("hybrid 2x2, 8 micro-batches", "hybrid_mlp", {"parallel": {"microbatches": 8}}),
     ("parameter server, 3 workers", "parameter_server_mlp", {"parallel": {"data_parallel": 3, "devices": [CPU] * 4},
                                                              "training": {"batch": 192}}),
+    # five ranks on two cores: a crowding no other plan runs
+    ("parameter server, 4 workers", "parameter_server_mlp", {"parallel": {"data_parallel": 4, "devices": [CPU] * 5},
+                                                             "training": {"batch": 256}}),
     ("SSP bound 0, no straggler", "ssp_straggler_mlp", {"parallel": {"sync": {"mode": "ssp", "bound": 0, "servers": 1},
                                                                     "stragglers": []}}),
     ("local SGD every step", "local_sgd_mlp", {"parallel": {"sync": {"mode": "local_sgd", "period": 1}}}),
@@ -175,7 +178,7 @@ def main():
     add_run_args(ap, "predict_accuracy.md")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--steps", type=int, default=200)
-    ap.add_argument("--cal-steps", type=int, default=80)
+    ap.add_argument("--cal-steps", type=int, default=200)  # as `loom-cli calibrate` (kCalibrationSteps)
     ap.add_argument("--only", help="only the plans whose label matches this regular expression")
     ap.add_argument("--keep", help="keep the plans and the calibration and measurement stores in this folder")
     ap.add_argument("--repredict", action="store_true",
