@@ -119,9 +119,9 @@ double StepCosts::residual(double ops) {
 
 // A parameter server's residual is mostly its ranks waiting for a core at each message,
 // so it grows with the ranks beyond the cores: on this project's VM 2.9-5.5 ms a worker
-// step at x1.50, 8.1-9.9 at x2.00 and 13.3 at x2.50 (session 35), where taken as it was
-// measured at the nearest crowding, or as the one-stage residual (1.0-1.5), 3 workers
-// were predicted 46% short. So the nearest crowding's, scaled by (crowding - 1).
+// step at x1.50, 8.1-9.9 at x2.00 and 13.3 at x2.50 (session 35); taken from the
+// one-stage residual (1.0-1.5), 3 workers were predicted 46% short. So the nearest
+// crowding's, scaled by (crowding - 1).
 double StepCosts::crowded_residual(const std::string& key, const Found& nearest, double ops) {
   note(key + ": not measured, taken from " + nearest.key + " scaled by the ranks beyond the cores");
   return std::max(0.0, nearest.cost->at(ops)) * (stretch_ - 1) / (nearest.crowding - 1);
@@ -285,7 +285,9 @@ std::optional<double> StepCosts::crowded_allreduce(int replicas, double bytes) {
 
 // The time measured at the size nearest `units` (log distance), not scaled by size.
 double StepCosts::nearest_size_ms(const LinearCost& cost, double units) {
-  const auto distance = [units](const std::pair<double, double>& p) { return std::abs(std::log(std::max(p.first, 1.0) / std::max(units, 1.0))); };
+  const auto distance = [units](const std::pair<double, double>& p) {
+    return std::abs(std::log(std::max(p.first, 1.0) / std::max(units, 1.0)));
+  };
   const auto nearest = std::min_element(cost.points.begin(), cost.points.end(),
                                         [&](const auto& a, const auto& b) { return distance(a) < distance(b); });
   return nearest == cost.points.end() ? 0.0 : std::max(0.0, nearest->second);
@@ -296,7 +298,7 @@ double StepCosts::nearest_size_ms(const LinearCost& cost, double units) {
 // This configuration's own runs first (Calibration::by_configuration), then every run's;
 // where this crowding was never measured, the nearest crowding that was, as it is: a
 // crowded rank yields its core while it waits, so its compute spans are stretched far
-// less than the crowding (4 ranks on 2 cores: linear layers 1.0-1.2x unshared, session
+// less than the crowding (4 ranks on 2 cores: linear layers 0.96-1.22x unshared, session
 // 35) and the crowding shows in its waits; then the unshared measurement, stretched.
 StepCosts::Found StepCosts::find(const std::string& key) const {
   if (own_)

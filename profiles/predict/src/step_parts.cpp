@@ -203,8 +203,8 @@ void set_threads(const Plan& plan, const MachineShape& machine, Prediction& out)
   out.stretch = std::max(1.0, double(crowd * out.threads_per_rank) / double(std::max(1, machine.cores)));
   if (out.stretch > 1) {
     const std::string x = std::to_string(out.stretch).substr(0, 4) + "x";
-    out.notes.push_back("ranks outnumber cores " + x + ": costs measured so crowded (else the nearest crowding measured) as they are, "
-                        "unshared ones stretched " + x);
+    out.notes.push_back("ranks outnumber cores " + x + ": costs measured so crowded (else the nearest crowding measured) " +
+                        "as they are, unshared ones stretched " + x);
   }
 }
 
