@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <optional>
 #include <set>
@@ -28,6 +29,11 @@ std::string sharing_suffix(double stretch) {
 std::string unshared(const std::string& key) {
   const std::size_t at = key.find(" shared x");
   return at == std::string::npos ? key : key.substr(0, at);
+}
+
+double sharing_of(const std::string& key) {
+  const std::size_t at = key.find(" shared x");
+  return at == std::string::npos ? 1.0 : std::atof(key.c_str() + at + 9);
 }
 
 std::string device_tag(const DeviceSpec& device, int threads, const std::string& gpu_name, double stretch) {

@@ -204,7 +204,7 @@ StepCosts::Found StepCosts::nearest_crowding(const std::string& key) const {
   double best_distance = 0;
   for (const auto& [k, c] : cal_.costs) {
     if (unshared(k) != base || k == base) continue;
-    const double crowding = std::atof(k.substr(k.find(" shared x") + 9).c_str());
+    const double crowding = sharing_of(k);
     const double distance = std::abs(std::log(crowding / stretch_));
     if (crowding > 1 && (!best.cost || distance < best_distance))
       best = {&c, Source::OtherCrowding, k, crowding}, best_distance = distance;
@@ -224,6 +224,16 @@ bool doubles(int ranks, CommBackend backend) {
 double exchanges(int ranks, CommBackend backend) {
   return doubles(ranks, backend) ? std::log2(double(ranks)) : 2.0 * (ranks - 1);
 }
+// The time measured at the size nearest `units` (log distance), not scaled by size.
+double nearest_size_ms(const LinearCost& cost, double units) {
+  const auto distance = [units](const std::pair<double, double>& p) {
+    return std::abs(std::log(std::max(p.first, 1.0) / std::max(units, 1.0)));
+  };
+  const auto nearest = std::min_element(cost.points.begin(), cost.points.end(),
+                                        [&](const auto& a, const auto& b) { return distance(a) < distance(b); });
+  return nearest == cost.points.end() ? 0.0 : std::max(0.0, nearest->second);
+}
+
 // Bytes each rank sends, per byte of the buffer.
 double bytes_sent(int ranks, CommBackend backend) {
   return doubles(ranks, backend) ? std::log2(double(ranks)) : 2.0 * (ranks - 1) / ranks;
@@ -268,10 +278,9 @@ std::optional<double> StepCosts::crowded_allreduce(int replicas, double bytes) {
   int best_ranks = 0;
   double best_distance = 0;
   for (const auto& [k, c] : cal_.costs) {
-    const std::size_t shared = k.find(" shared x");
-    if (!k.starts_with("all-reduce ") || shared == std::string::npos || k.find(backend + " shared") == std::string::npos) continue;
+    if (!k.starts_with("all-reduce ") || k.find(backend + " shared") == std::string::npos) continue;
     const int ranks = std::atoi(k.c_str() + 11);
-    const double crowding = std::atof(k.c_str() + shared + 9);
+    const double crowding = sharing_of(k);
     if (ranks < 2 || crowding <= 1) continue;
     const double distance = std::abs(std::log(double(replicas) / ranks)) + std::abs(std::log(stretch_ / crowding));
     if (best.empty() || distance < best_distance) best = k, best_ranks = ranks, best_distance = distance;
@@ -283,15 +292,6 @@ std::optional<double> StepCosts::crowded_allreduce(int replicas, double bytes) {
   return nearest_size_ms(cal_.costs.at(best), bytes) * exchanges(replicas, kind) / exchanges(best_ranks, kind);
 }
 
-// The time measured at the size nearest `units` (log distance), not scaled by size.
-double StepCosts::nearest_size_ms(const LinearCost& cost, double units) {
-  const auto distance = [units](const std::pair<double, double>& p) {
-    return std::abs(std::log(std::max(p.first, 1.0) / std::max(units, 1.0)));
-  };
-  const auto nearest = std::min_element(cost.points.begin(), cost.points.end(),
-                                        [&](const auto& a, const auto& b) { return distance(a) < distance(b); });
-  return nearest == cost.points.end() ? 0.0 : std::max(0.0, nearest->second);
-}
 
 // ---- calibrated keys -------------------------------------------------------------------
 

@@ -97,9 +97,11 @@ std::string configuration_of(const Plan& plan, int threads_per_rank = 0);
 std::string device_tag(const DeviceSpec& device, int threads, const std::string& gpu_name = {}, double stretch = 1.0);
 // How crowded each rank's host was: its ranks' BLAS threads over its cores (at least 1).
 std::map<std::string, double> stretch_by_host(const std::vector<trace::RankRecord>& ranks);
-// The tag without its sharing, and the suffix alone ("" when not shared).
+// The tag without its sharing, the suffix alone ("" when not shared), and the sharing a
+// key carries (1 when none).
 std::string unshared(const std::string& key);
 std::string sharing_suffix(double stretch);
+double sharing_of(const std::string& key);
 
 // A layer's work per sample, for scaling a calibrated layer of the same kind to another
 // size: its forward FLOPs, or its output's elements where it has none (relu, flatten).
