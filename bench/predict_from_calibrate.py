@@ -37,6 +37,7 @@ VARIANTS = [
                                           "training": {"batch": 128}}),
     ("data parallel x2, 1 MB buckets, batch 64", {"parallel": {"devices": [CPU] * 2, "data_parallel": 2, "bucket_mb": 1}}),
     ("data parallel x4 on 2 cores", {"parallel": {"devices": [CPU] * 4, "data_parallel": 4}, "training": {"batch": 256}}),
+    ("data parallel x3 on 2 cores", {"parallel": {"devices": [CPU] * 3, "data_parallel": 3}, "training": {"batch": 192}}),
     ("1F1B 2 stages, 4 micro-batches", {"parallel": {"devices": [CPU] * 2, "stages": 2, "microbatches": 4,
                                                      "schedule": "1f1b"}}),
     ("GPipe 2 stages, 8 micro-batches", {"parallel": {"devices": [CPU] * 2, "stages": 2, "microbatches": 8,
