@@ -36,7 +36,7 @@ int cmd_calibrate(const Args& args) {
     std::fprintf(stderr, "loom-cli: --steps needs a number of steps from 10 to 100000 (got '%s')\n", args.steps->c_str());
     return kInvalidInput;
   }
-  auto variants = predict::calibration_runs(*plan, machine::cores_available(), *steps);
+  auto variants = predict::calibration_runs(*plan, *steps);
   if (!variants.ok()) {
     print_error(variants.error());
     return kInvalidInput;

@@ -6,7 +6,6 @@
 
 #include <cmath>
 
-#include "loom/predict/calibration_runs.h"
 #include "loom/predict/cluster.h"
 #include "loom/predict/layouts.h"
 #include "predict_fixtures.h"
@@ -262,29 +261,6 @@ class TestPredictCluster : public QObject {
     QVERIFY(near((*curve)[0].samples_per_s, 64 / (*curve)[0].step_ms * 1000));
     QVERIFY(near((*curve)[2].samples_per_s, 256 / (*curve)[2].step_ms * 1000));
     QVERIFY((*curve)[2].efficiency < 1.0);  // 4 ms of tree all-reduce latency per step
-  }
-
-  // calibrate crowds a small machine's cores twice over, each replica at the plan's batch
-  // (so 4 replicas of 64 on 2 cores for a plan of batch 64); not on more than
-  // kMostCoresCrowded cores, and not a gpu plan.
-  void calibrationCrowdsTheCoresOfASmallMachine() {
-    const Plan plan = tiny_plan(R"({"devices": )" + devices(1) + "}");
-    const auto on_two = must(loom::predict::calibration_runs(plan, 2, 20));
-    const Plan& crowded = on_two.back().plan;
-    QCOMPARE(QString::fromStdString(on_two.back().what), QString("4 replicas on 2 cores, the plan's batch each"));
-    QCOMPARE(crowded.parallel.data_parallel, 4);
-    QCOMPARE(crowded.parallel.devices.size(), std::size_t(4));
-    QCOMPARE(crowded.training.batch, std::int64_t(256));
-    QCOMPARE(crowded.training.threads, 1);
-    QCOMPARE(crowded.training.steps, std::int64_t(20));
-    const auto on_many = must(loom::predict::calibration_runs(plan, loom::predict::kMostCoresCrowded + 1, 20));
-    QCOMPARE(on_many.size(), on_two.size() - 1);
-    const Plan dp2 = tiny_plan(R"({"devices": )" + devices(2) + R"(, "data_parallel": 2})", "0, 0, 0", 128);
-    QCOMPARE(must(loom::predict::calibration_runs(dp2, 2, 20)).back().plan.training.batch, std::int64_t(256));
-    Plan gpu = plan;
-    gpu.parallel.devices.front().kind = loom::DeviceKind::Gpu;
-    gpu.parallel.devices.front().gpu = 0;
-    QCOMPARE(must(loom::predict::calibration_runs(gpu, 2, 20)).size(), on_many.size());
   }
 };
 

@@ -1,7 +1,5 @@
 #include "loom/predict/calibration_runs.h"
 
-#include <algorithm>
-
 #include "loom/predict/calibration.h"
 #include "loom/predict/layouts.h"
 
@@ -12,25 +10,12 @@ namespace {
 // Buckets of 1 KB: every gradient tensor of at least that size is all-reduced alone.
 constexpr double kSmallBucketMb = 0.001;
 
-// A crowded run measures what stretching uncrowded costs cannot: a crowded rank's spans
-// took 0.96-1.22x their unshared time (it yields its core while it waits, so the
-// crowding shows in its waits), and the all-reduce and residual grew with the ranks
-// waiting for a core (prediction.md). Twice the cores, at the plan's batch per replica
-// (scaling out as a user does), so the crowded keys are measured at the sizes the plan's
-// crowded neighbours have. Cpu plans only: gpu ranks sharing one GPU are not predicted.
-bool crowding_is_calibrated(const Plan& plan, int cores) {
-  if (cores < 1 || cores > kMostCoresCrowded || plan.parallel.devices.empty()) return false;
-  return std::all_of(plan.parallel.devices.begin(), plan.parallel.devices.end(),
-                     [](const DeviceSpec& d) { return d.kind == DeviceKind::Cpu; });
-}
-
 // The layouts whose costs predicting this plan's neighbours needs: 1 and 2 BLAS-thread
 // layers at a quarter to four times the batch a rank or micro-batch of the plan has (a
 // layer's time per sample falls as the batch grows, so one size does not scale), the loss
 // and optimizer at both, stage-to-stage messages, and all-reduces of the whole gradient
 // and of 1 KB buckets (each tensor alone), whose sizes set the latency and bandwidth.
-// On a few cores, also ranks outnumbering them twice over (crowded_layout).
-std::vector<CalibrationRun> variants_of(const Plan& plan, int cores) {
+std::vector<CalibrationRun> variants_of(const Plan& plan) {
   std::vector<CalibrationRun> out{{"as planned", plan}};
   // An asynchronous plan's own run measures what predicting it needs at its crowding; its
   // layouts (which with_layout varies as synchronous ones) would not.
@@ -52,11 +37,6 @@ std::vector<CalibrationRun> variants_of(const Plan& plan, int cores) {
   add("two replicas", {2, 1, 1, Schedule::OneFOneB, bucket}, 1, batch);
   add("two replicas, 4x the batch, 1 KB buckets", {2, 1, 1, Schedule::OneFOneB, kSmallBucketMb}, 1, 4 * batch);
   add("two-stage 1F1B, 4 micro-batches", {1, 2, 4, Schedule::OneFOneB, bucket}, 1, batch);
-  if (crowding_is_calibrated(plan, cores)) {
-    const int replicas = 2 * cores;
-    add(std::to_string(replicas) + " replicas on " + std::to_string(cores) + " cores, the plan's batch each",
-        {replicas, 1, 1, Schedule::OneFOneB, bucket}, 1, batch * replicas / std::max(1, plan.parallel.data_parallel));
-  }
   return out;
 }
 
@@ -70,9 +50,9 @@ Status check_calibratable(const Plan& plan) {
   return {};
 }
 
-Expected<std::vector<CalibrationRun>> calibration_runs(const Plan& plan, int cores, std::int64_t steps) {
+Expected<std::vector<CalibrationRun>> calibration_runs(const Plan& plan, std::int64_t steps) {
   if (Status s = check_calibratable(plan); !s.ok()) return s.error();
-  std::vector<CalibrationRun> runs = variants_of(plan, cores);
+  std::vector<CalibrationRun> runs = variants_of(plan);
   for (CalibrationRun& run : runs) {
     run.plan.name = plan.name + " (calibration: " + run.what + ")";
     run.plan.training.steps = steps;

@@ -29,7 +29,6 @@
 #include "loom/predict/calibration.h"
 #include "loom/predict/calibration_runs.h"
 #include "loom/store/run_store.h"
-#include "loom/trace/machine.h"
 #include "loom/test/expect.h"
 #include "loom/test/files.h"
 #include "loom/ui/charts/overlay_charts.h"
@@ -179,7 +178,7 @@ class TestWorkbench : public QObject {
                               60000);
     QVERIFY(QTest::qWaitFor([&] { return calibrated.count() == 1; }, 400000));
 
-    const auto expected = must(loom::predict::calibration_runs(plan, loom::machine::cores_available(), 40));
+    const auto expected = must(loom::predict::calibration_runs(plan, 40));
     QCOMPARE(finished.count(), int(expected.size()));
     auto store = must(loom::store::RunStore::open(window_->dbPath().toStdString()));
     for (int i = 0; i < finished.count(); ++i) {

@@ -163,7 +163,7 @@ QString MainWindow::calibrateBlockedReason() const {
 
 // Predict found costs missing: say which, and offer the runs that measure them.
 void MainWindow::offerCalibration(const loom::Error& error) {
-  auto runs = predict::calibration_runs(document_.plan(), machine::cores_available(), calibration_steps_);
+  auto runs = predict::calibration_runs(document_.plan(), calibration_steps_);
   const int count = runs.ok() ? int(runs->size()) : 0;
   const QString offer = tr("Run > Calibrate runs this plan briefly in the %1 layouts prediction needs (%2 steps each, "
                            "stored as runs tagged \u201ccalibration\u201d), then predicts it.")
@@ -186,7 +186,7 @@ bool MainWindow::calibratePlan() {
     showError(tr("Cannot calibrate this plan"), blocked);
     return false;
   }
-  auto runs = predict::calibration_runs(document_.plan(), machine::cores_available(), calibration_steps_);
+  auto runs = predict::calibration_runs(document_.plan(), calibration_steps_);
   std::vector<RunSequence::Item> items;
   for (predict::CalibrationRun& run : *runs) items.push_back({std::move(run.plan), QString::fromStdString(run.what)});
   calibrating_plan_ = document_.plan();

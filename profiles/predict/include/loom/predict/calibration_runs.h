@@ -1,9 +1,8 @@
 // The short real runs that calibrate a plan's neighbours when the store has no history
 // (`loom-cli calibrate`, the workbench's Run > Calibrate): the plan as written, one
 // process with every core (at its batch and four times it), two replicas (the same; the
-// larger with 1 KB buckets), a two-stage 1F1B pipeline and, on a machine of at most
-// kMostCoresCrowded cores, twice as many replicas as cores (ranks outnumbering cores),
-// each where the batch and the layers allow; an asynchronous plan, only as written. Each is a measured run like any
+// larger with 1 KB buckets), and a two-stage 1F1B pipeline, each where the batch and the
+// layers allow; an asynchronous plan, only as written. Each is a measured run like any
 // other, tagged kCalibrationTag; predict never runs them itself.
 #pragma once
 
@@ -18,11 +17,6 @@ namespace loom::predict {
 
 inline constexpr std::int64_t kCalibrationSteps = 200;
 inline constexpr const char* kCalibrationTag = "calibration";
-// Up to this many cores, calibrate also runs twice as many replicas as cores: on a laptop
-// a plan of more ranks than cores is a layout a user tries, and crowding is then most of
-// its cost (bench/results/predict_from_calibrate.md: four replicas on two cores predicted
-// 22% short from uncrowded runs alone). On more cores that run would be a large job.
-inline constexpr int kMostCoresCrowded = 4;
 
 struct CalibrationRun {
   std::string what;  // "two replicas, 4x the batch, 1 KB buckets"
@@ -33,8 +27,7 @@ struct CalibrationRun {
 // runs on this machine, and serving is not predicted.
 Status check_calibratable(const Plan& plan);
 
-// The runs for this plan on a machine of `cores` cores (machine::cores_available());
-// check_calibratable's error where it cannot be calibrated.
-Expected<std::vector<CalibrationRun>> calibration_runs(const Plan& plan, int cores, std::int64_t steps = kCalibrationSteps);
+// The runs for this plan; check_calibratable's error where it cannot be calibrated.
+Expected<std::vector<CalibrationRun>> calibration_runs(const Plan& plan, std::int64_t steps = kCalibrationSteps);
 
 }  // namespace loom::predict
