@@ -129,7 +129,7 @@ void print_text(const Plan& plan, const Prediction& p, const predict::Calibratio
   }
   if (shares.size() > 16) std::printf("  ... %zu more ranks\n", shares.size() - 16);
   print_memory(p);
-  for (const std::string& note : p.notes) std::printf("  note: %s\n", note.c_str());
+  for (const std::string& note : predict::grouped_notes(p.notes)) std::printf("  note: %s\n", note.c_str());
 }
 
 nlohmann::json to_json(const Plan& plan, const Prediction& p, const predict::Calibration& cal) {
@@ -328,7 +328,7 @@ int print_serving(const Plan& plan, const predict::ServingPrediction& p, const s
   if (measured)
     std::printf("  measured: mean batch %.2f, %.3f ms a batch, server busy %.0f%%\n", measured->mean_batch,
                 measured->batch_compute_ms, 100 * measured->busy_fraction);
-  for (const std::string& note : p.notes) std::printf("  note: %s\n", note.c_str());
+  for (const std::string& note : predict::grouped_notes(p.notes)) std::printf("  note: %s\n", note.c_str());
   return kOk;
 }
 

@@ -209,6 +209,27 @@ class TestPredict : public QObject {
     QVERIFY2(no_messages.error().message.find("send mpi") != std::string::npos, no_messages.error().message.c_str());
   }
 
+  // A crowded plan's per-layer notes are said once per way and device tag, where the
+  // first stood, with each layer named; fewer than three, and notes of no cost, as they are.
+  void notesOfOneApproximationAreGrouped() {
+    const std::vector<std::string> notes = {
+        "ranks outnumber cores 1.50x: costs measured so crowded",
+        "forward fc1 @cpu 1t shared x1.50: not measured, taken from forward fc1 @cpu 1t shared x2.00",
+        "optimizer sgd @cpu 1t shared x1.50: measured only unshared, stretched",
+        "backward fc1 @cpu 1t shared x1.50: not measured, taken from backward fc1 @cpu 1t shared x2.00",
+        "forward fc2 @cpu 1t shared x1.50: not measured, taken from forward fc2 @cpu 1t shared x2.00",
+        "loss softmax @cpu 1t shared x1.50: measured only unshared, stretched"};
+    const std::vector<std::string> expected = {
+        notes[0],
+        "3 costs @cpu 1t shared x1.50 not measured, taken from @cpu 1t shared x2.00: forward fc1; backward fc1; forward fc2",
+        notes[2], notes[5]};
+    QCOMPARE(loom::predict::grouped_notes(notes), expected);
+    // Taken from another name (not only another crowding) stays apart.
+    std::vector<std::string> other = notes;
+    other[4] = "forward fc2 @cpu 1t shared x1.50: not measured, taken from forward fc1 @cpu 1t shared x2.00";
+    QCOMPARE(loom::predict::grouped_notes(other), other);
+  }
+
   // A parallel block split over two stages: branch a on stage 0, branch b on stage 1,
   // where the block's concatenation runs (costed as the block's span) before fc. GPipe,
   // one micro-batch, free messages. Branch b is fed by the batch, so as the engine runs it,

@@ -34,7 +34,7 @@ trace::RunRecord record_of(const Plan& plan, const Prediction& p, const Calibrat
   r.log += p.cycle_steps > 1 ? "one cycle of " + std::to_string(p.cycle_steps) + " steps, " + std::to_string(cycle_ms(p)) + " ms"
                              : "one step of " + std::to_string(p.step_ms) + " ms";
   r.log += ", repeated " + std::to_string(cycles_stored(p)) + " times\n";
-  for (const std::string& note : p.notes) r.log += "note: " + note + "\n";
+  for (const std::string& note : grouped_notes(p.notes)) r.log += "note: " + note + "\n";
   return r;
 }
 

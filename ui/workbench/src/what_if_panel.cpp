@@ -297,7 +297,7 @@ void WhatIfPanel::showFigures() {
   QString about = tr("Changes in brackets are against the plan as it stands. Predicted in %1 ms from %2 stored runs.")
                       .arg(what_if_.lastPredictionMs(), 0, 'f', 1)
                       .arg(what_if_.calibrationRuns());
-  for (const std::string& n : p->notes) about += "\n" + QString::fromStdString(n);
+  for (const std::string& n : predict::grouped_notes(p->notes)) about += "\n" + QString::fromStdString(n);
   figures_->setToolTip(about);
 }
 

@@ -87,6 +87,14 @@ struct Prediction {
   std::vector<trace::UpdateRecord> updates;  // the simulated ones (stored with a stored prediction)
 };
 
+// The notes as a person reads them: the costs approximated the same way at the same
+// device tag (three or more, "forward linear 784->256 @cpu 1t shared x1.50: not measured,
+// taken from forward linear 784->256 @cpu 1t shared x2.00", one per layer) said once,
+// "14 costs @cpu 1t shared x1.50 not measured, taken from @cpu 1t shared x2.00: forward
+// linear 784->256; backward linear 784->256; ...", where the first of them stood; every
+// other note as it is. `Prediction::notes` keeps each (the JSON output lists them).
+std::vector<std::string> grouped_notes(const std::vector<std::string>& notes);
+
 // NotFound naming every cost the calibration lacks (with what would measure it);
 // Unavailable for what the predictor does not cover (serving: serving_prediction.h; gpu
 // ranks from a calibration).
