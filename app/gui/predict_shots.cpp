@@ -2,7 +2,8 @@
 // real workbench on PLAN with DB's runs as the calibration, at 1280x720 and 1920x1080:
 // whatif-WxH-scaling.png (the knobs, the figures and the scaling chart on hosts like this
 // one), whatif-WxH-layouts.png (after Search layouts), and with CLUSTER loaded
-// whatif-WxH-cluster.png and whatif-WxH-dark-cluster-layouts.png.
+// whatif-WxH-cluster.png and whatif-WxH-dark-cluster-layouts.png; first
+// whatif-WxH-notes.png (the figures' tooltip with four replicas on this machine).
 // `loom-predict-shots --calibrate OUT_DIR DB_DIR PLAN`: Run > Predict on an empty store at
 // each size (dark at 1920x1080), as a first user meets it: calibrate-WxH-offer.png (the
 // dialog offering Calibrate), calibrate-WxH-running.png (Calibrate now pressed, its third
@@ -13,6 +14,7 @@
 #include <QComboBox>
 #include <QDir>
 #include <QDockWidget>
+#include <QLabel>
 #include <QMessageBox>
 #include <QPushButton>
 #include <QRegularExpression>
@@ -20,7 +22,9 @@
 #include <QSpinBox>
 #include <QTabWidget>
 #include <QTimer>
+#include <QToolTip>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "shot_wait.h"
@@ -44,6 +48,42 @@ bool save(MainWindow& window, const QDir& out, const QString& name) {
   return ok;
 }
 
+bool save_screen(const MainWindow& window, const QDir& out, const QString& name) {
+  const QRect frame = window.frameGeometry();
+  const QPixmap shot = window.screen()->grabWindow(0, frame.x(), frame.y(), frame.width(), frame.height());
+  const bool ok = shot.save(out.filePath(name));
+  std::fprintf(stderr, "%s %s\n", ok ? "saved" : "FAILED to save", qPrintable(out.filePath(name)));
+  return ok;
+}
+
+// The figures' tooltip (how they were made) with the replicas crowding this machine's
+// cores, where per-layer notes are grouped: the whole screen under the window, so the
+// tooltip shows over it.
+bool save_notes(MainWindow& window, const QDir& out, const QString& name) {
+  loom::ui::WhatIfPanel* panel = window.whatIfPanel();
+  panel->targetBox()->setCurrentIndex(0);
+  emit panel->targetBox()->activated(0);  // this machine, as a user picks it
+  const int replicas = panel->replicasBox()->value();
+  panel->replicasBox()->setValue(4);
+  wait_ms(300);
+  QLabel* figures = panel->figuresLabel();
+  // Where a user's pointer would be for the tooltip to end inside the window, as a screen
+  // of the window's size would place it (this one is larger).
+  const QPoint at = figures->mapToGlobal(QPoint(figures->width() / 3, 0));
+  QToolTip::showText(at, figures->toolTip(), figures);
+  wait_ms(300);
+  for (QWidget* w : QApplication::topLevelWidgets())
+    if (w->inherits("QTipLabel") && w->isVisible()) {
+      const int bottom = window.frameGeometry().bottom() - 8;
+      if (w->geometry().bottom() > bottom) w->move(w->x(), std::max(window.y(), bottom - w->height()));
+    }
+  wait_ms(300);
+  const bool ok = save_screen(window, out, name);
+  QToolTip::hideText();
+  panel->replicasBox()->setValue(replicas);
+  return ok;
+}
+
 bool shoot(MainWindow& window, const QDir& out, const QSize& size, const QString& cluster) {
   const QString tag = QStringLiteral("whatif-%1x%2").arg(size.width()).arg(size.height());
   window.setDarkPalette(false);
@@ -52,9 +92,10 @@ bool shoot(MainWindow& window, const QDir& out, const QSize& size, const QString
   window.applyDefaultLayout(size);
   window.findChild<QDockWidget*>("WhatIfDock")->raise();
   loom::ui::WhatIfPanel* panel = window.whatIfPanel();
+  bool ok = save_notes(window, out, tag + "-notes.png");
   panel->targetBox()->setCurrentIndex(1);
   emit panel->targetBox()->activated(1);  // hosts like this one, as a user picks it
-  bool ok = save(window, out, tag + "-scaling.png");
+  ok = save(window, out, tag + "-scaling.png") && ok;
   panel->searchLayouts();
   ok = save(window, out, tag + "-layouts.png") && ok;
   if (!cluster.isEmpty() && panel->loadClusterFile(cluster)) {
@@ -67,13 +108,6 @@ bool shoot(MainWindow& window, const QDir& out, const QSize& size, const QString
   return ok;
 }
 
-bool save_screen(const MainWindow& window, const QDir& out, const QString& name) {
-  const QRect frame = window.frameGeometry();
-  const QPixmap shot = window.screen()->grabWindow(0, frame.x(), frame.y(), frame.width(), frame.height());
-  const bool ok = shot.save(out.filePath(name));
-  std::fprintf(stderr, "%s %s\n", ok ? "saved" : "FAILED to save", qPrintable(out.filePath(name)));
-  return ok;
-}
 
 // Presses "Calibrate now" in the dialog Predict opens, after taking its picture (the
 // whole screen's part under the window, so the dialog shows over it).

@@ -161,6 +161,9 @@ class TestWhatIf : public QObject {
     QVERIFY2(panel.figuresLabel()->text().contains("Step"), qPrintable(panel.figuresLabel()->text()));
     QVERIFY2(panel.figuresLabel()->text().contains("slowest rank: ") && panel.figuresLabel()->text().contains(" ms compute"),
              qPrintable(panel.figuresLabel()->text()));
+    // How the figures were made, as rich text (Qt wraps only that): one paragraph a note.
+    const QString about = panel.figuresLabel()->toolTip();
+    QVERIFY2(Qt::mightBeRichText(about) && about.startsWith("<p>Changes in brackets"), qPrintable(about));
     panel.targetBox()->setCurrentIndex(1);
     emit panel.targetBox()->activated(1);
     QTRY_VERIFY(panel.scalingChart()->pointCount() >= 5);  // 1, 2, 4, 8, 16 ... hosts, off the GUI thread

@@ -293,12 +293,13 @@ void WhatIfPanel::showFigures() {
                      .arg(QString::fromStdString(format_bytes(peak(*p))), ranks,
                           QString::fromStdString(predict::step_breakdown(*p)).toHtmlEscaped());
   figures_->setText(text + calibration_note);
-  // The narrow column keeps the figures; how they were made is the tooltip.
-  QString about = tr("Changes in brackets are against the plan as it stands. Predicted in %1 ms from %2 stored runs.")
-                      .arg(what_if_.lastPredictionMs(), 0, 'f', 1)
-                      .arg(what_if_.calibrationRuns());
-  for (const std::string& n : predict::grouped_notes(p->notes)) about += "\n" + QString::fromStdString(n);
-  figures_->setToolTip(about);
+  // The narrow column keeps the figures; how they were made is the tooltip, rich text so
+  // that Qt wraps it: a grouped note names every layer it covers on one line.
+  QStringList about{tr("Changes in brackets are against the plan as it stands. Predicted in %1 ms from %2 stored runs.")
+                        .arg(what_if_.lastPredictionMs(), 0, 'f', 1)
+                        .arg(what_if_.calibrationRuns())};
+  for (const std::string& n : predict::grouped_notes(p->notes)) about << QString::fromStdString(n).toHtmlEscaped();
+  figures_->setToolTip("<p>" + about.join("</p><p>") + "</p>");
 }
 
 void WhatIfPanel::showScaling() {
