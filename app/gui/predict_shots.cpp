@@ -108,7 +108,6 @@ bool shoot(MainWindow& window, const QDir& out, const QSize& size, const QString
   return ok;
 }
 
-
 // Presses "Calibrate now" in the dialog Predict opens, after taking its picture (the
 // whole screen's part under the window, so the dialog shows over it).
 void answer_offer(MainWindow& window, const QDir& out, const QString& tag, bool& ok) {

@@ -1,5 +1,5 @@
 // grouped_notes (see predictor.h): a crowded plan's prediction notes one approximation per
-// layer, forward and backward (17 lines for the MLP with four replicas on two cores);
+// layer, forward and backward (18 lines for the MLP with four replicas on two cores);
 // grouped, the terminal and the What-if tooltip show what was done once.
 #include <map>
 #include <optional>
