@@ -3,7 +3,8 @@
 // whatif-WxH-scaling.png (the knobs, the figures and the scaling chart on hosts like this
 // one), whatif-WxH-layouts.png (after Search layouts), and with CLUSTER loaded
 // whatif-WxH-cluster.png and whatif-WxH-dark-cluster-layouts.png; first
-// whatif-WxH-notes.png (the figures' tooltip with four replicas on this machine).
+// whatif-WxH-notes.png and whatif-WxH-dark-notes.png (the figures' tooltip with four
+// replicas on this machine).
 // `loom-predict-shots --calibrate OUT_DIR DB_DIR PLAN`: Run > Predict on an empty store at
 // each size (dark at 1920x1080), as a first user meets it: calibrate-WxH-offer.png (the
 // dialog offering Calibrate), calibrate-WxH-running.png (Calibrate now pressed, its third
@@ -93,6 +94,9 @@ bool shoot(MainWindow& window, const QDir& out, const QSize& size, const QString
   window.findChild<QDockWidget*>("WhatIfDock")->raise();
   loom::ui::WhatIfPanel* panel = window.whatIfPanel();
   bool ok = save_notes(window, out, tag + "-notes.png");
+  window.setDarkPalette(true);  // the tooltip in the dark palette too
+  ok = save_notes(window, out, tag + "-dark-notes.png") && ok;
+  window.setDarkPalette(false);
   panel->targetBox()->setCurrentIndex(1);
   emit panel->targetBox()->activated(1);  // hosts like this one, as a user picks it
   ok = save(window, out, tag + "-scaling.png") && ok;
