@@ -135,6 +135,19 @@ void delay_setup_if_requested(int rank) {
   std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(ms)));
 }
 
+// The probes' figures as run metrics. The probe's size beside them: a prediction between
+// hosts takes the link's latency back out (loom/predict/host_links.h). Each other host's
+// figure is its first rank's "host_p2p_gbs" (rank 1's is "p2p_gbs").
+void record_probes(const Session& s, trace::RunWriter& writer, double p2p_gbs,
+                   const std::vector<engine::HostProbe>& other_hosts) {
+  const int rank = s.comm.rank();
+  if (rank == 0)
+    writer.add_metrics({{0, -1, s.clock.t0_ns, "p2p_gbs", p2p_gbs},
+                        {0, -1, s.clock.t0_ns, "p2p_probe_bytes", double(engine::kP2pProbeBytes)}});
+  for (const engine::HostProbe& probe : other_hosts)
+    if (probe.rank == rank) writer.add_metrics({{rank, -1, s.clock.t0_ns, "host_p2p_gbs", probe.gbs}});
+}
+
 Status measure_before_training(Session& s, trace::RunWriter* writer) {
   const std::int64_t clock_start = trace::now_ns();
   delay_setup_if_requested(s.comm.rank());
@@ -147,14 +160,12 @@ Status measure_before_training(Session& s, trace::RunWriter* writer) {
   const std::int64_t probe_start = trace::now_ns();
   auto p2p = engine::probe_p2p_bandwidth(s.comm, &s.recorder);
   if (!p2p.ok()) return p2p.error();
+  auto other_hosts = engine::probe_other_hosts(s.comm, &s.recorder, machine::host_name());
+  if (!other_hosts.ok()) return other_hosts.error();
   trace::record_setup(s.recorder, trace::SetupPhase::BandwidthProbe, probe_start);
   s.clock.t0_ns = trace::now_ns();
   s.reporter.clock(s.clock);  // sent now so a rank that dies mid-run is still aligned
-  // The probe's size beside its figure: a prediction between hosts takes the link's
-  // latency back out of it (loom/predict/host_links.h).
-  if (writer && s.comm.rank() == 0)
-    writer->add_metrics({{0, -1, s.clock.t0_ns, "p2p_gbs", *p2p},
-                         {0, -1, s.clock.t0_ns, "p2p_probe_bytes", double(engine::kP2pProbeBytes)}});
+  if (writer) record_probes(s, *writer, *p2p, *other_hosts);
   return {};
 }
 

@@ -5,6 +5,7 @@
 #include <QtTest>
 
 #include <map>
+#include <string>
 #include <thread>
 
 #include "loom/comm/threads.h"
@@ -80,6 +81,56 @@ class TestRankProbes : public QObject {
       QCOMPARE(recv.peer == -1, false);
       QVERIFY(recv.end_ns >= sends[message].start_ns);
     }
+  }
+
+  // Ranks on hosts {a, a, b, c}: rank 0 probes b through rank 2 and c through rank 3, one
+  // after the other; every rank gets both figures. On {a, b, b, c} rank 1 stands for b
+  // (probe_p2p_bandwidth measured it), so only c is probed, through rank 3. On one host
+  // nothing is. The probes' traced messages pair up, ids unique.
+  void eachOtherHostIsProbedThroughItsFirstRank() {
+    QCOMPARE(probed_ranks({"a", "a", "b", "c"}), (std::vector<int>{2, 3}));
+    QCOMPARE(probed_ranks({"a", "b", "b", "c"}), (std::vector<int>{3}));
+    QCOMPARE(probed_ranks({"a", "a", "a"}), (std::vector<int>{}));
+    QCOMPARE(probed_ranks({"a"}), (std::vector<int>{}));
+  }
+
+ private:
+  // The ranks probe_other_hosts probed, as rank 0 got them; every rank must get the same
+  // list with the same figures, and the traced messages must pair up.
+  static std::vector<int> probed_ranks(const std::vector<std::string>& hosts) {
+    const int n = int(hosts.size());
+    auto comms = comm::make_thread_group(n);
+    std::vector<trace::Recorder> recorders(static_cast<std::size_t>(n));
+    std::vector<std::vector<engine::HostProbe>> got(static_cast<std::size_t>(n));
+    std::vector<std::thread> threads;
+    for (int r = 0; r < n; ++r)
+      threads.emplace_back([&, r] {
+        auto probes = engine::probe_other_hosts(*comms[std::size_t(r)], &recorders[std::size_t(r)], hosts[std::size_t(r)],
+                                                1 << 14, 2);
+        if (probes.ok()) got[std::size_t(r)] = *probes;
+        else got[std::size_t(r)] = {{-1, 0}};
+      });
+    for (auto& t : threads) t.join();
+    std::map<std::int32_t, int> sends, recvs;
+    for (auto& recorder : recorders) {
+      std::vector<trace::Event> events;
+      recorder.drain(events);
+      for (const auto& e : events) ++(e.kind == trace::EventKind::Send ? sends : recvs)[e.message];
+    }
+    std::vector<int> ranks;
+    for (const engine::HostProbe& p : got[0]) {
+      ranks.push_back(p.rank);
+      if (!(p.gbs > 0)) return {-2};
+    }
+    for (int r = 1; r < n; ++r) {
+      if (got[std::size_t(r)].size() != got[0].size()) return {-3};
+      for (std::size_t i = 0; i < got[0].size(); ++i)
+        if (got[std::size_t(r)][i].rank != got[0][i].rank || got[std::size_t(r)][i].gbs != got[0][i].gbs) return {-4};
+    }
+    if (sends.size() != 2 * 2 * got[0].size() || recvs.size() != sends.size()) return {-5};
+    for (const auto& [message, count] : sends)
+      if (count != 1 || recvs[message] != 1) return {-6};
+    return ranks;
   }
 };
 

@@ -48,6 +48,26 @@ std::int64_t store_run(loom::store::RunStore& store, const Plan& plan, std::pair
   return id;
 }
 
+// A finished run with a rank on each of `hosts` (rank r on hosts[r]) whose clock
+// uncertainty is latencies_us[r], and these metrics.
+std::int64_t store_ranks(loom::store::RunStore& store, const Plan& plan, const std::vector<std::string>& hosts,
+                         const std::vector<double>& latencies_us, const std::vector<loom::trace::MetricRecord>& metrics) {
+  loom::trace::RunRecord run;
+  run.plan_json = loom::plan_to_json(plan);
+  run.world_size = int(hosts.size());
+  const std::int64_t id = *store.create_run(run);
+  for (std::size_t r = 0; r < hosts.size(); ++r) {
+    loom::trace::RankRecord record;
+    record.rank = int(r);
+    record.host = hosts[r];
+    record.uncertainty_ns = std::int64_t(latencies_us[r] * 1e3);
+    must_ok(store.upsert_rank(id, record));
+  }
+  must_ok(store.append_metrics(id, metrics));
+  must_ok(store.finish_run(id, loom::trace::RunStatus::Completed, 1.0, 128, ""));
+  return id;
+}
+
 Cluster must_cluster(const std::string& json) { return must(loom::predict::cluster_from_json(json)); }
 
 bool mentions(const std::vector<std::string>& notes, const std::string& text) {
@@ -67,7 +87,7 @@ class TestPredictHostLinks : public QObject {
   // one from before the probe's size was recorded, 1 ms and 0.2 GB/s as it stands. The
   // pair's link: the median latency, 2000 us, and bandwidth, 0.1 GB/s. A run on one host,
   // a stored prediction between the same hosts and a run whose rank 1 left no record (its
-  // ranks 0 and 2 on a and b) teach nothing.
+  // ranks 0 and 2 on a and b, and no probe of rank 2's own) teach nothing.
   void linkLearntFromRunsAcrossHosts() {
     QTemporaryDir dir;
     auto store = loom::store::RunStore::open(dir.filePath("runs.db").toStdString());
@@ -90,6 +110,62 @@ class TestPredictHostLinks : public QObject {
     QVERIFY(!h.link.measured);
     QVERIFY(loom::predict::find_link(cal.links, "b", "a") == &h);
     QVERIFY(loom::predict::find_link(cal.links, "a", "c") == nullptr);
+  }
+
+  // A run whose ranks 0 and 1 share host a measures a's link to b through b's first rank
+  // (rank 2: its clock uncertainty, 3000 us, and its own probe, 4 MB in 43 ms, so 40 ms on
+  // the wire: 0.1 GB/s); rank 3's figures, b's second rank, are not its link. A run on a,
+  // b and c measures a-b through rank 1 (the run's p2p_gbs: 4 MB in 41 ms, 1000 us) and
+  // a-c through rank 2 (4 MB in 25 ms, 5000 us: 0.2 GB/s); the link between b and c,
+  // neither of them rank 0's host, is not measured.
+  void linksLearntThroughEachHostsFirstRank() {
+    QTemporaryDir dir;
+    auto store = loom::store::RunStore::open(dir.filePath("runs.db").toStdString());
+    QVERIFY(store.ok());
+    const Plan plan = tiny_plan(R"({"devices": )" + devices(2) + R"(, "data_parallel": 2})", "0, 0, 0", 128);
+    const std::int64_t two_each = store_ranks(
+        *store, plan, {"a", "a", "b", "b"}, {0, 50, 3000, 9000},
+        {{0, -1, 1, "p2p_gbs", 5.0}, {0, -1, 1, "p2p_probe_bytes", 4e6}, {2, -1, 1, "host_p2p_gbs", 4e6 / 43e6},
+         {3, -1, 1, "host_p2p_gbs", 0.9}});
+    const std::int64_t three = store_ranks(
+        *store, plan, {"a", "b", "c"}, {0, 1000, 5000},
+        {{0, -1, 1, "p2p_gbs", 4e6 / 41e6}, {0, -1, 1, "p2p_probe_bytes", 4e6}, {2, -1, 1, "host_p2p_gbs", 4e6 / 25e6}});
+    const auto seen = must(loom::predict::observe_links(*store, two_each));
+    QCOMPARE(seen.size(), std::size_t(1));
+    QCOMPARE(seen[0].first + seen[0].second, std::string("ab"));
+    QVERIFY2(near(seen[0].latency_us, 3000) && near(seen[0].bandwidth_gbs, 0.1),
+             qPrintable(QString("%1 us, %2 GB/s").arg(seen[0].latency_us).arg(seen[0].bandwidth_gbs)));
+    const Calibration cal = must(loom::predict::calibrate(*store, ""));
+    QCOMPARE(cal.links.size(), std::size_t(2));
+    const HostLink* ab = loom::predict::find_link(cal.links, "a", "b");
+    const HostLink* ac = loom::predict::find_link(cal.links, "c", "a");
+    QVERIFY(ab && ac && !loom::predict::find_link(cal.links, "b", "c"));
+    QCOMPARE(ab->runs, (std::vector<std::int64_t>{two_each, three}));
+    QVERIFY2(near(ab->link.latency_us, 2000) && near(ab->link.bandwidth_gbs, 0.1),
+             qPrintable(QString("%1 us, %2 GB/s").arg(ab->link.latency_us).arg(ab->link.bandwidth_gbs)));
+    QCOMPARE(ac->runs, (std::vector<std::int64_t>{three}));
+    QVERIFY2(near(ac->link.latency_us, 5000) && near(ac->link.bandwidth_gbs, 0.2),
+             qPrintable(QString("%1 us, %2 GB/s").arg(ac->link.latency_us).arg(ac->link.bandwidth_gbs)));
+  }
+
+  // A plan on hosts a, b and c takes the median of the links learnt between two of them
+  // (a-b: 1000 us, 0.001 GB/s; a-c: 3000 us, 0.003 GB/s; so 2000 us, 0.002 GB/s), not a
+  // link to a host it does not use (b-d), and predicts what a cluster file of three such
+  // hosts with that link written down does.
+  void planOnThreeHostsTakesTheMedianOfTheirLinks() {
+    const std::string on_hosts = R"([{"kind": "cpu", "host": "a"}, {"kind": "cpu", "host": "b"}, {"kind": "cpu", "host": "c"}])";
+    const Plan plan = tiny_plan(R"({"devices": )" + on_hosts + R"(, "data_parallel": 3})", "0, 0, 0", 192);
+    Calibration cal = costs_for(plan);
+    cal.links.push_back({"a", "b", {3}, Link{false, 0.001, 1000}});
+    cal.links.push_back({"a", "c", {4}, Link{false, 0.003, 3000}});
+    cal.links.push_back({"b", "d", {5}, Link{false, 1.0, 9000}});
+    const Cluster written = must_cluster(R"({"hosts": 3, "device": "calibrated", )"
+                                         R"("links": {"between_hosts": {"bandwidth_gbs": 0.002, "latency_us": 2000}}})");
+    const Prediction expected = must(loom::predict::predict_step(plan, cal, {2, &written}));
+    const Prediction p = must(loom::predict::predict_step(plan, cal, {2}));
+    QVERIFY2(near(p.step_ms, expected.step_ms), qPrintable(QString("%1 vs %2").arg(p.step_ms).arg(expected.step_ms)));
+    QVERIFY(mentions(p.notes, "ranks on a + b + c, 1 each; between hosts: 2000 us and 0.002 GB/s, as runs 3, 4 measured it "
+                              "(the median over 2 pairs of hosts)"));
   }
 
   // Run ids in notes and the CLI: three or more consecutive ids as a range.
@@ -138,7 +214,7 @@ class TestPredictHostLinks : public QObject {
     const Plan plan = tiny_plan(R"({"devices": )" + on_hosts + R"(, "data_parallel": 2})", "0, 0, 0", 128);
     Calibration cal = costs_for(plan);
     const Prediction here = must(loom::predict::predict_step(plan, cal, {2}));
-    QVERIFY(mentions(here.notes, "sit on a and b, and no stored run measured the link between them"));
+    QVERIFY(mentions(here.notes, "sit on a and b, and no stored run measured a link between two of them"));
     cal.links.push_back({"a", "b", {3, 5}, Link{false, 0.001, 1000}});
     const Cluster written = must_cluster(R"({"hosts": 2, "device": "calibrated", )"
                                          R"("links": {"between_hosts": {"bandwidth_gbs": 0.001, "latency_us": 1000}}})");
@@ -146,7 +222,7 @@ class TestPredictHostLinks : public QObject {
     const Prediction p = must(loom::predict::predict_step(plan, cal, {2}));
     QVERIFY(near(p.step_ms, expected.step_ms));
     QVERIFY2(p.step_ms > here.step_ms + 1.0, qPrintable(QString("%1 vs %2").arg(p.step_ms).arg(here.step_ms)));
-    QVERIFY(mentions(p.notes, "ranks on a + b, 1 each; between hosts 1000 us and 0.001 GB/s, as runs 3, 5 measured it"));
+    QVERIFY(mentions(p.notes, "ranks on a + b, 1 each; between hosts: 1000 us and 0.001 GB/s, as runs 3, 5 measured it (between a and b)"));
     const std::string uneven = R"([{"kind": "cpu", "host": "a"}, {"kind": "cpu", "host": "b"}, {"kind": "cpu", "host": "b"}])";
     std::string note;
     QVERIFY(!loom::predict::cluster_of_plan_hosts(tiny_plan(R"({"devices": )" + uneven + R"(, "data_parallel": 3})", "0, 0, 0", 192), cal.links, "", &note));
@@ -216,7 +292,7 @@ class TestPredictHostLinks : public QObject {
     cal.host = "here";
     cal.links.push_back({"b", "here", {4}, Link{false, 0.001, 1000}});
     const Prediction p = must(loom::predict::predict_step(plan, cal, {2}));
-    QVERIFY(mentions(p.notes, "ranks on here + b, 1 each; between hosts 1000 us and 0.001 GB/s, as run 4 measured it"));
+    QVERIFY(mentions(p.notes, "ranks on here + b, 1 each; between hosts: 1000 us and 0.001 GB/s, as run 4 measured it"));
   }
 
   // Its scaling curve to 8 devices runs over 8 hosts like a and b, joined by their link:

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <string>
 
 #include "loom/engine/message_tags.h"
 
@@ -103,19 +104,23 @@ Expected<ClockEstimate> estimate_clock_offset(comm::Communicator& comm, trace::R
   return ClockEstimate{0, 0, trace::now_ns()};
 }
 
-Expected<double> probe_p2p_bandwidth(comm::Communicator& comm, trace::Recorder* recorder, std::int64_t bytes,
-                                     int repeats) {
+namespace {
+
+// Ranks 0 and `peer` exchange the probe's messages; the figure reaches every rank.
+Expected<double> probe_pair(comm::Communicator& comm, trace::Recorder* recorder, int peer, std::int64_t bytes,
+                            int repeats) {
   double gbs = 0;
-  if (comm.size() > 1 && comm.rank() <= 1) {
+  const bool first = comm.rank() == 0;
+  if (first || comm.rank() == peer) {
     std::vector<char> buffer(static_cast<std::size_t>(bytes), 1);
-    const bool first = comm.rank() == 0;
-    const int peer = first ? 1 : 0;
+    const int other = first ? peer : 0;
+    const std::int32_t base = kProbeMessageBase + (peer - 1) * 1024;
     // One untraced exchange first: it pays for connection set-up and page faults.
-    LOOM_TRY(first ? comm.send(buffer.data(), bytes, peer, kProbeTag) : comm.recv(buffer.data(), bytes, peer, kProbeTag));
+    LOOM_TRY(first ? comm.send(buffer.data(), bytes, other, kProbeTag) : comm.recv(buffer.data(), bytes, other, kProbeTag));
     const std::int64_t start = trace::now_ns();
     for (int i = 0; i < 2 * repeats; ++i) {
       const bool sending = (i % 2 == 0) == first;
-      LOOM_TRY(traced_transfer(comm, recorder, sending, buffer.data(), bytes, peer, kProbeTag, kProbeMessageBase + i));
+      LOOM_TRY(traced_transfer(comm, recorder, sending, buffer.data(), bytes, other, kProbeTag, base + i));
     }
     const double seconds = double(trace::now_ns() - start) * 1e-9;
     gbs = seconds > 0 ? double(bytes) * 2.0 * repeats / seconds * 1e-9 : 0.0;
@@ -123,6 +128,55 @@ Expected<double> probe_p2p_bandwidth(comm::Communicator& comm, trace::Recorder* 
   // Every rank learns the figure, so whichever rank reports it reports the same number.
   LOOM_TRY(comm.broadcast(&gbs, sizeof gbs, 0));
   return gbs;
+}
+
+constexpr std::size_t kHostNameBytes = 256;
+
+// Rank 0: the first rank on each host but its own and rank 1's, in rank order. Other
+// ranks send their host name and get an empty list.
+Expected<std::vector<int>> first_ranks_on_other_hosts(comm::Communicator& comm, const std::string& host) {
+  std::vector<char> name(kHostNameBytes, 0);
+  host.copy(name.data(), kHostNameBytes - 1);
+  if (comm.rank() != 0) {
+    LOOM_TRY(comm.send(name.data(), kHostNameBytes, 0, kHostNameTag));
+    return std::vector<int>();
+  }
+  std::vector<std::string> seen = {host};
+  std::vector<int> firsts;
+  for (int r = 1; r < comm.size(); ++r) {
+    LOOM_TRY(comm.recv(name.data(), kHostNameBytes, r, kHostNameTag));
+    const std::string peer_host(name.data());
+    if (std::find(seen.begin(), seen.end(), peer_host) != seen.end()) continue;
+    seen.push_back(peer_host);
+    if (r != 1) firsts.push_back(r);
+  }
+  return firsts;
+}
+
+}  // namespace
+
+Expected<double> probe_p2p_bandwidth(comm::Communicator& comm, trace::Recorder* recorder, std::int64_t bytes,
+                                     int repeats) {
+  if (comm.size() < 2) return 0.0;
+  return probe_pair(comm, recorder, 1, bytes, repeats);
+}
+
+Expected<std::vector<HostProbe>> probe_other_hosts(comm::Communicator& comm, trace::Recorder* recorder,
+                                                   const std::string& host, std::int64_t bytes, int repeats) {
+  auto firsts = first_ranks_on_other_hosts(comm, host);
+  if (!firsts.ok()) return firsts.error();
+  // The list reaches every rank: its length, then its ranks.
+  int count = int(firsts->size());
+  LOOM_TRY(comm.broadcast(&count, sizeof count, 0));
+  firsts->resize(std::size_t(count));
+  if (count > 0) LOOM_TRY(comm.broadcast(firsts->data(), std::int64_t(sizeof(int)) * count, 0));
+  std::vector<HostProbe> probes;
+  for (const int rank : *firsts) {
+    auto gbs = probe_pair(comm, recorder, rank, bytes, repeats);
+    if (!gbs.ok()) return gbs.error();
+    probes.push_back({rank, *gbs});
+  }
+  return probes;
 }
 
 }  // namespace loom::engine

@@ -82,9 +82,9 @@ Expected<Calibration> calibrate(store::RunStore& store, const std::string& host)
   for (const trace::RunRecord& r : ordered) {
     if ((!host.empty() && r.host != host) || left_out(r.id)) continue;
     if (!r.predicted()) {  // a stored prediction measured nothing
-      auto link = observe_link(store, r.id);
-      if (!link.ok()) return link.error();
-      if (*link) links.push_back(**link);
+      auto seen_links = observe_links(store, r.id);
+      if (!seen_links.ok()) return seen_links.error();
+      links.insert(links.end(), seen_links->begin(), seen_links->end());
     }
     auto serving = observe_serving_run(store, r.id);
     if (!serving.ok()) return serving.error();

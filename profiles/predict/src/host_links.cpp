@@ -32,25 +32,48 @@ double bandwidth_less_latency(double probe_gbs, double bytes, double latency_us)
 
 }  // namespace
 
-Expected<std::optional<LinkObservation>> observe_link(store::RunStore& store, std::int64_t run_id) {
+namespace {
+
+// The probe's figure between rank 0 and `first` (the first rank on its host): rank 1's is
+// the run's "p2p_gbs", another's its own "host_p2p_gbs". nullopt where none was recorded
+// (a run from before 2026-11-29 probed rank 1 only).
+std::optional<double> probe_to(const std::vector<trace::MetricRecord>& p2p,
+                               const std::vector<trace::MetricRecord>& host_p2p, int first) {
+  const auto& figures = first == 1 ? p2p : host_p2p;
+  for (auto it = figures.rbegin(); it != figures.rend(); ++it)
+    if ((first == 1 || it->rank == first) && it->value > 0) return it->value;
+  return std::nullopt;
+}
+
+}  // namespace
+
+Expected<std::vector<LinkObservation>> observe_links(store::RunStore& store, std::int64_t run_id) {
   auto ranks = store.load_ranks(run_id);
   if (!ranks.ok()) return ranks.error();
-  // Ranks 0 and 1, the probe's pair (a rank that never reported has no record).
-  if (ranks->size() < 2 || (*ranks)[0].rank != 0 || (*ranks)[1].rank != 1 || (*ranks)[0].host == (*ranks)[1].host ||
-      (*ranks)[1].uncertainty_ns <= 0)
-    return std::optional<LinkObservation>();
-  auto probe = last_metric(store, run_id, "p2p_gbs");
-  if (!probe.ok()) return probe.error();
-  if (!*probe || **probe <= 0) return std::optional<LinkObservation>();
+  std::vector<LinkObservation> out;
+  if (ranks->empty() || (*ranks)[0].rank != 0) return out;  // rank 0 never reported
+  auto p2p = store.load_metrics(run_id, "p2p_gbs");
+  if (!p2p.ok()) return p2p.error();
+  auto host_p2p = store.load_metrics(run_id, "host_p2p_gbs");
+  if (!host_p2p.ok()) return host_p2p.error();
   auto bytes = last_metric(store, run_id, "p2p_probe_bytes");
   if (!bytes.ok()) return bytes.error();
-  LinkObservation o;
-  o.first = std::min((*ranks)[0].host, (*ranks)[1].host);
-  o.second = std::max((*ranks)[0].host, (*ranks)[1].host);
-  o.run = run_id;
-  o.latency_us = double((*ranks)[1].uncertainty_ns) / 1e3;
-  o.bandwidth_gbs = bandwidth_less_latency(**probe, bytes->value_or(0.0), o.latency_us);
-  return std::optional<LinkObservation>(o);
+  const std::string& home = (*ranks)[0].host;
+  std::vector<std::string> seen = {home};
+  for (const trace::RankRecord& r : *ranks) {
+    if (std::find(seen.begin(), seen.end(), r.host) != seen.end()) continue;
+    seen.push_back(r.host);
+    const std::optional<double> probe = probe_to(*p2p, *host_p2p, r.rank);
+    if (!probe || r.uncertainty_ns <= 0) continue;
+    LinkObservation o;
+    o.first = std::min(home, r.host);
+    o.second = std::max(home, r.host);
+    o.run = run_id;
+    o.latency_us = double(r.uncertainty_ns) / 1e3;
+    o.bandwidth_gbs = bandwidth_less_latency(*probe, bytes->value_or(0.0), o.latency_us);
+    out.push_back(o);
+  }
+  return out;
 }
 
 std::vector<HostLink> fit_links(const std::vector<LinkObservation>& observations) {
@@ -81,6 +104,13 @@ const HostLink* find_link(const std::vector<HostLink>& links, const std::string&
 }
 
 namespace {
+
+// "a and b", "a, b and c".
+std::string hosts_text(const std::vector<std::string>& hosts) {
+  std::string out;
+  for (std::size_t i = 0; i < hosts.size(); ++i) out += (i == 0 ? "" : i + 1 == hosts.size() ? " and " : ", ") + hosts[i];
+  return out;
+}
 
 std::string link_text(const Link& link) {
   char text[96];
@@ -117,7 +147,7 @@ Status fill_calibrated_link(Cluster& cluster, const std::vector<HostLink>& links
     return make_error(ErrorCode::InvalidArgument,
                       "cluster '" + cluster.name + "': links.between_hosts is \"calibrated\", but no stored run measured a link "
                       "between two hosts",
-                      "run a plan with ranks 0 and 1 on two hosts once (its set-up measures their link), or give the link's "
+                      "run a plan with ranks on two hosts once (its set-up measures their link), or give the link's "
                       "bandwidth_gbs and latency_us");
   cluster.between_hosts.latency_us = learnt->latency_us;
   cluster.between_hosts.bandwidth_gbs = learnt->bandwidth_gbs;
@@ -152,19 +182,22 @@ std::optional<Cluster> cluster_of_plan_hosts(const Plan& plan, const std::vector
   // Runs record the host's own name; a plan may call this machine "localhost".
   auto& [hosts, per_host] = on;
   if (!this_host.empty()) std::replace(hosts.begin(), hosts.end(), std::string("localhost"), this_host);
-  const HostLink* learnt = find_link(links, hosts[0], hosts[1]);
+  std::vector<HostLink> among;  // the learnt links between two of the plan's hosts
+  for (const HostLink& h : links)
+    if (std::count(hosts.begin(), hosts.end(), h.first) && std::count(hosts.begin(), hosts.end(), h.second))
+      among.push_back(h);
+  std::string learnt_from;
+  const std::optional<Link> learnt = median_link(among, &learnt_from);
   if (!learnt)
-    return say("the plan's ranks sit on " + hosts[0] + " and " + hosts[1] + ", and no stored run measured the link between "
+    return say("the plan's ranks sit on " + hosts_text(hosts) + ", and no stored run measured a link between two of "
                "them: predicted as if every rank were on this machine (run the plan there once, or --cluster)");
   Cluster c;
   c.name = hosts[0];
   for (std::size_t i = 1; i < hosts.size(); ++i) c.name += " + " + hosts[i];
   c.hosts = int(hosts.size());
   c.devices_per_host = per_host.front();
-  c.between_hosts = learnt->link;
-  if (note)
-    *note = "ranks on " + c.name + ", " + std::to_string(c.devices_per_host) + " each; between hosts " +
-            link_text(c.between_hosts) + ", as " + runs_text(learnt->runs) + " measured it";
+  c.between_hosts = *learnt;
+  if (note) *note = "ranks on " + c.name + ", " + std::to_string(c.devices_per_host) + " each; " + learnt_from;
   return c;
 }
 

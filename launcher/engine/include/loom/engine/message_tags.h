@@ -5,9 +5,11 @@
 
 namespace loom::engine {
 
-// Rank probes before training (rank_probes.h): clock alignment and the bandwidth probe.
+// Rank probes before training (rank_probes.h): clock alignment, the bandwidth probe and
+// each rank's host name, sent to rank 0 to find the hosts to probe.
 inline constexpr int kClockTag = 9001;
 inline constexpr int kProbeTag = 9002;
+inline constexpr int kHostNameTag = 9003;
 // A pipeline's final parameters gathered on rank 0 (pipeline_trainer.cpp), and its
 // messages: the activations of value v on kPipelineTagBase + 2v, the gradients along edge
 // e on kPipelineTagBase + 2e + 1 (under 2000 while a stage graph has under 500 values).

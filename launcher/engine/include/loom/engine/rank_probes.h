@@ -4,13 +4,17 @@
 //    trip with the lowest latency (its midpoint is the tightest bound on when rank 0's
 //    message was answered); half that round trip is the uncertainty.
 //  - a point-to-point bandwidth probe between ranks 0 and 1, the reference next to which
-//    the all-reduce bandwidth is read.
+//    the all-reduce bandwidth is read;
+//  - the same probe between rank 0 and the first rank on each other host, so a run
+//    measures the links from rank 0's host to every other (loom/predict/host_links.h)
+//    even where ranks 0 and 1 share a host.
 // Both are collective: every rank of the communicator calls them, in the same order.
 // Their messages are traced as Send/Recv events with matching message ids, so the aligned
 // timeline can be checked for causality (no receive ends before its send starts).
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "loom/comm/communicator.h"
@@ -46,5 +50,19 @@ Expected<ClockEstimate> estimate_clock_offset(comm::Communicator& comm, trace::R
 inline constexpr std::int64_t kP2pProbeBytes = 4 << 20;
 Expected<double> probe_p2p_bandwidth(comm::Communicator& comm, trace::Recorder* recorder,
                                      std::int64_t bytes = kP2pProbeBytes, int repeats = 8);
+
+// The probe between rank 0 and the first rank on one other host.
+struct HostProbe {
+  int rank = 0;     // the first rank on its host
+  double gbs = 0;   // as probe_p2p_bandwidth measures it
+};
+
+// Collective. `host` is this rank's host name. Rank 0 learns every rank's; then, one host
+// at a time, it probes with the first rank on each host other than its own, as
+// probe_p2p_bandwidth does, except rank 1 (that probe measured it already). Every rank
+// gets every result, in rank order; empty where every rank shares rank 0's host.
+Expected<std::vector<HostProbe>> probe_other_hosts(comm::Communicator& comm, trace::Recorder* recorder,
+                                                   const std::string& host, std::int64_t bytes = kP2pProbeBytes,
+                                                   int repeats = 8);
 
 }  // namespace loom::engine

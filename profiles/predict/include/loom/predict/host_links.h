@@ -1,12 +1,16 @@
 // Links between hosts as this machine's runs across them measured them, for predicting
 // on those hosts (or on a cluster file's "between_hosts": "calibrated") without writing
-// the link down. Every run whose ranks 0 and 1 sit on two hosts measures their link
-// before it trains (launcher/engine/rank_probes.h):
-//  - latency: rank 1's clock alignment, half the shortest of its ping-pong round trips
+// the link down. Every run whose ranks sit on several hosts measures, before it trains,
+// the link from rank 0's host to each other host, through the first rank on that host
+// (launcher/engine/rank_probes.h):
+//  - latency: that rank's clock alignment, half the shortest of its ping-pong round trips
 //    with rank 0 (24-byte messages), the larger of the estimates before and after training;
 //  - bandwidth: the point-to-point probe, `p2p_probe_bytes` sent one way and back
 //    repeatedly, less that latency per message (a run from before the probe's size was
 //    recorded: the probe's figure as it is, which counts the latency as transfer time).
+// Links between two hosts neither of which is rank 0's are not measured. Runs stored
+// before 2026-11-29 probed ranks 0 and 1 only: theirs is learnt where those two sit on
+// two hosts.
 // Such runs calibrate nothing else (calibration.cpp, can_calibrate): their spans measured
 // those hosts, not this one.
 #pragma once
@@ -37,9 +41,10 @@ struct HostLink {
   Link link;                       // measured = false: latency + bytes / bandwidth
 };
 
-// nullopt (not an error) where the run's ranks 0 and 1 share a host, or it recorded no
-// probe (one rank, or it ended before training).
-Expected<std::optional<LinkObservation>> observe_link(store::RunStore& store, std::int64_t run_id);
+// The links a run measured, from rank 0's host to each other host in rank order; none
+// where its ranks share one host or it recorded no probe (one rank, or it ended before
+// training).
+Expected<std::vector<LinkObservation>> observe_links(store::RunStore& store, std::int64_t run_id);
 
 // Per pair of hosts, their observations' medians, by host names.
 std::vector<HostLink> fit_links(const std::vector<LinkObservation>& observations);
@@ -66,8 +71,8 @@ struct PlanHosts {
 PlanHosts hosts_of_plan(const Plan& plan);
 
 // A plan whose ranks sit on several hosts like a cluster, as a cluster of those hosts:
-// devices like this machine's, their link the one learnt between the plan's first two
-// hosts. A plan's "localhost" is `this_host`, the name this machine's runs stored. nullopt
+// devices like this machine's, their link the median of those learnt between two of the
+// plan's hosts (median_link). A plan's "localhost" is `this_host`, the name this machine's runs stored. nullopt
 // where the plan keeps to one host, or spans hosts but no such link was learnt or its
 // hosts are not laid out so. `note` gets, where the plan spans hosts, the link used or
 // why none was.
