@@ -1,20 +1,21 @@
 #!/usr/bin/env bash
-# Two simulated hosts on this machine for multi-host runs: Linux network namespaces
-# loom-a and loom-b, each joined to the root namespace by a veth pair on its own /24
-# (10.213.1.0/24 and 10.213.2.0/24, root side .1, host side .2), routed through the root
+# Three simulated hosts on this machine for multi-host runs: Linux network namespaces
+# loom-a, loom-b and loom-c, each joined to the root namespace by a veth pair on its own
+# /24 (10.213.1.0/24 to 10.213.3.0/24, root side .1, host side .2), routed through the root
 # namespace (ip_forward), with their names in /etc/hosts between marker lines. Open MPI
 # starts its daemons on them through scripts/cluster/netns-agent.sh (its rsh agent).
 #   scripts/cluster/netns-hosts.sh up|down|status
 #   scripts/cluster/netns-hosts.sh link BINARY DELAY_US [RATE_MBIT [QUEUE_US]] | link off
-# `link` puts an emulated wire between the hosts, each way: packets queue for it (FIFO,
+# `link` puts an emulated wire between every two hosts, each way: packets queue for it (FIFO,
 # QUEUE_US deep, default 5000), take their bytes over RATE_MBIT to send (none: no time)
 # and DELAY_US to arrive. Policy routing sends every packet from one host to the other
 # through a tun device (loom-link) that the emulator (bench/link_emulator.cpp,
-# build/bench/link_emulator) writes back when a wire would have delivered it. This kernel
+# build/bench/link_emulator) writes back when a wire would have delivered it; so the
+# hosts' links share one queue and one rate, as if joined through one slow switch. This kernel
 # has no netem. Traffic to the root namespace's addresses is not shaped.
 # Root only. Traffic goes only to these addresses. `down` removes all of it.
 set -euo pipefail
-hosts=(loom-a loom-b)
+hosts=(loom-a loom-b loom-c)
 marker="# loom netns hosts"
 
 up() {
@@ -63,7 +64,7 @@ link_off() {
   ip link del "$link_tun" 2>/dev/null || true
 }
 
-# Packets from host i to the other host's /24 take table 213, whose only route is the
+# Packets from host i to another host's /24 take table 213, whose only route is the
 # tun; written back, they arrive on the tun, match no rule and go out by the main table.
 # Reverse-path filtering would drop them (their source is reached through a veth), so it
 # is loose on the tun.
@@ -74,8 +75,12 @@ link_on() {
   ip link set "$link_tun" up
   sysctl -qw "net.ipv4.conf.$link_tun.rp_filter=0" "net.ipv4.conf.all.rp_filter=0"
   ip route replace default dev "$link_tun" table "$link_table"
-  ip rule add iif veth-loom-a to 10.213.2.0/24 table "$link_table"
-  ip rule add iif veth-loom-b to 10.213.1.0/24 table "$link_table"
+  local i j
+  for i in "${!hosts[@]}"; do
+    for j in "${!hosts[@]}"; do
+      [ "$i" = "$j" ] || ip rule add iif "veth-${hosts[$i]}" to "10.213.$((j + 1)).0/24" table "$link_table"
+    done
+  done
   if [ -n "${2:-}" ]; then set_gso_segments "$(awk -v mbit="$2" 'BEGIN { n = int(mbit * 1e6 / 8 * 0.00025 / 1448); print (n < 1 ? 1 : n) }')"; fi
   nohup "$binary" "$link_tun" "$@" > /tmp/loom-link.log 2>&1 &
 }

@@ -1,5 +1,5 @@
-// Two hosts simulated on this machine (scripts/cluster/netns-hosts.sh: network
-// namespaces loom-a and loom-b with their own addresses and, through the launch agent,
+// Hosts simulated on this machine (scripts/cluster/netns-hosts.sh: network namespaces
+// loom-a, loom-b and loom-c with their own addresses and, through the launch agent,
 // their own host names), mpirun starting the ranks on them through Open MPI's rsh agent
 // (scripts/cluster/netns-agent.sh), the ranks streaming to this host across the virtual
 // network. What differs from separate machines: one kernel, so one clock (the true offset
@@ -22,10 +22,10 @@ namespace {
 
 const QString kScripts = QStringLiteral(LOOM_SOURCE_DIR "/scripts/cluster");
 
-// `per_host` ranks on loom-a, then as many on loom-b, data parallel.
-QByteArray plan(int steps, double hang_timeout_s, int per_host = 1) {
+// `per_host` ranks on each of `hosts` in turn, data parallel, 32 samples a rank.
+QByteArray plan(int steps, double hang_timeout_s, int per_host = 1, const QStringList& hosts = {"loom-a", "loom-b"}) {
   QString devices;
-  for (const char* host : {"loom-a", "loom-b"})
+  for (const QString& host : hosts)
     for (int i = 0; i < per_host; ++i)
       devices += QString(devices.isEmpty() ? "" : ", ") + R"({"kind": "cpu", "host": ")" + host + R"("})";
   return QString(R"({
@@ -33,9 +33,9 @@ QByteArray plan(int steps, double hang_timeout_s, int per_host = 1) {
     "model": {"input": [1, 28, 28], "layers": [{"type": "flatten"}, {"type": "linear", "out": 64},
               {"type": "relu"}, {"type": "linear", "out": 10}]},
     "data": {"source": "fashion-mnist", "path": "/usr/share/datasets/fashion-mnist", "train_limit": 6400, "test_limit": 500},
-    "training": {"batch": 64, "steps": %1, "threads": 1, "hang_timeout_s": %2, "optimizer": {"type": "sgd", "lr": 0.05}},
+    "training": {"batch": %5, "steps": %1, "threads": 1, "hang_timeout_s": %2, "optimizer": {"type": "sgd", "lr": 0.05}},
     "parallel": {"devices": [%3], "data_parallel": %4}
-  })").arg(steps).arg(hang_timeout_s).arg(devices).arg(2 * per_host).toUtf8();
+  })").arg(steps).arg(hang_timeout_s).arg(devices).arg(per_host * hosts.size()).arg(32 * per_host * hosts.size()).toUtf8();
 }
 
 int run_script(const QString& name, const QStringList& args) {
@@ -181,20 +181,25 @@ class TestClusterNetns : public QObject {
   // between the two hosts: a latency of the delay and the hosts' stacks (2071 us on
   // 2026-11-28) and a bandwidth at most the wire's 0.125 GB/s (0.108; TCP's payload
   // takes 0.120 of it, and the probe lost more as the delay grew, for a reason not found).
-  // With two ranks on each host, ranks 0 and 1 share loom-a: the link is measured
-  // through rank 2, loom-b's first rank, and learnt the same.
+  // With two ranks on each host, ranks 0 and 1 share loom-a: the link is measured through
+  // rank 2, loom-b's first rank. On three hosts, loom-a's links to loom-b and loom-c are
+  // measured (through ranks 1 and 2), loom-b's to loom-c not.
   void runAcrossHostsTeachesTheirLink_data() {
     QTest::addColumn<int>("per_host");
-    QTest::newRow("one rank on each host") << 1;
-    QTest::newRow("two ranks on each host") << 2;
+    QTest::addColumn<QStringList>("hosts");
+    QTest::newRow("one rank on each of two hosts") << 1 << QStringList{"loom-a", "loom-b"};
+    QTest::newRow("two ranks on each of two hosts") << 2 << QStringList{"loom-a", "loom-b"};
+    QTest::newRow("one rank on each of three hosts") << 1 << QStringList{"loom-a", "loom-b", "loom-c"};
   }
 
   void runAcrossHostsTeachesTheirLink() {
     QFETCH(int, per_host);
-    const QString db = dir_.filePath(QStringLiteral("learnt-link-%1.db").arg(per_host));
+    QFETCH(QStringList, hosts);
+    const QString name = QStringLiteral("learnt-link-%1x%2").arg(hosts.size()).arg(per_host);
+    const QString db = dir_.filePath(name + ".db");
     QCOMPARE(run_script("netns-hosts.sh", {"link", LINK_EMULATOR, "2000", "1000"}), 0);
     QProcess cli;
-    start_cli(cli, write_plan(QStringLiteral("learnt-link-%1.json").arg(per_host), plan(20, 0, per_host)), db);
+    start_cli(cli, write_plan(name + ".json", plan(20, 0, per_host, hosts)), db);
     const bool finished = cli.waitForFinished(180000);
     QCOMPARE(run_script("netns-hosts.sh", {"link", "off"}), 0);
     QVERIFY(finished);
@@ -204,13 +209,15 @@ class TestClusterNetns : public QObject {
     QVERIFY(calibration.waitForFinished(60000));
     const QJsonObject cal = QJsonDocument::fromJson(calibration.readAllStandardOutput().trimmed().split('\n').last()).object();
     const QJsonArray links = cal["links"].toArray();
-    QCOMPARE(links.size(), 1);
-    const QJsonObject link = links[0].toObject();
-    QCOMPARE(link["hosts"].toArray(), (QJsonArray{"loom-a", "loom-b"}));
-    const double latency = link["latency_us"].toDouble(), bandwidth = link["bandwidth_gbs"].toDouble();
-    qInfo("learnt link: %.0f us, %.4f GB/s", latency, bandwidth);
-    QVERIFY2(latency >= 2000 && latency < 3000, qPrintable(QString::number(latency)));
-    QVERIFY2(bandwidth > 0.07 && bandwidth <= 0.125, qPrintable(QString::number(bandwidth)));
+    QCOMPARE(links.size(), hosts.size() - 1);
+    for (qsizetype i = 0; i < links.size(); ++i) {
+      const QJsonObject link = links[i].toObject();
+      QCOMPARE(link["hosts"].toArray(), (QJsonArray{"loom-a", hosts[i + 1]}));
+      const double latency = link["latency_us"].toDouble(), bandwidth = link["bandwidth_gbs"].toDouble();
+      qInfo("learnt link to %s: %.0f us, %.4f GB/s", qPrintable(hosts[i + 1]), latency, bandwidth);
+      QVERIFY2(latency >= 2000 && latency < 3000, qPrintable(QString::number(latency)));
+      QVERIFY2(bandwidth > 0.07 && bandwidth <= 0.125, qPrintable(QString::number(bandwidth)));
+    }
   }
 
   // loom-b's network goes away mid-run: nothing more arrives from it and its peer blocks
