@@ -1,9 +1,9 @@
 #!/usr/bin/python3
-"""Predicted against measured across a shaped network: two simulated hosts
-(scripts/cluster/netns-hosts.sh: network namespaces loom-a and loom-b, one rank each),
-the link between them emulated (--rate, --queue-ms and --delay-ms; this kernel has no
+"""Predicted against measured across a shaped network: two or three simulated hosts
+(scripts/cluster/netns-hosts.sh: network namespaces loom-a, loom-b and loom-c, one rank
+each; --hosts), the links between them emulated (--rate, --queue-ms and --delay-ms; this kernel has no
 netem: build/bench/link_emulator on a tun device the hosts' packets are routed through,
-see shape()), and a cluster file that says the same (two hosts like this one, the link's
+see shape()), and a cluster file that says the same (as many hosts like this one, the link's
 bandwidth, and its latency: --latency-us plus the delay; --latency-us stands for the veth
 hop and the TCP stack: a TCP ping-pong between the hosts takes 0.034-0.051 ms there and
 back unshaped).
@@ -16,13 +16,17 @@ back unshaped).
      down, and `loom-cli predict PLAN` alone, which takes the link the runs across the
      hosts so far measured (step 0's, then also the earlier plans' measured runs');
   3. measurement: the plan across the shaped hosts, --rounds times, median step.
-Plans: 2 data-parallel replicas (an all-reduce a step over the link; once with the
-default bucket, once with 0.1 MB buckets: four all-reduces a step, not two) and a 2-stage 1F1B
-pipeline (activations and gradients over the link per micro-batch). Root only (network
-namespaces, tc). Writes the table to --out.
+Plans: as many data-parallel replicas as hosts (an all-reduce a step over the links;
+once with the default bucket, once with 0.1 MB buckets: four all-reduces a step, not two)
+and a 1F1B pipeline of as many stages (activations and gradients over the links per
+micro-batch). The simulated hosts share this machine's cores: three ranks on two cores
+are crowded here and in the calibrating runs on this host alike, but the cluster the
+prediction assumes gives each host cores of its own (so where there are more hosts than
+cores, `loom-cli calibrate` also runs each plan's uncrowded layouts here). Root only (network namespaces, tc).
+Writes the table to --out.
 
-  /usr/bin/python3 bench/predict_shaped.py [--rate 1gbit] [--delay-ms 2] [--queue-ms 5]
-      [--shaper emulator|tbf] [--latency-us 50] [--rounds 3]
+  /usr/bin/python3 bench/predict_shaped.py [--hosts 2|3] [--rate 1gbit] [--delay-ms 2]
+      [--queue-ms 5] [--shaper emulator|tbf] [--latency-us 50] [--rounds 3]
 """
 import argparse
 import json
@@ -35,32 +39,48 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_util import ROOT, add_run_args, cli_json, median_step_ms, parse_run_args  # noqa: E402
 
 SCRIPTS = os.path.join(ROOT, "scripts", "cluster")
-HOSTS = ["loom-a", "loom-b"]
+ALL_HOSTS = ["loom-a", "loom-b", "loom-c"]
 
 
-KINDS = ("data parallel x2", "1F1B 2 stages", "data parallel x2, 0.1 MB buckets")
+def kinds(n):
+    return (f"data parallel x{n}", f"1F1B {n} stages", f"data parallel x{n}, 0.1 MB buckets")
 
 
 def plan_for(kind, hosts, steps):
-    """The 784-256-128-10 MLP of the examples on two ranks, 1 BLAS thread each. The small
-    buckets make four all-reduces a step (5.7 KB, 131 KB, 1 KB, 803 KB), not two: more latency."""
+    """The MLPs of the examples on one rank a host, 1 BLAS thread each: data parallel, 64
+    samples a replica; 1F1B, the 784-256-448-256-10 MLP, on three stages fc1, fc2 and the
+    rest. The small buckets make four all-reduces a step (5.7 KB, 131 KB, 1 KB, 803 KB),
+    not two: more latency."""
     data_parallel = kind.startswith("data parallel")
     source = "dp4_mlp_fashion" if data_parallel else "onefoneb_mlp"
     with open(os.path.join(ROOT, "resources", "plans", source + ".json")) as f:
         plan = json.load(f)
-    plan["name"] = f"shaped-{KINDS.index(kind)}-{hosts[0]}"
+    n = len(hosts)
+    plan["name"] = f"shaped-{kinds(n).index(kind)}-{n}-{hosts[0]}"
     plan["training"].update(steps=steps, epochs=1, eval_every=0, threads=1)
     plan["parallel"]["devices"] = [{"kind": "cpu", "host": h} for h in hosts]
     if data_parallel:
-        plan["parallel"]["data_parallel"] = 2
+        plan["parallel"]["data_parallel"] = n
+        plan["training"]["batch"] = 64 * n
+    elif n == 3:  # flatten, fc1, relu | fc2, relu | fc3, relu, classifier
+        plan["parallel"]["stages"] = 3
+        for layer, stage in zip(plan["model"]["layers"], (0, 0, 0, 1, 1, 2, 2, 2)):
+            layer["stage"] = stage
     if kind.endswith("buckets"):
         plan["parallel"]["bucket_mb"] = 0.1
     return plan
 
 
 def cli(args, argv, remote=False):
-    """loom-cli's JSON; remote: its ranks start on the simulated hosts through their agent."""
+    """loom-cli's JSON; remote: its ranks start on the simulated hosts through their agent.
+    Where the hosts outnumber this machine's cores, their ranks crowd its cores but Loom
+    does not know it (it counts the ranks on its own host), so the bench has waiting ranks
+    yield the core as Loom does for crowded ranks on its own host: spinning, three ranks
+    on two cores took 36-39 ms a step for data parallel x3 at 1 Gb/s and 0.5 ms, yielding
+    25-28 (2026-11-29)."""
     extra = dict(OMPI_MCA_plm_rsh_agent=os.path.join(SCRIPTS, "netns-agent.sh"), LOOM_STREAM_HOST="10.213.1.1")
+    if args.hosts > os.cpu_count():
+        extra["OMPI_MCA_mpi_yield_when_idle"] = "1"
     return cli_json(args, *argv, extra_env=extra if remote else None)
 
 
@@ -96,7 +116,7 @@ def shape(args, on):
     its rate (a 1 ms burst at 1 Gb/s, 125 KB, let the activations pass unshaped)."""
     hosts = os.path.join(SCRIPTS, "netns-hosts.sh")
     binary = os.path.join(args.build, "bench", "link_emulator")
-    for h in HOSTS:
+    for h in ALL_HOSTS:
         subprocess.run(["tc", "qdisc", "del", "dev", f"veth-{h}", "root"], capture_output=True)
     subprocess.run([hosts, "link", "off"], check=True)
     if not on:
@@ -108,7 +128,7 @@ def shape(args, on):
         subprocess.run([hosts, "link", binary, delay_us, f"{rate_mbit(args.rate):g}", str(int(1000 * args.queue_ms))],
                        check=True)
         return
-    for h in HOSTS:
+    for h in ALL_HOSTS:
         subprocess.run(["tc", "qdisc", "add", "dev", f"veth-{h}", "root", "tbf", "rate", args.rate, "burst", "16000",
                         "latency", f"{args.queue_ms:g}ms"], check=True)
     if args.delay_ms > 0:
@@ -125,6 +145,7 @@ def main():
     ap.add_argument("--queue-ms", type=float, default=5.0,
                     help="the link's queue, in ms at the rate (was 200 before 2026-11-28)")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--hosts", type=int, choices=[2, 3], default=2, help="simulated hosts, one rank each")
     ap.add_argument("--steps", type=int, default=120)
     ap.add_argument("--cal-steps", type=int, default=120)
     args = parse_run_args(ap)
@@ -134,7 +155,7 @@ def main():
     # timestamps) in the 1514 bytes the emulator (and tc) count per frame.
     gbs = rate_mbit(args.rate) / 8000 * 1448 / 1514
     cluster = write(folder, "cluster.json", {
-        "name": f"two hosts like this one, {args.rate} between them", "hosts": 2,
+        "name": f"{args.hosts} hosts like this one, {args.rate} between them", "hosts": args.hosts,
         "devices_per_host": 1, "device": "calibrated",
         "links": {"between_hosts": {"bandwidth_gbs": gbs, "latency_us": args.latency_us + 1000 * args.delay_ms}}})
     if subprocess.run([os.path.join(SCRIPTS, "netns-hosts.sh"), "up"]).returncode != 0:
@@ -142,13 +163,16 @@ def main():
     rows = []
     try:
         shape(args, True)
-        probe = write(folder, "probe.json", plan_for(KINDS[0], HOSTS, 5))
+        hosts = ALL_HOSTS[:args.hosts]
+        probe = write(folder, "probe.json", plan_for(kinds(args.hosts)[0], hosts, 5))
         cli(args, ["run", probe, "--db", db, "--json"], remote=True)
         shape(args, False)
-        for kind in KINDS:
-            local = write(folder, "local.json", plan_for(kind, ["localhost", "localhost"], args.cal_steps))
+        for kind in kinds(args.hosts):
+            local = write(folder, "local.json", plan_for(kind, ["localhost"] * args.hosts, args.cal_steps))
             calibration = cli(args, ["run", local, "--db", db, "--json"])["id"]
-            remote = write(folder, "remote.json", plan_for(kind, HOSTS, args.steps))
+            if args.hosts > os.cpu_count():  # crowded here: the hosts' own costs come from calibrate's layouts
+                cli(args, ["calibrate", local, "--steps", str(args.cal_steps), "--db", db, "--json"])
+            remote = write(folder, "remote.json", plan_for(kind, hosts, args.steps))
             predicted = cli(args, ["predict", remote, "--db", db, "--cluster", cluster, "--json"])
             learnt = cli(args, ["predict", remote, "--db", db, "--json"])
             shape(args, True)
@@ -165,7 +189,7 @@ def main():
         shape(args, False)
         subprocess.run([os.path.join(SCRIPTS, "netns-hosts.sh"), "down"])
     lines = [f"Command: `{args.command}`", "",
-             f"Two simulated hosts, one rank each, links shaped to {args.rate} "
+             f"{args.hosts} simulated hosts, one rank each, links shaped to {args.rate} "
              + (f"(link emulator, a {args.queue_ms:g} ms queue), " if args.shaper == "emulator" else
                 f"(tc tbf, a {args.queue_ms:g} ms queue), ")
              + (f"a one-way delay of {args.delay_ms:g} ms; the cluster file's latency "

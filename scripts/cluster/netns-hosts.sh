@@ -10,8 +10,8 @@
 # QUEUE_US deep, default 5000), take their bytes over RATE_MBIT to send (none: no time)
 # and DELAY_US to arrive. Policy routing sends every packet from one host to the other
 # through a tun device (loom-link) that the emulator (bench/link_emulator.cpp,
-# build/bench/link_emulator) writes back when a wire would have delivered it; so the
-# hosts' links share one queue and one rate, as if joined through one slow switch. This kernel
+# build/bench/link_emulator) writes back when a wire would have delivered it; its wires
+# are one per destination host, like a switch's port to each. This kernel
 # has no netem. Traffic to the root namespace's addresses is not shaped.
 # Root only. Traffic goes only to these addresses. `down` removes all of it.
 set -euo pipefail

@@ -538,15 +538,24 @@ class TestAnalysis : public QObject {
 
   // A bandwidth probe far below this host's usual rate is flagged, not silently used: three
   // earlier runs on the host measured about 5 GB/s; 0.5 GB/s is flagged, 3 GB/s is not, and
-  // runs on another host or with another world size are no history.
+  // runs on another host or with another world size are no history. Nor are runs whose
+  // probe crossed to another host (rank 1 on "far"): 0.11 GB/s across is not flagged
+  // against the 5 GB/s on one host, and the probes across are no history for one on it.
   void unusualProbeIsFlagged() {
     TempStore store;
-    auto probed_run = [&](const std::string& host, int world, double gbs) {
+    auto probed_run = [&](const std::string& host, int world, double gbs, const std::string& rank1_host = "") {
       loom::trace::RunRecord run;
       run.host = host;
       run.world_size = world;
       const std::int64_t id = must(store.create_run(run));
       must_ok(store.append_metrics(id, {{0, -1, 1, "p2p_gbs", gbs}}));
+      if (!rank1_host.empty()) {
+        loom::trace::RankRecord zero, one;
+        zero.rank = 0, zero.host = host;
+        one.rank = 1, one.host = rank1_host;
+        must_ok(store.upsert_rank(id, zero));
+        must_ok(store.upsert_rank(id, one));
+      }
       return id;
     };
     for (double gbs : {4.8, 5.0, 5.3}) probed_run("h", 2, gbs);
@@ -558,6 +567,13 @@ class TestAnalysis : public QObject {
     QVERIFY(slow.warnings[0].find("usual 5.00 GB/s") != std::string::npos);
     const auto fine = must(loom::analysis::summarize_run(store, probed_run("h", 2, 3.0)));
     QVERIFY(fine.warnings.empty());
+    const auto across = must(loom::analysis::summarize_run(store, probed_run("h", 2, 0.11, "far")));
+    QVERIFY2(across.warnings.empty(), across.warnings.empty() ? "" : across.warnings[0].c_str());
+    for (double gbs : {0.01, 0.01, 0.01}) probed_run("h", 2, gbs, "far");
+    const auto still = must(loom::analysis::summarize_run(store, probed_run("h", 2, 0.5)));
+    QCOMPARE(still.warnings.size(), std::size_t(1));
+    QVERIFY2(still.warnings[0].find("usual 4.80 GB/s (median of 5 earlier runs)") != std::string::npos,
+             still.warnings[0].c_str());  // 4.8, 5.0, 5.3, 3.0 and 0.5 on h alone
   }
 
   void stalenessPercentilesAndWorkers() {

@@ -175,14 +175,33 @@ void set_throughput(RunSummary& s, const std::map<int, TrainingWindow>& windows,
   s.throughput_basis = "steady steps";
 }
 
-// Flags a bandwidth probe far below this host's usual rate (summary.h kProbeUnusualFraction).
+// The hosts of ranks 0 and 1, the probe's ends ("" for a rank that left no record).
+Expected<std::pair<std::string, std::string>> probe_hosts(store::RunStore& store, std::int64_t run_id) {
+  auto ranks = store.load_ranks(run_id);
+  if (!ranks.ok()) return ranks.error();
+  std::pair<std::string, std::string> ends;
+  for (const trace::RankRecord& r : *ranks) {
+    if (r.rank == 0) ends.first = r.host;
+    if (r.rank == 1) ends.second = r.host;
+  }
+  return ends;
+}
+
+// Flags a bandwidth probe far below this host's usual rate (summary.h kProbeUnusualFraction):
+// the rate of earlier runs of as many ranks whose probe ran between the same hosts (one
+// through shared memory is no history for one across a network, nor the other way).
 Status check_probe(store::RunStore& store, RunSummary& s) {
   if (!std::isfinite(s.allreduce.p2p_gbs)) return {};
   auto runs = store.list_runs();
   if (!runs.ok()) return runs.error();
+  auto ends = probe_hosts(store, s.run.id);
+  if (!ends.ok()) return ends.error();
   std::vector<double> earlier;
   for (const trace::RunRecord& r : *runs) {
     if (r.id >= s.run.id || r.host != s.run.host || r.world_size != s.world_size) continue;
+    auto theirs = probe_hosts(store, r.id);
+    if (!theirs.ok()) return theirs.error();
+    if (*theirs != *ends) continue;
     auto probe = store.load_metrics(r.id, "p2p_gbs");
     if (!probe.ok()) return probe.error();
     if (!probe->empty() && std::isfinite(probe->back().value)) earlier.push_back(probe->back().value);
