@@ -30,10 +30,6 @@ double bandwidth_less_latency(double probe_gbs, double bytes, double latency_us)
   return wire_ms > 0 ? bytes / (wire_ms * 1e6) : probe_gbs;
 }
 
-}  // namespace
-
-namespace {
-
 // The probe's figure between rank 0 and `first` (the first rank on its host): rank 1's is
 // the run's "p2p_gbs", another's its own "host_p2p_gbs". nullopt where none was recorded
 // (a run from before 2026-11-29 probed rank 1 only).

@@ -72,9 +72,9 @@ PlanHosts hosts_of_plan(const Plan& plan);
 
 // A plan whose ranks sit on several hosts like a cluster, as a cluster of those hosts:
 // devices like this machine's, their link the median of those learnt between two of the
-// plan's hosts (median_link). A plan's "localhost" is `this_host`, the name this machine's runs stored. nullopt
-// where the plan keeps to one host, or spans hosts but no such link was learnt or its
-// hosts are not laid out so. `note` gets, where the plan spans hosts, the link used or
+// plan's hosts (median_link). A plan's "localhost" is `this_host`, the name this
+// machine's runs stored. nullopt where the plan keeps to one host, or spans hosts but no
+// such link was learnt or its hosts are not laid out so. `note` gets, where the plan spans hosts, the link used or
 // why none was.
 std::optional<Cluster> cluster_of_plan_hosts(const Plan& plan, const std::vector<HostLink>& links,
                                              const std::string& this_host, std::string* note);
