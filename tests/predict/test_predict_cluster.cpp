@@ -47,13 +47,17 @@ class TestPredictCluster : public QObject {
   }
 
   // Ring: 2 (p - 1) steps of latency + bytes / p. 4 ranks, 4 MB, 1 GB/s, 10 us:
-  // 6 x (0.01 + 1) = 6.06 ms. Tree: 2 log2(4) latencies + the message twice: 8.04 ms.
+  // 6 x (0.01 + 1) = 6.06 ms. Tree: 2 log2(4) latencies + the message twice: 8.04 ms. On
+  // 3 ranks the tree is one deep (both leaves send to the root at once): 2 latencies and
+  // 12 bytes twice, 0.020024 ms, where the ring takes 4 latencies; on 5, two deep.
   // Hierarchical on 2 hosts x 2 (inside 100 GB/s, 1 us): 2 x (0.001 + 0.02) inside, and
   // the 2 MB shard over the 2 hosts (ring 2 x (0.01 + 1) = 2.02): 2.062 ms, the fastest.
   void allreduceAlgorithmsFollowAlphaBeta() {
     const Link slow{false, 1, 10};
     QVERIFY(near(loom::predict::ring_allreduce_ms(slow, 4, 4e6), 6.06));
     QVERIFY(near(loom::predict::tree_allreduce_ms(slow, 4, 4e6), 8.04));
+    QVERIFY(near(loom::predict::tree_allreduce_ms(slow, 3, 12), 0.020024));
+    QVERIFY(near(loom::predict::tree_allreduce_ms(slow, 5, 12), 0.040024));
     const Cluster c = must_cluster(R"({"hosts": 2, "devices_per_host": 2, )" + std::string(kSlowDevice) + R"(,)"
         R"("links": {"inside_host": {"bandwidth_gbs": 100, "latency_us": 1}, "between_hosts": {"bandwidth_gbs": 1, "latency_us": 10}}})");
     std::string algorithm;
@@ -61,6 +65,29 @@ class TestPredictCluster : public QObject {
     QCOMPARE(algorithm, std::string("hierarchical"));
     QVERIFY(near(loom::predict::allreduce_ms(c, {0, 1}, 4e6, &algorithm), 2 * (0.001 + 0.02)));  // one host: its own link
     QCOMPARE(algorithm, std::string("ring"));
+  }
+
+  // What Loom's MPI communicator runs between hosts (1 GB/s, 10 us), not the fastest: up
+  // to 64 KiB Open MPI's tree (3 ranks: one deep, 2 x 0.01 ms + 12 bytes twice); above
+  // it the ring, and recursive doubling on 4 ranks (2 x (0.01 + 4)). On hosts 2 ms and
+  // 0.1 GB/s apart a 137768-byte bucket over 3 ranks still takes the ring, 4 x (2 +
+  // 45922.67 / 1e5) = 9.837 ms, where the fastest would be the tree's 6.755 (measured on
+  // three simulated hosts: 8-13 ms).
+  void mpiRanksRunLoomsOwnAlgorithm() {
+    const Cluster c = must_cluster(R"({"hosts": 4, )" + std::string(kSlowDevice) +
+                                   R"(, "links": {"between_hosts": {"bandwidth_gbs": 1, "latency_us": 10}}})");
+    std::string algorithm;
+    QVERIFY(near(loom::predict::mpi_allreduce_ms(c, {0, 1, 2}, 12, &algorithm), 0.020024));
+    QCOMPARE(algorithm, std::string("tree"));
+    QVERIFY(near(loom::predict::mpi_allreduce_ms(c, {0, 1, 2, 3}, 4e6, &algorithm), 2 * (0.01 + 4)));
+    QCOMPARE(algorithm, std::string("recursive doubling"));
+    const Cluster far = must_cluster(R"({"hosts": 3, )" + std::string(kSlowDevice) +
+                                     R"(, "links": {"between_hosts": {"bandwidth_gbs": 0.1, "latency_us": 2000}}})");
+    const double bucket = 137768;
+    QVERIFY(near(loom::predict::mpi_allreduce_ms(far, {0, 1, 2}, bucket, &algorithm), 4 * (2 + bucket / 3 / 1e5)));
+    QCOMPARE(algorithm, std::string("ring"));
+    QVERIFY(near(loom::predict::allreduce_ms(far, {0, 1, 2}, bucket, &algorithm), 4 + 2 * bucket / 1e5));
+    QCOMPARE(algorithm, std::string("tree"));  // what NCCL ranks are predicted to pick
   }
 
   // On the roofline device each layer's forward is its FLOPs over 500 FLOP/ms, and four

@@ -26,7 +26,8 @@ double ring_allreduce_ms(const Link& link, int ranks, double bytes) {
 
 double tree_allreduce_ms(const Link& link, int ranks, double bytes) {
   if (ranks < 2) return 0;
-  return 2.0 * std::ceil(std::log2(double(ranks))) * link.latency_us / 1e3 + 2.0 * bytes / (link.bandwidth_gbs * 1e6);
+  const double depth = std::floor(std::log2(double(ranks)));
+  return 2.0 * depth * link.latency_us / 1e3 + 2.0 * bytes / (link.bandwidth_gbs * 1e6);
 }
 
 namespace {
@@ -60,6 +61,19 @@ double allreduce_ms(const Cluster& c, const std::vector<int>& ranks, double byte
   }
   if (algorithm) *algorithm = name;
   return best;
+}
+
+double mpi_allreduce_ms(const Cluster& c, const std::vector<int>& ranks, double bytes, std::string* algorithm) {
+  const Link& link = c.ring_link(ranks);
+  const int p = int(ranks.size());
+  const auto say = [&](const char* name, double ms) {
+    if (algorithm) *algorithm = name;
+    return ms;
+  };
+  if (bytes <= kMpiSmallAllreduceBytes) return say("tree", tree_allreduce_ms(link, p, bytes));
+  if (p > 2 && (p & (p - 1)) == 0)
+    return say("recursive doubling", std::log2(double(p)) * link.ms(bytes));
+  return say("ring", ring_allreduce_ms(link, p, bytes));
 }
 
 namespace {

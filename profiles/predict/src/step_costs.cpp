@@ -161,18 +161,25 @@ double StepCosts::work_exponent(const Sized& a, const Sized& b) {
 double StepCosts::allreduce(const std::vector<int>& ranks, double bytes) {
   if (cluster_ && !cluster_->ring_link(ranks).measured) {
     std::string algorithm;
-    const double ms = allreduce_ms(*cluster_, ranks, bytes, &algorithm);
-    note("all-reduce over " + std::to_string(ranks.size()) + " ranks: " + algorithm + ", the fastest for these links");
+    const double ms = linked_allreduce_ms(ranks, bytes, &algorithm);
+    note("all-reduce over " + std::to_string(ranks.size()) + " ranks: " + algorithm +
+         (mpi() ? ", as Loom's MPI communicator runs it at this size" : ", the fastest for these links"));
     return ms;
   }
   return allreduce_calibrated(int(ranks.size()), bytes);
+}
+
+// Over a cluster's written-down links: MPI ranks run Loom's own choice of algorithm,
+// NCCL ranks the fastest (its tuner's aim).
+double StepCosts::linked_allreduce_ms(const std::vector<int>& ranks, double bytes, std::string* algorithm) const {
+  return mpi() ? mpi_allreduce_ms(*cluster_, ranks, bytes, algorithm) : allreduce_ms(*cluster_, ranks, bytes, algorithm);
 }
 
 double StepCosts::step_meeting(const std::vector<int>& ranks) {
   if (!cluster_ || ranks.size() < 2) return 0;
   const Link& link = cluster_->ring_link(ranks);  // between_hosts exactly where the ranks span hosts
   if (&link != &cluster_->between_hosts || link.measured) return 0;
-  return allreduce_ms(*cluster_, ranks, 3.0 * sizeof(float), nullptr);
+  return linked_allreduce_ms(ranks, 3.0 * sizeof(float), nullptr);
 }
 
 double StepCosts::send(int from, int to, double bytes) {

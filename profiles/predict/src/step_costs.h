@@ -81,6 +81,8 @@ class StepCosts {
   double outer_step_at_speed(double params);
 
   bool roofline() const { return cluster_ && !cluster_->device.calibrated; }
+  bool mpi() const { return plan_.parallel.backend == CommBackend::Mpi; }
+  double linked_allreduce_ms(const std::vector<int>& ranks, double bytes, std::string* algorithm) const;
   double roofline_ms(double flops, double bytes, int kernels) const;
 
   const Plan& plan_;

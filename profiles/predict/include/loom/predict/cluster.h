@@ -53,15 +53,28 @@ struct Cluster {
 // A ring all-reduce of `bytes` over `ranks` ranks on one link: 2 (p - 1) steps, each one
 // latency and bytes / p over the link (each rank sends and receives 2 (p - 1) / p of it).
 double ring_allreduce_ms(const Link& link, int ranks, double bytes);
-// A pipelined tree (reduce up, broadcast down): 2 ceil(log2 p) latencies, and the whole
-// message twice over the link. Beats the ring where latency dominates.
+// A pipelined tree (reduce up, broadcast down): twice the tree's depth in latencies, and
+// the whole message twice over the link. Beats the ring where latency dominates. The
+// depth of a binomial (or binary) tree of p ranks is floor(log2 p), not the ceil(log2 p)
+// rounds of a synchronous schedule: a rank sends as soon as its own children have, so on
+// 3 ranks both leaves send to the root at once (one latency up, one down).
 double tree_allreduce_ms(const Link& link, int ranks, double bytes);
 
-// The fastest of the algorithms NCCL and MPI choose between, for these ranks on the
-// cluster: a ring or a tree over the slowest link the ranks cross, or, across hosts with
-// several of the ranks each, hierarchical (reduce-scatter inside each host, an all-reduce
-// of each host's share between hosts, all-gather inside). `algorithm` gets its name.
+// The fastest of the algorithms NCCL chooses between, for these ranks on the cluster: a
+// ring or a tree over the slowest link the ranks cross, or, across hosts with several of
+// the ranks each, hierarchical (reduce-scatter inside each host, an all-reduce of each
+// host's share between hosts, all-gather inside). `algorithm` gets its name.
 double allreduce_ms(const Cluster& cluster, const std::vector<int>& ranks, double bytes, std::string* algorithm = nullptr);
+
+// What Loom's MPI communicator runs (launcher/comm/src/mpi_communicator.cpp), over the
+// slowest link the ranks cross: up to kMpiSmallAllreduceBytes, Open MPI's non-blocking
+// all-reduce, in place, which Open MPI 4.1 runs as a binomial tree (reduce, then
+// broadcast); larger, Loom's own ring, or on 4, 8, ... ranks recursive doubling (log2 p
+// exchanges of the whole message). Not the fastest: on 3 hosts 2 ms apart a 137 KB
+// bucket's ring took 8-13 ms where a tree would take 6.7. `algorithm` gets its name.
+inline constexpr double kMpiSmallAllreduceBytes = 64 * 1024;  // mpi_communicator.cpp kSmallAllreduce
+double mpi_allreduce_ms(const Cluster& cluster, const std::vector<int>& ranks, double bytes,
+                        std::string* algorithm = nullptr);
 
 // The cluster a JSON text describes; InvalidArgument naming the field that is wrong.
 Expected<Cluster> cluster_from_json(const std::string& text, const std::string& where = "cluster");
