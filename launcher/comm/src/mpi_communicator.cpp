@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "loom/comm/mpi.h"
+#include "loom/core/mpi_allreduce.h"
 
 namespace loom::comm {
 namespace {
@@ -58,7 +59,6 @@ Error mpi_error(int rc, const std::string& what) {
 Status check(int rc, const char* what) { return rc == MPI_SUCCESS ? Status() : Status(mpi_error(rc, what)); }
 
 constexpr auto kSpinFor = std::chrono::milliseconds(50);
-constexpr std::int64_t kSmallAllreduce = 16 * 1024;  // floats: 64 KiB
 constexpr std::int64_t kRingSegment = 1024 * 1024;  // floats per ring message: 4 MiB
 constexpr auto kNap = std::chrono::microseconds(500);
 
@@ -87,9 +87,10 @@ class RingAllreduce {
     MPI_Comm_size(comm_, &size_);
   }
 
-  int run(float* data, std::int64_t count) {
+  // `how`: Ring or RecursiveDoubling, as mpi_allreduce_algorithm chose.
+  int run(float* data, std::int64_t count, MpiAllreduce how) {
     const int p = size_;
-    if (p > 2 && (p & (p - 1)) == 0) return doubling(data, count);
+    if (how == MpiAllreduce::RecursiveDoubling) return doubling(data, count);
     int rc = MPI_SUCCESS;
     // Reduce-scatter: in step s, block (rank - s - 1) gains one term; then all-gather: the
     // reduced blocks travel on.
@@ -342,15 +343,16 @@ class MpiCommunicator final : public Communicator {
 
 // Open MPI's blocking all-reduce spins for as long as a peer that stopped mid-collective
 // stays stopped, whatever barrier comes before it (the peer may stop after arriving).
-// Small sums (the per-step loss/accuracy/stop, up to kSmallAllreduce floats) are the
+// Small sums (the per-step loss/accuracy/stop, up to kMpiSmallAllreduceFloats) are the
 // non-blocking collective waited for patiently: latency-bound, libnbc costs nothing
 // there. Larger ones (gradient buckets) go round the ring above (recursive doubling for
 // 4, 8, ... ranks), because libnbc's non-blocking all-reduce reaches only 60-70% of the
 // blocking one's bandwidth.
 Status MpiCommunicator::allreduce_sum(float* data, std::int64_t count) {
   LOOM_TRY(check_buffer("allreduce_sum", data, count));
-  if (count <= kSmallAllreduce || size_ == 1) return iallreduce_sum(data, count)->wait();
-  return check(ring_->run(data, count), "allreduce_sum");
+  const MpiAllreduce how = mpi_allreduce_algorithm(size_, count);
+  if (how == MpiAllreduce::NonBlocking) return iallreduce_sum(data, count)->wait();
+  return check(ring_->run(data, count, how), "allreduce_sum");
 }
 
 std::unique_ptr<Request> MpiCommunicator::iallreduce_sum(float* data, std::int64_t count) {

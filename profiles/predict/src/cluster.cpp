@@ -10,6 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "loom/core/mpi_allreduce.h"
+
 namespace loom::predict {
 
 const Link& Cluster::ring_link(const std::vector<int>& ranks) const {
@@ -70,9 +72,11 @@ double mpi_allreduce_ms(const Cluster& c, const std::vector<int>& ranks, double 
     if (algorithm) *algorithm = name;
     return ms;
   };
-  if (bytes <= kMpiSmallAllreduceBytes) return say("tree", tree_allreduce_ms(link, p, bytes));
-  if (p > 2 && (p & (p - 1)) == 0)
-    return say("recursive doubling", std::log2(double(p)) * link.ms(bytes));
+  switch (mpi_allreduce_algorithm(p, std::int64_t(std::ceil(bytes / sizeof(float))))) {
+    case MpiAllreduce::NonBlocking: return say("tree", tree_allreduce_ms(link, p, bytes));
+    case MpiAllreduce::RecursiveDoubling: return say("recursive doubling", std::log2(double(p)) * link.ms(bytes));
+    case MpiAllreduce::Ring: break;
+  }
   return say("ring", ring_allreduce_ms(link, p, bytes));
 }
 

@@ -66,13 +66,12 @@ double tree_allreduce_ms(const Link& link, int ranks, double bytes);
 // host's share between hosts, all-gather inside). `algorithm` gets its name.
 double allreduce_ms(const Cluster& cluster, const std::vector<int>& ranks, double bytes, std::string* algorithm = nullptr);
 
-// What Loom's MPI communicator runs (launcher/comm/src/mpi_communicator.cpp), over the
-// slowest link the ranks cross: up to kMpiSmallAllreduceBytes, Open MPI's non-blocking
-// all-reduce, in place, which Open MPI 4.1 runs as a binomial tree (reduce, then
-// broadcast); larger, Loom's own ring, or on 4, 8, ... ranks recursive doubling (log2 p
-// exchanges of the whole message). Not the fastest: on 3 hosts 2 ms apart a 137 KB
-// bucket's ring took 8-13 ms where a tree would take 6.7. `algorithm` gets its name.
-inline constexpr double kMpiSmallAllreduceBytes = 64 * 1024;  // mpi_communicator.cpp kSmallAllreduce
+// What Loom's MPI communicator runs (loom/core/mpi_allreduce.h), over the slowest link
+// the ranks cross: up to 64 KiB, Open MPI's non-blocking all-reduce, in place, which Open
+// MPI 4.1 runs as a binomial tree (reduce, then broadcast); larger, Loom's own ring, or on
+// 4, 8, ... ranks recursive doubling (log2 p exchanges of the whole message). Not the
+// fastest: on 3 hosts 2 ms apart a 137 KB bucket's ring took 8-13 ms where a tree would
+// take 6.7. `algorithm` gets its name.
 double mpi_allreduce_ms(const Cluster& cluster, const std::vector<int>& ranks, double bytes,
                         std::string* algorithm = nullptr);
 
