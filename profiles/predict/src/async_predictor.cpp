@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <numeric>
 
 #include "async_simulation.h"
@@ -126,6 +127,31 @@ void set_staleness(const Plan& plan, const AsyncTimeline& t, int workers, Predic
   }
 }
 
+// How fast a crowded server's task goes while computing workers leave it too few cores.
+// In session 35's runs on this project's 2-core VM (2 to 4 workers and a server), a
+// 940 KB reply sent while another worker computed took 2.9-3.5 ms at the median against
+// 0.17-0.31 alone, and 49-81% of them ended within 0.4 ms of that compute's end: at 1/20
+// of full speed such a reply ends about when a 3.5 ms compute does. Fitted on those
+// runs: 0.05 gave all five configurations' measured staleness, 0.02 and 0.1 did not
+// (docs/prediction.md). A machine unlike that one may need another.
+constexpr double kContendedRate = 0.05;
+
+// The plan's hosts, each with `cores` cores, where ranks outnumber them on one.
+void set_cores(const Plan& plan, int cores, int threads_per_rank, AsyncSetup& setup) {
+  std::map<std::string, int> index;
+  std::vector<int> ranks;
+  for (const DeviceSpec& d : plan.parallel.devices) {
+    const int h = index.emplace(d.host, int(index.size())).first->second;
+    setup.host_of.push_back(h);
+    ranks.resize(index.size(), 0);
+    ++ranks[std::size_t(h)];
+  }
+  if (ranks.empty() || *std::max_element(ranks.begin(), ranks.end()) <= cores) return setup.host_of.clear();
+  setup.host_cores.assign(index.size(), double(cores));
+  setup.worker_threads = std::min(threads_per_rank, cores);
+  setup.contended_rate = kContendedRate;
+}
+
 }  // namespace
 
 std::int64_t simulated_steps(const Plan& plan) {
@@ -135,7 +161,7 @@ std::int64_t simulated_steps(const Plan& plan) {
 }
 
 Status predict_parameter_servers(const Plan& plan, const ModelInfo& model, StepCosts& costs, double residual_ms,
-                                 Prediction& out) {
+                                 int cores_per_host, Prediction& out) {
   const int workers = std::max(1, plan.parallel.data_parallel), servers = std::max(1, plan.parallel.sync.servers);
   AsyncSetup setup;
   setup.ssp = plan.parallel.sync.mode == SyncMode::Ssp;
@@ -146,6 +172,7 @@ Status predict_parameter_servers(const Plan& plan, const ModelInfo& model, StepC
   for (std::int64_t bytes : setup.shard_bytes) setup.apply_ms.push_back(costs.optimizer(double(bytes) / 4.0));
   setup.message_ms = [&](int from, int to, double bytes) { return costs.send(from, to, bytes); };
   setup.push_ms = [&](int from, int to, double bytes) { return costs.push_receive(from, to, bytes); };
+  if (cores_per_host > 0) set_cores(plan, cores_per_host, out.threads_per_rank, setup);
   const AsyncTimeline timeline = simulate_parameter_servers(setup);
   if (std::int64_t(timeline.steps.size()) != setup.steps * workers)
     return make_error(ErrorCode::Internal, "the parameter-server simulation stopped before every worker finished");

@@ -16,7 +16,7 @@ namespace loom::predict {
 std::int64_t simulated_steps(const Plan& plan);
 
 Status predict_parameter_servers(const Plan& plan, const ModelInfo& model, StepCosts& costs, double residual_ms,
-                                 Prediction& out);
+                                 int cores_per_host, Prediction& out);
 void predict_local_sgd(const Plan& plan, const ModelInfo& model, StepCosts& costs, double residual_ms, Prediction& out);
 
 }  // namespace loom::predict

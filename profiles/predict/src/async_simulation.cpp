@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <limits>
 
 namespace loom::predict {
@@ -24,10 +25,28 @@ struct Request {
   double arrives_ms = 0;
 };
 
+// One piece of a server's serial work, decided when the server takes a message and done
+// in order: answering a pull, taking a gradient, applying one.
+enum class Work { Reply, Receive, Apply };
+struct Task {
+  Work kind = Work::Reply;
+  Request request;
+  double left_ms = 0;          // work left, in ms at full speed
+  double started_ms = -1;      // -1: not begun
+  trace::UpdateRecord update{};  // Apply: the update, but for when it ends
+};
+Task task(Work kind, const Request& r, double ms) {
+  Task t;
+  t.kind = kind, t.request = r, t.left_ms = ms;
+  return t;
+}
+
 struct WorkerState {
   std::int64_t step = 0;
   double step_start = 0, push_start = 0;
-  double compute_end = kNever;  // kNever: not computing
+  bool computing = false;
+  double compute_start = 0, compute_left = 0;  // ms of work left at full speed
+  double delay_until = kNever;  // a straggler's delay: it sleeps, no core needed
   int replies_missing = 0;
   std::vector<double> reply_at;  // per server, this step's pull
   std::vector<std::int64_t> version_read;
@@ -35,11 +54,16 @@ struct WorkerState {
 };
 
 struct ServerState {
-  double free_at = 0;
+  std::deque<Task> tasks;
   std::vector<Request> inbox, deferred, held;
   std::int64_t applied = 0;
   std::vector<std::int64_t> clocks, pulled;  // per worker
   std::vector<bool> done;
+};
+
+// How fast each worker's compute and each server's current task go until the next event.
+struct Rates {
+  std::vector<double> worker, server;
 };
 
 class Simulation {
@@ -71,22 +95,82 @@ class Simulation {
     out_.end_ms = std::max(out_.end_ms, end);
   }
 
-  // The earliest thing that happens next: a worker's compute ending, or a server taking
-  // its earliest message. False when nothing is left.
-  bool next_event() {
-    double best = kNever;
-    int worker = -1, server = -1;
+  // Cores: a computing worker's threads come first (a waiting rank yields its core); what
+  // they leave goes to the servers' tasks in server order, a transfer needing a core for
+  // the server and one for its worker. A task that finds too few goes at contended_rate.
+  // Without crowding (no cores given) everything goes at full speed.
+  Rates rates() const {
+    Rates out{std::vector<double>(std::size_t(workers_), 1.0), std::vector<double>(std::size_t(servers_), 1.0)};
+    if (s_.host_cores.empty()) return out;
+    std::vector<double> demand(s_.host_cores.size(), 0.0);
     for (int w = 0; w < workers_; ++w)
-      if (worker_[std::size_t(w)].compute_end < best) best = worker_[std::size_t(w)].compute_end, worker = w;
+      if (worker_[std::size_t(w)].computing) demand[std::size_t(s_.host_of[std::size_t(w)])] += s_.worker_threads;
+    std::vector<double> free(s_.host_cores.size());
+    for (std::size_t h = 0; h < free.size(); ++h) free[h] = std::max(0.0, s_.host_cores[h] - demand[h]);
+    for (int w = 0; w < workers_; ++w) {
+      const std::size_t h = std::size_t(s_.host_of[std::size_t(w)]);
+      if (demand[h] > s_.host_cores[h]) out.worker[std::size_t(w)] = s_.host_cores[h] / demand[h];
+    }
+    for (int i = 0; i < servers_; ++i)
+      if (!server_[std::size_t(i)].tasks.empty()) out.server[std::size_t(i)] = server_rate(i, free);
+    return out;
+  }
+
+  // Full speed, taking the cores it needs from `free`, or contended_rate where they lack.
+  double server_rate(int i, std::vector<double>& free) const {
+    std::vector<double> need(free.size(), 0.0);
+    const Task& task = server_[std::size_t(i)].tasks.front();
+    need[std::size_t(s_.host_of[std::size_t(server_rank(i))])] += 1;
+    if (task.kind != Work::Apply) need[std::size_t(s_.host_of[std::size_t(task.request.worker)])] += 1;
+    for (std::size_t h = 0; h < free.size(); ++h)
+      if (need[h] > free[h]) return s_.contended_rate;
+    for (std::size_t h = 0; h < free.size(); ++h) free[h] -= need[h];
+    return 1.0;
+  }
+
+  // The earliest thing that happens next: a worker's compute or delay ending, a server's
+  // task ending, or an idle server taking its earliest message. False when nothing is left.
+  bool next_event() {
+    for (ServerState& sv : server_)
+      if (!sv.tasks.empty() && sv.tasks.front().started_ms < 0) sv.tasks.front().started_ms = now_;
+    const Rates rate = rates();
+    enum class What { Nothing, ComputeEnds, DelayEnds, TaskEnds, Take } what = What::Nothing;
+    double best = kNever;
+    int who = -1;
+    auto consider = [&](double t, What w, int index) {
+      if (t < best) best = t, what = w, who = index;
+    };
+    for (int w = 0; w < workers_; ++w) {
+      const WorkerState& ws = worker_[std::size_t(w)];
+      if (ws.computing && rate.worker[std::size_t(w)] > 0)
+        consider(now_ + ws.compute_left / rate.worker[std::size_t(w)], What::ComputeEnds, w);
+      consider(ws.delay_until, What::DelayEnds, w);
+    }
     for (int i = 0; i < servers_; ++i) {
       const ServerState& sv = server_[std::size_t(i)];
-      if (sv.inbox.empty()) continue;
-      const double start = std::max(sv.free_at, sv.inbox[earliest(sv.inbox)].arrives_ms);
-      if (start < best) best = start, server = i, worker = -1;
+      if (!sv.tasks.empty()) {
+        if (rate.server[std::size_t(i)] > 0) consider(now_ + sv.tasks.front().left_ms / rate.server[std::size_t(i)], What::TaskEnds, i);
+      } else if (!sv.inbox.empty()) {
+        consider(std::max(now_, sv.inbox[earliest(sv.inbox)].arrives_ms), What::Take, i);
+      }
     }
-    if (server >= 0) return handle(server), true;
-    if (worker >= 0) return finish_compute(worker), true;
-    return false;
+    if (what == What::Nothing) return false;
+    advance(best, rate);
+    if (what == What::ComputeEnds) finish_compute(who);
+    if (what == What::DelayEnds) worker_[std::size_t(who)].delay_until = kNever, start_push(who, 0, now_);
+    if (what == What::TaskEnds) finish_task(who);
+    if (what == What::Take) handle(who);
+    return true;
+  }
+
+  // Moves time on to `to`, every compute and current task progressing at its rate.
+  void advance(double to, const Rates& rate) {
+    const double dt = to - now_;
+    for (int w = 0; w < workers_; ++w)
+      if (worker_[std::size_t(w)].computing) worker_[std::size_t(w)].compute_left -= dt * rate.worker[std::size_t(w)];
+    for (int i = 0; i < servers_; ++i)
+      if (!server_[std::size_t(i)].tasks.empty()) server_[std::size_t(i)].tasks.front().left_ms -= dt * rate.server[std::size_t(i)];
+    now_ = to;
   }
 
   // The message a server takes next: the first to arrive (ties: the lower worker, as the
@@ -106,7 +190,8 @@ class Simulation {
   }
 
   // Every reply is in: the pull's spans (one per server, waited for in server order, as
-  // the worker does), then the compute, a straggler's delay and the residual.
+  // the worker does), then the compute and the residual, which holds a core as the
+  // compute does (see async_simulation.h).
   void start_compute(int w) {
     WorkerState& ws = worker_[std::size_t(w)];
     double at = ws.step_start;
@@ -116,20 +201,33 @@ class Simulation {
       at = end;
     }
     span(w, EventKind::Wait, Stream::Compute, ws.step, ws.step_start, at);
-    const AsyncWorkerWork& work = s_.workers[std::size_t(w)];
-    for (const PredictedSpan& c : work.compute) {
-      span(w, c.kind, Stream::Compute, ws.step, at, at + (c.end_ms - c.start_ms), 0, c.layer);
-      at += c.end_ms - c.start_ms;
-    }
-    if (work.injected_ms > 0) span(w, EventKind::InjectedDelay, Stream::Compute, ws.step, at, at + work.injected_ms);
-    ws.compute_end = at + work.injected_ms + work.residual_ms;
+    ws.computing = true;
+    ws.compute_start = at;
+    ws.compute_left = own_work_ms(s_.workers[std::size_t(w)]);
   }
 
+  static double own_work_ms(const AsyncWorkerWork& work) {
+    double ms = work.residual_ms;
+    for (const PredictedSpan& c : work.compute) ms += c.end_ms - c.start_ms;
+    return ms;
+  }
+
+  // The compute's spans, stretched alike over the time it took where it shared its cores
+  // (the residual after them, no span); then a straggler's delay, which sleeps.
   void finish_compute(int w) {
     WorkerState& ws = worker_[std::size_t(w)];
-    const double t = ws.compute_end;
-    ws.compute_end = kNever;
-    start_push(w, 0, t);
+    const AsyncWorkerWork& work = s_.workers[std::size_t(w)];
+    const double total = own_work_ms(work);
+    const double stretch = total > 0 ? (now_ - ws.compute_start) / total : 1.0;
+    double at = ws.compute_start;
+    for (const PredictedSpan& c : work.compute) {
+      const double end = at + (c.end_ms - c.start_ms) * stretch;
+      span(w, c.kind, Stream::Compute, ws.step, at, end, 0, c.layer);
+      at = end;
+    }
+    ws.computing = false;
+    if (work.injected_ms > 0) span(w, EventKind::InjectedDelay, Stream::Compute, ws.step, now_, now_ + work.injected_ms);
+    ws.delay_until = now_ + work.injected_ms;
   }
 
   void start_push(int w, int i, double t) {
@@ -153,24 +251,14 @@ class Simulation {
     const std::size_t next = earliest(sv.inbox);
     const Request r = sv.inbox[next];
     sv.inbox.erase(sv.inbox.begin() + std::ptrdiff_t(next));
-    sv.free_at = std::max(sv.free_at, r.arrives_ms);
     if (r.type == Message::Pull) sv.deferred.push_back(r);
     if (r.type == Message::Done) sv.done[std::size_t(r.worker)] = true;
-    if (r.type == Message::Push) receive_push(i, r);
+    if (r.type == Message::Push) {
+      const std::int64_t bytes = s_.shard_bytes[std::size_t(i)];
+      sv.tasks.push_back(task(Work::Receive, r, s_.push_ms(r.worker, server_rank(i), double(bytes))));
+      sv.held.push_back(r);
+    }
     settle(i);
-  }
-
-  // The server takes the gradient; the worker's push (blocked until now) ends with it.
-  void receive_push(int i, const Request& r) {
-    ServerState& sv = server_[std::size_t(i)];
-    const std::int64_t bytes = s_.shard_bytes[std::size_t(i)];
-    const double end = sv.free_at + s_.push_ms(r.worker, server_rank(i), double(bytes));
-    span(server_rank(i), EventKind::Recv, Stream::Host, r.step, sv.free_at, end, bytes);
-    span(r.worker, EventKind::Push, Stream::Host, r.step, worker_[std::size_t(r.worker)].push_start, end, bytes);
-    sv.free_at = end;
-    sv.held.push_back(r);
-    if (i + 1 < servers_) return start_push(r.worker, i + 1, end);
-    finish_step(r.worker, end);
   }
 
   std::int64_t version(const ServerState& sv) const {
@@ -189,7 +277,8 @@ class Simulation {
   }
 
   // As the engine's server: applies what may be applied and answers what may be
-  // answered, until neither moves.
+  // answered, until neither moves. Versions move as each is decided: the server does its
+  // tasks in order, so a reply reads what every task before it left.
   void settle(int i) {
     ServerState& sv = server_[std::size_t(i)];
     for (bool moved = true; moved;) {
@@ -219,29 +308,48 @@ class Simulation {
     ServerState& sv = server_[std::size_t(i)];
     const std::int64_t before = version(sv);
     const std::int64_t staleness = std::max<std::int64_t>(0, before - r.version_read);
-    const double end = sv.free_at + s_.apply_ms[std::size_t(i)];
-    span(server_rank(i), EventKind::Optimizer, Stream::Compute, r.step, sv.free_at, end);
-    sv.free_at = end;
     ++sv.applied;
     sv.clocks[std::size_t(r.worker)] = std::max(sv.clocks[std::size_t(r.worker)], r.step + 1);
-    out_.updates.push_back({r.worker, i, r.step, r.version_read, before, staleness, std::llround(end * 1e6)});
+    Task t = task(Work::Apply, r, s_.apply_ms[std::size_t(i)]);
+    t.update = {r.worker, i, r.step, r.version_read, before, staleness, 0};
+    sv.tasks.push_back(t);
   }
 
   void reply(int i, const Request& r) {
     ServerState& sv = server_[std::size_t(i)];
     sv.pulled[std::size_t(r.worker)] = std::max(sv.pulled[std::size_t(r.worker)], r.step);
+    worker_[std::size_t(r.worker)].version_read[std::size_t(i)] = version(sv);
+    const double bytes = double(s_.shard_bytes[std::size_t(i)]);
+    sv.tasks.push_back(task(Work::Reply, r, s_.message_ms(server_rank(i), r.worker, bytes)));
+  }
+
+  // The server's current task is done: its span, and what it lets its worker do next.
+  void finish_task(int i) {
+    ServerState& sv = server_[std::size_t(i)];
+    const Task done = sv.tasks.front();
+    sv.tasks.pop_front();
+    const Request& r = done.request;
     const std::int64_t bytes = s_.shard_bytes[std::size_t(i)];
-    const double end = sv.free_at + s_.message_ms(server_rank(i), r.worker, double(bytes));
-    span(server_rank(i), EventKind::Send, Stream::Host, r.step, sv.free_at, end, bytes);
-    sv.free_at = end;
     WorkerState& ws = worker_[std::size_t(r.worker)];
-    ws.reply_at[std::size_t(i)] = end;
-    ws.version_read[std::size_t(i)] = version(sv);
-    if (--ws.replies_missing == 0) start_compute(r.worker);
+    if (done.kind == Work::Apply) {
+      span(server_rank(i), EventKind::Optimizer, Stream::Compute, r.step, done.started_ms, now_);
+      out_.updates.push_back(done.update);
+      out_.updates.back().t_ns = std::llround(now_ * 1e6);
+    } else if (done.kind == Work::Reply) {
+      span(server_rank(i), EventKind::Send, Stream::Host, r.step, done.started_ms, now_, bytes);
+      ws.reply_at[std::size_t(i)] = now_;
+      if (--ws.replies_missing == 0) start_compute(r.worker);
+    } else {  // the worker's push, blocked until now, ends as the server takes the gradient
+      span(server_rank(i), EventKind::Recv, Stream::Host, r.step, done.started_ms, now_, bytes);
+      span(r.worker, EventKind::Push, Stream::Host, r.step, ws.push_start, now_, bytes);
+      if (i + 1 < servers_) return start_push(r.worker, i + 1, now_);
+      finish_step(r.worker, now_);
+    }
   }
 
   const AsyncSetup& s_;
   int workers_, servers_;
+  double now_ = 0;
   std::vector<WorkerState> worker_;
   std::vector<ServerState> server_;
   AsyncTimeline out_;

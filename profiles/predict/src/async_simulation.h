@@ -8,6 +8,14 @@
 // has read the parameters of that step). Versions and staleness are counted as the engine
 // counts them, so analysis::staleness_stats reads the simulated updates as measured ones.
 //
+// Where a host's ranks outnumber its cores, the cores are simulated too: a computing
+// worker holds one (a waiting rank yields its core), and a server's task goes at full
+// speed only while the cores the computing workers leave suffice for it (a transfer
+// needs the server's and its worker's), else at `contended_rate`. A worker's residual
+// (the time the spans leave uncovered, solved from its runs) is work on its core. So
+// crowded workers mostly compute in turn, a reply started during another's compute ends
+// after it, and the staleness follows, as measured (docs/prediction.md).
+//
 // Times in ms from 0. Pure: the same input gives the same spans and updates.
 #pragma once
 
@@ -21,7 +29,7 @@
 namespace loom::predict {
 
 // One worker's step apart from its messages: its compute spans in order (rank, stream and
-// start unset), then a straggler's delay and the residual (time no span covers).
+// start unset), the residual (time no span covers), then a straggler's delay.
 struct AsyncWorkerWork {
   std::vector<PredictedSpan> compute;  // kind, layer and length (end_ms - start_ms) only
   double injected_ms = 0;
@@ -37,6 +45,13 @@ struct AsyncSetup {
   std::vector<double> apply_ms;                  // per server: one gradient's optimizer step
   std::function<double(int from, int to, double bytes)> message_ms;  // requests and replies
   std::function<double(int from, int to, double bytes)> push_ms;     // a server taking a gradient
+  // Crowded hosts (empty: every rank finds a core whenever it needs one): each rank's
+  // host (workers, then servers), each host's cores, the cores a computing worker's
+  // threads take, and the speed of a server's task that finds too few cores left.
+  std::vector<int> host_of;
+  std::vector<double> host_cores;
+  double worker_threads = 1;
+  double contended_rate = 1;
 };
 
 // A worker's step as simulated: from its pull to the end of its last push.

@@ -102,7 +102,6 @@ double StepCosts::residual(double ops) {
   if (roofline()) return 0;
   const std::string key = residual_key(plan_, device_);
   if (const Found f = find(key); f.cost) {
-    if (f.source == Source::OtherCrowding && parameter_server_mode(plan_)) return crowded_residual(key, f, ops);
     return cost(key, ops, stretch_);
   }
   // Not calibrated for this kind of plan: the nearest kind that is (a pipeline and one
@@ -115,16 +114,6 @@ double StepCosts::residual(double ops) {
   }
   note(key + ": not calibrated, counted as 0");
   return 0;
-}
-
-// A parameter server's residual is mostly its ranks waiting for a core at each message,
-// so it grows with the ranks beyond the cores: on this project's VM 2.9-5.5 ms a worker
-// step at x1.50, 8.1-9.9 at x2.00 and 13.3 at x2.50 (session 35); taken from the
-// one-stage residual (1.0-1.5), 3 workers were predicted 46% short. So the nearest
-// crowding's, scaled by (crowding - 1).
-double StepCosts::crowded_residual(const std::string& key, const Found& nearest, double ops) {
-  note(key + ": not measured, taken from " + nearest.key + " scaled by the ranks beyond the cores");
-  return std::max(0.0, nearest.cost->at(ops)) * (stretch_ - 1) / (nearest.crowding - 1);
 }
 
 // A layer's pass; when this size was never measured, the measured layer of the same kind,

@@ -65,7 +65,6 @@ class StepCosts {
   double layer(const std::string& key, const LayerInfo& layer, double samples);
   double allreduce_calibrated(int replicas, double bytes);
   std::optional<double> crowded_allreduce(int replicas, double bytes);
-  double crowded_residual(const std::string& key, const Found& nearest, double ops);
   struct Sized {
     double work = 0, ms = 0;
   };
