@@ -127,14 +127,15 @@ void set_staleness(const Plan& plan, const AsyncTimeline& t, int workers, Predic
   }
 }
 
-// How fast a crowded server's task goes while computing workers leave it too few cores.
-// In session 35's runs on this project's 2-core VM (2 to 4 workers and a server), a
-// 940 KB reply sent while another worker computed took 2.9-3.5 ms at the median against
-// 0.17-0.31 alone, and 49-81% of them ended within 0.4 ms of that compute's end: at 1/20
-// of full speed such a reply ends about when a 3.5 ms compute does. Fitted on those
-// runs: 0.05 gave all five configurations' measured staleness, 0.02 and 0.1 did not
-// (docs/prediction.md). A machine unlike that one may need another.
-constexpr double kContendedRate = 0.05;
+// A crowded server's task that finds too few cores free goes at this share of them over
+// the ranks waiting on its host (async_simulation.h). Fitted on the runs of session 35's
+// and session 38's accuracy benches on this project's 2-core VM (2 to 4 workers and a
+// server): 0.2 gave all five configurations' measured staleness in both (0.1 and 0.3
+// missed one in one). With 4 workers waiting 3 and the server share one free core, a
+// 940 KB reply goes at 1/20 of full speed, about as measured there (2.9-3.5 ms at the
+// median while another worker computed, 0.17-0.31 alone); with 2 workers at 1/10. A
+// machine unlike that one may need another value (docs/prediction.md).
+constexpr double kContendedShare = 0.2;
 
 // The plan's hosts, each with `cores` cores, where ranks outnumber them on one.
 void set_cores(const Plan& plan, int cores, int threads_per_rank, AsyncSetup& setup) {
@@ -149,7 +150,7 @@ void set_cores(const Plan& plan, int cores, int threads_per_rank, AsyncSetup& se
   if (ranks.empty() || *std::max_element(ranks.begin(), ranks.end()) <= cores) return setup.host_of.clear();
   setup.host_cores.assign(index.size(), double(cores));
   setup.worker_threads = std::min(threads_per_rank, cores);
-  setup.contended_rate = kContendedRate;
+  setup.contended_share = kContendedShare;
 }
 
 }  // namespace

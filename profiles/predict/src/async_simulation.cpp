@@ -97,14 +97,17 @@ class Simulation {
 
   // Cores: a computing worker's threads come first (a waiting rank yields its core); what
   // they leave goes to the servers' tasks in server order, a transfer needing a core for
-  // the server and one for its worker. A task that finds too few goes at contended_rate.
-  // Without crowding (no cores given) everything goes at full speed.
+  // the server and one for its worker. A task that finds too few shares what is free with
+  // every waiting rank of its host, in turns (see AsyncSetup::contended_share). Without
+  // crowding (no cores given) everything goes at full speed.
   Rates rates() const {
     Rates out{std::vector<double>(std::size_t(workers_), 1.0), std::vector<double>(std::size_t(servers_), 1.0)};
     if (s_.host_cores.empty()) return out;
-    std::vector<double> demand(s_.host_cores.size(), 0.0);
-    for (int w = 0; w < workers_; ++w)
-      if (worker_[std::size_t(w)].computing) demand[std::size_t(s_.host_of[std::size_t(w)])] += s_.worker_threads;
+    std::vector<double> demand(s_.host_cores.size(), 0.0), waiting(s_.host_cores.size(), 0.0);
+    for (std::size_t r = 0; r < s_.host_of.size(); ++r) {
+      const bool computing = r < std::size_t(workers_) && worker_[r].computing;
+      (computing ? demand : waiting)[std::size_t(s_.host_of[r])] += computing ? s_.worker_threads : 1.0;
+    }
     std::vector<double> free(s_.host_cores.size());
     for (std::size_t h = 0; h < free.size(); ++h) free[h] = std::max(0.0, s_.host_cores[h] - demand[h]);
     for (int w = 0; w < workers_; ++w) {
@@ -112,18 +115,20 @@ class Simulation {
       if (demand[h] > s_.host_cores[h]) out.worker[std::size_t(w)] = s_.host_cores[h] / demand[h];
     }
     for (int i = 0; i < servers_; ++i)
-      if (!server_[std::size_t(i)].tasks.empty()) out.server[std::size_t(i)] = server_rate(i, free);
+      if (!server_[std::size_t(i)].tasks.empty()) out.server[std::size_t(i)] = server_rate(i, waiting, free);
     return out;
   }
 
-  // Full speed, taking the cores it needs from `free`, or contended_rate where they lack.
-  double server_rate(int i, std::vector<double>& free) const {
+  // Full speed, taking the cores it needs from `free`; where they lack, its turns on the
+  // server's host's free cores among the ranks waiting there.
+  double server_rate(int i, const std::vector<double>& waiting, std::vector<double>& free) const {
     std::vector<double> need(free.size(), 0.0);
-    const Task& task = server_[std::size_t(i)].tasks.front();
-    need[std::size_t(s_.host_of[std::size_t(server_rank(i))])] += 1;
-    if (task.kind != Work::Apply) need[std::size_t(s_.host_of[std::size_t(task.request.worker)])] += 1;
+    const Task& front = server_[std::size_t(i)].tasks.front();
+    const std::size_t host = std::size_t(s_.host_of[std::size_t(server_rank(i))]);
+    need[host] += 1;
+    if (front.kind != Work::Apply) need[std::size_t(s_.host_of[std::size_t(front.request.worker)])] += 1;
     for (std::size_t h = 0; h < free.size(); ++h)
-      if (need[h] > free[h]) return s_.contended_rate;
+      if (need[h] > free[h]) return s_.contended_share * free[host] / std::max(1.0, waiting[host]);
     for (std::size_t h = 0; h < free.size(); ++h) free[h] -= need[h];
     return 1.0;
   }

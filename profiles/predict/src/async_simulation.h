@@ -11,7 +11,7 @@
 // Where a host's ranks outnumber its cores, the cores are simulated too: a computing
 // worker holds one (a waiting rank yields its core), and a server's task goes at full
 // speed only while the cores the computing workers leave suffice for it (a transfer
-// needs the server's and its worker's), else at `contended_rate`. A worker's residual
+// needs the server's and its worker's), else at a share of them. A worker's residual
 // (the time the spans leave uncovered, solved from its runs) is work on its core. So
 // crowded workers mostly compute in turn, a reply started during another's compute ends
 // after it, and the staleness follows, as measured (docs/prediction.md).
@@ -46,12 +46,14 @@ struct AsyncSetup {
   std::function<double(int from, int to, double bytes)> message_ms;  // requests and replies
   std::function<double(int from, int to, double bytes)> push_ms;     // a server taking a gradient
   // Crowded hosts (empty: every rank finds a core whenever it needs one): each rank's
-  // host (workers, then servers), each host's cores, the cores a computing worker's
-  // threads take, and the speed of a server's task that finds too few cores left.
+  // host (workers, then servers), each host's cores, and the cores a computing worker's
+  // threads take. A server's task that finds too few cores free goes at contended_share
+  // x free cores / ranks waiting on its host (the server among them): the waiting ranks
+  // take turns on what is free, and a transfer passes only while both its ranks get one.
   std::vector<int> host_of;
   std::vector<double> host_cores;
   double worker_threads = 1;
-  double contended_rate = 1;
+  double contended_share = 1;
 };
 
 // A worker's step as simulated: from its pull to the end of its last push.
