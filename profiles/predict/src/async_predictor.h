@@ -15,6 +15,8 @@ namespace loom::predict {
 // (a 1,024-worker plan still predicts in well under a second), at least 20 per worker.
 std::int64_t simulated_steps(const Plan& plan);
 
+// cores_per_host: the cores of each of the plan's hosts, simulated where its ranks
+// outnumber them (async_simulation.h); 0 for a cluster file's hosts (not simulated).
 Status predict_parameter_servers(const Plan& plan, const ModelInfo& model, StepCosts& costs, double residual_ms,
                                  int cores_per_host, Prediction& out);
 void predict_local_sgd(const Plan& plan, const ModelInfo& model, StepCosts& costs, double residual_ms, Prediction& out);
