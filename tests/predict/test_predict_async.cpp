@@ -12,6 +12,7 @@
 
 #include <cmath>
 
+#include "loom/predict/calibration.h"
 #include "loom/predict/figures.h"
 #include "loom/predict/layouts.h"
 #include "loom/predict/stored_prediction.h"
@@ -98,6 +99,22 @@ class TestPredictAsync : public QObject {
     QVERIFY(computing.size() >= 2);
     for (std::size_t i = 1; i < computing.size(); ++i)
       QVERIFY2(computing[i].first >= computing[i - 1].second - 1e-9, "two crowded workers computed at once");
+  }
+
+  // The residual a parameter server's measured step implies: a step growing with it is
+  // solved (10 + 2r takes 14 ms at r = 2; one over 14 ms already gives 0). Where the step
+  // jumps past the measured one (a simulation settling into another order: 10 + r below
+  // r = 3.2, 25 + r from there), the side of the jump nearer it: 13.2 ms, not 28.2.
+  void residualSolvedToTheNearerSideOfAJump() {
+    using loom::predict::residual_for_step;
+    const auto smooth = residual_for_step([](double r) { return std::optional<double>(10 + 2 * r); }, 14);
+    QVERIFY(smooth && std::abs(*smooth - 2) < 1e-4);
+    QCOMPARE(*residual_for_step([](double r) { return std::optional<double>(15 + r); }, 14), 0.0);
+    const auto jump = [](double r) { return std::optional<double>(r < 3.2 ? 10 + r : 25 + r); };
+    const auto solved = residual_for_step(jump, 13.5);
+    QVERIFY(solved);
+    QVERIFY2(std::abs(*jump(*solved) - 13.5) < 0.31, qPrintable(QString::number(*jump(*solved))));
+    QVERIFY(!residual_for_step([](double) { return std::optional<double>(); }, 14));
   }
 
   // A 6 ms update against 4.825 ms of compute: the server is the bottleneck, applying the

@@ -1,6 +1,8 @@
 // calibrate(): the costs of every calibrating run of a host, then each run's residual,
 // which needs the predictor (see calibration.h).
 #include <algorithm>
+#include <cmath>
+#include <functional>
 #include <map>
 #include <optional>
 
@@ -12,31 +14,16 @@ namespace loom::predict {
 namespace {
 
 // A parameter server's step does not grow one for one with its workers' residual (the
-// server may set the pace), so there the residual is solved for: the residual per worker
-// step whose prediction takes the measured step, by bisection (0 where even none predicts
-// more). nullopt where the plan is not predicted.
+// server may set the pace), so there the residual is solved for (residual_for_step).
+// nullopt where the plan is not predicted.
 std::optional<double> solved_residual(const ObservedRun& run, Calibration cal, const std::string& key, double ops) {
-  auto step_with = [&](double residual) -> std::optional<double> {
-    cal.costs[key].points = {{ops, residual}};
-    auto p = predict_step(run.plan, cal, {run.cores});
-    return p.ok() ? std::optional<double>(p->step_ms) : std::nullopt;
-  };
-  const auto none = step_with(0);
-  if (!none) return std::nullopt;
-  if (*none >= run.step_ms) return 0.0;
-  double low = 0, high = run.step_ms;
-  for (int i = 0; i < 20; ++i) {  // to a millionth of the step
-    const double mid = (low + high) / 2;
-    const auto step = step_with(mid);
-    if (!step) return std::nullopt;
-    (*step < run.step_ms ? low : high) = mid;
-  }
-  // The simulated step can jump where the workers settle into another order (4 workers
-  // on 2 cores: 18.1 ms at a residual of 3.20 ms, 24.9 at 3.25): the side nearer the
-  // measured step then.
-  const auto at_low = step_with(low), at_high = step_with(high);
-  if (at_low && at_high) return std::abs(*at_low - run.step_ms) <= std::abs(*at_high - run.step_ms) ? low : high;
-  return (low + high) / 2;
+  return residual_for_step(
+      [&](double residual) -> std::optional<double> {
+        cal.costs[key].points = {{ops, residual}};
+        auto p = predict_step(run.plan, cal, {run.cores});
+        return p.ok() ? std::optional<double>(p->step_ms) : std::nullopt;
+      },
+      run.step_ms);
 }
 
 // What each run measured beyond what its own configuration's costs predict (negative
@@ -66,6 +53,25 @@ void add_residuals(const std::vector<ObservedRun>& observed, Calibration& cal) {
 }
 
 }  // namespace
+
+std::optional<double> residual_for_step(const std::function<std::optional<double>(double)>& step_with, double measured) {
+  const auto none = step_with(0);
+  if (!none) return std::nullopt;
+  if (*none >= measured) return 0.0;
+  double low = 0, high = measured;
+  for (int i = 0; i < 20; ++i) {  // to a millionth of the step
+    const double mid = (low + high) / 2;
+    const auto step = step_with(mid);
+    if (!step) return std::nullopt;
+    (*step < measured ? low : high) = mid;
+  }
+  // The simulated step can jump where the workers settle into another order (4 workers
+  // on 2 cores, session 38: 18.1 ms at a residual of 3.20 ms, 24.9 at 3.25), and the
+  // midpoint may lie past the jump: the side nearer the measured step.
+  const auto at_low = step_with(low), at_high = step_with(high);
+  if (!at_low || !at_high) return std::nullopt;
+  return std::abs(*at_low - measured) <= std::abs(*at_high - measured) ? low : high;
+}
 
 Expected<Calibration> calibrate(store::RunStore& store, const std::string& host) {
   auto runs = store.list_runs();

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -162,6 +163,13 @@ std::string serve_batch_key(const Plan& plan, const std::string& device);
 std::string serve_overhead_key(const std::string& device);
 // A completed serving run's observations of those two; nullopt for any other run.
 Expected<std::optional<std::vector<Observation>>> observe_serving_run(store::RunStore& store, std::int64_t run_id);
+
+// The residual per step at which `step_with(residual)`, a step growing with it, takes
+// `measured` ms: found by bisection between 0 and `measured` to a millionth of it; 0
+// where even none gives more; where the step jumps past `measured` (a simulation whose
+// ranks settle into another order), the side of the jump nearer it. nullopt where
+// step_with fails. calibrate() solves a parameter server's residual with it.
+std::optional<double> residual_for_step(const std::function<std::optional<double>(double)>& step_with, double measured);
 
 // Every completed run of `host` in the store (every host when empty): the costs, then each
 // run's residual (its measured step less the step the predictor makes of its plan from
