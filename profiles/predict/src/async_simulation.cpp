@@ -50,7 +50,6 @@ struct WorkerState {
   int replies_missing = 0;
   std::vector<double> reply_at;  // per server, this step's pull
   std::vector<std::int64_t> version_read;
-  bool done = false;
 };
 
 struct ServerState {
@@ -119,17 +118,19 @@ class Simulation {
     return out;
   }
 
-  // Full speed, taking the cores it needs from `free`; where they lack, its turns on the
-  // server's host's free cores among the ranks waiting there.
+  // Full speed, taking the cores it needs from `free` (the server's, and for a transfer
+  // its worker's); where they lack, its turns on the server's host's free cores among the
+  // ranks waiting there.
   double server_rate(int i, const std::vector<double>& waiting, std::vector<double>& free) const {
-    std::vector<double> need(free.size(), 0.0);
     const Task& front = server_[std::size_t(i)].tasks.front();
     const std::size_t host = std::size_t(s_.host_of[std::size_t(server_rank(i))]);
-    need[host] += 1;
-    if (front.kind != Work::Apply) need[std::size_t(s_.host_of[std::size_t(front.request.worker)])] += 1;
-    for (std::size_t h = 0; h < free.size(); ++h)
-      if (need[h] > free[h]) return s_.contended_share * free[host] / std::max(1.0, waiting[host]);
-    for (std::size_t h = 0; h < free.size(); ++h) free[h] -= need[h];
+    const bool transfer = front.kind != Work::Apply;
+    const std::size_t peer = transfer ? std::size_t(s_.host_of[std::size_t(front.request.worker)]) : host;
+    const double on_host = transfer && peer == host ? 2.0 : 1.0;
+    if (free[host] < on_host || (peer != host && free[peer] < 1.0))
+      return s_.contended_share * free[host] / std::max(1.0, waiting[host]);
+    free[host] -= on_host;
+    if (peer != host) free[peer] -= 1.0;
     return 1.0;
   }
 
@@ -246,7 +247,6 @@ class Simulation {
     WorkerState& ws = worker_[std::size_t(w)];
     out_.steps.push_back({w, ws.step, ws.step_start, t});
     if (++ws.step < s_.steps) return start_pull(w, t);
-    ws.done = true;
     for (int i = 0; i < servers_; ++i)
       server_[std::size_t(i)].inbox.push_back({w, Message::Done, 0, 0, t + s_.message_ms(w, server_rank(i), kHeaderBytes)});
   }
