@@ -185,6 +185,9 @@ void print_costs(const predict::Calibration& cal) {
     std::printf("  and %zu configuration%s measured: each is predicted from its own runs' costs first\n",
                 cal.by_configuration.size(), cal.by_configuration.size() == 1 ? "" : "s");
   print_links(cal.links);
+  if (cal.contended_share)
+    std::printf("\n  crowded parameter server's share of the free cores: %.2f, fitted to the staleness of %s\n",
+                *cal.contended_share, predict::runs_text(cal.share_runs).c_str());
 }
 
 nlohmann::json costs_json(const predict::Calibration& cal) {
@@ -197,7 +200,9 @@ nlohmann::json costs_json(const predict::Calibration& cal) {
   for (const predict::HostLink& h : cal.links)
     links.push_back({{"hosts", {h.first, h.second}}, {"latency_us", h.link.latency_us}, {"bandwidth_gbs", h.link.bandwidth_gbs},
                      {"runs", h.runs}});
-  return {{"host", cal.host}, {"runs", cal.runs}, {"costs", costs}, {"configurations", configurations}, {"links", links}};
+  nlohmann::json out = {{"host", cal.host}, {"runs", cal.runs}, {"costs", costs}, {"configurations", configurations}, {"links", links}};
+  if (cal.contended_share) out["contended_share"] = {{"share", *cal.contended_share}, {"runs", cal.share_runs}};
+  return out;
 }
 
 double error_percent(double predicted, double measured) {

@@ -4,7 +4,7 @@
 // W updates), ssp with bound 0 (synchronous: no staleness, the fast worker waits) and
 // bound 2 (staleness never beyond it), local SGD's period, and a local-SGD prediction
 // stored as a run; a server's reply calibrated at its shortest (a reply waits for its
-// worker to take it).
+// worker to take it); a crowded server's share fitted to measured staleness.
 #include <QtTest>
 
 #include <algorithm>
@@ -99,6 +99,31 @@ class TestPredictAsync : public QObject {
     QVERIFY(computing.size() >= 2);
     for (std::size_t i = 1; i < computing.size(); ++i)
       QVERIFY2(computing[i].first >= computing[i - 1].second - 1e-9, "two crowded workers computed at once");
+  }
+
+  // The crowded server's share fitted to measured staleness (4 workers on 2 cores, as
+  // above, simulate 1.5 at shares up to 0.3 and 1.7 at 0.4 and 0.5): a run that measured
+  // 1.7 is fitted 0.4 (of the two, the nearer the default by ratio), one that measured 1.5
+  // keeps the default 0.2, and a run with cores to spare fits nothing.
+  void crowdedShareFitsTheMeasuredStaleness() {
+    const Plan plan = tiny_plan(parameter_server(4, R"({"mode": "parameter_server", "servers": 1})"));
+    const Calibration costs = async_costs(plan, 0.001, "cpu 1t shared x2.50");
+    const auto staleness_at = [&](double share) {
+      Calibration c = costs;
+      c.contended_share = share;
+      return must(loom::predict::predict_step(plan, c, {2})).staleness.mean;
+    };
+    QVERIFY2(std::abs(staleness_at(0.3) - 1.5) < 0.05 && std::abs(staleness_at(0.5) - 1.7) < 0.05,
+             "the simulation no longer turns between 0.3 and 0.4: pick other shares for this test");
+    loom::predict::ObservedRun run;
+    run.id = 7, run.plan = plan, run.cores = 2, run.staleness = staleness_at(0.5);
+    std::vector<std::int64_t> runs;
+    QCOMPARE(*loom::predict::fit_contended_share({run}, costs, &runs), 0.4);
+    QCOMPARE(runs, (std::vector<std::int64_t>{7}));
+    run.staleness = staleness_at(0.1);
+    QCOMPARE(*loom::predict::fit_contended_share({run}, costs), loom::predict::kDefaultContendedShare);
+    run.cores = 8;
+    QVERIFY(!loom::predict::fit_contended_share({run}, costs));
   }
 
   // The residual a parameter server's measured step implies: a step growing with it is

@@ -127,18 +127,8 @@ void set_staleness(const Plan& plan, const AsyncTimeline& t, int workers, Predic
   }
 }
 
-// A crowded server's task that finds too few cores free goes at this share of them over
-// the ranks waiting on its host (async_simulation.h). Fitted on the runs of session 35's
-// and session 38's accuracy benches on this project's 2-core VM (2 to 4 workers and a
-// server): 0.2 gave all five configurations' measured staleness in both (0.1 and 0.3
-// missed one in one). With 4 workers waiting 3 and the server share one free core, a
-// 940 KB reply goes at 1/20 of full speed, about as measured there (2.9-3.5 ms at the
-// median while another worker computed, 0.17-0.31 alone); with 2 workers at 1/10. A
-// machine unlike that one may need another value (docs/prediction.md).
-constexpr double kContendedShare = 0.2;
-
 // The plan's hosts, each with `cores` cores, where ranks outnumber them on one.
-void set_cores(const Plan& plan, int cores, int threads_per_rank, AsyncSetup& setup) {
+void set_cores(const Plan& plan, int cores, int threads_per_rank, double contended_share, AsyncSetup& setup) {
   std::map<std::string, int> index;
   std::vector<int> ranks;
   for (const DeviceSpec& d : plan.parallel.devices) {
@@ -150,7 +140,7 @@ void set_cores(const Plan& plan, int cores, int threads_per_rank, AsyncSetup& se
   if (ranks.empty() || *std::max_element(ranks.begin(), ranks.end()) <= cores) return setup.host_of.clear();
   setup.host_cores.assign(index.size(), double(cores));
   setup.worker_threads = std::min(threads_per_rank, cores);
-  setup.contended_share = kContendedShare;
+  setup.contended_share = contended_share;
 }
 
 }  // namespace
@@ -162,7 +152,7 @@ std::int64_t simulated_steps(const Plan& plan) {
 }
 
 Status predict_parameter_servers(const Plan& plan, const ModelInfo& model, StepCosts& costs, double residual_ms,
-                                 int cores_per_host, Prediction& out) {
+                                 const Crowding& crowding, Prediction& out) {
   const int workers = std::max(1, plan.parallel.data_parallel), servers = std::max(1, plan.parallel.sync.servers);
   AsyncSetup setup;
   setup.ssp = plan.parallel.sync.mode == SyncMode::Ssp;
@@ -173,7 +163,7 @@ Status predict_parameter_servers(const Plan& plan, const ModelInfo& model, StepC
   for (std::int64_t bytes : setup.shard_bytes) setup.apply_ms.push_back(costs.optimizer(double(bytes) / 4.0));
   setup.message_ms = [&](int from, int to, double bytes) { return costs.send(from, to, bytes); };
   setup.push_ms = [&](int from, int to, double bytes) { return costs.push_receive(from, to, bytes); };
-  if (cores_per_host > 0) set_cores(plan, cores_per_host, out.threads_per_rank, setup);
+  if (crowding.cores_per_host > 0) set_cores(plan, crowding.cores_per_host, out.threads_per_rank, crowding.contended_share, setup);
   const AsyncTimeline timeline = simulate_parameter_servers(setup);
   if (std::int64_t(timeline.steps.size()) != setup.steps * workers)
     return make_error(ErrorCode::Internal, "the parameter-server simulation stopped before every worker finished");

@@ -6,6 +6,7 @@
 
 #include "loom/core/model_info.h"
 #include "loom/core/plan.h"
+#include "loom/predict/calibration.h"
 #include "loom/predict/predictor.h"
 #include "step_costs.h"
 
@@ -15,10 +16,16 @@ namespace loom::predict {
 // (a 1,024-worker plan still predicts in well under a second), at least 20 per worker.
 std::int64_t simulated_steps(const Plan& plan);
 
-// cores_per_host: the cores of each of the plan's hosts, simulated where its ranks
-// outnumber them (async_simulation.h); 0 for a cluster file's hosts (not simulated).
+// The cores of each of the plan's hosts, simulated where its ranks outnumber them
+// (async_simulation.h); 0 for a cluster file's hosts (not simulated). A task of a crowded
+// server that finds too few free goes at contended_share x free cores / ranks waiting
+// (AsyncSetup::contended_share; Calibration::contended_share).
+struct Crowding {
+  int cores_per_host = 0;
+  double contended_share = kDefaultContendedShare;
+};
 Status predict_parameter_servers(const Plan& plan, const ModelInfo& model, StepCosts& costs, double residual_ms,
-                                 int cores_per_host, Prediction& out);
+                                 const Crowding& crowding, Prediction& out);
 void predict_local_sgd(const Plan& plan, const ModelInfo& model, StepCosts& costs, double residual_ms, Prediction& out);
 
 }  // namespace loom::predict

@@ -402,6 +402,12 @@ Expected<std::optional<ObservedRun>> observe_run(store::RunStore& store, std::in
     by_rank.push_back(std::move(*events));
   }
   out.step_ms = median_step_ms(by_rank, &out.steps);
+  if (parameter_server_mode(*plan)) {
+    auto updates = store.load_updates(run_id);
+    if (!updates.ok()) return updates.error();
+    const analysis::StalenessStats stats = analysis::staleness_stats(*updates, by_rank, *plan);
+    if (stats.present) out.staleness = stats.mean;
+  }
   for (const auto& [where, cost] : c.buckets) c.spans[{std::get<0>(where), double(cost.first)}].push_back(cost.second);
   for (auto& [key, times] : c.spans)
     out.observations.push_back({key.first, c.work.count(key.first) ? c.work[key.first] : 0.0, key.second,

@@ -79,6 +79,10 @@ QString CalibrationView::summaryText(const predict::Calibration& c) const {
                 .arg(qs(h.first).toHtmlEscaped(), qs(h.second).toHtmlEscaped())
                 .arg(h.link.latency_us, 0, 'f', 0)
                 .arg(h.link.bandwidth_gbs, 0, 'g', 4);
+  if (c.contended_share)
+    text += tr("<br>crowded parameter server's share of the free cores: %1, fitted to the staleness of %2")
+                .arg(*c.contended_share, 0, 'f', 2)
+                .arg(qs(predict::runs_text(c.share_runs)).toHtmlEscaped());
   return text;
 }
 

@@ -71,7 +71,18 @@ struct Calibration {
   std::string gpu;
   // Links between hosts its runs across them measured (host_links.h), by host names.
   std::vector<HostLink> links;
+  // The share of the free cores a crowded parameter server's task gets (AsyncSetup::
+  // contended_share), fitted to the mean staleness of this machine's crowded
+  // parameter-server runs (share_runs, oldest first); unset where none was run: the
+  // predictor's default (kDefaultContendedShare).
+  std::optional<double> contended_share;
+  std::vector<std::int64_t> share_runs;
 };
+
+// A crowded parameter server's share where no run fitted one: the value that gave every
+// measured staleness of session 35's and 38's accuracy runs on this project's first
+// 2-core VM (docs/prediction.md).
+inline constexpr double kDefaultContendedShare = 0.2;
 
 // "64: 0.0201, 128: 0.0371": each measured size and its median ms, as `loom-cli
 // calibration` and the workbench's Calibration tab show a cost.
@@ -145,6 +156,7 @@ struct ObservedRun {
   std::int64_t steps = 0;  // steady steps
   std::string configuration;  // configuration_of(plan)
   std::vector<Observation> observations;
+  std::optional<double> staleness;  // mean, where a parameter server's workers recorded updates
 };
 
 // nullopt (not an error) for a run that cannot calibrate: not completed, imported,
@@ -164,6 +176,13 @@ std::string serve_overhead_key(const std::string& device);
 // A completed serving run's observations of those two; nullopt for any other run.
 Expected<std::optional<std::vector<Observation>>> observe_serving_run(store::RunStore& store, std::int64_t run_id);
 
+// The crowded server's share (Calibration::contended_share) of those tried (0.05 to 0.5)
+// whose simulations come nearest the mean staleness measured by these runs' crowded
+// parameter-server runs (ranks outnumbering a host's cores), each predicted with `cal`'s
+// residuals: the absolute differences summed; of equals, the nearest the default by
+// ratio. nullopt where none of them is such a run; `runs` gets the runs fitted to.
+std::optional<double> fit_contended_share(const std::vector<ObservedRun>& observed, Calibration cal,
+                                          std::vector<std::int64_t>* runs = nullptr);
 // The residual per step at which `step_with(residual)`, a step growing with it, takes
 // `measured` ms: found by bisection between 0 and `measured` to a millionth of it; 0
 // where even none gives more; where the step jumps past `measured` (a simulation whose
