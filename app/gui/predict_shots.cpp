@@ -1,7 +1,8 @@
 // `loom-predict-shots OUT_DIR DB PLAN [CLUSTER]`: the What-if dock as a user sees it, in the
 // real workbench on PLAN with DB's runs as the calibration, at 1280x720 and 1920x1080:
 // whatif-WxH-scaling.png (the knobs, the figures and the scaling chart on hosts like this
-// one), whatif-WxH-layouts.png (after Search layouts), and with CLUSTER loaded
+// one), whatif-WxH-layouts.png (after Search layouts), whatif-WxH-calibration.png (the
+// dock's Calibration tab: what predictions stand on), and with CLUSTER loaded
 // whatif-WxH-cluster.png and whatif-WxH-dark-cluster-layouts.png; first
 // whatif-WxH-notes.png and whatif-WxH-dark-notes.png (the figures' tooltip with four
 // replicas on this machine).
@@ -102,6 +103,10 @@ bool shoot(MainWindow& window, const QDir& out, const QSize& size, const QString
   ok = save(window, out, tag + "-scaling.png") && ok;
   panel->searchLayouts();
   ok = save(window, out, tag + "-layouts.png") && ok;
+  auto* tabs = panel->findChild<QTabWidget*>();
+  tabs->setCurrentWidget(panel->calibrationView());
+  ok = save(window, out, tag + "-calibration.png") && ok;
+  tabs->setCurrentIndex(0);
   if (!cluster.isEmpty() && panel->loadClusterFile(cluster)) {
     panel->replicasBox()->setValue(64);  // the search of before is cleared: the scaling chart shows
     ok = save(window, out, tag + "-cluster.png") && ok;

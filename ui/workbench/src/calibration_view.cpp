@@ -80,9 +80,9 @@ QString CalibrationView::summaryText(const predict::Calibration& c) const {
                 .arg(h.link.latency_us, 0, 'f', 0)
                 .arg(h.link.bandwidth_gbs, 0, 'g', 4);
   if (c.contended_share)
-    text += tr("<br>crowded parameter server's share of the free cores: %1, fitted to the staleness of %2")
+    text += tr("<br>crowded server's share %1, fitted to %2 runs' staleness")
                 .arg(*c.contended_share, 0, 'f', 2)
-                .arg(qs(predict::runs_text(c.share_runs)).toHtmlEscaped());
+                .arg(c.share_runs.size());
   return text;
 }
 
@@ -90,8 +90,13 @@ void CalibrationView::setCalibration(const predict::Calibration& calibration) {
   runs_ = calibration.runs;
   reset_->setEnabled(!runs_.empty());
   summary_->setText(summaryText(calibration));
-  summary_->setToolTip(tr("What predictions on this machine stand on: each cost's median at each size measured in "
-                          "these stored runs. A configuration that was measured is predicted from its own runs first."));
+  QString tip = tr("What predictions on this machine stand on: each cost's median at each size measured in "
+                   "these stored runs. A configuration that was measured is predicted from its own runs first.");
+  if (calibration.contended_share)
+    tip += tr("\n\nA parameter server crowded onto too few cores gets this share of the free ones in its "
+              "simulation, the share that gave the staleness measured by %1.")
+               .arg(qs(predict::runs_text(calibration.share_runs)));
+  summary_->setToolTip(tip);
   table_->setRowCount(int(calibration.costs.size()));
   int row = 0;
   for (const auto& [key, cost] : calibration.costs) {
