@@ -96,9 +96,13 @@ std::optional<double> fit_contended_share(const std::vector<ObservedRun>& observ
   for (const double share : kShares) {
     cal.contended_share = share;
     double error = 0;
+    // Runs of one configuration on as many cores are predicted alike: simulated once.
+    std::map<std::pair<std::string, int>, std::optional<double>> simulated;
     for (const ObservedRun* run : fitted) {
-      auto p = predict_step(run->plan, cal, {run->cores});
-      if (p.ok() && p->staleness.present) error += std::abs(p->staleness.mean - *run->staleness);
+      auto [at, added] = simulated.try_emplace({run->configuration, run->cores});
+      if (added)
+        if (auto p = predict_step(run->plan, cal, {run->cores}); p.ok() && p->staleness.present) at->second = p->staleness.mean;
+      if (at->second) error += std::abs(*at->second - *run->staleness);
     }
     const auto off_default = [](double s) { return std::abs(std::log(s / kDefaultContendedShare)); };
     if (!best || error < best_error - 1e-9 || (error < best_error + 1e-9 && off_default(share) < off_default(*best)))
