@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <numeric>
 
@@ -164,6 +165,15 @@ Status predict_parameter_servers(const Plan& plan, const ModelInfo& model, StepC
   setup.message_ms = [&](int from, int to, double bytes) { return costs.send(from, to, bytes); };
   setup.push_ms = [&](int from, int to, double bytes) { return costs.push_receive(from, to, bytes); };
   if (crowding.cores_per_host > 0) set_cores(plan, crowding.cores_per_host, out.threads_per_rank, crowding.contended_share, setup);
+  if (!setup.host_of.empty()) {
+    char share[16];
+    std::snprintf(share, sizeof share, "%.2f", crowding.contended_share);
+    out.notes.push_back(std::string("ranks outnumber the cores: a server's task that finds too few free goes at ") + share +
+                        " x the free cores / the ranks waiting (" +
+                        (crowding.share_fitted ? "fitted to the staleness of this machine's crowded parameter-server runs"
+                                               : "the default: no crowded parameter-server run stored") +
+                        ")");
+  }
   const AsyncTimeline timeline = simulate_parameter_servers(setup);
   if (std::int64_t(timeline.steps.size()) != setup.steps * workers)
     return make_error(ErrorCode::Internal, "the parameter-server simulation stopped before every worker finished");

@@ -23,6 +23,7 @@ std::int64_t simulated_steps(const Plan& plan);
 struct Crowding {
   int cores_per_host = 0;
   double contended_share = kDefaultContendedShare;
+  bool share_fitted = false;  // to this machine's runs, else the default
 };
 Status predict_parameter_servers(const Plan& plan, const ModelInfo& model, StepCosts& costs, double residual_ms,
                                  const Crowding& crowding, Prediction& out);
