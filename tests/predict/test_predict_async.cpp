@@ -4,7 +4,8 @@
 // W updates), ssp with bound 0 (synchronous: no staleness, the fast worker waits) and
 // bound 2 (staleness never beyond it), local SGD's period, and a local-SGD prediction
 // stored as a run; a server's reply calibrated at its shortest (a reply waits for its
-// worker to take it); a crowded server's share fitted to measured staleness.
+// worker to take it); a crowded server's share fitted to measured staleness, and to a
+// stored crowded run's.
 #include <QtTest>
 
 #include <algorithm>
@@ -44,6 +45,38 @@ Calibration local_sgd_costs(const Plan& plan) {
   Calibration cal = costs_for(plan);
   cal.costs[loom::predict::outer_step_key("cpu 1t")] = at(256, 0.5);
   return cal;
+}
+
+// A stored parameter-server run of two workers on a host of `cores` cores: the server's
+// replies of 1,000 bytes took 0.05, 0.9, 0.95 and 1 ms (the three long ones waited for
+// their worker to take them), its pushed-gradient receives 0.1, 0.3 and 0.2 ms.
+std::int64_t store_server_run(loom::testing::TempStore& store, int cores,
+                              const std::vector<loom::trace::UpdateRecord>& updates = {}) {
+  const Plan plan = tiny_plan(parameter_server(2, R"({"mode": "parameter_server"})"));
+  loom::trace::RunRecord run;
+  run.plan_json = loom::plan_to_json(plan);
+  const std::int64_t id = *store.create_run(run);
+  for (int rank = 0; rank < 3; ++rank) {
+    loom::trace::RankRecord record;
+    record.rank = rank, record.host = "h";
+    record.device_info.kind = "cpu", record.device_info.blas_threads = 1, record.device_info.logical_cores = cores;
+    if (!store.upsert_rank(id, record).ok()) return -1;
+  }
+  std::vector<Event> server;
+  const double replies[] = {0.9, 0.05, 1.0, 0.95}, pushes[] = {0.1, 0.3, 0.2};
+  for (int i = 0; i < 4; ++i) {
+    Event e;
+    e.kind = EventKind::Send, e.step = 1 + i, e.bytes = 1000, e.stream = loom::trace::Stream::Host;
+    e.start_ns = i * 10'000'000LL, e.end_ns = e.start_ns + std::int64_t(replies[i] * 1e6);
+    server.push_back(e);
+    if (i == 3) continue;
+    e.kind = EventKind::Recv, e.start_ns += 5'000'000, e.end_ns = e.start_ns + std::int64_t(pushes[i] * 1e6);
+    server.push_back(e);
+  }
+  if (!store.append_events(id, 2, server.data(), server.size()).ok()) return -1;
+  if (!updates.empty() && !store.append_updates(id, updates).ok()) return -1;
+  if (!store.finish_run(id, loom::trace::RunStatus::Completed, 1.0, 256, "").ok()) return -1;
+  return id;
 }
 
 }  // namespace
@@ -240,34 +273,28 @@ class TestPredictAsync : public QObject {
   // pushed-gradient receives keep their median (0.1, 0.2, 0.3: 0.2).
   void serverRepliesCostTheirShortest() {
     loom::testing::TempStore store;
-    const Plan plan = tiny_plan(parameter_server(2, R"({"mode": "parameter_server"})"));
-    loom::trace::RunRecord run;
-    run.plan_json = loom::plan_to_json(plan);
-    const std::int64_t id = *store.create_run(run);
-    for (int rank = 0; rank < 3; ++rank) {
-      loom::trace::RankRecord record;
-      record.rank = rank, record.host = "h";
-      record.device_info.kind = "cpu", record.device_info.blas_threads = 1, record.device_info.logical_cores = 8;
-      QVERIFY(store.upsert_rank(id, record).ok());
-    }
-    std::vector<Event> server;
-    const double replies[] = {0.9, 0.05, 1.0, 0.95}, pushes[] = {0.1, 0.3, 0.2};
-    for (int i = 0; i < 4; ++i) {
-      Event e;
-      e.kind = EventKind::Send, e.step = 1 + i, e.bytes = 1000, e.stream = loom::trace::Stream::Host;
-      e.start_ns = i * 10'000'000LL, e.end_ns = e.start_ns + std::int64_t(replies[i] * 1e6);
-      server.push_back(e);
-      if (i == 3) continue;
-      e.kind = EventKind::Recv, e.start_ns += 5'000'000, e.end_ns = e.start_ns + std::int64_t(pushes[i] * 1e6);
-      server.push_back(e);
-    }
-    QVERIFY(store.append_events(id, 2, server.data(), server.size()).ok());
-    QVERIFY(store.finish_run(id, loom::trace::RunStatus::Completed, 1.0, 256, "").ok());
+    const std::int64_t id = store_server_run(store, 8);
     const Calibration cal = *loom::predict::calibrate(store, "");
     QCOMPARE(cal.runs, (std::vector<std::int64_t>{id}));
     QCOMPARE(cal.costs.at(loom::predict::p2p_key(loom::CommBackend::Mpi)).points, (std::vector<std::pair<double, double>>{{1000, 0.05}}));
     QCOMPARE(cal.costs.at(loom::predict::push_receive_key(loom::CommBackend::Mpi)).points,
              (std::vector<std::pair<double, double>>{{1000, 0.2}}));
+    QVERIFY(!cal.contended_share);  // eight cores: nothing crowded to fit a share to
+  }
+
+  // The same run with its three ranks on two cores and its workers' updates stored: the
+  // share is fitted to it (its layers were never measured, so no simulation tells the
+  // shares apart, and the default stays), and it is named.
+  void storedCrowdedRunFitsTheShare() {
+    loom::testing::TempStore store;
+    std::vector<loom::trace::UpdateRecord> updates;
+    for (int step = 0; step < 4; ++step)
+      for (int worker = 0; worker < 2; ++worker) updates.push_back({worker, 0, step, 2 * step, 2 * step + worker, worker, 0});
+    const std::int64_t id = store_server_run(store, 2, updates);
+    const Calibration cal = *loom::predict::calibrate(store, "");
+    QCOMPARE(cal.share_runs, (std::vector<std::int64_t>{id}));
+    QVERIFY(cal.contended_share);
+    QCOMPARE(*cal.contended_share, loom::predict::kDefaultContendedShare);
   }
 
   // Stored, a local-SGD prediction holds whole periods, each step in its own Step span.
