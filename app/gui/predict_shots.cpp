@@ -1,9 +1,9 @@
 // `loom-predict-shots OUT_DIR DB PLAN [CLUSTER]`: the What-if dock as a user sees it, in the
 // real workbench on PLAN with DB's runs as the calibration, at 1280x720 and 1920x1080:
 // whatif-WxH-scaling.png (the knobs, the figures and the scaling chart on hosts like this
-// one), whatif-WxH-layouts.png (after Search layouts), whatif-WxH-calibration.png (the
-// dock's Calibration tab: what predictions stand on), and with CLUSTER loaded
-// whatif-WxH-cluster.png and whatif-WxH-dark-cluster-layouts.png; first
+// one), whatif-WxH-layouts.png (after Search layouts), whatif-WxH-calibration.png and
+// whatif-WxH-dark-calibration.png (the dock's Calibration tab: what predictions stand
+// on), and with CLUSTER loaded whatif-WxH-cluster.png and whatif-WxH-dark-cluster-layouts.png; first
 // whatif-WxH-notes.png and whatif-WxH-dark-notes.png (the figures' tooltip with four
 // replicas on this machine).
 // `loom-predict-shots --calibrate OUT_DIR DB_DIR PLAN`: Run > Predict on an empty store at
@@ -106,6 +106,9 @@ bool shoot(MainWindow& window, const QDir& out, const QSize& size, const QString
   auto* tabs = panel->findChild<QTabWidget*>();
   tabs->setCurrentWidget(panel->calibrationView());
   ok = save(window, out, tag + "-calibration.png") && ok;
+  window.setDarkPalette(true);
+  ok = save(window, out, tag + "-dark-calibration.png") && ok;
+  window.setDarkPalette(false);
   tabs->setCurrentIndex(0);
   if (!cluster.isEmpty() && panel->loadClusterFile(cluster)) {
     panel->replicasBox()->setValue(64);  // the search of before is cleared: the scaling chart shows

@@ -130,15 +130,9 @@ void set_staleness(const Plan& plan, const AsyncTimeline& t, int workers, Predic
 
 // The plan's hosts, each with `cores` cores, where ranks outnumber them on one.
 void set_cores(const Plan& plan, int cores, int threads_per_rank, double contended_share, AsyncSetup& setup) {
+  if (most_ranks_on_a_host(plan) <= cores) return;
   std::map<std::string, int> index;
-  std::vector<int> ranks;
-  for (const DeviceSpec& d : plan.parallel.devices) {
-    const int h = index.emplace(d.host, int(index.size())).first->second;
-    setup.host_of.push_back(h);
-    ranks.resize(index.size(), 0);
-    ++ranks[std::size_t(h)];
-  }
-  if (ranks.empty() || *std::max_element(ranks.begin(), ranks.end()) <= cores) return setup.host_of.clear();
+  for (const DeviceSpec& d : plan.parallel.devices) setup.host_of.push_back(index.emplace(d.host, int(index.size())).first->second);
   setup.host_cores.assign(index.size(), double(cores));
   setup.worker_threads = std::min(threads_per_rank, cores);
   setup.contended_share = contended_share;
@@ -164,13 +158,14 @@ Status predict_parameter_servers(const Plan& plan, const ModelInfo& model, StepC
   for (std::int64_t bytes : setup.shard_bytes) setup.apply_ms.push_back(costs.optimizer(double(bytes) / 4.0));
   setup.message_ms = [&](int from, int to, double bytes) { return costs.send(from, to, bytes); };
   setup.push_ms = [&](int from, int to, double bytes) { return costs.push_receive(from, to, bytes); };
-  if (crowding.cores_per_host > 0) set_cores(plan, crowding.cores_per_host, out.threads_per_rank, crowding.contended_share, setup);
+  const double contended_share = crowding.fitted_share.value_or(kDefaultContendedShare);
+  if (crowding.cores_per_host > 0) set_cores(plan, crowding.cores_per_host, out.threads_per_rank, contended_share, setup);
   if (!setup.host_of.empty()) {
     char share[16];
-    std::snprintf(share, sizeof share, "%.2f", crowding.contended_share);
+    std::snprintf(share, sizeof share, "%.2f", contended_share);
     out.notes.push_back(std::string("ranks outnumber the cores: a server's task that finds too few free goes at ") + share +
                         " x the free cores / the ranks waiting (" +
-                        (crowding.share_fitted ? "fitted to the staleness of this machine's crowded parameter-server runs"
+                        (crowding.fitted_share ? "fitted to the staleness of this machine's crowded parameter-server runs"
                                                : "the default: no crowded parameter-server run stored") +
                         ")");
   }

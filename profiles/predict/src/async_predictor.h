@@ -4,6 +4,8 @@
 // has set the threads and the memory.
 #pragma once
 
+#include <optional>
+
 #include "loom/core/model_info.h"
 #include "loom/core/plan.h"
 #include "loom/predict/calibration.h"
@@ -18,12 +20,12 @@ std::int64_t simulated_steps(const Plan& plan);
 
 // The cores of each of the plan's hosts, simulated where its ranks outnumber them
 // (async_simulation.h); 0 for a cluster file's hosts (not simulated). A task of a crowded
-// server that finds too few free goes at contended_share x free cores / ranks waiting
-// (AsyncSetup::contended_share; Calibration::contended_share).
+// server that finds too few free goes at a share x free cores / ranks waiting
+// (AsyncSetup::contended_share): the share fitted to this machine's runs
+// (Calibration::contended_share), else kDefaultContendedShare.
 struct Crowding {
   int cores_per_host = 0;
-  double contended_share = kDefaultContendedShare;
-  bool share_fitted = false;  // to this machine's runs, else the default
+  std::optional<double> fitted_share;
 };
 Status predict_parameter_servers(const Plan& plan, const ModelInfo& model, StepCosts& costs, double residual_ms,
                                  const Crowding& crowding, Prediction& out);

@@ -8,6 +8,7 @@
 
 #include "loom/predict/calibration.h"
 #include "loom/predict/predictor.h"
+#include "step_parts.h"
 
 namespace loom::predict {
 
@@ -54,11 +55,7 @@ void add_residuals(const std::vector<ObservedRun>& observed, Calibration& cal) {
 
 // Whether a run's ranks outnumbered its host's cores on one of its hosts: the predictor
 // then simulates the cores, and a crowded server's share matters (async_predictor.cpp).
-bool crowded(const ObservedRun& run) {
-  std::map<std::string, int> ranks;
-  for (const DeviceSpec& d : run.plan.parallel.devices) ++ranks[d.host];
-  return std::any_of(ranks.begin(), ranks.end(), [&](const auto& host) { return host.second > run.cores; });
-}
+bool crowded(const ObservedRun& run) { return most_ranks_on_a_host(run.plan) > run.cores; }
 
 // The shares a fit tries, around the default.
 constexpr double kShares[] = {0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5};
@@ -70,13 +67,13 @@ void add_residuals_and_share(const std::vector<ObservedRun>& observed, Calibrati
   add_residuals(observed, with_residuals);
   std::vector<std::int64_t> runs;
   const std::optional<double> share = fit_contended_share(observed, with_residuals, &runs);
-  if (!share || *share == kDefaultContendedShare) {
-    cal = std::move(with_residuals);
-  } else {
+  if (share && *share != kDefaultContendedShare) {
     cal.contended_share = share;
     add_residuals(observed, cal);
+  } else {
+    cal = std::move(with_residuals);
+    cal.contended_share = share;
   }
-  cal.contended_share = share;
   cal.share_runs = std::move(runs);
 }
 

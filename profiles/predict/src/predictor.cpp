@@ -260,8 +260,7 @@ Expected<Prediction> predict_step(const Plan& plan, const Calibration& calibrati
   if (!memory.ok()) return memory.error();
   out.memory = std::move(*memory);
   if (parameter_server_mode(plan)) {
-    const Crowding crowding{given.cluster ? 0 : machine.cores, calibration.contended_share.value_or(kDefaultContendedShare),
-                            calibration.contended_share.has_value()};
+    const Crowding crowding{given.cluster ? 0 : machine.cores, calibration.contended_share};
     LOOM_TRY(predict_parameter_servers(plan, model, costs, residual_ms, crowding, out));
     parameter_server_memory(plan, model, out.memory);
   } else if (plan.parallel.sync.mode == SyncMode::LocalSgd && l.replicas > 1) {

@@ -191,10 +191,7 @@ std::vector<double> layer_done_times(const analysis::TimedOp& last_backward, con
 // threads outnumber its cores.
 // On a cluster, ranks fill its hosts in order.
 void set_threads(const Plan& plan, const MachineShape& machine, Prediction& out) {
-  std::map<std::string, int> ranks_on_host;
-  for (const DeviceSpec& d : plan.parallel.devices) ++ranks_on_host[d.host];
-  int crowd = 1;
-  for (const auto& [host, n] : ranks_on_host) crowd = std::max(crowd, n);
+  int crowd = std::max(1, most_ranks_on_a_host(plan));
   if (machine.cluster) {
     if (!machine.cluster->device.calibrated) return;  // a roofline device: no BLAS threads, nothing shared
     crowd = std::min(machine.cluster->devices_per_host, layout_of(plan).replicas * layout_of(plan).stages);
@@ -206,6 +203,13 @@ void set_threads(const Plan& plan, const MachineShape& machine, Prediction& out)
     out.notes.push_back("ranks outnumber cores " + x + ": costs measured so crowded (else the nearest crowding measured) " +
                         "as they are, unshared ones stretched " + x);
   }
+}
+
+int most_ranks_on_a_host(const Plan& plan) {
+  std::map<std::string, int> ranks_on_host;
+  int most = 0;
+  for (const DeviceSpec& d : plan.parallel.devices) most = std::max(most, ++ranks_on_host[d.host]);
+  return most;
 }
 
 }  // namespace loom::predict

@@ -59,4 +59,7 @@ std::vector<double> layer_done_times(const analysis::TimedOp& last_backward, con
 // threads outnumber its cores (out.threads_per_rank, out.stretch, a note).
 void set_threads(const Plan& plan, const MachineShape& machine, Prediction& out);
 
+// The most ranks the plan puts on one of its hosts (0 without devices).
+int most_ranks_on_a_host(const Plan& plan);
+
 }  // namespace loom::predict
