@@ -20,9 +20,10 @@ Plans: as many data-parallel replicas as hosts (an all-reduce a step over the li
 once with the default bucket, once with 0.1 MB buckets: four all-reduces a step, not two)
 and a 1F1B pipeline of as many stages (activations and gradients over the links per
 micro-batch). The simulated hosts share this machine's cores: three ranks on two cores
-are crowded here and in the calibrating runs on this host alike, but the cluster the
-prediction assumes gives each host cores of its own (so where there are more hosts than
-cores, `loom-cli calibrate` also runs each plan's uncrowded layouts here). Root only (network namespaces, tc).
+are crowded here and in the calibrating runs on this host alike. The cluster file says so
+("shared_cores": this machine's cores), and the learnt prediction knows it from the runs
+across the hosts, whose ranks all named this machine's kernel (host_links.h); where there
+are more hosts than cores, `loom-cli calibrate` also runs each plan's uncrowded layouts. Root only (network namespaces, tc).
 Writes the table to --out.
 
   /usr/bin/python3 bench/predict_shaped.py [--hosts 2|3] [--rate 1gbit] [--delay-ms 2]
@@ -73,8 +74,8 @@ def plan_for(kind, hosts, steps):
 
 def cli(args, argv, remote=False):
     """loom-cli's JSON; remote: its ranks start on the simulated hosts through their agent.
-    Where the hosts outnumber this machine's cores, their ranks crowd its cores but Loom
-    does not know it (it counts the ranks on its own host), so the bench has waiting ranks
+    Where the hosts outnumber this machine's cores, their ranks crowd its cores but Loom's
+    launcher does not know it (it counts the ranks on its own host), so the bench has waiting ranks
     yield the core as Loom does for crowded ranks on its own host: spinning, three ranks
     on two cores took 36-39 ms a step for data parallel x3 at 1 Gb/s and 0.5 ms, yielding
     25-28 (2026-11-29)."""
@@ -156,7 +157,7 @@ def main():
     gbs = rate_mbit(args.rate) / 8000 * 1448 / 1514
     cluster = write(folder, "cluster.json", {
         "name": f"{args.hosts} hosts like this one, {args.rate} between them", "hosts": args.hosts,
-        "devices_per_host": 1, "device": "calibrated",
+        "devices_per_host": 1, "device": "calibrated", "shared_cores": len(os.sched_getaffinity(0)),
         "links": {"between_hosts": {"bandwidth_gbs": gbs, "latency_us": args.latency_us + 1000 * args.delay_ms}}})
     if subprocess.run([os.path.join(SCRIPTS, "netns-hosts.sh"), "up"]).returncode != 0:
         sys.exit("cannot create the simulated hosts (root, iproute2, network namespaces)")

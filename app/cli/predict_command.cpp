@@ -171,6 +171,9 @@ void print_links(const std::vector<predict::HostLink>& links) {
   for (const predict::HostLink& h : links) {
     std::printf("  %-60s %8.0f us %9.4g GB/s   %s\n", (h.first + " <-> " + h.second).c_str(), h.link.latency_us,
                 h.link.bandwidth_gbs, predict::runs_text(h.runs).c_str());
+    if (h.shared_cores > 0)
+      std::printf("    one machine's two namespaces (their ranks ran on one kernel): their ranks share its %d core%s\n",
+                  h.shared_cores, h.shared_cores == 1 ? "" : "s");
   }
 }
 
@@ -199,7 +202,7 @@ nlohmann::json costs_json(const predict::Calibration& cal) {
   nlohmann::json links = nlohmann::json::array();
   for (const predict::HostLink& h : cal.links)
     links.push_back({{"hosts", {h.first, h.second}}, {"latency_us", h.link.latency_us}, {"bandwidth_gbs", h.link.bandwidth_gbs},
-                     {"runs", h.runs}});
+                     {"runs", h.runs}, {"shared_cores", h.shared_cores}});
   nlohmann::json out = {{"host", cal.host}, {"runs", cal.runs}, {"costs", costs}, {"configurations", configurations}, {"links", links}};
   if (cal.contended_share) out["contended_share"] = {{"share", *cal.contended_share}, {"runs", cal.share_runs}};
   return out;

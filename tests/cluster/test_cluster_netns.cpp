@@ -12,6 +12,7 @@
 #include <QJsonObject>
 #include <QProcess>
 #include <QTemporaryDir>
+#include <QThread>
 #include <QtTest>
 
 #include <cmath>
@@ -183,7 +184,8 @@ class TestClusterNetns : public QObject {
   // takes 0.120 of it, and the probe lost more as the delay grew, for a reason not found).
   // With two ranks on each host, ranks 0 and 1 share loom-a: the link is measured through
   // rank 2, loom-b's first rank. On three hosts, loom-a's links to loom-b and loom-c are
-  // measured (through ranks 1 and 2), loom-b's to loom-c not.
+  // measured (through ranks 1 and 2), loom-b's to loom-c not. Every rank names this
+  // machine's kernel, so the link says its hosts share its cores.
   void runAcrossHostsTeachesTheirLink_data() {
     QTest::addColumn<int>("per_host");
     QTest::addColumn<QStringList>("hosts");
@@ -217,6 +219,9 @@ class TestClusterNetns : public QObject {
       qInfo("learnt link to %s: %.0f us, %.4f GB/s", qPrintable(hosts[i + 1]), latency, bandwidth);
       QVERIFY2(latency >= 2000 && latency < 3000, qPrintable(QString::number(latency)));
       QVERIFY2(bandwidth > 0.07 && bandwidth <= 0.125, qPrintable(QString::number(bandwidth)));
+      // The simulated hosts run on this machine's kernel: their ranks share its cores.
+      const int shared = link["shared_cores"].toInt();
+      QVERIFY2(shared >= 1 && shared <= QThread::idealThreadCount(), qPrintable(QString::number(shared)));
     }
   }
 

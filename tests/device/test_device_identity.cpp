@@ -55,7 +55,8 @@ void TestDeviceIdentity::cudaVersions() {
 }
 
 // The identity a cpu rank stores is this machine's: its CPU model as /proc/cpuinfo names
-// it, at least one core, its memory, and the BLAS threads it was given.
+// it, at least one core, its memory, the BLAS threads it was given, and the kernel's boot
+// id (36 characters, a UUID, with no line end).
 void TestDeviceIdentity::thisMachinesCpu() {
   std::ifstream in("/proc/cpuinfo");
   const std::string cpuinfo((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -67,6 +68,10 @@ void TestDeviceIdentity::thisMachinesCpu() {
   QVERIFY(cpu.memory_bytes > (1LL << 28));
   QCOMPARE(cpu.blas_threads, 3);
   QVERIFY(cpu.driver.empty() && cpu.cuda_runtime.empty() && cpu.nccl.empty());
+  std::ifstream boot("/proc/sys/kernel/random/boot_id");
+  std::string boot_id;
+  if (std::getline(boot, boot_id)) QCOMPARE(cpu.machine, boot_id);
+  QCOMPARE(cpu.machine.size(), std::size_t(36));
 }
 
 QTEST_GUILESS_MAIN(TestDeviceIdentity)

@@ -49,9 +49,11 @@ std::int64_t store_run(loom::store::RunStore& store, const Plan& plan, std::pair
 }
 
 // A finished run with a rank on each of `hosts` (rank r on hosts[r]) whose clock
-// uncertainty is latencies_us[r], and these metrics.
+// uncertainty is latencies_us[r], and these metrics; rank r's device identity devices[r]
+// where given.
 std::int64_t store_ranks(loom::store::RunStore& store, const Plan& plan, const std::vector<std::string>& hosts,
-                         const std::vector<double>& latencies_us, const std::vector<loom::trace::MetricRecord>& metrics) {
+                         const std::vector<double>& latencies_us, const std::vector<loom::trace::MetricRecord>& metrics,
+                         const std::vector<loom::trace::DeviceInfo>& devices = {}) {
   loom::trace::RunRecord run;
   run.plan_json = loom::plan_to_json(plan);
   run.world_size = int(hosts.size());
@@ -61,6 +63,7 @@ std::int64_t store_ranks(loom::store::RunStore& store, const Plan& plan, const s
     record.rank = int(r);
     record.host = hosts[r];
     record.uncertainty_ns = std::int64_t(latencies_us[r] * 1e3);
+    if (r < devices.size()) record.device_info = devices[r];
     must_ok(store.upsert_rank(id, record));
   }
   must_ok(store.append_metrics(id, metrics));
@@ -69,6 +72,16 @@ std::int64_t store_ranks(loom::store::RunStore& store, const Plan& plan, const s
 }
 
 Cluster must_cluster(const std::string& json) { return must(loom::predict::cluster_from_json(json)); }
+
+// A cpu rank's identity on the machine whose kernel has this boot id.
+loom::trace::DeviceInfo cpu_on(const std::string& machine, int cores) {
+  loom::trace::DeviceInfo d;
+  d.kind = "cpu";
+  d.logical_cores = cores;
+  d.blas_threads = 1;
+  d.machine = machine;
+  return d;
+}
 
 bool mentions(const std::vector<std::string>& notes, const std::string& text) {
   for (const std::string& n : notes)
@@ -146,6 +159,59 @@ class TestPredictHostLinks : public QObject {
     QCOMPARE(ac->runs, (std::vector<std::int64_t>{three}));
     QVERIFY2(near(ac->link.latency_us, 5000) && near(ac->link.bandwidth_gbs, 0.2),
              qPrintable(QString("%1 us, %2 GB/s").arg(ac->link.latency_us).arg(ac->link.bandwidth_gbs)));
+  }
+
+  // Simulated hosts: a run whose ranks on a and b said one boot id learns that a and b are
+  // one machine's namespaces, sharing its cores (the fewer either rank could use: 2). A
+  // run on a and c, two machines, or with no boot id recorded, learns a link only. One run
+  // that found a and b on two machines (a restart between runs, other machines by the same
+  // names) is enough for the pair not to share.
+  void hostsOnOneMachineAreLearnt() {
+    QTemporaryDir dir;
+    auto store = loom::store::RunStore::open(dir.filePath("runs.db").toStdString());
+    QVERIFY(store.ok());
+    const Plan plan = tiny_plan(R"({"devices": )" + devices(2) + R"(, "data_parallel": 2})", "0, 0, 0", 128);
+    const std::vector<loom::trace::MetricRecord> probe = {{0, -1, 1, "p2p_gbs", 0.1}, {0, -1, 1, "p2p_probe_bytes", 4e6}};
+    const std::int64_t one = store_ranks(*store, plan, {"a", "b"}, {0, 50}, probe, {cpu_on("boot-1", 4), cpu_on("boot-1", 2)});
+    const std::int64_t two = store_ranks(*store, plan, {"a", "c"}, {0, 50}, probe, {cpu_on("boot-1", 2), cpu_on("boot-2", 2)});
+    const std::int64_t unknown = store_ranks(*store, plan, {"a", "c"}, {0, 50}, probe, {cpu_on("", 2), cpu_on("", 2)});
+    QCOMPARE(must(loom::predict::observe_links(*store, one)).front().shared_cores, 2);
+    QCOMPARE(must(loom::predict::observe_links(*store, two)).front().shared_cores, 0);
+    QCOMPARE(must(loom::predict::observe_links(*store, unknown)).front().shared_cores, 0);
+    Calibration cal = must(loom::predict::calibrate(*store, ""));
+    QCOMPARE(loom::predict::find_link(cal.links, "a", "b")->shared_cores, 2);
+    QCOMPARE(loom::predict::find_link(cal.links, "a", "c")->shared_cores, 0);
+    store_ranks(*store, plan, {"b", "a"}, {0, 50}, probe, {cpu_on("boot-3", 2), cpu_on("boot-4", 2)});
+    cal = must(loom::predict::calibrate(*store, ""));
+    QCOMPARE(loom::predict::find_link(cal.links, "a", "b")->shared_cores, 0);
+  }
+
+  // Three hosts learnt to be one machine's namespaces with 2 cores share them: the plan's
+  // three 1-thread ranks crowd them 1.5x, as three ranks on one host would (the costs,
+  // measured unshared, stretched 1.5x), and the note says why. A cluster file that says
+  // "shared_cores": 2 predicts the same; hosts that are separate machines crowd nothing.
+  // Only where every host is reached through such links: a-b alone leaves c apart.
+  void hostsOfOneMachineShareItsCores() {
+    const std::string on_hosts = R"([{"kind": "cpu", "host": "a"}, {"kind": "cpu", "host": "b"}, {"kind": "cpu", "host": "c"}])";
+    const Plan plan = tiny_plan(R"({"devices": )" + on_hosts + R"(, "data_parallel": 3})", "0, 0, 0", 192);
+    Calibration cal = costs_for(plan);
+    cal.links = {{"a", "b", {3}, Link{false, 0.1, 100}, 2}, {"a", "c", {3}, Link{false, 0.1, 100}, 2}};
+    const Prediction shared = must(loom::predict::predict_step(plan, cal, {2}));
+    QCOMPARE(shared.stretch, 1.5);
+    QVERIFY(mentions(shared.notes, "the hosts are one machine's (their ranks ran on one kernel), sharing its 2 cores"));
+    QVERIFY(mentions(shared.notes, "ranks outnumber cores 1.50x"));
+    const Cluster written = must_cluster(R"({"hosts": 3, "device": "calibrated", "shared_cores": 2, )"
+                                         R"("links": {"between_hosts": {"bandwidth_gbs": 0.1, "latency_us": 100}}})");
+    QCOMPARE(written.shared_cores, 2);
+    const Prediction as_written = must(loom::predict::predict_step(plan, cal, {2, &written}));
+    QVERIFY2(near(shared.step_ms, as_written.step_ms), qPrintable(QString("%1 vs %2").arg(shared.step_ms).arg(as_written.step_ms)));
+    cal.links[1].shared_cores = 0;
+    const Prediction apart = must(loom::predict::predict_step(plan, cal, {2}));
+    QCOMPARE(apart.stretch, 1.0);
+    QVERIFY2(apart.step_ms < shared.step_ms, qPrintable(QString("%1 vs %2").arg(apart.step_ms).arg(shared.step_ms)));
+    auto roofline = loom::predict::cluster_from_json(R"({"hosts": 2, "shared_cores": 2, "device": {"peak_tflops": 1, )"
+                                                     R"("memory_bandwidth_gbs": 100}, "links": {"between_hosts": "calibrated"}})");
+    QVERIFY(!roofline.ok() && roofline.error().message.find("shared_cores needs the calibrated device") != std::string::npos);
   }
 
   // A plan on hosts a, b and c takes the median of the links learnt between two of them

@@ -135,6 +135,7 @@ std::vector<Frame> sample_frames() {
   cpu.name = std::string(loom::trace::kMaxDeviceTextBytes, 'c');  // at the bound
   cpu.logical_cores = loom::trace::kMaxDeviceCount;
   cpu.blas_threads = 1;
+  cpu.machine = "5b2c8e1a-0d47-4f7e-9a53-2f1e6c0b9d84";
   f.push_back(DeviceReport{cpu});
   return f;
 }
@@ -438,6 +439,7 @@ void TestStream::malformedIsRejected_data() {
   add("bad magic", "GET / HTTP/1.1\r\nHost: x\r\n\r\n", "bad magic");
   add("wrong version", raw_frame(4, le(0, 4), kMagic, 99), "unsupported protocol version 99");
   add("version 1 (no Device frame)", raw_frame(4, le(0, 4), kMagic, 1), "unsupported protocol version 1");
+  add("version 2 (no machine in the Device frame)", raw_frame(4, le(0, 4), kMagic, 2), "unsupported protocol version 2");
   add("type 0", raw_frame(0, ""), "unknown frame type 0");
   add("type 9", raw_frame(9, ""), "unknown frame type 9");
   add("oversize payload", raw_frame(2, "", kMagic, kProtocolVersion, 0, kMaxPayloadBytes + 1), "exceeds the limit");
@@ -462,11 +464,11 @@ void TestStream::malformedIsRejected_data() {
       "Done frame: status 'done' is not completed|failed|stopped");
   add("valid then bad magic", log + "XXXXXXXXXXXXXXXXXXXX", "bad magic");
   // Device frames: kind, name, memory, cores, BLAS threads, compute major and minor,
-  // then four texts (driver, CUDA driver, CUDA runtime, NCCL).
+  // then five texts (driver, CUDA driver, CUDA runtime, NCCL, machine).
   auto device = [](const std::string& kind, const std::string& name, std::int64_t memory, std::int32_t cores) {
     std::string p = le(kind.size(), 4) + kind + le(name.size(), 4) + name + le(std::uint64_t(memory), 8);
     p += le(std::uint32_t(cores), 4) + le(1, 4) + le(9, 4) + le(0, 4);
-    for (int i = 0; i < 4; ++i) p += le(0, 4);
+    for (int i = 0; i < 5; ++i) p += le(0, 4);
     return raw_frame(8, p);
   };
   add("device kind unknown", device("tpu", "x", 0, 1), "Device frame: device kind 'tpu' is not cpu|gpu");

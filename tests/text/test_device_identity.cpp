@@ -30,6 +30,7 @@ DeviceInfo h200(const std::string& nccl = "2.28.3") {
   d.cuda_driver = "13.0";
   d.cuda_runtime = "13.0";
   d.nccl = nccl;
+  d.machine = "0f3a7c52-9b1e-4d6a-8c20-5e7d1b4a9f36";
   return d;
 }
 
@@ -84,6 +85,7 @@ void TestDeviceIdentity::jsonRoundTrip() {
   QCOMPARE(j["compute_capability"].get<std::string>(), std::string("9.0"));
   QCOMPARE(j["memory_bytes"].get<std::int64_t>(), h200().memory_bytes);
   QCOMPARE(j["nccl"].get<std::string>(), std::string("2.28.3"));
+  QCOMPARE(j["machine"].get<std::string>(), h200().machine);
   QVERIFY(loom::trace::device_info_to_json({}).is_null());
   QCOMPARE(loom::trace::device_info_to_text({}), std::string());
   // A name longer than any device's is cut, not refused.
@@ -110,6 +112,10 @@ void TestDeviceIdentity::grouping() {
   QCOMPARE(lines[2], std::string("rank 5: not recorded"));
   // Ranks that differ only by their NCCL version are two groups: nothing is hidden.
   QCOMPARE(loom::analysis::group_devices({{0, h200()}, {1, h200("2.27.1")}}).size(), std::size_t(2));
+  // Ranks alike but on two machines are one group: which machine is not shown.
+  DeviceInfo elsewhere = h200();
+  elsewhere.machine = "another boot id";
+  QCOMPARE(loom::analysis::group_devices({{0, h200()}, {1, elsewhere}}).size(), std::size_t(1));
   const std::vector<std::pair<int, DeviceInfo>> silent{{0, DeviceInfo{}}};
   QCOMPARE(loom::analysis::devices_short(loom::analysis::group_devices(silent)), std::string());
 }

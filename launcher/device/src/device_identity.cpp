@@ -61,10 +61,23 @@ std::string cuda_version_text(int version) {
   return std::to_string(version / 1000) + "." + std::to_string((version % 1000) / 10);
 }
 
+namespace {
+
+// The running kernel's boot id: one per machine, shared by its network namespaces (the
+// simulated hosts), so that a prediction knows such hosts share one machine's cores.
+std::string machine_id() {
+  std::string id = read_file("/proc/sys/kernel/random/boot_id");
+  while (!id.empty() && (id.back() == '\n' || id.back() == ' ')) id.pop_back();
+  return id.substr(0, trace::kMaxDeviceTextBytes);
+}
+
+}  // namespace
+
 trace::DeviceInfo describe_device(const DeviceSpec& device, int blas_threads) {
   if (device.kind == DeviceKind::Gpu) {
     trace::DeviceInfo gpu = detail::describe_gpu(device.gpu);
     gpu.driver = nvidia_driver_from_proc(read_file("/proc/driver/nvidia/version"));
+    gpu.machine = machine_id();
     return gpu;
   }
   trace::DeviceInfo cpu;
@@ -73,6 +86,7 @@ trace::DeviceInfo describe_device(const DeviceSpec& device, int blas_threads) {
   cpu.logical_cores = machine::cores_available();
   cpu.memory_bytes = machine::physical_memory_bytes();
   cpu.blas_threads = blas_threads;
+  cpu.machine = machine_id();
   return cpu;
 }
 

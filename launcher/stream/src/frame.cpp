@@ -285,6 +285,7 @@ Frame read_device(Reader& r) {
   i.cuda_driver = device_text(r, "CUDA driver");
   i.cuda_runtime = device_text(r, "CUDA runtime");
   i.nccl = device_text(r, "NCCL version");
+  i.machine = device_text(r, "machine");
   if (i.memory_bytes < 0) r.fail("device memory of " + std::to_string(i.memory_bytes) + " bytes");
   if (i.kind != "cpu" && i.kind != "gpu") r.fail("device kind '" + i.kind.substr(0, 16) + "' is not cpu|gpu");
   return d;
@@ -357,7 +358,7 @@ std::string encode(const DeviceReport& device) {
   w.str(text(i.name));
   w.i64(std::max<std::int64_t>(i.memory_bytes, 0));
   for (int v : {i.logical_cores, i.blas_threads, i.compute_major, i.compute_minor}) w.i32(count(v));
-  for (const std::string* s : {&i.driver, &i.cuda_driver, &i.cuda_runtime, &i.nccl}) w.str(text(*s));
+  for (const std::string* s : {&i.driver, &i.cuda_driver, &i.cuda_runtime, &i.nccl, &i.machine}) w.str(text(*s));
   return w.finish();
 }
 

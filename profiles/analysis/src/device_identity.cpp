@@ -15,7 +15,7 @@ std::vector<DeviceGroup> group_devices(const std::vector<std::pair<int, trace::D
     // Named, not a structured binding: older clang cannot capture a binding in a lambda.
     const int rank = entry.first;
     trace::DeviceInfo& info = entry.second;
-    auto same = std::find_if(groups.begin(), groups.end(), [&info](const DeviceGroup& g) { return g.info == info; });
+    auto same = std::find_if(groups.begin(), groups.end(), [&info](const DeviceGroup& g) { return g.info.same_kind(info); });
     if (same == groups.end()) {
       groups.push_back({{rank}, std::move(info)});
     } else {

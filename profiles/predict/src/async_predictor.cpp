@@ -128,12 +128,15 @@ void set_staleness(const Plan& plan, const AsyncTimeline& t, int workers, Predic
   }
 }
 
-// The plan's hosts, each with `cores` cores, where ranks outnumber them on one.
-void set_cores(const Plan& plan, int cores, int threads_per_rank, double contended_share, AsyncSetup& setup) {
-  if (most_ranks_on_a_host(plan) <= cores) return;
+// The plan's hosts, each with `cores` cores, where ranks outnumber them on one; hosts of
+// one machine (`one_machine`) as one host.
+void set_cores(const Plan& plan, int cores, bool one_machine, int threads_per_rank, double contended_share, AsyncSetup& setup) {
+  const int crowd = one_machine ? int(plan.parallel.devices.size()) : most_ranks_on_a_host(plan);
+  if (crowd <= cores) return;
   std::map<std::string, int> index;
-  for (const DeviceSpec& d : plan.parallel.devices) setup.host_of.push_back(index.emplace(d.host, int(index.size())).first->second);
-  setup.host_cores.assign(index.size(), double(cores));
+  for (const DeviceSpec& d : plan.parallel.devices)
+    setup.host_of.push_back(one_machine ? 0 : index.emplace(d.host, int(index.size())).first->second);
+  setup.host_cores.assign(one_machine ? 1 : index.size(), double(cores));
   setup.worker_threads = std::min(threads_per_rank, cores);
   setup.contended_share = contended_share;
 }
@@ -159,7 +162,8 @@ Status predict_parameter_servers(const Plan& plan, const ModelInfo& model, StepC
   setup.message_ms = [&](int from, int to, double bytes) { return costs.send(from, to, bytes); };
   setup.push_ms = [&](int from, int to, double bytes) { return costs.push_receive(from, to, bytes); };
   const double contended_share = crowding.fitted_share.value_or(kDefaultContendedShare);
-  if (crowding.cores_per_host > 0) set_cores(plan, crowding.cores_per_host, out.threads_per_rank, contended_share, setup);
+  if (crowding.cores_per_host > 0)
+    set_cores(plan, crowding.cores_per_host, crowding.one_machine, out.threads_per_rank, contended_share, setup);
   if (!setup.host_of.empty()) {
     char share[16];
     std::snprintf(share, sizeof share, "%.2f", contended_share);

@@ -19,12 +19,14 @@ namespace loom::predict {
 std::int64_t simulated_steps(const Plan& plan);
 
 // The cores of each of the plan's hosts, simulated where its ranks outnumber them
-// (async_simulation.h); 0 for a cluster file's hosts (not simulated). A task of a crowded
+// (async_simulation.h); 0 for a cluster file's hosts (not simulated) unless they are one
+// machine's namespaces, whose ranks all share its cores. A task of a crowded
 // server that finds too few free goes at a share x free cores / ranks waiting
 // (AsyncSetup::contended_share): the share fitted to this machine's runs
 // (Calibration::contended_share), else kDefaultContendedShare.
 struct Crowding {
   int cores_per_host = 0;
+  bool one_machine = false;  // the hosts share those cores (Cluster::shared_cores)
   std::optional<double> fitted_share;
 };
 Status predict_parameter_servers(const Plan& plan, const ModelInfo& model, StepCosts& costs, double residual_ms,

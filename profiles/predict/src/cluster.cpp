@@ -190,6 +190,12 @@ Expected<Cluster> cluster_from_json(const std::string& text, const std::string& 
   auto between = parse_link(links, "between_hosts", where + " links", c.hosts == 1);
   if (!between.ok()) return between.error();
   c.inside_host = *inside, c.between_hosts = *between;
+  if (j.contains("shared_cores")) {
+    if (!c.device.calibrated) return field_error(where, "shared_cores", "needs the calibrated device (this machine's cores)");
+    auto cores = count(j, "shared_cores", where);
+    if (!cores.ok()) return cores.error();
+    c.shared_cores = *cores;
+  }
   return c;
 }
 

@@ -55,6 +55,7 @@ Expected<std::vector<LinkObservation>> observe_links(store::RunStore& store, std
   auto bytes = last_metric(store, run_id, "p2p_probe_bytes");
   if (!bytes.ok()) return bytes.error();
   const std::string& home = (*ranks)[0].host;
+  const trace::DeviceInfo& home_device = (*ranks)[0].device_info;
   std::vector<std::string> seen = {home};
   for (const trace::RankRecord& r : *ranks) {
     if (std::find(seen.begin(), seen.end(), r.host) != seen.end()) continue;
@@ -67,6 +68,8 @@ Expected<std::vector<LinkObservation>> observe_links(store::RunStore& store, std
     o.run = run_id;
     o.latency_us = double(r.uncertainty_ns) / 1e3;
     o.bandwidth_gbs = bandwidth_less_latency(*probe, bytes->value_or(0.0), o.latency_us);
+    if (!home_device.machine.empty() && r.device_info.machine == home_device.machine)
+      o.shared_cores = std::max(1, std::min(home_device.logical_cores, r.device_info.logical_cores));
     out.push_back(o);
   }
   return out;
@@ -80,9 +83,11 @@ std::vector<HostLink> fit_links(const std::vector<LinkObservation>& observations
     HostLink h;
     h.first = pair.first, h.second = pair.second;
     std::vector<double> latency, bandwidth;
+    h.shared_cores = seen.front()->shared_cores;
     for (const LinkObservation* o : seen) {
       h.runs.push_back(o->run);
       latency.push_back(o->latency_us), bandwidth.push_back(o->bandwidth_gbs);
+      h.shared_cores = o->shared_cores > 0 ? std::min(h.shared_cores, o->shared_cores) : 0;
     }
     std::sort(h.runs.begin(), h.runs.end());
     h.link.measured = false;
@@ -112,6 +117,24 @@ std::string link_text(const Link& link) {
   char text[96];
   std::snprintf(text, sizeof text, "%.0f us and %.3g GB/s", link.latency_us, link.bandwidth_gbs);
   return text;
+}
+
+// The cores `hosts` share where links found each of them on one machine with the first
+// (directly or through another); else 0.
+int shared_cores_of(const std::vector<std::string>& hosts, const std::vector<HostLink>& links) {
+  std::set<std::string> reached = {hosts.front()};
+  int cores = 0;
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (const HostLink& h : links) {
+      if (h.shared_cores <= 0 || reached.count(h.first) == reached.count(h.second)) continue;
+      reached.insert(h.first), reached.insert(h.second);
+      cores = cores == 0 ? h.shared_cores : std::min(cores, h.shared_cores);
+      grew = true;
+    }
+  }
+  const bool all = std::all_of(hosts.begin(), hosts.end(), [&](const std::string& host) { return reached.count(host) > 0; });
+  return all ? cores : 0;
 }
 
 }  // namespace
@@ -193,7 +216,13 @@ std::optional<Cluster> cluster_of_plan_hosts(const Plan& plan, const std::vector
   c.hosts = int(hosts.size());
   c.devices_per_host = per_host.front();
   c.between_hosts = *learnt;
-  if (note) *note = "ranks on " + c.name + ", " + std::to_string(c.devices_per_host) + " each; " + learnt_from;
+  c.shared_cores = shared_cores_of(hosts, among);
+  if (note) {
+    *note = "ranks on " + c.name + ", " + std::to_string(c.devices_per_host) + " each; " + learnt_from;
+    if (c.shared_cores > 0)
+      *note += "; the hosts are one machine's (their ranks ran on one kernel), sharing its " +
+               std::to_string(c.shared_cores) + (c.shared_cores == 1 ? " core" : " cores");
+  }
   return c;
 }
 

@@ -260,7 +260,8 @@ Expected<Prediction> predict_step(const Plan& plan, const Calibration& calibrati
   if (!memory.ok()) return memory.error();
   out.memory = std::move(*memory);
   if (parameter_server_mode(plan)) {
-    const Crowding crowding{given.cluster ? 0 : machine.cores, calibration.contended_share};
+    const int shared = machine.cluster ? machine.cluster->shared_cores : 0;
+    const Crowding crowding{shared > 0 ? shared : given.cluster ? 0 : machine.cores, shared > 0, calibration.contended_share};
     LOOM_TRY(predict_parameter_servers(plan, model, costs, residual_ms, crowding, out));
     parameter_server_memory(plan, model, out.memory);
   } else if (plan.parallel.sync.mode == SyncMode::LocalSgd && l.replicas > 1) {

@@ -65,7 +65,8 @@ json device_info_to_json(const DeviceInfo& info) {
           {"driver", info.driver},
           {"cuda_driver", info.cuda_driver},
           {"cuda_runtime", info.cuda_runtime},
-          {"nccl", info.nccl}};
+          {"nccl", info.nccl},
+          {"machine", info.machine}};
 }
 
 DeviceInfo device_info_from_json(const json& j) {
@@ -83,7 +84,14 @@ DeviceInfo device_info_from_json(const json& j) {
   info.cuda_driver = text_of(j, "cuda_driver");
   info.cuda_runtime = text_of(j, "cuda_runtime");
   info.nccl = text_of(j, "nccl");
+  info.machine = text_of(j, "machine");
   return info;
+}
+
+bool DeviceInfo::same_kind(const DeviceInfo& other) const {
+  DeviceInfo mine = *this;
+  mine.machine = other.machine;
+  return mine == other;
 }
 
 std::string device_info_to_text(const DeviceInfo& info) {

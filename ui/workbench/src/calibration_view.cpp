@@ -78,7 +78,8 @@ QString CalibrationView::summaryText(const predict::Calibration& c) const {
     text += tr("<br>link %1 \u2194 %2: %3 us, %4 GB/s")
                 .arg(qs(h.first).toHtmlEscaped(), qs(h.second).toHtmlEscaped())
                 .arg(h.link.latency_us, 0, 'f', 0)
-                .arg(h.link.bandwidth_gbs, 0, 'g', 4);
+                .arg(h.link.bandwidth_gbs, 0, 'g', 4) +
+            (h.shared_cores > 0 ? tr(", one machine sharing %1 cores").arg(h.shared_cores) : QString());
   if (c.contended_share)
     text += tr("<br>crowded server's share %1, fitted to %2 runs' staleness")
                 .arg(*c.contended_share, 0, 'f', 2)

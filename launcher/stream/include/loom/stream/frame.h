@@ -23,8 +23,9 @@
 namespace loom::stream {
 
 inline constexpr std::uint32_t kMagic = 0x4d4f4f4cu;  // "LOOM" as little-endian bytes
-// 2: the Device frame (a rank's device identity) was added.
-inline constexpr std::uint16_t kProtocolVersion = 2;
+// 2: the Device frame (a rank's device identity) was added. 3: it ends with the machine's
+// boot id.
+inline constexpr std::uint16_t kProtocolVersion = 3;
 inline constexpr std::size_t kHeaderBytes = 16;
 inline constexpr std::uint32_t kMaxPayloadBytes = 16u << 20;
 inline constexpr std::uint32_t kMaxStringBytes = 1u << 20;  // encoders truncate, the decoder rejects

@@ -41,6 +41,9 @@ struct Cluster {
   int devices_per_host = 1;
   ClusterDevice device;
   Link inside_host, between_hosts;
+  // > 0: the hosts are network namespaces of one machine (simulated hosts) whose ranks all
+  // share its this many cores, so they crowd as ranks on one host do; 0: each host its own.
+  int shared_cores = 0;
 
   int devices() const { return hosts * devices_per_host; }
   int host_of(int rank) const { return rank / devices_per_host; }

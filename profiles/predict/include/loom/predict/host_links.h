@@ -8,7 +8,10 @@
 //  - bandwidth: the point-to-point probe, `p2p_probe_bytes` sent one way and back
 //    repeatedly, less that latency per message (a run from before the probe's size was
 //    recorded: the probe's figure as it is, which counts the latency as transfer time).
-// Links between two hosts neither of which is rank 0's are not measured. Runs stored
+// Links between two hosts neither of which is rank 0's are not measured. Each rank also
+// says which machine it ran on (its kernel's boot id, trace::DeviceInfo::machine): hosts
+// whose ranks say the same are one machine's network namespaces (simulated hosts), whose
+// ranks share its cores. Runs stored
 // before 2026-11-29 probed ranks 0 and 1 only: theirs is learnt where those two sit on
 // two hosts.
 // Such runs calibrate nothing else (calibration.cpp, can_calibrate): their spans measured
@@ -32,6 +35,7 @@ struct LinkObservation {
   std::string first, second;
   std::int64_t run = 0;
   double latency_us = 0, bandwidth_gbs = 0;
+  int shared_cores = 0;  // both hosts one machine (the same boot id): its cores; else 0
 };
 
 // A pair of hosts' link: the median latency and the median bandwidth over its runs.
@@ -39,6 +43,7 @@ struct HostLink {
   std::string first, second;
   std::vector<std::int64_t> runs;  // oldest first
   Link link;                       // measured = false: latency + bytes / bandwidth
+  int shared_cores = 0;            // every run found both hosts one machine: its fewest cores
 };
 
 // The links a run measured, from rank 0's host to each other host in rank order; none
@@ -72,7 +77,8 @@ PlanHosts hosts_of_plan(const Plan& plan);
 
 // A plan whose ranks sit on several hosts like a cluster, as a cluster of those hosts:
 // devices like this machine's, their link the median of those learnt between two of the
-// plan's hosts (median_link). A plan's "localhost" is `this_host`, the name this
+// plan's hosts (median_link); where every such link joins two namespaces of one machine,
+// the hosts share its cores (Cluster::shared_cores). A plan's "localhost" is `this_host`, the name this
 // machine's runs stored. nullopt where the plan keeps to one host, or spans hosts but no
 // such link was learnt or its hosts are not laid out so. `note` gets, where the plan spans hosts, the link used or
 // why none was.

@@ -10,7 +10,9 @@
 //   may use, the BLAS threads the rank set); compute_capability ("9.0"; gpu); driver (the
 //   NVIDIA driver, "580.159.04", "" when unreadable); cuda_driver (the CUDA version the
 //   driver supports, "13.0"); cuda_runtime ("13.0"); nccl ("2.28.3" where the rank used
-//   NCCL, else ""). Zero and "" mean not known. A rank without an identity (runs stored
+//   NCCL, else ""); machine (the kernel's boot id, one per running machine: ranks on
+//   simulated hosts, network namespaces of one machine, share it and so its cores; not
+//   shown, and not part of what groups ranks as alike). Zero and "" mean not known. A rank without an identity (runs stored
 //   before schema v7, traces that do not carry one) has kind "" and is "not recorded".
 #pragma once
 
@@ -34,9 +36,12 @@ struct DeviceInfo {
   int logical_cores = 0, blas_threads = 0;  // cpu ranks
   int compute_major = 0, compute_minor = 0;  // gpu ranks
   std::string driver, cuda_driver, cuda_runtime, nccl;
+  std::string machine;  // /proc/sys/kernel/random/boot_id; "" where unread or not recorded
 
   bool recorded() const { return !kind.empty(); }
   bool operator==(const DeviceInfo&) const = default;
+  // The same device whichever machine holds it: how `show` groups ranks.
+  bool same_kind(const DeviceInfo& other) const;
 };
 
 // The JSON object above; null for an identity that was not recorded.
