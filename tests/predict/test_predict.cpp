@@ -57,6 +57,36 @@ std::int64_t store_one_millisecond_spans(loom::store::RunStore& store, const Pla
   return id;
 }
 
+// A completed two-rank run of `plan` on host "h": five steps of 20 ms, in each a send of
+// `bytes` taking `ms` on both ranks.
+std::int64_t store_sending_run(loom::store::RunStore& store, const Plan& plan, std::int64_t bytes, double ms) {
+  loom::trace::RunRecord run;
+  run.plan_json = loom::plan_to_json(plan);
+  run.world_size = 2;
+  const std::int64_t id = *store.create_run(run);
+  for (int rank = 0; rank < 2; ++rank) {
+    loom::trace::RankRecord record;
+    record.rank = rank;
+    record.host = "h";
+    record.device_info.kind = "cpu";
+    record.device_info.blas_threads = 1;
+    record.device_info.logical_cores = 2;
+    must_ok(store.upsert_rank(id, record));
+    std::vector<Event> events;
+    for (int step = 0; step < 5; ++step) {
+      Event whole, send;
+      whole.kind = EventKind::Step, whole.stream = loom::trace::Stream::Host, whole.step = step;
+      whole.start_ns = step * 20'000'000LL, whole.end_ns = whole.start_ns + 20'000'000LL;
+      send.kind = EventKind::Send, send.stream = loom::trace::Stream::Comm, send.step = step, send.bytes = bytes;
+      send.start_ns = whole.start_ns + 1'000'000LL, send.end_ns = send.start_ns + std::int64_t(ms * 1e6);
+      events.push_back(whole), events.push_back(send);
+    }
+    must_ok(store.append_events(id, rank, events.data(), events.size()));
+  }
+  must_ok(store.finish_run(id, loom::trace::RunStatus::Completed, 1.0, 640, ""));
+  return id;
+}
+
 }  // namespace
 
 class TestPredict : public QObject {
@@ -286,6 +316,34 @@ class TestPredict : public QObject {
     const auto ring = of(must(loom::predict::predict_step(three, costs_for(three), {4})), 0, EventKind::AllReduce);
     QVERIFY2(std::abs(ring[0].end_ms - ring[0].start_ms - 2.0 * (4.0 / 3)) < 1e-9,
              qPrintable(QString::number(ring[0].end_ms - ring[0].start_ms, 'g', 12)));
+  }
+
+  // A send measured at one size (16 KB, 0.5 ms) says nothing of how its time grows with
+  // bytes: with the slope of the runs' point-to-point probe (2 GB/s), 2 MB more takes 1 ms
+  // more, and below it the line falls to a latency; without a probe, in proportion. A
+  // slope the points give (sizes 1.5x apart) stands. Calibrated from a stored MPI run
+  // whose sends were all 16 KB, the send's cost has the slope of its probe (2 GB/s), and
+  // none before the probe's figure was stored.
+  void sendsTakeTheProbesBandwidthBeyondTheirSize() {
+    LinearCost c = at(16384, 0.5);
+    c.probe_slope = 1.0 / 2e6;
+    QVERIFY(std::abs(c.at(16384 + 2e6) - 1.5) < 1e-12);
+    QVERIFY(std::abs(c.at(0) - (0.5 - 16384 / 2e6)) < 1e-12);
+    QCOMPARE(at(16384, 0.5).at(65536), 2.0);
+    c.points = {{16384, 0.5}, {65536, 0.6}};
+    QVERIFY(std::abs(c.at(131072) - (0.6 + 0.1 / 49152 * 65536)) < 1e-12);
+    QTemporaryDir dir;
+    auto store = loom::store::RunStore::open(dir.filePath("runs.db").toStdString());
+    QVERIFY(store.ok());
+    const Plan plan = tiny_plan(R"({"devices": )" + devices(2) + R"(, "data_parallel": 2})", "0, 0, 0", 128);
+    const std::int64_t id = store_sending_run(*store, plan, 16384, 0.5);
+    const std::string key = loom::predict::p2p_key(loom::CommBackend::Mpi);
+    QCOMPARE(must(loom::predict::calibrate(*store, "")).costs.at(key).probe_slope, 0.0);  // no probe recorded
+    QVERIFY(store->append_metrics(id, {{0, -1, 1, "p2p_gbs", 2.0}}).ok());
+    const LinearCost send = must(loom::predict::calibrate(*store, "")).costs.at(key);
+    QCOMPARE(send.points, (std::vector<std::pair<double, double>>{{16384, 0.5}}));
+    QCOMPARE(send.probe_slope, 1.0 / 2e6);
+    QVERIFY(std::abs(send.at(16384 + 2e6) - 1.5) < 1e-12);
   }
 
   // Between measured sizes a cost is the line through them; below the smallest, a sample

@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 
+#include "loom/analysis/stats.h"
 #include "loom/predict/calibration.h"
 #include "loom/predict/predictor.h"
 #include "step_parts.h"
@@ -75,6 +76,23 @@ void add_residuals_and_share(const std::vector<ObservedRun>& observed, Calibrati
     cal.contended_share = share;
   }
   cal.share_runs = std::move(runs);
+}
+
+// MPI sends' costs get the slope of the runs' point-to-point probe (LinearCost::
+// probe_slope): the median over this machine's MPI runs that probed. The probe runs over
+// MPI whatever the plan's backend, so NCCL's sends keep their points alone.
+void add_probe_slopes(const std::vector<ObservedRun>& observed, Calibration& cal) {
+  std::vector<double> gbs;
+  for (const ObservedRun& r : observed)
+    if (r.probe_gbs && r.plan.parallel.backend == CommBackend::Mpi) gbs.push_back(*r.probe_gbs);
+  if (gbs.empty()) return;
+  const double slope = 1.0 / (analysis::median(gbs, 0.0) * 1e6);  // ms per byte
+  const auto apply = [&](std::map<std::string, LinearCost>& costs) {
+    for (auto& [key, cost] : costs)
+      if (unshared(key) == p2p_key(CommBackend::Mpi)) cost.probe_slope = slope;
+  };
+  apply(cal.costs);
+  for (auto& [configuration, costs] : cal.by_configuration) apply(costs);
 }
 
 }  // namespace
@@ -174,6 +192,7 @@ Expected<Calibration> calibrate(store::RunStore& store, const std::string& host)
   cal.costs = fit_costs(all);
   cal.links = fit_links(links);
   for (const auto& [configuration, observations] : own) cal.by_configuration[configuration] = fit_costs(observations);
+  add_probe_slopes(observed, cal);
   add_residuals_and_share(observed, cal);
   return cal;
 }

@@ -311,6 +311,11 @@ std::string points_text(const LinearCost& cost) {
     std::snprintf(point, sizeof point, "%.0f: %.4g", units, ms);
     out += (out.empty() ? "" : ", ") + std::string(point);
   }
+  if (cost.probe_slope > 0) {
+    char slope[96];
+    std::snprintf(slope, sizeof slope, " (other sizes: + bytes / %.3g GB/s, the probe)", 1.0 / (cost.probe_slope * 1e6));
+    out += slope;
+  }
   return out;
 }
 
@@ -408,6 +413,9 @@ Expected<std::optional<ObservedRun>> observe_run(store::RunStore& store, std::in
     const analysis::StalenessStats stats = analysis::staleness_stats(*updates, by_rank, *plan);
     if (stats.present) out.staleness = stats.mean;
   }
+  auto probe = store.load_metrics(run_id, "p2p_gbs");
+  if (!probe.ok()) return probe.error();
+  if (!probe->empty() && probe->back().value > 0) out.probe_gbs = probe->back().value;
   for (const auto& [where, cost] : c.buckets) c.spans[{std::get<0>(where), double(cost.first)}].push_back(cost.second);
   for (auto& [key, times] : c.spans)
     out.observations.push_back({key.first, c.work.count(key.first) ? c.work[key.first] : 0.0, key.second,
@@ -418,9 +426,8 @@ Expected<std::optional<ObservedRun>> observe_run(store::RunStore& store, std::in
 double LinearCost::at(double units) const {
   if (points.empty()) return 0;
   const auto proportional = [units](const std::pair<double, double>& p) { return p.first > 0 ? p.second * units / p.first : p.second; };
-  if (points.size() == 1) return proportional(points[0]);
   // Within the measured sizes: the line between the two that hold units.
-  if (units >= points.front().first && units <= points.back().first) {
+  if (points.size() > 1 && units >= points.front().first && units <= points.back().first) {
     std::size_t i = 1;
     while (i + 1 < points.size() && units > points[i].first) ++i;
     const auto [x0, y0] = points[i - 1];
@@ -440,6 +447,7 @@ double LinearCost::at(double units) const {
     if (std::max(p.first, near.first) >= kSlopeSpan * std::min(p.first, near.first)) far = p;
   }
   const double slope = far ? (far->second - near.second) / (far->first - near.first) : -1.0;
+  if (slope < 0 && probe_slope > 0) return std::max(0.0, near.second + probe_slope * (units - near.first));
   if (slope < 0) return proportional(near);
   const double line = near.second + slope * (units - near.first);
   // Below the smallest size measured a sample costs at least what it cost there: a

@@ -30,10 +30,15 @@ namespace loom::predict {
 // times larger or smaller (a message's latency shows as that line's value at 0), never
 // falling as size grows and below the smallest size at least proportional to it; in
 // proportion to the nearest size where no such slope exists (one size measured, or only
-// close ones). Never below 0.
+// close ones), unless the cost has a slope of its own from elsewhere (`probe_slope`): then
+// the line of that slope through the nearest size. Never below 0.
 inline constexpr double kSlopeSpan = 1.5;
 struct LinearCost {
   std::vector<std::pair<double, double>> points;  // (units, median ms), by units, one per size
+  // ms per unit where the points give no slope: a message's 1 / the bandwidth the runs'
+  // point-to-point probe measured (a send of 16 KB alone says nothing of one of 64 KB's
+  // bytes; in proportion, it took 3.5 times what the 64 KB took). 0: none.
+  double probe_slope = 0;
   double work = 0;                // a layer's work per sample (layer_work), 0 for the rest
   std::int64_t observations = 0;  // measured spans behind it
   double at(double units) const;
@@ -157,6 +162,7 @@ struct ObservedRun {
   std::string configuration;  // configuration_of(plan)
   std::vector<Observation> observations;
   std::optional<double> staleness;  // mean, where a parameter server's workers recorded updates
+  std::optional<double> probe_gbs;  // the point-to-point probe between ranks 0 and 1 (p2p_gbs)
 };
 
 // nullopt (not an error) for a run that cannot calibrate: not completed, imported,
