@@ -97,12 +97,24 @@ std::string env_or_empty(const char* name) {
   return value ? value : "";
 }
 
-// Ranks sharing this host, as the MPI launcher reports it; BLAS threads are divided among them.
+// Ranks sharing this host, as the MPI launcher reports it.
 int ranks_on_this_host(int world) {
   for (const char* name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "SLURM_NTASKS_PER_NODE"}) {
     if (const char* v = std::getenv(name)) return std::max(1, std::atoi(v));
   }
   return world;
+}
+
+// Ranks sharing this machine's cores, among which BLAS threads are divided: those whose
+// kernel has this rank's boot id (a collective: every rank splits the world by it). The
+// MPI launcher counts by host name, so on simulated hosts (network namespaces of one
+// machine) each rank counted itself alone and took every core: three ranks on two
+// cores ran two BLAS threads each.
+int ranks_on_this_machine(comm::Communicator& comm) {
+  if (comm.size() == 1) return 1;
+  const int color = int(std::hash<std::string>{}(device::machine_id()) & 0x7fffffff);
+  const std::unique_ptr<comm::Communicator> here = comm.split(color, comm.rank());
+  return here ? here->size() : ranks_on_this_host(comm.size());
 }
 
 std::string world_mismatch(int size, const Plan& plan) {
@@ -298,7 +310,7 @@ int run_rank(comm::Communicator& comm, const Plan& plan, const RankOptions& opti
   auto data = data::load_dataset(plan.data);
   if (!data.ok()) return reporter.fail(data.error().describe(), 1);
   const std::int64_t load_end = trace::now_ns();
-  const int blas_threads = engine::apply_thread_count(plan, ranks_on_this_host(comm.size()));
+  const int blas_threads = engine::apply_thread_count(plan, ranks_on_this_machine(comm));
   // Opened before training: no driver or no such GPU fails the rank here, with CUDA's
   // words and a hint, and the run is stored as failed.
   auto backend = device::open_device(device, plan.training.tf32);

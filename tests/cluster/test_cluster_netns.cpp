@@ -23,8 +23,10 @@ namespace {
 
 const QString kScripts = QStringLiteral(LOOM_SOURCE_DIR "/scripts/cluster");
 
-// `per_host` ranks on each of `hosts` in turn, data parallel, 32 samples a rank.
-QByteArray plan(int steps, double hang_timeout_s, int per_host = 1, const QStringList& hosts = {"loom-a", "loom-b"}) {
+// `per_host` ranks on each of `hosts` in turn, data parallel, 32 samples a rank; `threads`
+// BLAS threads each (0: the machine's cores divided among its ranks).
+QByteArray plan(int steps, double hang_timeout_s, int per_host = 1, const QStringList& hosts = {"loom-a", "loom-b"},
+                int threads = 1) {
   QString devices;
   for (const QString& host : hosts)
     for (int i = 0; i < per_host; ++i)
@@ -34,9 +36,10 @@ QByteArray plan(int steps, double hang_timeout_s, int per_host = 1, const QStrin
     "model": {"input": [1, 28, 28], "layers": [{"type": "flatten"}, {"type": "linear", "out": 64},
               {"type": "relu"}, {"type": "linear", "out": 10}]},
     "data": {"source": "fashion-mnist", "path": "/usr/share/datasets/fashion-mnist", "train_limit": 6400, "test_limit": 500},
-    "training": {"batch": %5, "steps": %1, "threads": 1, "hang_timeout_s": %2, "optimizer": {"type": "sgd", "lr": 0.05}},
+    "training": {"batch": %5, "steps": %1, "threads": %6, "hang_timeout_s": %2, "optimizer": {"type": "sgd", "lr": 0.05}},
     "parallel": {"devices": [%3], "data_parallel": %4}
-  })").arg(steps).arg(hang_timeout_s).arg(devices).arg(per_host * hosts.size()).arg(32 * per_host * hosts.size()).toUtf8();
+  })").arg(steps).arg(hang_timeout_s).arg(devices).arg(per_host * hosts.size()).arg(32 * per_host * hosts.size())
+      .arg(threads).toUtf8();
 }
 
 int run_script(const QString& name, const QStringList& args) {
@@ -98,11 +101,13 @@ class TestClusterNetns : public QObject {
   }
 
   // Both ranks run, each on its own simulated host, and stream to this one; the run is
-  // complete, and the clock estimate between the hosts holds the true offset (0).
+  // complete, and the clock estimate between the hosts holds the true offset (0). With
+  // the threads left to Loom, the two ranks, on one machine's kernel, divide its cores
+  // (each took all of them when counted by host name).
   void twoHostsTrainAndStream() {
     const QString db = dir_.filePath("two-hosts.db");
     QProcess cli;
-    start_cli(cli, write_plan("two-hosts.json", plan(60, 0)), db);
+    start_cli(cli, write_plan("two-hosts.json", plan(60, 0, 1, {"loom-a", "loom-b"}, 0)), db);
     QVERIFY(cli.waitForFinished(180000));
     const QString out = QString::fromUtf8(cli.readAllStandardOutput());
     QVERIFY2(cli.exitCode() == 0, qPrintable(QString::fromUtf8(cli.readAllStandardError()) + out));
@@ -123,6 +128,10 @@ class TestClusterNetns : public QObject {
              qPrintable(QString("offset %1 ns, uncertainty %2 ns").arg(remote.offset_ns).arg(remote.uncertainty_ns)));
     const auto remote_events = store->count_events(run->id, 1);
     QVERIFY(remote_events.ok() && *remote_events > 0);
+    for (const auto& r : *ranks) {
+      QCOMPARE(r.device_info.machine, (*ranks)[0].device_info.machine);
+      QCOMPARE(r.device_info.blas_threads, std::max(1, r.device_info.logical_cores / 2));
+    }
   }
 
   // The emulated link (netns-hosts.sh link, build/bench/link_emulator) holds every packet

@@ -190,6 +190,8 @@ class TestPredictHostLinks : public QObject {
   // three 1-thread ranks crowd them 1.5x, as three ranks on one host would (the costs,
   // measured unshared, stretched 1.5x), and the note says why. A cluster file that says
   // "shared_cores": 2 predicts the same; hosts that are separate machines crowd nothing.
+  // With the threads left to Loom, each rank takes the cores over the machine's ranks (1),
+  // where on machines of their own each takes both (2: not calibrated, and said so).
   // Only where every host is reached through such links: a-b alone leaves c apart.
   void hostsOfOneMachineShareItsCores() {
     const std::string on_hosts = R"([{"kind": "cpu", "host": "a"}, {"kind": "cpu", "host": "b"}, {"kind": "cpu", "host": "c"}])";
@@ -205,9 +207,17 @@ class TestPredictHostLinks : public QObject {
     QCOMPARE(written.shared_cores, 2);
     const Prediction as_written = must(loom::predict::predict_step(plan, cal, {2, &written}));
     QVERIFY2(near(shared.step_ms, as_written.step_ms), qPrintable(QString("%1 vs %2").arg(shared.step_ms).arg(as_written.step_ms)));
+    Plan loom_threads = plan;  // threads left to the ranks: the machine's cores over its ranks
+    loom_threads.training.threads = 0;
+    const Prediction divided = must(loom::predict::predict_step(loom_threads, cal, {2}));
+    QCOMPARE(divided.threads_per_rank, 1);
+    QCOMPARE(divided.stretch, 1.5);
     cal.links[1].shared_cores = 0;
     const Prediction apart = must(loom::predict::predict_step(plan, cal, {2}));
     QCOMPARE(apart.stretch, 1.0);
+    const auto two_threads = loom::predict::predict_step(loom_threads, cal, {2});  // calibrated at 1 only
+    QVERIFY2(!two_threads.ok() && two_threads.error().message.find("@cpu 2t") != std::string::npos,
+             two_threads.ok() ? "predicted" : two_threads.error().message.c_str());
     QVERIFY2(apart.step_ms < shared.step_ms, qPrintable(QString("%1 vs %2").arg(apart.step_ms).arg(shared.step_ms)));
     auto roofline = loom::predict::cluster_from_json(R"({"hosts": 2, "shared_cores": 2, "device": {"peak_tflops": 1, )"
                                                      R"("memory_bandwidth_gbs": 100}, "links": {"between_hosts": "calibrated"}})");

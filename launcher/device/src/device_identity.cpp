@@ -61,17 +61,13 @@ std::string cuda_version_text(int version) {
   return std::to_string(version / 1000) + "." + std::to_string((version % 1000) / 10);
 }
 
-namespace {
-
-// The running kernel's boot id: one per machine, shared by its network namespaces (the
-// simulated hosts), so that a prediction knows such hosts share one machine's cores.
+// Recorded with each rank's device so that a prediction knows which hosts share one
+// machine's cores; ranks divide that machine's cores by it (rank_session.cpp).
 std::string machine_id() {
   std::string id = read_file("/proc/sys/kernel/random/boot_id");
   while (!id.empty() && (id.back() == '\n' || id.back() == ' ')) id.pop_back();
   return id.substr(0, trace::kMaxDeviceTextBytes);
 }
-
-}  // namespace
 
 trace::DeviceInfo describe_device(const DeviceSpec& device, int blas_threads) {
   if (device.kind == DeviceKind::Gpu) {

@@ -187,20 +187,19 @@ std::vector<double> layer_done_times(const analysis::TimedOp& last_backward, con
   return done;
 }
 
-// BLAS threads per rank as the launcher will set them (a host's cores over the ranks MPI
-// starts on it), and how far the busiest host's threads outnumber its cores.
+// BLAS threads per rank as the ranks will set them (a machine's cores over the ranks on
+// it), and how far the busiest host's threads outnumber its cores.
 // On a cluster, ranks fill its hosts in order; on hosts that share one machine's cores
-// (Cluster::shared_cores), every rank's threads crowd those.
+// (Cluster::shared_cores), every rank is on that machine.
 void set_threads(const Plan& plan, const MachineShape& machine, Prediction& out) {
-  int per_host = std::max(1, most_ranks_on_a_host(plan));
-  int crowd = per_host, cores = machine.cores;
+  int crowd = std::max(1, most_ranks_on_a_host(plan)), cores = machine.cores;
   if (machine.cluster) {
     if (!machine.cluster->device.calibrated) return;  // a roofline device: no BLAS threads, nothing shared
     const int ranks = layout_of(plan).replicas * layout_of(plan).stages;
-    per_host = crowd = std::min(machine.cluster->devices_per_host, ranks);
+    crowd = std::min(machine.cluster->devices_per_host, ranks);
     if (machine.cluster->shared_cores > 0) crowd = ranks, cores = machine.cluster->shared_cores;
   }
-  out.threads_per_rank = plan.training.threads > 0 ? plan.training.threads : std::max(1, cores / per_host);
+  out.threads_per_rank = plan.training.threads > 0 ? plan.training.threads : std::max(1, cores / crowd);
   out.stretch = std::max(1.0, double(crowd * out.threads_per_rank) / double(std::max(1, cores)));
   if (out.stretch > 1) {
     const std::string x = std::to_string(out.stretch).substr(0, 4) + "x";
