@@ -57,6 +57,17 @@ std::int64_t store_one_millisecond_spans(loom::store::RunStore& store, const Pla
   return id;
 }
 
+// A cpu rank with one BLAS thread on host "h", which has two cores.
+loom::trace::RankRecord cpu_rank_on_h(int rank) {
+  loom::trace::RankRecord record;
+  record.rank = rank;
+  record.host = "h";
+  record.device_info.kind = "cpu";
+  record.device_info.blas_threads = 1;
+  record.device_info.logical_cores = 2;
+  return record;
+}
+
 // A completed two-rank run of `plan` on host "h": five steps of 20 ms, in each a send of
 // `bytes` taking `ms` on both ranks.
 std::int64_t store_sending_run(loom::store::RunStore& store, const Plan& plan, std::int64_t bytes, double ms) {
@@ -65,13 +76,7 @@ std::int64_t store_sending_run(loom::store::RunStore& store, const Plan& plan, s
   run.world_size = 2;
   const std::int64_t id = *store.create_run(run);
   for (int rank = 0; rank < 2; ++rank) {
-    loom::trace::RankRecord record;
-    record.rank = rank;
-    record.host = "h";
-    record.device_info.kind = "cpu";
-    record.device_info.blas_threads = 1;
-    record.device_info.logical_cores = 2;
-    must_ok(store.upsert_rank(id, record));
+    must_ok(store.upsert_rank(id, cpu_rank_on_h(rank)));
     std::vector<Event> events;
     for (int step = 0; step < 5; ++step) {
       Event whole, send;
@@ -442,13 +447,7 @@ class TestPredict : public QObject {
     const std::int64_t running = *store->create_run(run);
     for (std::int64_t r : {id, running})
       for (int rank = 0; rank < 2; ++rank) {
-        loom::trace::RankRecord record;
-        record.rank = rank;
-        record.host = "h";
-        record.device_info.kind = "cpu";
-        record.device_info.blas_threads = 1;
-        record.device_info.logical_cores = 2;
-        QVERIFY(store->upsert_rank(r, record).ok());
+        QVERIFY(store->upsert_rank(r, cpu_rank_on_h(rank)).ok());
         std::vector<Event> events;
         const double forward_ms[] = {10, 1, 2, 3, 10};
         for (int step = 0; step < 5; ++step) {
