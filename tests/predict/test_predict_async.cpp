@@ -134,6 +134,30 @@ class TestPredictAsync : public QObject {
       QVERIFY2(computing[i].first >= computing[i - 1].second - 1e-9, "two crowded workers computed at once");
   }
 
+  // The same four workers and server on five simulated hosts, a to e, that runs found to
+  // be one machine of 2 cores (their links shared_cores 2; each link as quick as the
+  // calibrated reply): simulated crowded, as on one host, the staleness that plan's. Hosts
+  // that are machines of their own crowd nothing: the workers compute at once (over 2.2).
+  void crowdedWorkersOnHostsOfOneMachine() {
+    const Plan here = tiny_plan(parameter_server(4, R"({"mode": "parameter_server", "servers": 1})"));
+    std::string on_hosts = "[";
+    for (const char* host : {"a", "b", "c", "d", "e"})
+      on_hosts += std::string(on_hosts.size() > 1 ? ", " : "") + "{\"kind\": \"cpu\", \"host\": \"" + host + "\"}";
+    const Plan plan = tiny_plan(R"({"data_parallel": 4, "sync": {"mode": "parameter_server", "servers": 1}, "devices": )" +
+                                on_hosts + "]}");
+    Calibration costs = async_costs(plan, 0.001, "cpu 1t shared x2.50");
+    for (const auto& [key, cost] : async_costs(plan, 0.001).costs) costs.costs.emplace(key, cost);
+    for (const char* host : {"b", "c", "d", "e"})
+      costs.links.push_back({"a", host, {1}, loom::predict::Link{false, 0.001, 0}, 2});
+    const double crowded_here = must(loom::predict::predict_step(here, costs, {2})).staleness.mean;
+    const Prediction one_machine = must(loom::predict::predict_step(plan, costs, {2}));
+    QVERIFY2(near(one_machine.staleness.mean, crowded_here),
+             qPrintable(QString("%1 vs %2").arg(one_machine.staleness.mean).arg(crowded_here)));
+    for (auto& link : costs.links) link.shared_cores = 0;
+    const Prediction apart = must(loom::predict::predict_step(plan, costs, {2}));
+    QVERIFY2(apart.staleness.mean > 2.2, qPrintable(QString::number(apart.staleness.mean)));
+  }
+
   // The crowded server's share fitted to measured staleness (4 workers on 2 cores, as
   // above, simulate 1.5 at shares up to 0.3 and 1.7 at 0.4 and 0.5): a run that measured
   // 1.7 is fitted 0.4 (of the two, the nearer the default by ratio), one that measured 1.5
