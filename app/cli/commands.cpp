@@ -113,7 +113,7 @@ int print_summary(store::RunStore& store, std::int64_t run_id, bool json) {
   }
   std::printf("%s", text::format_summary(shown->summary).c_str());
   if (const auto& over = shown->oversubscription) {
-    std::printf("  oversubscribed: %d ranks shared %d core%s on one host: ranks took turns on the cores, so step "
+    std::printf("  oversubscribed: %d ranks shared %d core%s on one machine: ranks took turns on the cores, so step "
                 "times and communication waits include time a rank waited for a core\n",
                 over->ranks, over->cores, over->cores == 1 ? "" : "s");
   }

@@ -86,6 +86,15 @@ class Reporter {
     if (sink_) (void)sink_->write_device(info);
   }
 
+  void log(const std::string& line) {
+    std::fprintf(stderr, "loom-rank %d: %s\n", rank_, line.c_str());
+    if (sink_) (void)sink_->write_log(line);
+  }
+
+  void metrics(const std::vector<trace::MetricRecord>& metrics) {
+    if (sink_) (void)sink_->write_metrics(metrics);
+  }
+
  private:
   int rank_;
   std::unique_ptr<stream::StreamClient> client_;
@@ -110,11 +119,33 @@ int ranks_on_this_host(int world) {
 // MPI launcher counts by host name, so on simulated hosts (network namespaces of one
 // machine) each rank counted itself alone and took every core: three ranks on two
 // cores ran two BLAS threads each.
-int ranks_on_this_machine(comm::Communicator& comm) {
-  if (comm.size() == 1) return 1;
+struct MachineRanks {
+  int count = 1;       // ranks on this machine, this one included
+  bool first = true;   // this rank is the lowest of them
+};
+MachineRanks ranks_on_this_machine(comm::Communicator& comm) {
+  if (comm.size() == 1) return {};
   const int color = int(std::hash<std::string>{}(device::machine_id()) & 0x7fffffff);
   const std::unique_ptr<comm::Communicator> here = comm.split(color, comm.rank());
-  return here ? here->size() : ranks_on_this_host(comm.size());
+  if (!here) return {ranks_on_this_host(comm.size()), comm.rank() == 0};
+  return {here->size(), here->rank() == 0};
+}
+
+// Where more ranks share this machine than the launcher counted on its host (simulated
+// hosts: it counts by host name, so it said nothing) and they outnumber its cores, the
+// first of them says so, as the launcher would have: a log line and the run's
+// oversubscription metrics (only rank 0's reach the run's record).
+void report_hidden_oversubscription(Reporter& reporter, const MachineRanks& here, int world, int rank) {
+  const int cores = machine::cores_available();
+  if (!here.first || here.count <= ranks_on_this_host(world) || here.count <= cores) return;
+  reporter.log("oversubscribed: " + std::to_string(here.count) + " ranks share " + std::to_string(cores) + " core" +
+               (cores == 1 ? "" : "s") + " on one machine whose network namespaces the plan names as hosts (" +
+               machine::host_name() + "'s kernel): ranks take turns on the cores, so step times and communication "
+               "waits include time a rank waited for a core; mpirun counted them apart, so a waiting rank spins "
+               "unless OMPI_MCA_mpi_yield_when_idle=1");
+  if (rank == 0)
+    reporter.metrics({{0, -1, 0, machine::kOversubscribedRanksMetric, double(here.count)},
+                      {0, -1, 0, machine::kOversubscribedCoresMetric, double(cores)}});
 }
 
 std::string world_mismatch(int size, const Plan& plan) {
@@ -310,7 +341,9 @@ int run_rank(comm::Communicator& comm, const Plan& plan, const RankOptions& opti
   auto data = data::load_dataset(plan.data);
   if (!data.ok()) return reporter.fail(data.error().describe(), 1);
   const std::int64_t load_end = trace::now_ns();
-  const int blas_threads = engine::apply_thread_count(plan, ranks_on_this_machine(comm));
+  const MachineRanks here = ranks_on_this_machine(comm);
+  report_hidden_oversubscription(reporter, here, comm.size(), comm.rank());
+  const int blas_threads = engine::apply_thread_count(plan, here.count);
   // Opened before training: no driver or no such GPU fails the rank here, with CUDA's
   // words and a hint, and the run is stored as failed.
   auto backend = device::open_device(device, plan.training.tf32);

@@ -523,7 +523,7 @@ class CliTest : public QObject {
 
     const Result text = run_cli({"show", QString::number(over), "--db", db()});
     QCOMPARE(text.exit_code, 0);
-    QVERIFY2(text.out.contains("oversubscribed: 4 ranks shared 2 cores on one host: ranks took turns"),
+    QVERIFY2(text.out.contains("oversubscribed: 4 ranks shared 2 cores on one machine: ranks took turns"),
              qPrintable(text.out));
     const Result json = run_cli({"show", QString::number(over), "--db", db(), "--json"});
     QCOMPARE(last_json_line(json.out)["oversubscription"].toObject()["ranks"].toInt(), 4);

@@ -78,6 +78,29 @@ class TestClusterNetns : public QObject {
     cli.start(LOOM_CLI, {"run", plan_path, "--db", db, "--json"});
   }
 
+  // Ranks of one machine beyond its cores, named as hosts apart (which mpirun and the
+  // launcher cannot see), say so themselves: the run's log and its oversubscription
+  // metrics, as a crowded run on one host has. Within the cores, nothing is said.
+  void check_machine_crowding(const QString& db, qint64 run_id, int ranks) {
+    auto store = loom::store::RunStore::open(db.toStdString());
+    QVERIFY(store.ok());
+    const auto run = store->load_run(run_id);
+    QVERIFY(run.ok());
+    const auto recorded = store->load_ranks(run_id);
+    QVERIFY(recorded.ok() && !recorded->empty());
+    const int cores = recorded->front().device_info.logical_cores;
+    const std::string said = std::to_string(ranks) + " ranks share " + std::to_string(cores) + " core";
+    const auto metric = store->load_metrics(run_id, "oversubscribed_ranks");
+    QVERIFY(metric.ok());
+    if (ranks > cores) {
+      QVERIFY2(run->log.find("oversubscribed: " + said) != std::string::npos, run->log.c_str());
+      QVERIFY(!metric->empty() && metric->back().value == ranks);
+    } else {
+      QVERIFY2(run->log.find("oversubscribed") == std::string::npos, run->log.c_str());
+      QVERIFY(metric->empty());
+    }
+  }
+
  private slots:
   void initTestCase() {
     if (run_script("netns-hosts.sh", {"up"}) != 0) {
@@ -215,6 +238,8 @@ class TestClusterNetns : public QObject {
     QCOMPARE(run_script("netns-hosts.sh", {"link", "off"}), 0);
     QVERIFY(finished);
     QVERIFY2(cli.exitCode() == 0, cli.readAllStandardError().constData());
+    check_machine_crowding(db, QJsonDocument::fromJson(cli.readAllStandardOutput().trimmed().split('\n').last())
+                                   .object()["id"].toInteger(), per_host * int(hosts.size()));
     QProcess calibration;
     calibration.start(LOOM_CLI, {"calibration", "--db", db, "--json"});
     QVERIFY(calibration.waitForFinished(60000));

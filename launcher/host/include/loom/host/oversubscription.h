@@ -57,10 +57,9 @@ Oversubscription oversubscription_here(const Plan& plan);
 using machine::cores_available;
 using machine::cores_from_cpu_max;
 
-// Run metrics that record it with the run (rank 0, step -1, so charts skip them):
-// the worst host's ranks and cores. Absent when no host is oversubscribed.
-inline constexpr const char* kOversubscribedRanksMetric = "oversubscribed_ranks";
-inline constexpr const char* kOversubscribedCoresMetric = "oversubscribed_cores";
+// Run metrics that record it with the run (machine.h).
+using machine::kOversubscribedCoresMetric;
+using machine::kOversubscribedRanksMetric;
 
 // What a stored run recorded with those metrics (host left empty: the run's log names it),
 // or nullopt for a run that was not oversubscribed or predates them.

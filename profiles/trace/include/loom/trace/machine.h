@@ -30,4 +30,11 @@ std::int64_t physical_memory_bytes();
 // This machine's host name, as run and rank records carry it ("localhost" if unknown).
 std::string host_name();
 
+// Run metrics that record a run's oversubscription (rank 0, step -1, so charts skip
+// them): the worst host's (or machine's) ranks and cores; absent when none was. Written
+// by the launcher for the hosts it knows, and by the ranks for machines it could not
+// (host/oversubscription.h).
+inline constexpr const char* kOversubscribedRanksMetric = "oversubscribed_ranks";
+inline constexpr const char* kOversubscribedCoresMetric = "oversubscribed_cores";
+
 }  // namespace loom::machine
