@@ -125,7 +125,7 @@ struct MachineRanks {
 };
 MachineRanks ranks_on_this_machine(comm::Communicator& comm) {
   if (comm.size() == 1) return {};
-  const int color = int(std::hash<std::string>{}(device::machine_id()) & 0x7fffffff);
+  const int color = int(std::hash<std::string>{}(machine::machine_id()) & 0x7fffffff);
   const std::unique_ptr<comm::Communicator> here = comm.split(color, comm.rank());
   if (!here) return {ranks_on_this_host(comm.size()), comm.rank() == 0};
   return {here->size(), here->rank() == 0};

@@ -61,19 +61,11 @@ std::string cuda_version_text(int version) {
   return std::to_string(version / 1000) + "." + std::to_string((version % 1000) / 10);
 }
 
-// Recorded with each rank's device so that a prediction knows which hosts share one
-// machine's cores; ranks divide that machine's cores by it (rank_session.cpp).
-std::string machine_id() {
-  std::string id = read_file("/proc/sys/kernel/random/boot_id");
-  while (!id.empty() && (id.back() == '\n' || id.back() == ' ')) id.pop_back();
-  return id.substr(0, trace::kMaxDeviceTextBytes);
-}
-
 trace::DeviceInfo describe_device(const DeviceSpec& device, int blas_threads) {
   if (device.kind == DeviceKind::Gpu) {
     trace::DeviceInfo gpu = detail::describe_gpu(device.gpu);
     gpu.driver = nvidia_driver_from_proc(read_file("/proc/driver/nvidia/version"));
-    gpu.machine = machine_id();
+    gpu.machine = machine::machine_id();
     return gpu;
   }
   trace::DeviceInfo cpu;
@@ -82,7 +74,7 @@ trace::DeviceInfo describe_device(const DeviceSpec& device, int blas_threads) {
   cpu.logical_cores = machine::cores_available();
   cpu.memory_bytes = machine::physical_memory_bytes();
   cpu.blas_threads = blas_threads;
-  cpu.machine = machine_id();
+  cpu.machine = machine::machine_id();
   return cpu;
 }
 

@@ -238,6 +238,15 @@ Expected<std::optional<Cluster>> learnt_cluster(const Plan& plan, const Calibrat
   return out;
 }
 
+// Whose cores a parameter-server simulation shares: one machine's where the cluster's
+// hosts are its namespaces; each host this machine's where no cluster file was given
+// (the plan's own hosts, or this machine); none on a cluster file's separate hosts.
+Crowding crowding_of(const MachineShape& given, const MachineShape& machine, const Calibration& calibration) {
+  const int shared = machine.cluster ? machine.cluster->shared_cores : 0;
+  if (shared > 0) return {shared, true, calibration.contended_share};
+  return {given.cluster ? 0 : machine.cores, false, calibration.contended_share};
+}
+
 }  // namespace
 
 Expected<Prediction> predict_step(const Plan& plan, const Calibration& calibration, const MachineShape& given) {
@@ -260,9 +269,7 @@ Expected<Prediction> predict_step(const Plan& plan, const Calibration& calibrati
   if (!memory.ok()) return memory.error();
   out.memory = std::move(*memory);
   if (parameter_server_mode(plan)) {
-    const int shared = machine.cluster ? machine.cluster->shared_cores : 0;
-    const Crowding crowding{shared > 0 ? shared : given.cluster ? 0 : machine.cores, shared > 0, calibration.contended_share};
-    LOOM_TRY(predict_parameter_servers(plan, model, costs, residual_ms, crowding, out));
+    LOOM_TRY(predict_parameter_servers(plan, model, costs, residual_ms, crowding_of(given, machine, calibration), out));
     parameter_server_memory(plan, model, out.memory);
   } else if (plan.parallel.sync.mode == SyncMode::LocalSgd && l.replicas > 1) {
     predict_local_sgd(plan, model, costs, residual_ms, out);

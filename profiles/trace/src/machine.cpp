@@ -59,4 +59,11 @@ std::string host_name() {
   return name;
 }
 
+std::string machine_id() {
+  std::ifstream boot("/proc/sys/kernel/random/boot_id");
+  std::string id;
+  std::getline(boot, id);
+  return id;
+}
+
 }  // namespace loom::machine

@@ -32,10 +32,6 @@ std::string device_label(const DeviceSpec& device);
 // NCCL version is the caller's to add, where it joined NCCL (comm::nccl_version).
 trace::DeviceInfo describe_device(const DeviceSpec& device, int blas_threads);
 
-// The running kernel's boot id (/proc/sys/kernel/random/boot_id): one per machine, and
-// shared by its network namespaces, the simulated hosts. "" where unreadable.
-std::string machine_id();
-
 // The pure parts, for tests. The first "model name" in /proc/cpuinfo's text ("" if none).
 std::string cpu_model_from_cpuinfo(const std::string& cpuinfo);
 // The driver version in /proc/driver/nvidia/version's text: "580.159.04" ("" if none).

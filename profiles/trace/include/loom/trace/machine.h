@@ -30,6 +30,12 @@ std::int64_t physical_memory_bytes();
 // This machine's host name, as run and rank records carry it ("localhost" if unknown).
 std::string host_name();
 
+// The running kernel's boot id (/proc/sys/kernel/random/boot_id): one per machine, and
+// shared by its network namespaces, the simulated hosts, whose host names differ. Ranks
+// divide the cores among those of one machine by it, and record it with their device so
+// that a prediction knows which hosts share cores. "" where unreadable.
+std::string machine_id();
+
 // Run metrics that record a run's oversubscription (rank 0, step -1, so charts skip
 // them): the worst host's (or machine's) ranks and cores; absent when none was. Written
 // by the launcher for the hosts it knows, and by the ranks for machines it could not
