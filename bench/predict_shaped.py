@@ -74,14 +74,11 @@ def plan_for(kind, hosts, steps):
 
 def cli(args, argv, remote=False):
     """loom-cli's JSON; remote: its ranks start on the simulated hosts through their agent.
-    Where the hosts outnumber this machine's cores, their ranks crowd its cores but Loom's
-    launcher does not know it (it counts the ranks on its own host), so the bench has waiting ranks
-    yield the core as Loom does for crowded ranks on its own host: spinning, three ranks
-    on two cores took 36-39 ms a step for data parallel x3 at 1 Gb/s and 0.5 ms, yielding
-    25-28 (2026-11-29)."""
+    Where the hosts' ranks outnumber this machine's cores, Loom's launcher knows that they
+    crowd its cores (the hosts are its network namespaces) and has waiting ranks yield the
+    core: spinning, three ranks on two cores took 36-39 ms a step for data parallel x3 at
+    1 Gb/s and 0.5 ms, yielding 25-28 (2026-11-29)."""
     extra = dict(OMPI_MCA_plm_rsh_agent=os.path.join(SCRIPTS, "netns-agent.sh"), LOOM_STREAM_HOST="10.213.1.1")
-    if args.hosts > os.cpu_count():
-        extra["OMPI_MCA_mpi_yield_when_idle"] = "1"
     return cli_json(args, *argv, extra_env=extra if remote else None)
 
 

@@ -132,11 +132,13 @@ MachineRanks ranks_on_this_machine(comm::Communicator& comm) {
 }
 
 // Where more ranks share this machine than the launcher counted on its host (simulated
-// hosts: it counts by host name, so it said nothing) and they outnumber its cores, the
-// first of them says so, as the launcher would have: a log line and the run's
+// hosts that Loom's launcher did not recognise as this machine's network namespaces, or
+// another launcher: they count by host name, so nothing was said) and they outnumber its
+// cores, the first of them says so, as the launcher would have: a log line and the run's
 // oversubscription metrics (only rank 0's reach the run's record).
 void report_hidden_oversubscription(Reporter& reporter, const MachineRanks& here, int world, int rank) {
   const int cores = machine::cores_available();
+  if (env_or_empty(stream::kCrowdingReportedEnv) == "1") return;  // the host said it before the launch
   if (!here.first || here.count <= ranks_on_this_host(world) || here.count <= cores) return;
   reporter.log("oversubscribed: " + std::to_string(here.count) + " ranks share " + std::to_string(cores) + " core" +
                (cores == 1 ? "" : "s") + " on one machine whose network namespaces the plan names as hosts (" +

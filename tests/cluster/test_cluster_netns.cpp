@@ -78,9 +78,10 @@ class TestClusterNetns : public QObject {
     cli.start(LOOM_CLI, {"run", plan_path, "--db", db, "--json"});
   }
 
-  // Ranks of one machine beyond its cores, named as hosts apart (which mpirun and the
-  // launcher cannot see), say so themselves: the run's log and its oversubscription
-  // metrics, as a crowded run on one host has. Within the cores, nothing is said.
+  // Ranks of one machine beyond its cores, on hosts that are its network namespaces
+  // (which mpirun counts apart): the launcher says so before the launch, once (the run's
+  // log and its oversubscription metrics, as a crowded run on one host has), and makes
+  // waiting ranks yield their core. Within the cores, nothing is said and none yields.
   void check_machine_crowding(const QString& db, qint64 run_id, int ranks) {
     auto store = loom::store::RunStore::open(db.toStdString());
     QVERIFY(store.ok());
@@ -92,12 +93,21 @@ class TestClusterNetns : public QObject {
     const std::string said = std::to_string(ranks) + " ranks share " + std::to_string(cores) + " core";
     const auto metric = store->load_metrics(run_id, "oversubscribed_ranks");
     QVERIFY(metric.ok());
+    const std::size_t launch = run->log.find("launch: ");
+    QVERIFY2(launch != std::string::npos, run->log.c_str());
+    const bool yields = run->log.find("OMPI_MCA_mpi_yield_when_idle=1", launch) != std::string::npos;
     if (ranks > cores) {
-      QVERIFY2(run->log.find("oversubscribed: " + said) != std::string::npos, run->log.c_str());
+      const std::size_t at = run->log.find("oversubscribed: " + said);
+      QVERIFY2(at != std::string::npos && at < launch, run->log.c_str());
+      QVERIFY2(run->log.find("oversubscribed", at + 1) == std::string::npos, run->log.c_str());  // said once
+      QVERIFY2(run->log.find("network namespaces the plan names as hosts", at) != std::string::npos,
+               run->log.c_str());
+      QVERIFY2(yields, run->log.c_str());
       QVERIFY(!metric->empty() && metric->back().value == ranks);
     } else {
       QVERIFY2(run->log.find("oversubscribed") == std::string::npos, run->log.c_str());
       QVERIFY(metric->empty());
+      QVERIFY2(!yields, run->log.c_str());
     }
   }
 

@@ -94,6 +94,18 @@ class TestLaunchCommand : public QObject {
     LaunchContext known = context(2);
     known.host_cores["gpu-a"] = 2;
     QCOMPARE(env_value(build_launch_command(remote, known), yield), std::string("1"));
+    // Hosts that are this machine's network namespaces share its cores: 3 ranks on 2.
+    const auto simulated = plan_with_hosts({"loom-a", "loom-b", "loom-c"});
+    QCOMPARE(env_value(build_launch_command(simulated, context(2)), yield), std::string("<unset>"));
+    LaunchContext namespaces = context(2);
+    namespaces.namespace_hosts = {"loom-a", "loom-b", "loom-c"};
+    const LaunchCommand crowded = build_launch_command(simulated, namespaces);
+    QCOMPARE(env_value(crowded, yield), std::string("1"));
+    QVERIFY(exported(crowded));
+    QCOMPARE(env_value(crowded, "LOOM_CROWDING_REPORTED"), std::string("1"));  // the ranks need not say it
+    QVERIFY(!has(crowded.args, "--oversubscribe"));  // the hostfile's slots are the ranks placed
+    QCOMPARE(env_value(over, "LOOM_CROWDING_REPORTED"), std::string("1"));
+    QCOMPARE(env_value(within, "LOOM_CROWDING_REPORTED"), std::string("<unset>"));
     LaunchContext slurm = context(1);
     slurm.under_slurm = true;
     QCOMPARE(env_value(build_launch_command(plan_with_hosts({"localhost", "localhost"}), slurm), yield),

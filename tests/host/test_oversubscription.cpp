@@ -70,6 +70,44 @@ class TestOversubscription : public QObject {
     QVERIFY(one.messages()[0].rfind("2 ranks share 1 core on a:", 0) == 0);
   }
 
+  // Simulated hosts (network namespaces of this machine) share its cores: their ranks
+  // count with this machine's, as one load, where mpirun counts them by name, apart.
+  void namespace_hosts_share_this_machines_cores() {
+    const std::string machine = "this machine, whose network namespaces the plan names as hosts (loom-a, loom-b)";
+    const Plan three = plan_with_hosts({"loom-a", "loom-b", "loom-b"});
+    const Oversubscription crowded = detect_oversubscription(three, "x", 2, {}, {"loom-a", "loom-b"});
+    QCOMPARE(crowded.hosts.size(), std::size_t(1));
+    QCOMPARE(crowded.hosts[0].host, machine);
+    QCOMPARE(crowded.hosts[0].ranks, 3);
+    QCOMPARE(crowded.messages().at(0).rfind("3 ranks share 2 cores on " + machine + ": ranks take turns", 0),
+             std::size_t(0));
+    // With this machine's own ranks, and beside a real host; one namespace not known as such.
+    const Plan mixed = plan_with_hosts({"localhost", "loom-a", "node7", "loom-c"});
+    const Oversubscription m = detect_oversubscription(mixed, "x", 4, {}, {"loom-a"});
+    QCOMPARE(m.hosts.size(), std::size_t(3));
+    QCOMPARE(m.hosts[0].ranks, 2);
+    QCOMPARE(m.hosts[0].cores, 4);
+    QVERIFY(m.hosts[0].host.find("(loom-a)") != std::string::npos);
+    QCOMPARE(m.hosts[1].host, std::string("node7"));
+    QCOMPARE(m.hosts[2].host, std::string("loom-c"));
+    QVERIFY(!m.any());
+    // Not namespaces here: two hosts of unknown cores, nothing said.
+    QVERIFY(!detect_oversubscription(three, "x", 2).any());
+  }
+
+  void namespace_hosts_are_found_where_ip_netns_puts_them() {
+    QTemporaryDir netns;
+    QVERIFY(netns.isValid());
+    for (const char* name : {"loom-a", "loom-c"}) {
+      QFile file(netns.filePath(name));
+      QVERIFY(file.open(QIODevice::WriteOnly));
+    }
+    const Plan plan = plan_with_hosts({"localhost", "loom-a", "loom-b", "loom-c", "loom-a", "../etc"});
+    const std::set<std::string> expected = {"loom-a", "loom-c"};
+    QCOMPARE(namespace_hosts(plan, netns.path().toStdString()), expected);
+    QVERIFY(namespace_hosts(plan, netns.filePath("absent").toStdString()).empty());
+  }
+
   void worst_host_has_most_ranks_per_core() {
     // a: 3 on 2 (1.5 per core), b: 5 on 3 (1.67), this machine 2 on 1 (2.0)
     std::vector<std::string> hosts = {"a", "a", "a", "b", "b", "b", "b", "b", "localhost", "localhost"};

@@ -328,6 +328,7 @@ LaunchContext make_context(const Job& job, const QTemporaryDir& dir, int port, c
   c.checkpoint_dir = store::checkpoint_dir(job.store.path(), job.run_id);
   c.resume_step_dir = job.options.resume_step_dir;
   c.cores = cores_available();
+  c.namespace_hosts = namespace_hosts(job.plan);
   c.running_as_root = geteuid() == 0;
   c.under_slurm = std::getenv("SLURM_JOB_ID") != nullptr;
   return c;
@@ -373,7 +374,8 @@ Status launch_and_supervise(Job& job, const QTemporaryDir& dir, RunOutcome& outc
   outcome.command = describe_command(command);
   LOOM_TRY(write_file(context.plan_path, plan_to_json(job.plan)));
   if (!command.hostfile_text.empty()) LOOM_TRY(write_file(context.hostfile_path, command.hostfile_text));
-  record_oversubscription(job, detect_oversubscription(job.plan, context.this_host, context.cores));
+  record_oversubscription(job, detect_oversubscription(job.plan, context.this_host, context.cores, context.host_cores,
+                                                       context.namespace_hosts));
   (void)job.store.append_log(job.run_id, "launch: " + outcome.command + "\n");
   job.under_slurm = context.under_slurm;
   LOOM_TRY(start_process(job, command));

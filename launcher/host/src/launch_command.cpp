@@ -51,8 +51,11 @@ std::vector<std::pair<std::string, std::string>> launch_env(const Plan& plan, co
   // oversub_experiments.md). Open MPI yields on its own only
   // when it sees more ranks than slots, which a hostfile with slots = ranks placed, a
   // cgroup quota or srun hide from it, so Loom says so itself whenever it knows.
-  if (detect_oversubscription(plan, context.this_host, context.cores, context.host_cores).any())
+  if (detect_oversubscription(plan, context.this_host, context.cores, context.host_cores, context.namespace_hosts)
+          .any()) {
     env.emplace_back("OMPI_MCA_mpi_yield_when_idle", "1");
+    env.emplace_back(kCrowdingReportedEnv, "1");
+  }
   if (spans_hosts(plan, context) || context.under_slurm)
     env.emplace_back("OMPI_MCA_btl_tcp_eager_limit", std::to_string(kTcpEagerLimit));
   return env;

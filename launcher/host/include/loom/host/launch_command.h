@@ -15,6 +15,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -40,6 +41,7 @@ struct LaunchContext {
   std::string resume_step_dir;    // LOOM_RESUME_FROM: the checkpoint they start from (resume)
   int cores = 1;                  // this machine's cores (cores_available(): affinity, cgroup quota)
   std::map<std::string, int> host_cores;  // other hosts' cores where known (oversubscription.h)
+  std::set<std::string> namespace_hosts;  // the plan's hosts that are this machine's network namespaces
   bool running_as_root = false;
   bool under_slurm = false;
   std::string hostfile_path;      // where a hostfile is written, when one is needed

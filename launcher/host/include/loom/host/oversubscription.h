@@ -11,6 +11,7 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -22,7 +23,9 @@
 namespace loom::host {
 
 struct HostLoad {
-  std::string host;  // "localhost" for this machine, else as the plan names it
+  // "localhost" for this machine (or, where the plan names its network namespaces as
+  // hosts, "this machine, whose network namespaces ..."), else as the plan names it
+  std::string host;
   int ranks = 0;     // ranks the plan places there
   int cores = 0;     // cores they can use; 0 = unknown
   bool oversubscribed() const { return cores > 0 && ranks > cores; }
@@ -45,12 +48,22 @@ struct Oversubscription {
 std::vector<std::pair<std::string, int>> ranks_per_host(const Plan& plan, const std::string& this_host);
 
 // `local_cores`: cores this process may use (cores_available()); `known_cores`: cores of
-// other hosts by name, where known (absent or <= 0: unknown, never reported).
+// other hosts by name, where known (absent or <= 0: unknown, never reported);
+// `namespace_hosts`: hosts that are network namespaces of this machine (simulated hosts,
+// docs/cluster.md). Their ranks share this machine's cores, so they count with this
+// machine's as one load, "this machine" (Open MPI counts them by host name, apart).
 Oversubscription detect_oversubscription(const Plan& plan, const std::string& this_host, int local_cores,
-                                         const std::map<std::string, int>& known_cores = {});
+                                         const std::map<std::string, int>& known_cores = {},
+                                         const std::set<std::string>& namespace_hosts = {});
 
-// The plan on this machine as the mpirun transport would launch it: this host's name and
-// cores_available(); other hosts unknown. What loom-cli and the workbench show.
+// The hosts a plan names that are network namespaces of this machine: a file of that name
+// in `netns_dir`, where `ip netns add` puts them. A real host of the same name as one of
+// this machine's namespaces would be taken for it.
+std::set<std::string> namespace_hosts(const Plan& plan, const std::string& netns_dir = "/run/netns");
+
+// The plan on this machine as the mpirun transport would launch it: this host's name,
+// cores_available() and namespace_hosts(); other hosts unknown. What loom-cli and the
+// workbench show.
 Oversubscription oversubscription_here(const Plan& plan);
 
 // Cores this process may use, and the cgroup quota parser: profiles/machine.h.

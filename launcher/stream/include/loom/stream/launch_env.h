@@ -14,5 +14,8 @@ inline constexpr const char* kRunIdEnv = "LOOM_RUN_ID";
 // step directory a resumed run starts from. Unset, nothing is saved or resumed.
 inline constexpr const char* kCheckpointDirEnv = "LOOM_CHECKPOINT_DIR";
 inline constexpr const char* kResumeFromEnv = "LOOM_RESUME_FROM";
+// Set to 1 where the host found more ranks than cores on a machine and said so before the
+// launch (oversubscription.h), so that the ranks do not say it again.
+inline constexpr const char* kCrowdingReportedEnv = "LOOM_CROWDING_REPORTED";
 
 }  // namespace loom::stream
