@@ -1,7 +1,8 @@
 // `loom-cli calibrate [PLAN] [--steps N]`: the short real runs of
 // loom/predict/calibration_runs.h, which give `predict`, `search` and the What-if dock
-// their costs on this machine when the store has no history; each a measured run like
-// any other, tagged "calibration".
+// their costs on this machine when the store has no history (and, for a plan on several
+// hosts, the links between them); each a measured run like any other, tagged
+// "calibration".
 #include <cstdio>
 #include <cstdlib>
 
@@ -53,6 +54,9 @@ int cmd_calibrate(const Args& args) {
     auto id = run_for_lesson(v.plan, *store);
     if (!id.ok()) {
       print_error(id.error());
+      if (v.across_hosts)
+        std::fprintf(stderr, "loom-cli: the runs on this machine are stored and calibrate; the run across the plan's hosts "
+                             "needs mpirun to reach them (ssh, or OMPI_MCA_plm_rsh_agent: docs/cluster.md)\n");
       return kFailed;
     }
     if (Status tagged = store->set_tags(*id, {predict::kCalibrationTag}); !tagged.ok()) print_error(tagged.error());

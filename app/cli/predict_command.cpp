@@ -12,6 +12,7 @@
 #include "loom/analysis/analysis.h"
 #include "loom/analysis/stats.h"
 #include "loom/predict/against_run.h"
+#include "loom/predict/host_links.h"
 #include "loom/predict/layouts.h"
 #include "loom/predict/serving_prediction.h"
 #include "loom/predict/predictor.h"
@@ -46,9 +47,16 @@ std::map<int, RankShares> shares_of(const Prediction& p) {
   return by_rank;
 }
 
-std::string where_text(const predict::MachineShape& machine, const Prediction& p) {
-  char text[256];
-  if (!machine.cluster && p.device.starts_with("gpu "))
+std::string where_text(const Plan& plan, const predict::Calibration& cal, const predict::MachineShape& machine,
+                       const Prediction& p) {
+  char text[512];
+  // A plan on hosts whose links runs learnt is predicted on them (the note says how).
+  const auto learnt = machine.cluster ? std::nullopt : predict::cluster_of_plan_hosts(plan, cal.links, cal.host, nullptr);
+  if (learnt)
+    std::snprintf(text, sizeof text, "hosts %s: %d x %d rank%s like this machine's, %d BLAS thread%s per rank",
+                  learnt->name.c_str(), learnt->hosts, learnt->devices_per_host, learnt->devices_per_host == 1 ? "" : "s",
+                  p.threads_per_rank, p.threads_per_rank == 1 ? "" : "s");
+  else if (!machine.cluster && p.device.starts_with("gpu "))
     std::snprintf(text, sizeof text, "this machine's GPU, %s", p.device.substr(4).c_str());
   else if (!machine.cluster)
     std::snprintf(text, sizeof text, "this machine: %d cores, %d BLAS thread%s per rank", machine.cores, p.threads_per_rank,
@@ -113,7 +121,7 @@ void print_measured(const std::vector<double>& steps) {
 }
 
 void print_text(const Plan& plan, const Prediction& p, const predict::Calibration& cal, const predict::MachineShape& machine) {
-  std::printf("prediction for '%s' on %s\n", plan.name.c_str(), where_text(machine, p).c_str());
+  std::printf("prediction for '%s' on %s\n", plan.name.c_str(), where_text(plan, cal, machine, p).c_str());
   std::printf("  step time:   %.3f ms (one steady step", p.step_ms);
   if (p.cycle_steps > 1) std::printf("; a period of %d steps takes %.3f ms", p.cycle_steps, p.cycle_ms);
   std::printf(")\n  throughput:  %.0f samples/s (global batch %lld)\n", p.samples_per_s, static_cast<long long>(plan.training.batch));

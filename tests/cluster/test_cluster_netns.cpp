@@ -71,11 +71,14 @@ class TestClusterNetns : public QObject {
   // loom-cli as a user on such a cluster runs it: Open MPI's agent enters the namespace,
   // and the ranks reach this host's stream at its address on loom-a's network.
   void start_cli(QProcess& cli, const QString& plan_path, const QString& db) {
+    start_cli_command(cli, {"run", plan_path, "--db", db, "--json"});
+  }
+  void start_cli_command(QProcess& cli, const QStringList& args) {
     QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
     env.insert("OMPI_MCA_plm_rsh_agent", kScripts + "/netns-agent.sh");
     env.insert("LOOM_STREAM_HOST", "10.213.1.1");
     cli.setProcessEnvironment(env);
-    cli.start(LOOM_CLI, {"run", plan_path, "--db", db, "--json"});
+    cli.start(LOOM_CLI, args);
   }
 
   // Ranks of one machine beyond its cores, on hosts that are its network namespaces
@@ -267,6 +270,48 @@ class TestClusterNetns : public QObject {
       const int shared = link["shared_cores"].toInt();
       QVERIFY2(shared >= 1 && shared <= QThread::idealThreadCount(), qPrintable(QString::number(shared)));
     }
+  }
+
+  // `calibrate` of a plan across loom-a and loom-b, on an empty store: its layouts run on
+  // this machine, then the plan as written across the two hosts, whose link (and that
+  // they share this machine's cores) the calibration then lists; the plan is then
+  // predicted over that link. (Refused before: "the plan's devices must be on localhost".)
+  void calibratePlanAcrossHosts() {
+    const QString db = dir_.filePath("calibrate-hosts.db");
+    QProcess cli;
+    start_cli_command(cli, {"calibrate", write_plan("calibrate-hosts.json", plan(20, 0)), "--db", db, "--steps", "20",
+                            "--json"});
+    QVERIFY(cli.waitForFinished(300000));
+    QVERIFY2(cli.exitCode() == 0, cli.readAllStandardError().constData());
+    const QJsonObject summary =
+        QJsonDocument::fromJson(cli.readAllStandardOutput().trimmed().split('\n').last()).object();
+    const QJsonArray runs = summary["runs"].toArray();
+    QVERIFY(runs.size() >= 3);
+    QCOMPARE(runs.first().toObject()["what"].toString(), QString("as planned, on this machine"));
+    QCOMPARE(runs.last().toObject()["what"].toString(), QString("as planned, across its hosts"));
+    QVERIFY(summary["predicts_plan"].toBool());
+    QProcess calibration;
+    calibration.start(LOOM_CLI, {"calibration", "--db", db, "--json"});
+    QVERIFY(calibration.waitForFinished(60000));
+    const QJsonArray links =
+        QJsonDocument::fromJson(calibration.readAllStandardOutput().trimmed().split('\n').last()).object()["links"].toArray();
+    QCOMPARE(links.size(), 1);
+    QCOMPARE(links[0].toObject()["hosts"].toArray(), (QJsonArray{"loom-a", "loom-b"}));
+    QVERIFY(links[0].toObject()["shared_cores"].toInt() >= 1);
+    QProcess predicted;
+    predicted.start(LOOM_CLI, {"predict", dir_.filePath("calibrate-hosts.json"), "--db", db, "--json"});
+    QVERIFY(predicted.waitForFinished(60000));
+    QVERIFY2(predicted.exitCode() == 0, predicted.readAllStandardError().constData());
+    const QJsonObject p = QJsonDocument::fromJson(predicted.readAllStandardOutput().trimmed().split('\n').last()).object();
+    QString notes;
+    for (const auto& n : p["notes"].toArray()) notes += n.toString() + "\n";
+    QVERIFY2(notes.contains("ranks on loom-a + loom-b, 1 each; between hosts:"), qPrintable(notes));
+    QVERIFY(p["step_ms"].toDouble() > 0);
+    QProcess text;
+    text.start(LOOM_CLI, {"predict", dir_.filePath("calibrate-hosts.json"), "--db", db});
+    QVERIFY(text.waitForFinished(60000));
+    const QString first = QString::fromUtf8(text.readAllStandardOutput()).section('\n', 0, 0);
+    QVERIFY2(first.contains("on hosts loom-a + loom-b: 2 x 1 rank like this machine's"), qPrintable(first));
   }
 
   // loom-b's network goes away mid-run: nothing more arrives from it and its peer blocks

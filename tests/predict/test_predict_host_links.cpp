@@ -7,6 +7,7 @@
 
 #include <cmath>
 
+#include "loom/predict/calibration_runs.h"
 #include "loom/predict/cluster.h"
 #include "loom/predict/host_links.h"
 #include "loom/predict/layouts.h"
@@ -327,6 +328,31 @@ class TestPredictHostLinks : public QObject {
     const double across = two_replicas(cal);
     QVERIFY(near(across, must(loom::predict::predict_step(plan, cal, {2})).step_ms));
     QVERIFY2(across > alone + 1.0, qPrintable(QString("%1 vs %2").arg(across).arg(alone)));
+  }
+
+  // Calibrating a plan on hosts a and b: its layouts run on this machine (every device
+  // moved here, each run said so), then the plan as written, across a and b, whose set-up
+  // measures their link; the same plan on one host has no such run.
+  void calibratingAPlanAcrossHostsRunsItThereLast() {
+    const std::string on_hosts = R"([{"kind": "cpu", "host": "a"}, {"kind": "cpu", "host": "b"}])";
+    const Plan plan = tiny_plan(R"({"devices": )" + on_hosts + R"(, "data_parallel": 2})", "0, 0, 0", 128);
+    const auto runs = must(loom::predict::calibration_runs(plan, 30));
+    QVERIFY(runs.size() >= 3);
+    const loom::predict::CalibrationRun& last = runs.back();
+    QVERIFY(last.across_hosts);
+    QCOMPARE(last.what, std::string("as planned, across its hosts"));
+    QCOMPARE(last.plan.parallel.devices, plan.parallel.devices);
+    QCOMPARE(last.plan.training.steps, std::int64_t(30));
+    QCOMPARE(last.plan.name, plan.name + " (calibration: as planned, across its hosts)");
+    for (std::size_t i = 0; i + 1 < runs.size(); ++i) {
+      QVERIFY(!runs[i].across_hosts);
+      QVERIFY2(runs[i].what.ends_with(", on this machine"), runs[i].what.c_str());
+      for (const loom::DeviceSpec& d : runs[i].plan.parallel.devices) QCOMPARE(d.host, std::string("localhost"));
+    }
+    QCOMPARE(runs.front().what, std::string("as planned, on this machine"));
+    const auto here = must(loom::predict::calibration_runs(tiny_plan(R"({"devices": )" + devices(2) + R"(, "data_parallel": 2})", "0, 0, 0", 128), 30));
+    QCOMPARE(here.size(), runs.size() - 1);
+    for (const loom::predict::CalibrationRun& r : here) QVERIFY(!r.across_hosts && !r.what.ends_with("on this machine"));
   }
 
   // A layout of a plan on hosts a and b (one rank each) stays on them: two replicas on a

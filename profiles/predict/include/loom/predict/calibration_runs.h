@@ -2,8 +2,11 @@
 // (`loom-cli calibrate`, the workbench's Run > Calibrate): the plan as written, one
 // process with every core (at its batch and four times it), two replicas (the same; the
 // larger with 1 KB buckets), and a two-stage 1F1B pipeline, each where the batch and the
-// layers allow; an asynchronous plan, only as written. Each is a measured run like any
-// other, tagged kCalibrationTag; predict never runs them itself.
+// layers allow; an asynchronous plan, only as written. A plan whose devices name other
+// hosts gets those runs on this machine (its devices moved here: the layers' costs are
+// measured here, and predict takes other hosts to be like this one), then one run as
+// written, across its hosts, which measures their links (host_links.h). Each is a
+// measured run like any other, tagged kCalibrationTag; predict never runs them itself.
 #pragma once
 
 #include <cstdint>
@@ -21,10 +24,10 @@ inline constexpr const char* kCalibrationTag = "calibration";
 struct CalibrationRun {
   std::string what;  // "two replicas, 4x the batch, 1 KB buckets"
   Plan plan;         // named "<plan> (calibration: <what>)", `steps` steps, no evaluation
+  bool across_hosts = false;  // the run on the plan's other hosts (it needs mpirun to reach them)
 };
 
-// InvalidArgument (naming why) for a serving plan or devices on another host: calibrate
-// runs on this machine, and serving is not predicted.
+// InvalidArgument (naming why) for a serving plan: serving is not predicted.
 Status check_calibratable(const Plan& plan);
 
 // The runs for this plan; check_calibratable's error where it cannot be calibrated.
