@@ -12,7 +12,7 @@ configuration was calibrated), and from a copy with this plan's calibration runs
 crowding, scaled).
 Prints a markdown table (measured median of the rounds with their min-max, the two
 predictions and their errors; the fullest rank's memory; for the parameter-server modes
-the mean staleness, predicted (seen) and measured in the first round; for pipelines each
+the mean staleness, predicted (seen) and measured in each round; for pipelines each
 stage's bubble, the seen prediction stored as a run and shown against the measured runs'
 median) and writes it to --out. --keep DIR keeps the stores; --repredict then predicts
 again from them without running anything.
@@ -211,9 +211,11 @@ def main():
         for rid in cal_runs[i]:
             cli(args, "delete", str(rid), "--db", unseen_db, "--yes")
         unseen, _, _, why_unseen = predict(args, plan, unseen_db)
-        peak, measured_staleness = measured_figures(args, meas_db, measured[i][0])
-        if staleness is not None or measured_staleness is not None:
-            stale_rows.append((label, staleness, measured_staleness))
+        peak, first_staleness = measured_figures(args, meas_db, measured[i][0])
+        if staleness is not None or first_staleness is not None:
+            # every round's: a configuration near a turning point measures either side of it
+            each_round = [first_staleness] + [measured_figures(args, meas_db, rid)[1] for rid in measured[i][1:]]
+            stale_rows.append((label, staleness, each_round))
         measured_bubbles = [stage_bubbles(args, meas_db, rid) for rid in measured[i]]
         if measured_bubbles[0] is not None:
             per_stage = [sorted(run[s] for run in measured_bubbles) for s in range(len(measured_bubbles[0]))]
@@ -255,10 +257,10 @@ def main():
                   f"the measured runs' own spread (max-min over median): {summary(spreads)}; "
                   f"memory of the fullest rank: {summary(memory_errors)}."]
     if stale_rows:
-        lines += ["", "| plan | mean staleness, predicted (seen) | measured (first round) |", "|---|---|---|"]
-        for label, predicted, measured_mean in stale_rows:
+        lines += ["", "| plan | mean staleness, predicted (seen) | measured, each round |", "|---|---|---|"]
+        for label, predicted, each_round in stale_rows:
             show = lambda v: "-" if v is None else f"{v:.2f}"  # noqa: E731
-            lines.append(f"| {label} | {show(predicted)} | {show(measured_mean)} |")
+            lines.append(f"| {label} | {show(predicted)} | {', '.join(show(v) for v in each_round)} |")
     if bubble_rows:
         lines += ["", "| plan | bubble per stage, predicted (seen) | measured (median of rounds, min-max) | largest difference |",
                   "|---|---|---|---|"]
