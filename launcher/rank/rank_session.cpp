@@ -182,15 +182,26 @@ void delay_setup_if_requested(int rank) {
 
 // The probes' figures as run metrics. The probe's size beside them: a prediction between
 // hosts takes the link's latency back out (loom/predict/host_links.h). Each other host's
-// figure is its first rank's "host_p2p_gbs" (rank 1's is "p2p_gbs").
-void record_probes(const Session& s, trace::RunWriter& writer, double p2p_gbs,
-                   const std::vector<engine::HostProbe>& other_hosts) {
+// figure is its first rank's "host_p2p_gbs" (rank 1's is "p2p_gbs"); the link from one
+// host to the next, the first host's first rank's (machine.h).
+struct Probes {
+  double p2p_gbs = 0;
+  std::vector<engine::HostProbe> other_hosts;
+  std::vector<engine::HostPairProbe> next_hosts;
+};
+void record_probes(const Session& s, trace::RunWriter& writer, const Probes& probes) {
   const int rank = s.comm.rank();
+  const std::int64_t t = s.clock.t0_ns;
   if (rank == 0)
-    writer.add_metrics({{0, -1, s.clock.t0_ns, "p2p_gbs", p2p_gbs},
-                        {0, -1, s.clock.t0_ns, "p2p_probe_bytes", double(engine::kP2pProbeBytes)}});
-  for (const engine::HostProbe& probe : other_hosts)
-    if (probe.rank == rank) writer.add_metrics({{rank, -1, s.clock.t0_ns, "host_p2p_gbs", probe.gbs}});
+    writer.add_metrics({{0, -1, t, "p2p_gbs", probes.p2p_gbs},
+                        {0, -1, t, "p2p_probe_bytes", double(engine::kP2pProbeBytes)}});
+  for (const engine::HostProbe& probe : probes.other_hosts)
+    if (probe.rank == rank) writer.add_metrics({{rank, -1, t, "host_p2p_gbs", probe.gbs}});
+  for (const engine::HostPairProbe& pair : probes.next_hosts)
+    if (pair.from == rank)
+      writer.add_metrics({{rank, -1, t, machine::kNextHostRankMetric, double(pair.to)},
+                          {rank, -1, t, machine::kNextHostLatencyMetric, double(pair.latency_ns) / 1e3},
+                          {rank, -1, t, machine::kNextHostP2pMetric, pair.gbs}});
 }
 
 Status measure_before_training(Session& s, trace::RunWriter* writer) {
@@ -207,10 +218,12 @@ Status measure_before_training(Session& s, trace::RunWriter* writer) {
   if (!p2p.ok()) return p2p.error();
   auto other_hosts = engine::probe_other_hosts(s.comm, &s.recorder, machine::host_name());
   if (!other_hosts.ok()) return other_hosts.error();
+  auto next_hosts = engine::probe_next_hosts(s.comm, &s.recorder, machine::host_name());
+  if (!next_hosts.ok()) return next_hosts.error();
   trace::record_setup(s.recorder, trace::SetupPhase::BandwidthProbe, probe_start);
   s.clock.t0_ns = trace::now_ns();
   s.reporter.clock(s.clock);  // sent now so a rank that dies mid-run is still aligned
-  if (writer) record_probes(s, *writer, *p2p, *other_hosts);
+  if (writer) record_probes(s, *writer, {*p2p, std::move(*other_hosts), std::move(*next_hosts)});
   return {};
 }
 

@@ -94,7 +94,58 @@ class TestRankProbes : public QObject {
     QCOMPARE(probed_ranks({"a"}), (std::vector<int>{}));
   }
 
+  // Hosts {a, b, c, d}: beside rank 0's probes (a to each), the first ranks of b and c,
+  // then of c and d, measure the link between them, so every link of a ring a-b-c-d-a is
+  // measured. {a, a, b, b, c}: b and c through ranks 2 and 4; {a, b, a, c}: b and c
+  // through ranks 1 and 3 (hosts in the order ranks first name them). Fewer than three
+  // hosts: none. Every rank gets every pair with the same figures; messages pair up.
+  void consecutiveHostsAreProbedBetweenTheirFirstRanks() {
+    QCOMPARE(probed_pairs({"a", "b", "c", "d"}), (std::vector<std::pair<int, int>>{{1, 2}, {2, 3}}));
+    QCOMPARE(probed_pairs({"a", "a", "b", "b", "c"}), (std::vector<std::pair<int, int>>{{2, 4}}));
+    QCOMPARE(probed_pairs({"a", "b", "a", "c"}), (std::vector<std::pair<int, int>>{{1, 3}}));
+    QCOMPARE(probed_pairs({"a", "b", "b"}), (std::vector<std::pair<int, int>>{}));
+    QCOMPARE(probed_pairs({"a"}), (std::vector<std::pair<int, int>>{}));
+  }
+
  private:
+  static std::vector<std::pair<int, int>> probed_pairs(const std::vector<std::string>& hosts) {
+    const int n = int(hosts.size());
+    constexpr int kPings = 4, kRepeats = 2;
+    auto comms = comm::make_thread_group(n);
+    std::vector<trace::Recorder> recorders(static_cast<std::size_t>(n));
+    std::vector<std::vector<engine::HostPairProbe>> got(static_cast<std::size_t>(n));
+    std::vector<std::thread> threads;
+    for (int r = 0; r < n; ++r)
+      threads.emplace_back([&, r] {
+        auto probes = engine::probe_next_hosts(*comms[std::size_t(r)], &recorders[std::size_t(r)], hosts[std::size_t(r)],
+                                               1 << 14, kRepeats, kPings);
+        if (probes.ok()) got[std::size_t(r)] = *probes;
+        else got[std::size_t(r)] = {{-1, -1, 0, 0}};
+      });
+    for (auto& t : threads) t.join();
+    std::map<std::int32_t, int> sends, recvs;
+    for (auto& recorder : recorders) {
+      std::vector<trace::Event> events;
+      recorder.drain(events);
+      for (const auto& e : events) ++(e.kind == trace::EventKind::Send ? sends : recvs)[e.message];
+    }
+    std::vector<std::pair<int, int>> pairs;
+    for (const engine::HostPairProbe& p : got[0]) {
+      pairs.emplace_back(p.from, p.to);
+      if (!(p.gbs > 0) || p.latency_ns <= 0) return {{-2, 0}};
+    }
+    for (int r = 1; r < n; ++r)
+      for (std::size_t i = 0; i < got[0].size(); ++i)
+        if (got[std::size_t(r)].size() != got[0].size() || got[std::size_t(r)][i].gbs != got[0][i].gbs ||
+            got[std::size_t(r)][i].latency_ns != got[0][i].latency_ns)
+          return {{-3, r}};
+    // each pair: 2 x kPings ping-pong messages and 2 x kRepeats probe messages, once each
+    if (sends.size() != got[0].size() * (2 * kPings + 2 * kRepeats) || recvs.size() != sends.size()) return {{-4, 0}};
+    for (const auto& [message, count] : sends)
+      if (count != 1 || recvs[message] != 1) return {{-5, message}};
+    return pairs;
+  }
+
   // The ranks probe_other_hosts probed, as rank 0 got them; every rank must get the same
   // list with the same figures, and the traced messages must pair up.
   static std::vector<int> probed_ranks(const std::vector<std::string>& hosts) {

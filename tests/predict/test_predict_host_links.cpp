@@ -131,7 +131,7 @@ class TestPredictHostLinks : public QObject {
   // the wire: 0.1 GB/s); rank 3's figures, b's second rank, are not its link. A run on a,
   // b and c measures a-b through rank 1 (the run's p2p_gbs: 4 MB in 41 ms, 1000 us) and
   // a-c through rank 2 (4 MB in 25 ms, 5000 us: 0.2 GB/s); the link between b and c,
-  // neither of them rank 0's host, is not measured.
+  // neither of them rank 0's host, is not measured by these (the next test's metrics do).
   void linksLearntThroughEachHostsFirstRank() {
     QTemporaryDir dir;
     auto store = loom::store::RunStore::open(dir.filePath("runs.db").toStdString());
@@ -160,6 +160,33 @@ class TestPredictHostLinks : public QObject {
     QCOMPARE(ac->runs, (std::vector<std::int64_t>{three}));
     QVERIFY2(near(ac->link.latency_us, 5000) && near(ac->link.bandwidth_gbs, 0.2),
              qPrintable(QString("%1 us, %2 GB/s").arg(ac->link.latency_us).arg(ac->link.bandwidth_gbs)));
+  }
+
+  // Since 2026-11-30 the first rank on b also measures its link to the next host, c
+  // (through c's first rank): rank 1 records c's first rank (2), half its best round trip
+  // (4000 us) and its probe (4 MB in 44 ms: 40 ms on the wire, 0.1 GB/s), so a run on a, b
+  // and c learns b-c too. A peer on its own host, or figures missing, give nothing.
+  void linkBetweenTheNextHostsIsLearnt() {
+    QTemporaryDir dir;
+    auto store = loom::store::RunStore::open(dir.filePath("runs.db").toStdString());
+    QVERIFY(store.ok());
+    const Plan plan = tiny_plan(R"({"devices": )" + devices(2) + R"(, "data_parallel": 2})", "0, 0, 0", 128);
+    const std::int64_t three = store_ranks(
+        *store, plan, {"a", "b", "c"}, {0, 1000, 5000},
+        {{0, -1, 1, "p2p_gbs", 4e6 / 41e6}, {0, -1, 1, "p2p_probe_bytes", 4e6}, {2, -1, 1, "host_p2p_gbs", 4e6 / 25e6},
+         {1, -1, 1, "next_host_rank", 2}, {1, -1, 1, "next_host_latency_us", 4000}, {1, -1, 1, "next_host_p2p_gbs", 4e6 / 44e6}});
+    const auto seen = must(loom::predict::observe_links(*store, three));
+    QCOMPARE(seen.size(), std::size_t(3));
+    QCOMPARE(seen[2].first + seen[2].second, std::string("bc"));
+    QVERIFY2(near(seen[2].latency_us, 4000) && near(seen[2].bandwidth_gbs, 0.1),
+             qPrintable(QString("%1 us, %2 GB/s").arg(seen[2].latency_us).arg(seen[2].bandwidth_gbs)));
+    const std::int64_t same_host = store_ranks(
+        *store, plan, {"a", "b", "b"}, {0, 1000, 1000},
+        {{0, -1, 1, "p2p_gbs", 1.0}, {1, -1, 1, "next_host_rank", 2}, {1, -1, 1, "next_host_latency_us", 4000},
+         {1, -1, 1, "next_host_p2p_gbs", 0.1}});
+    QCOMPARE(must(loom::predict::observe_links(*store, same_host)).size(), std::size_t(1));
+    const Calibration cal = must(loom::predict::calibrate(*store, ""));
+    QVERIFY(loom::predict::find_link(cal.links, "c", "b"));
   }
 
   // Simulated hosts: a run whose ranks on a and b said one boot id learns that a and b are
@@ -225,11 +252,12 @@ class TestPredictHostLinks : public QObject {
     QVERIFY(!roofline.ok() && roofline.error().message.find("shared_cores needs the calibrated device") != std::string::npos);
   }
 
-  // A plan on hosts a, b and c takes the median of the links learnt between two of them
-  // (a-b: 1000 us, 0.001 GB/s; a-c: 3000 us, 0.003 GB/s; so 2000 us, 0.002 GB/s), not a
-  // link to a host it does not use (b-d), and predicts what a cluster file of three such
-  // hosts with that link written down does.
-  void planOnThreeHostsTakesTheMedianOfTheirLinks() {
+  // A plan on hosts a, b and c with links learnt a-b (1000 us, 0.001 GB/s) and a-c (3000
+  // us, 0.003 GB/s), and b-d (a host it does not use): each learnt pair keeps its own
+  // link, b-c (not learnt) takes their median (2000 us, 0.002 GB/s), and the ring a-b-c-a
+  // waits for its slowest hop, 3000 us and 0.001 GB/s: as a cluster file with that link
+  // written down predicts it.
+  void planOnThreeHostsTakesEachPairsLink() {
     const std::string on_hosts = R"([{"kind": "cpu", "host": "a"}, {"kind": "cpu", "host": "b"}, {"kind": "cpu", "host": "c"}])";
     const Plan plan = tiny_plan(R"({"devices": )" + on_hosts + R"(, "data_parallel": 3})", "0, 0, 0", 192);
     Calibration cal = costs_for(plan);
@@ -237,12 +265,38 @@ class TestPredictHostLinks : public QObject {
     cal.links.push_back({"a", "c", {4}, Link{false, 0.003, 3000}});
     cal.links.push_back({"b", "d", {5}, Link{false, 1.0, 9000}});
     const Cluster written = must_cluster(R"({"hosts": 3, "device": "calibrated", )"
-                                         R"("links": {"between_hosts": {"bandwidth_gbs": 0.002, "latency_us": 2000}}})");
+                                         R"("links": {"between_hosts": {"bandwidth_gbs": 0.001, "latency_us": 3000}}})");
     const Prediction expected = must(loom::predict::predict_step(plan, cal, {2, &written}));
     const Prediction p = must(loom::predict::predict_step(plan, cal, {2}));
     QVERIFY2(near(p.step_ms, expected.step_ms), qPrintable(QString("%1 vs %2").arg(p.step_ms).arg(expected.step_ms)));
     QVERIFY(mentions(p.notes, "ranks on a + b + c, 1 each; between hosts: 2000 us and 0.002 GB/s, as runs 3, 4 measured it "
-                              "(the median over 2 pairs of hosts)"));
+                              "(the median over 2 pairs of hosts) for a pair not measured; each pair as measured: "
+                              "a-b 1000 us and 0.001 GB/s, a-c 3000 us and 0.003 GB/s"));
+    const auto cluster = loom::predict::cluster_of_plan_hosts(plan, cal.links, "", nullptr);
+    QVERIFY(cluster);
+    QCOMPARE(cluster->link(1, 2).latency_us, 2000.0);  // b-c: the median
+    QCOMPARE(cluster->link(2, 0).latency_us, 3000.0);
+  }
+
+  // A three-stage pipeline over a, b and c sends each activation over its own hop: a-b
+  // learnt fast (10 us, 1 GB/s), b-c slow (5000 us, 0.0001 GB/s). Stage 0's sends take the
+  // fast link's time, stage 1's the slow one's; with one link for every pair (the median,
+  // before 2026-11-30) both took the same.
+  void pipelineSendsTakeTheirHopsLink() {
+    const std::string on_hosts = R"([{"kind": "cpu", "host": "a"}, {"kind": "cpu", "host": "b"}, {"kind": "cpu", "host": "c"}])";
+    const Plan plan = tiny_plan(R"({"devices": )" + on_hosts + R"(, "stages": 3, "microbatches": 2, "schedule": "gpipe"})", "0, 1, 2");
+    Calibration cal = costs_for(plan);
+    cal.links.push_back({"a", "b", {3}, Link{false, 1.0, 10}});
+    cal.links.push_back({"b", "c", {4}, Link{false, 0.0001, 5000}});
+    const Prediction p = must(loom::predict::predict_step(plan, cal, {2}));
+    const auto first = of(p, 0, EventKind::Send), second = of(p, 1, EventKind::Send);
+    QVERIFY(!first.empty() && !second.empty());
+    const auto took = [](const PredictedSpan& s) { return s.end_ms - s.start_ms; };
+    const Link fast{false, 1.0, 10}, slow{false, 0.0001, 5000};
+    QVERIFY2(near(took(first.front()), fast.ms(double(first.front().bytes))), qPrintable(QString::number(took(first.front()))));
+    bool forward_on_slow = false;  // stage 1 sends activations on (and gradients back)
+    for (const PredictedSpan& s : second) forward_on_slow |= near(took(s), slow.ms(double(s.bytes)));
+    QVERIFY(forward_on_slow);
   }
 
   // Run ids in notes and the CLI: three or more consecutive ids as a range.

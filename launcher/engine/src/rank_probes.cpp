@@ -20,6 +20,7 @@ using trace::Stream;
 // and its receive pair up in the timeline.
 constexpr std::int32_t kClockMessageBase = 1 << 24;
 constexpr std::int32_t kProbeMessageBase = 2 << 24;
+constexpr std::int32_t kPairMessageBase = 3 << 24;
 
 // Sends or receives one traced message on the communication stream.
 Status traced_transfer(comm::Communicator& comm, trace::Recorder* recorder, bool sending, void* data,
@@ -106,15 +107,15 @@ Expected<ClockEstimate> estimate_clock_offset(comm::Communicator& comm, trace::R
 
 namespace {
 
-// Ranks 0 and `peer` exchange the probe's messages; the figure reaches every rank.
-Expected<double> probe_pair(comm::Communicator& comm, trace::Recorder* recorder, int peer, std::int64_t bytes,
-                            int repeats) {
+// Ranks `from` and `to` exchange the probe's messages (traced with ids from `base`); the
+// figure reaches every rank.
+Expected<double> exchange_probe(comm::Communicator& comm, trace::Recorder* recorder, int from, int to,
+                                std::int32_t base, std::int64_t bytes, int repeats) {
   double gbs = 0;
-  const bool first = comm.rank() == 0;
-  if (first || comm.rank() == peer) {
+  const bool first = comm.rank() == from;
+  if (first || comm.rank() == to) {
     std::vector<char> buffer(static_cast<std::size_t>(bytes), 1);
-    const int other = first ? peer : 0;
-    const std::int32_t base = kProbeMessageBase + (peer - 1) * 1024;
+    const int other = first ? to : from;
     // One untraced exchange first: it pays for connection set-up and page faults.
     LOOM_TRY(first ? comm.send(buffer.data(), bytes, other, kProbeTag) : comm.recv(buffer.data(), bytes, other, kProbeTag));
     const std::int64_t start = trace::now_ns();
@@ -126,31 +127,63 @@ Expected<double> probe_pair(comm::Communicator& comm, trace::Recorder* recorder,
     gbs = seconds > 0 ? double(bytes) * 2.0 * repeats / seconds * 1e-9 : 0.0;
   }
   // Every rank learns the figure, so whichever rank reports it reports the same number.
-  LOOM_TRY(comm.broadcast(&gbs, sizeof gbs, 0));
+  LOOM_TRY(comm.broadcast(&gbs, sizeof gbs, from));
   return gbs;
+}
+
+// Ranks 0 and `peer`.
+Expected<double> probe_pair(comm::Communicator& comm, trace::Recorder* recorder, int peer, std::int64_t bytes,
+                            int repeats) {
+  return exchange_probe(comm, recorder, 0, peer, kProbeMessageBase + (peer - 1) * 1024, bytes, repeats);
 }
 
 constexpr std::size_t kHostNameBytes = 256;
 
-// Rank 0: the first rank on each host but its own and rank 1's, in rank order. Other
-// ranks send their host name and get an empty list.
-Expected<std::vector<int>> first_ranks_on_other_hosts(comm::Communicator& comm, const std::string& host) {
+// The first rank on each host, hosts in the order ranks first name them (rank 0's
+// first), on every rank: rank 0 gathers the host names and broadcasts the list.
+Expected<std::vector<int>> first_ranks_by_host(comm::Communicator& comm, const std::string& host) {
   std::vector<char> name(kHostNameBytes, 0);
   host.copy(name.data(), kHostNameBytes - 1);
+  std::vector<int> firsts = {0};
   if (comm.rank() != 0) {
     LOOM_TRY(comm.send(name.data(), kHostNameBytes, 0, kHostNameTag));
-    return std::vector<int>();
+  } else {
+    std::vector<std::string> seen = {host};
+    for (int r = 1; r < comm.size(); ++r) {
+      LOOM_TRY(comm.recv(name.data(), kHostNameBytes, r, kHostNameTag));
+      const std::string peer_host(name.data());
+      if (std::find(seen.begin(), seen.end(), peer_host) != seen.end()) continue;
+      seen.push_back(peer_host);
+      firsts.push_back(r);
+    }
   }
-  std::vector<std::string> seen = {host};
-  std::vector<int> firsts;
-  for (int r = 1; r < comm.size(); ++r) {
-    LOOM_TRY(comm.recv(name.data(), kHostNameBytes, r, kHostNameTag));
-    const std::string peer_host(name.data());
-    if (std::find(seen.begin(), seen.end(), peer_host) != seen.end()) continue;
-    seen.push_back(peer_host);
-    if (r != 1) firsts.push_back(r);
-  }
+  // The list reaches every rank: its length, then its ranks.
+  int count = int(firsts.size());
+  LOOM_TRY(comm.broadcast(&count, sizeof count, 0));
+  firsts.resize(std::size_t(count));
+  LOOM_TRY(comm.broadcast(firsts.data(), std::int64_t(sizeof(int)) * count, 0));
   return firsts;
+}
+
+// Half the shortest round trip of `pings` 8-byte ping-pongs between `from` and `to`,
+// on every rank.
+Expected<std::int64_t> pair_latency(comm::Communicator& comm, trace::Recorder* recorder, int from, int to,
+                                    std::int32_t base, int pings) {
+  std::int64_t half_rtt = 0;
+  if (comm.rank() == from || comm.rank() == to) {
+    const bool first = comm.rank() == from;
+    const int other = first ? to : from;
+    std::int64_t best = std::numeric_limits<std::int64_t>::max(), word = 0;
+    for (int i = 0; i < pings; ++i) {
+      const std::int64_t start = trace::now_ns();
+      LOOM_TRY(traced_transfer(comm, recorder, first, &word, sizeof word, other, kClockTag, base + 2 * i));
+      LOOM_TRY(traced_transfer(comm, recorder, !first, &word, sizeof word, other, kClockTag, base + 2 * i + 1));
+      best = std::min(best, trace::now_ns() - start);
+    }
+    half_rtt = (best + 1) / 2;
+  }
+  LOOM_TRY(comm.broadcast(&half_rtt, sizeof half_rtt, from));
+  return half_rtt;
 }
 
 }  // namespace
@@ -163,18 +196,33 @@ Expected<double> probe_p2p_bandwidth(comm::Communicator& comm, trace::Recorder* 
 
 Expected<std::vector<HostProbe>> probe_other_hosts(comm::Communicator& comm, trace::Recorder* recorder,
                                                    const std::string& host, std::int64_t bytes, int repeats) {
-  auto firsts = first_ranks_on_other_hosts(comm, host);
+  auto firsts = first_ranks_by_host(comm, host);
   if (!firsts.ok()) return firsts.error();
-  // The list reaches every rank: its length, then its ranks.
-  int count = int(firsts->size());
-  LOOM_TRY(comm.broadcast(&count, sizeof count, 0));
-  firsts->resize(std::size_t(count));
-  if (count > 0) LOOM_TRY(comm.broadcast(firsts->data(), std::int64_t(sizeof(int)) * count, 0));
   std::vector<HostProbe> probes;
   for (const int rank : *firsts) {
+    if (rank == 0 || rank == 1) continue;  // rank 1: probe_p2p_bandwidth measured it
     auto gbs = probe_pair(comm, recorder, rank, bytes, repeats);
     if (!gbs.ok()) return gbs.error();
     probes.push_back({rank, *gbs});
+  }
+  return probes;
+}
+
+Expected<std::vector<HostPairProbe>> probe_next_hosts(comm::Communicator& comm, trace::Recorder* recorder,
+                                                      const std::string& host, std::int64_t bytes, int repeats,
+                                                      int pings) {
+  auto firsts = first_ranks_by_host(comm, host);
+  if (!firsts.ok()) return firsts.error();
+  std::vector<HostPairProbe> probes;
+  for (std::size_t k = 1; k + 1 < firsts->size(); ++k) {
+    HostPairProbe p{(*firsts)[k], (*firsts)[k + 1]};
+    const std::int32_t base = kPairMessageBase + std::int32_t(k) * 1024;
+    auto latency = pair_latency(comm, recorder, p.from, p.to, base, pings);
+    if (!latency.ok()) return latency.error();
+    auto gbs = exchange_probe(comm, recorder, p.from, p.to, base + 2 * pings, bytes, repeats);
+    if (!gbs.ok()) return gbs.error();
+    p.latency_ns = *latency, p.gbs = *gbs;
+    probes.push_back(p);
   }
   return probes;
 }

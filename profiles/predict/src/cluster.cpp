@@ -14,10 +14,32 @@
 
 namespace loom::predict {
 
-const Link& Cluster::ring_link(const std::vector<int>& ranks) const {
-  for (int r : ranks)
-    if (host_of(r) != host_of(ranks.front())) return between_hosts;
-  return inside_host;
+bool Cluster::spans_hosts(const std::vector<int>& ranks) const {
+  return std::any_of(ranks.begin(), ranks.end(), [&](int r) { return host_of(r) != host_of(ranks.front()); });
+}
+
+const Link& Cluster::link(int a, int b) const {
+  const int ha = host_of(a), hb = host_of(b);
+  if (ha == hb) return inside_host;
+  const auto pair = host_pairs.find({std::min(ha, hb), std::max(ha, hb)});
+  return pair != host_pairs.end() ? pair->second : between_hosts;
+}
+
+Link Cluster::ring_link(const std::vector<int>& ranks) const {
+  if (!spans_hosts(ranks)) return inside_host;
+  if (host_pairs.empty()) return between_hosts;
+  Link worst = between_hosts;
+  bool first = true;
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    const int a = ranks[i], b = ranks[(i + 1) % ranks.size()];
+    if (host_of(a) == host_of(b)) continue;
+    const Link& hop = link(a, b);
+    if (first) worst = hop, first = false;
+    worst.latency_us = std::max(worst.latency_us, hop.latency_us);
+    worst.bandwidth_gbs = std::min(worst.bandwidth_gbs, hop.bandwidth_gbs);
+    worst.measured = worst.measured && hop.measured;
+  }
+  return worst;
 }
 
 double ring_allreduce_ms(const Link& link, int ranks, double bytes) {
@@ -39,16 +61,25 @@ double flat_ms(const Link& link, int ranks, double bytes) {
 }
 
 // Inside a host the k ranks reduce-scatter and all-gather in rings (each k - 1 steps of
-// bytes / k); between hosts each of the k shards is all-reduced by one rank per host.
-double hierarchical_ms(const Cluster& c, int per_host, int hosts, double bytes) {
+// bytes / k); between hosts each of the k shards is all-reduced by one rank per host, over
+// `between` (the slowest link of a ring through the hosts).
+double hierarchical_ms(const Cluster& c, const Link& between, int per_host, int hosts, double bytes) {
   const double inside = (per_host - 1) * (c.inside_host.latency_us / 1e3 + bytes / per_host / (c.inside_host.bandwidth_gbs * 1e6));
-  return 2 * inside + flat_ms(c.between_hosts, hosts, bytes / per_host);
+  return 2 * inside + flat_ms(between, hosts, bytes / per_host);
+}
+
+// The first of `ranks` on each host they use, in their order.
+std::vector<int> one_per_host(const Cluster& c, const std::vector<int>& ranks) {
+  std::vector<int> heads;
+  for (int r : ranks)
+    if (std::none_of(heads.begin(), heads.end(), [&](int h) { return c.host_of(h) == c.host_of(r); })) heads.push_back(r);
+  return heads;
 }
 
 }  // namespace
 
 double allreduce_ms(const Cluster& c, const std::vector<int>& ranks, double bytes, std::string* algorithm) {
-  const Link& link = c.ring_link(ranks);
+  const Link link = c.ring_link(ranks);
   const int p = int(ranks.size());
   const double ring = ring_allreduce_ms(link, p, bytes), tree = tree_allreduce_ms(link, p, bytes);
   double best = std::min(ring, tree);
@@ -58,7 +89,7 @@ double allreduce_ms(const Cluster& c, const std::vector<int>& ranks, double byte
   const int k = per_host.begin()->second;
   const bool even = std::all_of(per_host.begin(), per_host.end(), [&](const auto& h) { return h.second == k; });
   if (per_host.size() > 1 && k > 1 && even && !c.inside_host.measured) {
-    const double h = hierarchical_ms(c, k, int(per_host.size()), bytes);
+    const double h = hierarchical_ms(c, c.ring_link(one_per_host(c, ranks)), k, int(per_host.size()), bytes);
     if (h < best) best = h, name = "hierarchical";
   }
   if (algorithm) *algorithm = name;
@@ -66,7 +97,7 @@ double allreduce_ms(const Cluster& c, const std::vector<int>& ranks, double byte
 }
 
 double mpi_allreduce_ms(const Cluster& c, const std::vector<int>& ranks, double bytes, std::string* algorithm) {
-  const Link& link = c.ring_link(ranks);
+  const Link link = c.ring_link(ranks);
   const int p = int(ranks.size());
   const auto say = [&](const char* name, double ms) {
     if (algorithm) *algorithm = name;

@@ -8,6 +8,7 @@
 
 #include "loom/analysis/stats.h"
 #include "loom/predict/calibration.h"
+#include "loom/trace/machine.h"
 
 namespace loom::predict {
 
@@ -41,6 +42,55 @@ std::optional<double> probe_to(const std::vector<trace::MetricRecord>& p2p,
   return std::nullopt;
 }
 
+// The metric `name` that rank `rank` recorded last; nullopt where none.
+std::optional<double> rank_metric(const std::vector<trace::MetricRecord>& metrics, int rank) {
+  for (auto it = metrics.rbegin(); it != metrics.rend(); ++it)
+    if (it->rank == rank) return it->value;
+  return std::nullopt;
+}
+
+const trace::RankRecord* rank_record(const std::vector<trace::RankRecord>& ranks, int rank) {
+  for (const trace::RankRecord& r : ranks)
+    if (r.rank == rank) return &r;
+  return nullptr;
+}
+
+// Two ranks' hosts as one observation (hosts by name, the lower first), their cores
+// shared where both ranks named one kernel.
+LinkObservation between(const trace::RankRecord& a, const trace::RankRecord& b, std::int64_t run, double latency_us,
+                        double bandwidth_gbs) {
+  LinkObservation o;
+  o.first = std::min(a.host, b.host);
+  o.second = std::max(a.host, b.host);
+  o.run = run;
+  o.latency_us = latency_us;
+  o.bandwidth_gbs = bandwidth_gbs;
+  if (!a.device_info.machine.empty() && a.device_info.machine == b.device_info.machine)
+    o.shared_cores = std::max(1, std::min(a.device_info.logical_cores, b.device_info.logical_cores));
+  return o;
+}
+
+// The links between consecutive hosts neither of which is rank 0's, each measured from
+// the first rank on the first of them (trace/machine.h's next-host metrics).
+Expected<std::vector<LinkObservation>> observe_next_hosts(store::RunStore& store, std::int64_t run_id,
+                                                         const std::vector<trace::RankRecord>& ranks, double probe_bytes) {
+  auto peers = store.load_metrics(run_id, machine::kNextHostRankMetric);
+  if (!peers.ok()) return peers.error();
+  auto latency = store.load_metrics(run_id, machine::kNextHostLatencyMetric);
+  if (!latency.ok()) return latency.error();
+  auto gbs = store.load_metrics(run_id, machine::kNextHostP2pMetric);
+  if (!gbs.ok()) return gbs.error();
+  std::vector<LinkObservation> out;
+  for (const trace::MetricRecord& peer : *peers) {
+    const trace::RankRecord* from = rank_record(ranks, peer.rank);
+    const trace::RankRecord* to = rank_record(ranks, int(peer.value));
+    const std::optional<double> us = rank_metric(*latency, peer.rank), probe = rank_metric(*gbs, peer.rank);
+    if (!from || !to || from->host == to->host || !us || !probe || *us <= 0 || *probe <= 0) continue;
+    out.push_back(between(*from, *to, run_id, *us, bandwidth_less_latency(*probe, probe_bytes, *us)));
+  }
+  return out;
+}
+
 }  // namespace
 
 Expected<std::vector<LinkObservation>> observe_links(store::RunStore& store, std::int64_t run_id) {
@@ -55,23 +105,18 @@ Expected<std::vector<LinkObservation>> observe_links(store::RunStore& store, std
   auto bytes = last_metric(store, run_id, "p2p_probe_bytes");
   if (!bytes.ok()) return bytes.error();
   const std::string& home = (*ranks)[0].host;
-  const trace::DeviceInfo& home_device = (*ranks)[0].device_info;
   std::vector<std::string> seen = {home};
   for (const trace::RankRecord& r : *ranks) {
     if (std::find(seen.begin(), seen.end(), r.host) != seen.end()) continue;
     seen.push_back(r.host);
     const std::optional<double> probe = probe_to(*p2p, *host_p2p, r.rank);
     if (!probe || r.uncertainty_ns <= 0) continue;
-    LinkObservation o;
-    o.first = std::min(home, r.host);
-    o.second = std::max(home, r.host);
-    o.run = run_id;
-    o.latency_us = double(r.uncertainty_ns) / 1e3;
-    o.bandwidth_gbs = bandwidth_less_latency(*probe, bytes->value_or(0.0), o.latency_us);
-    if (!home_device.machine.empty() && r.device_info.machine == home_device.machine)
-      o.shared_cores = std::max(1, std::min(home_device.logical_cores, r.device_info.logical_cores));
-    out.push_back(o);
+    const double latency_us = double(r.uncertainty_ns) / 1e3;
+    out.push_back(between((*ranks)[0], r, run_id, latency_us, bandwidth_less_latency(*probe, bytes->value_or(0.0), latency_us)));
   }
+  auto next = observe_next_hosts(store, run_id, *ranks, bytes->value_or(0.0));
+  if (!next.ok()) return next.error();
+  out.insert(out.end(), next->begin(), next->end());
   return out;
 }
 
@@ -217,8 +262,17 @@ std::optional<Cluster> cluster_of_plan_hosts(const Plan& plan, const std::vector
   c.devices_per_host = per_host.front();
   c.between_hosts = *learnt;
   c.shared_cores = shared_cores_of(hosts, among);
+  std::string pairs_text;  // each pair's own link, where more than one pair was learnt
+  if (among.size() > 1)
+    for (const HostLink& h : among) {
+      const auto index = [&](const std::string& host) { return int(std::find(hosts.begin(), hosts.end(), host) - hosts.begin()); };
+      const int a = index(h.first), b = index(h.second);
+      c.host_pairs[{std::min(a, b), std::max(a, b)}] = h.link;
+      pairs_text += (pairs_text.empty() ? "; each pair as measured: " : ", ") + h.first + "-" + h.second + " " + link_text(h.link);
+    }
   if (note) {
     *note = "ranks on " + c.name + ", " + std::to_string(c.devices_per_host) + " each; " + learnt_from;
+    if (!pairs_text.empty()) *note += " for a pair not measured" + pairs_text;
     if (c.shared_cores > 0)
       *note += "; the hosts are one machine's (their ranks ran on one kernel), sharing its " +
                std::to_string(c.shared_cores) + (c.shared_cores == 1 ? " core" : " cores");

@@ -166,8 +166,7 @@ double StepCosts::linked_allreduce_ms(const std::vector<int>& ranks, double byte
 
 double StepCosts::step_meeting(const std::vector<int>& ranks) {
   if (!cluster_ || ranks.size() < 2) return 0;
-  const Link& link = cluster_->ring_link(ranks);  // between_hosts exactly where the ranks span hosts
-  if (&link != &cluster_->between_hosts || link.measured) return 0;
+  if (!cluster_->spans_hosts(ranks) || cluster_->ring_link(ranks).measured) return 0;
   return linked_allreduce_ms(ranks, 3.0 * sizeof(float), nullptr);
 }
 

@@ -7,7 +7,11 @@
 //    the all-reduce bandwidth is read;
 //  - the same probe between rank 0 and the first rank on each other host, so a run
 //    measures the links from rank 0's host to every other (loom/predict/host_links.h)
-//    even where ranks 0 and 1 share a host.
+//    even where ranks 0 and 1 share a host;
+//  - between the first ranks of each two consecutive hosts neither of which is rank 0's
+//    (hosts in the order ranks first name them), a ping-pong and the same probe: with the
+//    above, every link a ring over the hosts in rank order crosses, and every link
+//    between consecutive stages of a pipeline laid over them.
 // Both are collective: every rank of the communicator calls them, in the same order.
 // Their messages are traced as Send/Recv events with matching message ids, so the aligned
 // timeline can be checked for causality (no receive ends before its send starts).
@@ -64,5 +68,20 @@ struct HostProbe {
 Expected<std::vector<HostProbe>> probe_other_hosts(comm::Communicator& comm, trace::Recorder* recorder,
                                                    const std::string& host, std::int64_t bytes = kP2pProbeBytes,
                                                    int repeats = 8);
+
+// The link between the first ranks of two consecutive hosts, measured between them.
+struct HostPairProbe {
+  int from = 0, to = 0;       // the first rank on one host and on the next
+  std::int64_t latency_ns = 0;  // half the shortest round trip of 8-byte ping-pongs
+  double gbs = 0;               // as probe_p2p_bandwidth measures it
+};
+
+// Collective. `host` is this rank's host name. For each two consecutive hosts other than
+// rank 0's, one pair at a time, their first ranks ping-pong `pings` times and exchange
+// the probe's messages; every rank gets every result, in host order; empty for fewer
+// than three hosts.
+Expected<std::vector<HostPairProbe>> probe_next_hosts(comm::Communicator& comm, trace::Recorder* recorder,
+                                                      const std::string& host, std::int64_t bytes = kP2pProbeBytes,
+                                                      int repeats = 8, int pings = 16);
 
 }  // namespace loom::engine

@@ -6,7 +6,9 @@
 // measured.
 #pragma once
 
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "loom/core/status.h"
@@ -45,12 +47,21 @@ struct Cluster {
   // share its this many cores, so they crowd as ranks on one host do; 0: each host its own.
   int shared_cores = 0;
 
+  // Links between two particular hosts (host indices, the lower first), where runs across
+  // them measured that pair (host_links.h, cluster_of_plan_hosts); any other pair of hosts
+  // crosses between_hosts.
+  std::map<std::pair<int, int>, Link> host_pairs;
+
   int devices() const { return hosts * devices_per_host; }
   int host_of(int rank) const { return rank / devices_per_host; }
+  bool spans_hosts(const std::vector<int>& ranks) const;
   // The link a message between two ranks crosses.
-  const Link& link(int a, int b) const { return host_of(a) == host_of(b) ? inside_host : between_hosts; }
-  // The slowest link a ring through these ranks crosses.
-  const Link& ring_link(const std::vector<int>& ranks) const;
+  const Link& link(int a, int b) const;
+  // The slowest link a ring through these ranks, in their order, crosses: inside_host on
+  // one host; across hosts, the highest latency and the lowest bandwidth of the links
+  // between consecutive ranks (the last to the first too), every step of a ring waiting
+  // for its slowest hop.
+  Link ring_link(const std::vector<int>& ranks) const;
 };
 
 // A ring all-reduce of `bytes` over `ranks` ranks on one link: 2 (p - 1) steps, each one

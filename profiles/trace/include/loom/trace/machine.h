@@ -43,4 +43,12 @@ std::string machine_id();
 inline constexpr const char* kOversubscribedRanksMetric = "oversubscribed_ranks";
 inline constexpr const char* kOversubscribedCoresMetric = "oversubscribed_cores";
 
+// Run metrics of the link between two consecutive hosts neither of which is rank 0's
+// (engine/rank_probes.h, probe_next_hosts), written by the first rank on the first host
+// (its rank, step -1): the first rank on the next host, half the shortest round trip
+// between them (us) and the probe's figure (GB/s). predict/host_links.h reads them.
+inline constexpr const char* kNextHostRankMetric = "next_host_rank";
+inline constexpr const char* kNextHostLatencyMetric = "next_host_latency_us";
+inline constexpr const char* kNextHostP2pMetric = "next_host_p2p_gbs";
+
 }  // namespace loom::machine
