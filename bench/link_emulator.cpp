@@ -5,6 +5,10 @@
 // wire would have delivered it, from where the kernel forwards it to the other host.
 //
 //   link_emulator TUN_NAME DELAY_US [RATE_MBIT [QUEUE_US]]
+//   LOOM_LINK_PORTS="ADDR=DELAY_US:RATE_MBIT,..." (optional): a host whose port is
+//   slower (or faster) than the rest, e.g. "10.213.3.2=2000:100": every packet to or
+//   from that address takes its delay and rate instead, as a host on a slower cable
+//   would; the queue stays QUEUE_US.
 //
 // Each direction (by destination address) is a wire of its own: a packet waits for the
 // wire to be free (a FIFO queue; one that would wait more than QUEUE_US, default 5000, is
@@ -104,12 +108,47 @@ std::int64_t frame_bytes(const char* packet, std::size_t n) {
   return std::int64_t(payload + segments * (headers + kEthernetHeader));
 }
 
-// The IPv4 destination, which names the direction (0 for anything else).
-std::uint32_t destination(const char* packet, std::size_t n) {
+// An IPv4 address of the packet: its source (offset 12) or destination (16), which
+// names the direction; 0 for anything else.
+std::uint32_t address_at(const char* packet, std::size_t n, std::size_t offset) {
   if (n < kVnetHeader + 20 || (std::uint8_t(packet[kVnetHeader]) >> 4) != 4) return 0;
-  std::uint32_t to = 0;
-  std::memcpy(&to, packet + kVnetHeader + 16, 4);
-  return ntohl(to);
+  std::uint32_t address = 0;
+  std::memcpy(&address, packet + kVnetHeader + offset, 4);
+  return ntohl(address);
+}
+std::uint32_t destination(const char* packet, std::size_t n) { return address_at(packet, n, 16); }
+std::uint32_t source(const char* packet, std::size_t n) { return address_at(packet, n, 12); }
+
+// The link's spec, and the hosts whose port differs (LOOM_LINK_PORTS).
+struct Ports {
+  LinkSpec all;
+  std::map<std::uint32_t, LinkSpec> host;
+  const LinkSpec& of(std::uint32_t from, std::uint32_t to) const {
+    if (auto it = host.find(to); it != host.end()) return it->second;
+    if (auto it = host.find(from); it != host.end()) return it->second;
+    return all;
+  }
+};
+
+// "ADDR=DELAY_US:RATE_MBIT,..." onto `ports`; false where an entry does not read so.
+bool parse_ports(const char* text, Ports& ports) {
+  std::string rest = text ? text : "";
+  while (!rest.empty()) {
+    const std::size_t comma = rest.find(',');
+    const std::string entry = rest.substr(0, comma);
+    rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
+    const std::size_t eq = entry.find('='), colon = entry.find(':');
+    in_addr address{};
+    if (eq == std::string::npos || colon == std::string::npos || colon < eq ||
+        inet_pton(AF_INET, entry.substr(0, eq).c_str(), &address) != 1)
+      return false;
+    LinkSpec spec = ports.all;
+    spec.delay_ns = std::atoll(entry.substr(eq + 1, colon - eq - 1).c_str()) * 1000;
+    spec.rate_bits_per_ns = std::atof(entry.substr(colon + 1).c_str()) * 1e6 / 1e9;
+    if (spec.delay_ns < 0 || spec.rate_bits_per_ns < 0) return false;
+    ports.host[ntohl(address.s_addr)] = spec;
+  }
+  return true;
 }
 
 // Puts one packet on its direction's wire: it waits for the wire, is sent, then travels.
@@ -132,12 +171,13 @@ void send_on_wire(const LinkSpec& link, Wire& wire, std::vector<char> packet) {
 
 // Reads every packet waiting on the tun onto its wire (through `buffer`, kept between
 // calls: this runs at every wake-up).
-bool take_arrivals(int fd, const LinkSpec& link, std::vector<char>& buffer, std::map<std::uint32_t, Wire>& wires) {
+bool take_arrivals(int fd, const Ports& ports, std::vector<char>& buffer, std::map<std::uint32_t, Wire>& wires) {
   for (;;) {
     const ssize_t n = read(fd, buffer.data(), buffer.size());
     if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
     if (std::size_t(n) <= kVnetHeader) continue;
     const std::uint32_t to = destination(buffer.data(), std::size_t(n));
+    const LinkSpec& link = ports.of(source(buffer.data(), std::size_t(n)), to);
     send_on_wire(link, wires[to], std::vector<char>(buffer.begin(), buffer.begin() + n));
   }
 }
@@ -170,10 +210,15 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: %s TUN_NAME DELAY_US [RATE_MBIT [QUEUE_US]]\n", argv[0]);
     return 2;
   }
-  LinkSpec link;
+  Ports ports;
+  LinkSpec& link = ports.all;
   link.delay_ns = std::atoll(argv[2]) * 1000;
   if (argc > 3) link.rate_bits_per_ns = std::atof(argv[3]) * 1e6 / 1e9;
   if (argc > 4) link.queue_ns = std::atoll(argv[4]) * 1000;
+  if (!parse_ports(std::getenv("LOOM_LINK_PORTS"), ports)) {
+    std::fprintf(stderr, "link_emulator: LOOM_LINK_PORTS must read ADDR=DELAY_US:RATE_MBIT[,...]\n");
+    return 2;
+  }
   const int fd = open_tun(argv[1]);
   if (fd < 0 || link.delay_ns < 0 || link.rate_bits_per_ns < 0 || link.queue_ns < 0) {
     std::fprintf(stderr, "link_emulator: cannot open tun %s: %s (root only)\n", argv[1], std::strerror(errno));
@@ -193,7 +238,7 @@ int main(int argc, char** argv) {
     pollfd p{fd, POLLIN, 0};
     const timespec wait = until_next(wires);
     if (ppoll(&p, 1, &wait, nullptr) < 0 && errno != EINTR) return 1;
-    if ((p.revents & POLLIN) && !take_arrivals(fd, link, buffer, wires)) return 1;
+    if ((p.revents & POLLIN) && !take_arrivals(fd, ports, buffer, wires)) return 1;
     release_due(fd, wires);
   }
 }

@@ -26,8 +26,15 @@ across the hosts, whose ranks all named this machine's kernel (host_links.h); wh
 are more hosts than cores, `loom-cli calibrate` also runs each plan's uncrowded layouts. Root only (network namespaces, tc).
 Writes the table to --out.
 
+--slow-host HOST --slow-rate RATE [--slow-delay-ms D]: that host's port is slower (every
+packet to or from it at RATE, D ms; the emulator's LOOM_LINK_PORTS), so its links differ
+from the others'. A cluster file has one link for every pair, so the written-down column
+then takes the median of the pairs' links (what the learnt prediction did before each
+pair was learnt, 2026-11-30); the learnt column takes each pair's own.
+
   /usr/bin/python3 bench/predict_shaped.py [--hosts 2|3] [--rate 1gbit] [--delay-ms 2]
       [--queue-ms 5] [--shaper emulator|tbf] [--latency-us 50] [--rounds 3]
+      [--slow-host loom-c --slow-rate 100mbit [--slow-delay-ms 2]]
 """
 import argparse
 import json
@@ -94,6 +101,24 @@ def rate_mbit(rate):
     return {"gbit": 1000.0, "mbit": 1.0}[rate.lstrip("0123456789.")] * float(rate.rstrip("gmbit"))
 
 
+def slow_delay_ms(args):
+    return args.delay_ms if args.slow_delay_ms is None else args.slow_delay_ms
+
+
+def written_link(args, hosts):
+    """The one link a cluster file gives every pair: the shaped link, or with a slow host
+    the median over the pairs of the hosts' links (latency, bandwidth apart)."""
+    def link(rate, delay_ms):
+        # What a message's bytes get of the wire: TCP's 1448 bytes of payload a frame
+        # (with timestamps) in the 1514 bytes the emulator (and tc) count per frame.
+        return rate_mbit(rate) / 8000 * 1448 / 1514, args.latency_us + 1000 * delay_ms
+    pairs = [(a, b) for i, a in enumerate(hosts) for b in hosts[i + 1:]]
+    links = [link(args.slow_rate, slow_delay_ms(args)) if args.slow_host in (a, b) else link(args.rate, args.delay_ms)
+             for a, b in pairs]
+    median = lambda values: sorted(values)[len(values) // 2]  # noqa: E731
+    return median([g for g, _ in links]), median([u for _, u in links])
+
+
 def shape(args, on):
     """The link between the hosts, each way. --shaper emulator (the default): the link
     emulator (build/bench/link_emulator through scripts/cluster/netns-hosts.sh link): a
@@ -123,8 +148,12 @@ def shape(args, on):
         sys.exit(f"error: {binary} not found (cmake --build build --target link_emulator)")
     delay_us = str(int(1000 * args.delay_ms))
     if args.shaper == "emulator":
+        env = dict(os.environ)
+        if args.slow_host:
+            address = f"10.213.{ALL_HOSTS.index(args.slow_host) + 1}.2"
+            env["LOOM_LINK_PORTS"] = f"{address}={int(1000 * slow_delay_ms(args))}:{rate_mbit(args.slow_rate):g}"
         subprocess.run([hosts, "link", binary, delay_us, f"{rate_mbit(args.rate):g}", str(int(1000 * args.queue_ms))],
-                       check=True)
+                       check=True, env=env)
         return
     for h in ALL_HOSTS:
         subprocess.run(["tc", "qdisc", "add", "dev", f"veth-{h}", "root", "tbf", "rate", args.rate, "burst", "16000",
@@ -146,16 +175,19 @@ def main():
     ap.add_argument("--hosts", type=int, choices=[2, 3], default=2, help="simulated hosts, one rank each")
     ap.add_argument("--steps", type=int, default=120)
     ap.add_argument("--cal-steps", type=int, default=120)
+    ap.add_argument("--slow-host", choices=ALL_HOSTS, help="a host whose port is slower than the rest")
+    ap.add_argument("--slow-rate", default="100mbit")
+    ap.add_argument("--slow-delay-ms", type=float, help="its one-way delay (default: --delay-ms)")
     args = parse_run_args(ap)
+    if args.slow_host and (args.shaper != "emulator" or args.slow_host not in ALL_HOSTS[:args.hosts]):
+        sys.exit("error: --slow-host needs the emulator and one of the hosts in use")
     folder = tempfile.mkdtemp(prefix="loom-shaped-")
     db = os.path.join(folder, "runs.db")
-    # What a message's bytes get of the wire: TCP's 1448 bytes of payload a frame (with
-    # timestamps) in the 1514 bytes the emulator (and tc) count per frame.
-    gbs = rate_mbit(args.rate) / 8000 * 1448 / 1514
+    gbs, latency_us = written_link(args, ALL_HOSTS[:args.hosts])
     cluster = write(folder, "cluster.json", {
         "name": f"{args.hosts} hosts like this one, {args.rate} between them", "hosts": args.hosts,
         "devices_per_host": 1, "device": "calibrated", "shared_cores": len(os.sched_getaffinity(0)),
-        "links": {"between_hosts": {"bandwidth_gbs": gbs, "latency_us": args.latency_us + 1000 * args.delay_ms}}})
+        "links": {"between_hosts": {"bandwidth_gbs": gbs, "latency_us": latency_us}}})
     if subprocess.run([os.path.join(SCRIPTS, "netns-hosts.sh"), "up"]).returncode != 0:
         sys.exit("cannot create the simulated hosts (root, iproute2, network namespaces)")
     rows = []
@@ -190,9 +222,11 @@ def main():
              f"{args.hosts} simulated hosts, one rank each, links shaped to {args.rate} "
              + (f"(link emulator, a {args.queue_ms:g} ms queue), " if args.shaper == "emulator" else
                 f"(tc tbf, a {args.queue_ms:g} ms queue), ")
-             + (f"a one-way delay of {args.delay_ms:g} ms; the cluster file's latency "
-                f"{args.latency_us + 1000 * args.delay_ms:g} us." if args.delay_ms > 0 else
-                f"no delay added; the cluster file's latency {args.latency_us:g} us."), "",
+             + (f"a one-way delay of {args.delay_ms:g} ms" if args.delay_ms > 0 else "no delay added")
+             + (f"; {args.slow_host}'s port {args.slow_rate}, {slow_delay_ms(args):g} ms (every packet to or from it)"
+                if args.slow_host else "")
+             + f"; the cluster file's link {latency_us:g} us and {gbs:.4g} GB/s"
+             + (" (the median over the pairs)." if args.slow_host else "."), "",
              "| plan | predicted step, link written down, ms | error | predicted step, link learnt, ms | error "
              "| measured median, ms (min-max over rounds) |", "|---|---|---|---|---|---|"]
     for kind, p, q, m, lo, hi, _ in rows:

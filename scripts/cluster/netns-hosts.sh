@@ -81,7 +81,14 @@ link_on() {
       [ "$i" = "$j" ] || ip rule add iif "veth-${hosts[$i]}" to "10.213.$((j + 1)).0/24" table "$link_table"
     done
   done
-  if [ -n "${2:-}" ]; then set_gso_segments "$(awk -v mbit="$2" 'BEGIN { n = int(mbit * 1e6 / 8 * 0.00025 / 1448); print (n < 1 ? 1 : n) }')"; fi
+  # The slowest port sets the super-packets' size (LOOM_LINK_PORTS: a host's port of its
+  # own rate, link_emulator.cpp).
+  local slowest="${2:-}" port
+  for port in $(echo "${LOOM_LINK_PORTS:-}" | tr , " "); do
+    port="${port##*:}"
+    if [ -z "$slowest" ] || awk -v a="$port" -v b="$slowest" 'BEGIN { exit !(a < b) }'; then slowest="$port"; fi
+  done
+  if [ -n "$slowest" ]; then set_gso_segments "$(awk -v mbit="$slowest" 'BEGIN { n = int(mbit * 1e6 / 8 * 0.00025 / 1448); print (n < 1 ? 1 : n) }')"; fi
   nohup "$binary" "$link_tun" "$@" > /tmp/loom-link.log 2>&1 &
 }
 
