@@ -276,6 +276,11 @@ class TestPredictHostLinks : public QObject {
     QVERIFY(cluster);
     QCOMPARE(cluster->link(1, 2).latency_us, 2000.0);  // b-c: the median
     QCOMPARE(cluster->link(2, 0).latency_us, 3000.0);
+    // Every pair learnt: the note lists them, with no median.
+    cal.links.push_back({"b", "c", {6}, Link{false, 0.002, 500}});
+    const Prediction all = must(loom::predict::predict_step(plan, cal, {2}));
+    QVERIFY(mentions(all.notes, "ranks on a + b + c, 1 each; between hosts, each pair as runs 3, 4, 6 measured it: "
+                                "a-b 1000 us and 0.001 GB/s, a-c 3000 us and 0.003 GB/s, b-c 500 us and 0.002 GB/s"));
   }
 
   // A three-stage pipeline over a, b and c sends each activation over its own hop: a-b

@@ -182,6 +182,27 @@ int shared_cores_of(const std::vector<std::string>& hosts, const std::vector<Hos
   return all ? cores : 0;
 }
 
+std::vector<std::int64_t> runs_of(const std::vector<HostLink>& links) {
+  std::set<std::int64_t> runs;
+  for (const HostLink& h : links) runs.insert(h.runs.begin(), h.runs.end());
+  return {runs.begin(), runs.end()};
+}
+
+// Where links between more than one pair of the cluster's hosts were learnt, each pair
+// keeps its own (Cluster::host_pairs); "a-b 12 us and 2.2 GB/s, ..." for the note, or ""
+// where one pair or none stands for all.
+std::string add_host_pairs(Cluster& c, const std::vector<std::string>& hosts, const std::vector<HostLink>& among) {
+  if (among.size() < 2) return "";
+  std::string text;
+  const auto index = [&](const std::string& host) { return int(std::find(hosts.begin(), hosts.end(), host) - hosts.begin()); };
+  for (const HostLink& h : among) {
+    const int a = index(h.first), b = index(h.second);
+    c.host_pairs[{std::min(a, b), std::max(a, b)}] = h.link;
+    text += (text.empty() ? "" : ", ") + h.first + "-" + h.second + " " + link_text(h.link);
+  }
+  return text;
+}
+
 }  // namespace
 
 std::optional<Link> median_link(const std::vector<HostLink>& links, std::string* why) {
@@ -262,17 +283,13 @@ std::optional<Cluster> cluster_of_plan_hosts(const Plan& plan, const std::vector
   c.devices_per_host = per_host.front();
   c.between_hosts = *learnt;
   c.shared_cores = shared_cores_of(hosts, among);
-  std::string pairs_text;  // each pair's own link, where more than one pair was learnt
-  if (among.size() > 1)
-    for (const HostLink& h : among) {
-      const auto index = [&](const std::string& host) { return int(std::find(hosts.begin(), hosts.end(), host) - hosts.begin()); };
-      const int a = index(h.first), b = index(h.second);
-      c.host_pairs[{std::min(a, b), std::max(a, b)}] = h.link;
-      pairs_text += (pairs_text.empty() ? "; each pair as measured: " : ", ") + h.first + "-" + h.second + " " + link_text(h.link);
-    }
+  const std::string pairs = add_host_pairs(c, hosts, among);
   if (note) {
-    *note = "ranks on " + c.name + ", " + std::to_string(c.devices_per_host) + " each; " + learnt_from;
-    if (!pairs_text.empty()) *note += " for a pair not measured" + pairs_text;
+    *note = "ranks on " + c.name + ", " + std::to_string(c.devices_per_host) + " each; ";
+    if (pairs.empty()) *note += learnt_from;
+    else if (c.host_pairs.size() == hosts.size() * (hosts.size() - 1) / 2)
+      *note += "between hosts, each pair as " + runs_text(runs_of(among)) + " measured it: " + pairs;
+    else *note += learnt_from + " for a pair not measured; each pair as measured: " + pairs;
     if (c.shared_cores > 0)
       *note += "; the hosts are one machine's (their ranks ran on one kernel), sharing its " +
                std::to_string(c.shared_cores) + (c.shared_cores == 1 ? " core" : " cores");
