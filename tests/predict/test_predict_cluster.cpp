@@ -73,6 +73,29 @@ class TestPredictCluster : public QObject {
   // 0.1 GB/s apart a 137768-byte bucket over 3 ranks still takes the ring, 4 x (2 +
   // 45922.67 / 1e5) = 9.837 ms, where the fastest would be the tree's 6.755 (measured on
   // three simulated hosts: 8-13 ms).
+  // A ring whose hops differ: a chunk's latency delays its arrival but does not hold the
+  // link. Worked by hand: three ranks, each chunk 313,200 bytes (939,600 / 3) at 0.108
+  // GB/s, 2.9 ms on the link; latencies 0.05 ms (rank 0 to 1), 2 and 2 ms. Step 0 arrives
+  // at 2.95, 4.9, 4.9 ms; rank 0 forwards at 4.9 (its input from rank 2), ranks 1 and 2 at
+  // 2.95 and 4.9; ...; the fourth chunks arrive at 15.7, 17.65 and 17.65. The slowest
+  // hop's ring, 4 x (2 + 2.9) = 19.6 ms, is longer; on equal hops the two agree.
+  void ringOverUnequalHops() {
+    const Link fast{false, 0.108, 50}, slow{false, 0.108, 2000};
+    QVERIFY(near(loom::predict::ring_allreduce_ms(std::vector<Link>{fast, slow, slow}, 939600), 17.65));
+    QVERIFY(near(loom::predict::ring_allreduce_ms(slow, 3, 939600), 19.6));
+    const Link even{false, 1.0, 100};
+    QVERIFY(near(loom::predict::ring_allreduce_ms(std::vector<Link>(4, even), 4e6), loom::predict::ring_allreduce_ms(even, 4, 4e6)));
+    // Three hosts whose pair 0-1 has its own link: Loom's MPI ring over them (234,900
+    // floats: a ring on three ranks) takes the hops' ring.
+    Cluster c;
+    c.hosts = 3;
+    c.between_hosts = slow;
+    c.host_pairs[{0, 1}] = fast;
+    std::string algorithm;
+    QVERIFY(near(loom::predict::mpi_allreduce_ms(c, {0, 1, 2}, 939600, &algorithm), 17.65));
+    QCOMPARE(algorithm, std::string("ring"));
+  }
+
   void mpiRanksRunLoomsOwnAlgorithm() {
     const Cluster c = must_cluster(R"({"hosts": 4, )" + std::string(kSlowDevice) +
                                    R"(, "links": {"between_hosts": {"bandwidth_gbs": 1, "latency_us": 10}}})");

@@ -42,6 +42,29 @@ Link Cluster::ring_link(const std::vector<int>& ranks) const {
   return worst;
 }
 
+std::vector<Link> Cluster::ring_hops(const std::vector<int>& ranks) const {
+  std::vector<Link> hops;
+  for (std::size_t i = 0; i < ranks.size(); ++i) hops.push_back(link(ranks[i], ranks[(i + 1) % ranks.size()]));
+  return hops;
+}
+
+double ring_allreduce_ms(const std::vector<Link>& hops, double bytes) {
+  const std::size_t p = hops.size();
+  if (p < 2) return 0;
+  // start[i]: when rank i starts sending its current chunk; arrive[i]: when it arrives.
+  std::vector<double> start(p, 0.0), arrive(p, 0.0), previous(p, 0.0);
+  const auto send_ms = [&](std::size_t i) { return bytes / double(p) / (hops[i].bandwidth_gbs * 1e6); };
+  for (std::size_t i = 0; i < p; ++i) arrive[i] = send_ms(i) + hops[i].latency_us / 1e3;
+  for (std::size_t step = 1; step < 2 * (p - 1); ++step) {
+    previous = arrive;
+    for (std::size_t i = 0; i < p; ++i) {
+      start[i] = std::max(previous[(i + p - 1) % p], start[i] + send_ms(i));
+      arrive[i] = start[i] + send_ms(i) + hops[i].latency_us / 1e3;
+    }
+  }
+  return *std::max_element(arrive.begin(), arrive.end());
+}
+
 double ring_allreduce_ms(const Link& link, int ranks, double bytes) {
   if (ranks < 2) return 0;
   const double steps = 2.0 * (ranks - 1);
@@ -68,6 +91,17 @@ double hierarchical_ms(const Cluster& c, const Link& between, int per_host, int 
   return 2 * inside + flat_ms(between, hosts, bytes / per_host);
 }
 
+// A ring through these ranks: over each hop's own link where pairs of hosts have their
+// own, else over the one link every hop crosses. (A hop inside a host whose link is the
+// calibration's, with no figures, leaves the ring to its slowest hop.)
+double ring_ms(const Cluster& c, const std::vector<int>& ranks, double bytes) {
+  const std::vector<Link> hops = c.ring_hops(ranks);
+  const bool figures = std::none_of(hops.begin(), hops.end(), [](const Link& h) { return h.measured; });
+  if (c.host_pairs.empty() || !c.spans_hosts(ranks) || !figures)
+    return ring_allreduce_ms(c.ring_link(ranks), int(ranks.size()), bytes);
+  return ring_allreduce_ms(hops, bytes);
+}
+
 // The first of `ranks` on each host they use, in their order.
 std::vector<int> one_per_host(const Cluster& c, const std::vector<int>& ranks) {
   std::vector<int> heads;
@@ -81,7 +115,7 @@ std::vector<int> one_per_host(const Cluster& c, const std::vector<int>& ranks) {
 double allreduce_ms(const Cluster& c, const std::vector<int>& ranks, double bytes, std::string* algorithm) {
   const Link link = c.ring_link(ranks);
   const int p = int(ranks.size());
-  const double ring = ring_allreduce_ms(link, p, bytes), tree = tree_allreduce_ms(link, p, bytes);
+  const double ring = ring_ms(c, ranks, bytes), tree = tree_allreduce_ms(link, p, bytes);
   double best = std::min(ring, tree);
   std::string name = ring <= tree ? "ring" : "tree";
   std::map<int, int> per_host;
@@ -108,7 +142,7 @@ double mpi_allreduce_ms(const Cluster& c, const std::vector<int>& ranks, double 
     case MpiAllreduce::RecursiveDoubling: return say("recursive doubling", std::log2(double(p)) * link.ms(bytes));
     case MpiAllreduce::Ring: break;
   }
-  return say("ring", ring_allreduce_ms(link, p, bytes));
+  return say("ring", ring_ms(c, ranks, bytes));
 }
 
 namespace {

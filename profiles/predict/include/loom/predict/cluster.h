@@ -62,11 +62,20 @@ struct Cluster {
   // between consecutive ranks (the last to the first too), every step of a ring waiting
   // for its slowest hop.
   Link ring_link(const std::vector<int>& ranks) const;
+  // The hops of a ring through these ranks, in their order: each to the next, the last
+  // to the first.
+  std::vector<Link> ring_hops(const std::vector<int>& ranks) const;
 };
 
 // A ring all-reduce of `bytes` over `ranks` ranks on one link: 2 (p - 1) steps, each one
 // latency and bytes / p over the link (each rank sends and receives 2 (p - 1) / p of it).
 double ring_allreduce_ms(const Link& link, int ranks, double bytes);
+// The same ring over hops that differ (hops[i]: rank i to the next). A rank forwards each
+// of its 2 (p - 1) chunks once it has received the chunk before it and its own link has
+// sent its previous one; a hop's latency delays a chunk's arrival but does not hold the
+// link. The last arrival ends it. On equal hops this is the one-link ring above; on a
+// ring of three with one fast hop it is shorter than the slowest hop's ring.
+double ring_allreduce_ms(const std::vector<Link>& hops, double bytes);
 // A pipelined tree (reduce up, broadcast down): twice the tree's depth in latencies, and
 // the whole message twice over the link. Beats the ring where latency dominates. The
 // depth of a binomial (or binary) tree of p ranks is floor(log2 p), not the ceil(log2 p)
