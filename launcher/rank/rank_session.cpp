@@ -216,9 +216,11 @@ Status measure_before_training(Session& s, trace::RunWriter* writer) {
   const std::int64_t probe_start = trace::now_ns();
   auto p2p = engine::probe_p2p_bandwidth(s.comm, &s.recorder);
   if (!p2p.ok()) return p2p.error();
-  auto other_hosts = engine::probe_other_hosts(s.comm, &s.recorder, machine::host_name());
+  auto firsts = engine::first_ranks_by_host(s.comm, machine::host_name());
+  if (!firsts.ok()) return firsts.error();
+  auto other_hosts = engine::probe_other_hosts(s.comm, &s.recorder, *firsts);
   if (!other_hosts.ok()) return other_hosts.error();
-  auto next_hosts = engine::probe_next_hosts(s.comm, &s.recorder, machine::host_name());
+  auto next_hosts = engine::probe_next_hosts(s.comm, &s.recorder, *firsts);
   if (!next_hosts.ok()) return next_hosts.error();
   trace::record_setup(s.recorder, trace::SetupPhase::BandwidthProbe, probe_start);
   s.clock.t0_ns = trace::now_ns();

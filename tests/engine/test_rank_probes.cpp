@@ -4,7 +4,9 @@
 // threads and must trace matching Send/Recv pairs that are causally ordered.
 #include <QtTest>
 
+#include <algorithm>
 #include <map>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -108,79 +110,93 @@ class TestRankProbes : public QObject {
   }
 
  private:
-  static std::vector<std::pair<int, int>> probed_pairs(const std::vector<std::string>& hosts) {
-    const int n = int(hosts.size());
-    constexpr int kPings = 4, kRepeats = 2;
-    auto comms = comm::make_thread_group(n);
-    std::vector<trace::Recorder> recorders(static_cast<std::size_t>(n));
-    std::vector<std::vector<engine::HostPairProbe>> got(static_cast<std::size_t>(n));
+  // Each rank's result (nullopt where its probe failed) and how often each traced message
+  // id was sent and received.
+  template <typename Result>
+  struct ProbeRun {
+    std::vector<std::optional<Result>> got;
+    std::map<std::int32_t, int> sends, recvs;
+    bool every_rank_got_one() const {
+      return std::all_of(got.begin(), got.end(), [](const auto& g) { return g.has_value(); });
+    }
+    bool messages_pair_once() const {
+      if (recvs.size() != sends.size()) return false;
+      for (const auto& [message, count] : sends)
+        if (count != 1 || !recvs.count(message) || recvs.at(message) != 1) return false;
+      return true;
+    }
+  };
+
+  // `probe(comm, recorder, firsts)` on every rank of a thread group told it sits on
+  // `hosts`, after first_ranks_by_host gave the list, as a rank's set-up does.
+  template <typename Result, typename Probe>
+  static ProbeRun<Result> run_probes(const std::vector<std::string>& hosts, Probe probe) {
+    const std::size_t n = hosts.size();
+    auto comms = comm::make_thread_group(int(n));
+    std::vector<trace::Recorder> recorders(n);
+    ProbeRun<Result> out;
+    out.got.resize(n);
     std::vector<std::thread> threads;
-    for (int r = 0; r < n; ++r)
+    for (std::size_t r = 0; r < n; ++r)
       threads.emplace_back([&, r] {
-        auto probes = engine::probe_next_hosts(*comms[std::size_t(r)], &recorders[std::size_t(r)], hosts[std::size_t(r)],
-                                               1 << 14, kRepeats, kPings);
-        if (probes.ok()) got[std::size_t(r)] = *probes;
-        else got[std::size_t(r)] = {{-1, -1, 0, 0}};
+        auto firsts = engine::first_ranks_by_host(*comms[r], hosts[r]);
+        if (!firsts.ok()) return;
+        auto result = probe(*comms[r], &recorders[r], *firsts);
+        if (result.ok()) out.got[r] = *result;
       });
     for (auto& t : threads) t.join();
-    std::map<std::int32_t, int> sends, recvs;
     for (auto& recorder : recorders) {
       std::vector<trace::Event> events;
       recorder.drain(events);
-      for (const auto& e : events) ++(e.kind == trace::EventKind::Send ? sends : recvs)[e.message];
+      for (const auto& e : events) ++(e.kind == trace::EventKind::Send ? out.sends : out.recvs)[e.message];
     }
+    return out;
+  }
+
+  // The pairs probe_next_hosts probed, as rank 0 got them; every rank must get the same
+  // figures, and each pair's 2 x kPings ping-pong and 2 x kRepeats probe messages must
+  // pair up once.
+  static std::vector<std::pair<int, int>> probed_pairs(const std::vector<std::string>& hosts) {
+    constexpr int kPings = 4, kRepeats = 2;
+    const auto run = run_probes<std::vector<engine::HostPairProbe>>(
+        hosts, [](comm::Communicator& c, trace::Recorder* recorder, const std::vector<int>& firsts) {
+          return engine::probe_next_hosts(c, recorder, firsts, 1 << 14, kRepeats, kPings);
+        });
+    if (!run.every_rank_got_one()) return {{-1, 0}};
+    const auto& first = *run.got[0];
     std::vector<std::pair<int, int>> pairs;
-    for (const engine::HostPairProbe& p : got[0]) {
+    for (const engine::HostPairProbe& p : first) {
       pairs.emplace_back(p.from, p.to);
       if (!(p.gbs > 0) || p.latency_ns <= 0) return {{-2, 0}};
     }
-    for (int r = 1; r < n; ++r)
-      for (std::size_t i = 0; i < got[0].size(); ++i)
-        if (got[std::size_t(r)].size() != got[0].size() || got[std::size_t(r)][i].gbs != got[0][i].gbs ||
-            got[std::size_t(r)][i].latency_ns != got[0][i].latency_ns)
-          return {{-3, r}};
-    // each pair: 2 x kPings ping-pong messages and 2 x kRepeats probe messages, once each
-    if (sends.size() != got[0].size() * (2 * kPings + 2 * kRepeats) || recvs.size() != sends.size()) return {{-4, 0}};
-    for (const auto& [message, count] : sends)
-      if (count != 1 || recvs[message] != 1) return {{-5, message}};
+    for (const auto& got : run.got)
+      for (std::size_t i = 0; i < first.size(); ++i)
+        if (got->size() != first.size() || (*got)[i].gbs != first[i].gbs || (*got)[i].latency_ns != first[i].latency_ns)
+          return {{-3, 0}};
+    if (run.sends.size() != first.size() * (2 * kPings + 2 * kRepeats) || !run.messages_pair_once()) return {{-4, 0}};
     return pairs;
   }
 
   // The ranks probe_other_hosts probed, as rank 0 got them; every rank must get the same
   // list with the same figures, and the traced messages must pair up.
   static std::vector<int> probed_ranks(const std::vector<std::string>& hosts) {
-    const int n = int(hosts.size());
-    auto comms = comm::make_thread_group(n);
-    std::vector<trace::Recorder> recorders(static_cast<std::size_t>(n));
-    std::vector<std::vector<engine::HostProbe>> got(static_cast<std::size_t>(n));
-    std::vector<std::thread> threads;
-    for (int r = 0; r < n; ++r)
-      threads.emplace_back([&, r] {
-        auto probes = engine::probe_other_hosts(*comms[std::size_t(r)], &recorders[std::size_t(r)], hosts[std::size_t(r)],
-                                                1 << 14, 2);
-        if (probes.ok()) got[std::size_t(r)] = *probes;
-        else got[std::size_t(r)] = {{-1, 0}};
-      });
-    for (auto& t : threads) t.join();
-    std::map<std::int32_t, int> sends, recvs;
-    for (auto& recorder : recorders) {
-      std::vector<trace::Event> events;
-      recorder.drain(events);
-      for (const auto& e : events) ++(e.kind == trace::EventKind::Send ? sends : recvs)[e.message];
-    }
+    const auto run = run_probes<std::vector<engine::HostProbe>>(
+        hosts, [](comm::Communicator& c, trace::Recorder* recorder, const std::vector<int>& firsts) {
+          return engine::probe_other_hosts(c, recorder, firsts, 1 << 14, 2);
+        });
+    if (!run.every_rank_got_one()) return {-1};
+    const auto& first = *run.got[0];
     std::vector<int> ranks;
-    for (const engine::HostProbe& p : got[0]) {
+    for (const engine::HostProbe& p : first) {
       ranks.push_back(p.rank);
       if (!(p.gbs > 0)) return {-2};
     }
-    for (int r = 1; r < n; ++r) {
-      if (got[std::size_t(r)].size() != got[0].size()) return {-3};
-      for (std::size_t i = 0; i < got[0].size(); ++i)
-        if (got[std::size_t(r)][i].rank != got[0][i].rank || got[std::size_t(r)][i].gbs != got[0][i].gbs) return {-4};
+    for (const auto& got : run.got) {
+      if (got->size() != first.size()) return {-3};
+      for (std::size_t i = 0; i < first.size(); ++i)
+        if ((*got)[i].rank != first[i].rank || (*got)[i].gbs != first[i].gbs) return {-4};
     }
-    if (sends.size() != 2 * 2 * got[0].size() || recvs.size() != sends.size()) return {-5};
-    for (const auto& [message, count] : sends)
-      if (count != 1 || recvs[message] != 1) return {-6};
+    if (run.sends.size() != 2 * 2 * first.size() || !run.messages_pair_once()) return {-5};
     return ranks;
   }
 };

@@ -137,10 +137,31 @@ Expected<double> probe_pair(comm::Communicator& comm, trace::Recorder* recorder,
   return exchange_probe(comm, recorder, 0, peer, kProbeMessageBase + (peer - 1) * 1024, bytes, repeats);
 }
 
+// Half the shortest round trip of `pings` 8-byte ping-pongs between `from` and `to`,
+// on every rank.
+Expected<std::int64_t> pair_latency(comm::Communicator& comm, trace::Recorder* recorder, int from, int to,
+                                    std::int32_t base, int pings) {
+  std::int64_t half_rtt = 0;
+  if (comm.rank() == from || comm.rank() == to) {
+    const bool first = comm.rank() == from;
+    const int other = first ? to : from;
+    std::int64_t best = std::numeric_limits<std::int64_t>::max(), word = 0;
+    for (int i = 0; i < pings; ++i) {
+      const std::int64_t start = trace::now_ns();
+      LOOM_TRY(traced_transfer(comm, recorder, first, &word, sizeof word, other, kClockTag, base + 2 * i));
+      LOOM_TRY(traced_transfer(comm, recorder, !first, &word, sizeof word, other, kClockTag, base + 2 * i + 1));
+      best = std::min(best, trace::now_ns() - start);
+    }
+    half_rtt = (best + 1) / 2;
+  }
+  LOOM_TRY(comm.broadcast(&half_rtt, sizeof half_rtt, from));
+  return half_rtt;
+}
+
+}  // namespace
+
 constexpr std::size_t kHostNameBytes = 256;
 
-// The first rank on each host, hosts in the order ranks first name them (rank 0's
-// first), on every rank: rank 0 gathers the host names and broadcasts the list.
 Expected<std::vector<int>> first_ranks_by_host(comm::Communicator& comm, const std::string& host) {
   std::vector<char> name(kHostNameBytes, 0);
   host.copy(name.data(), kHostNameBytes - 1);
@@ -165,29 +186,6 @@ Expected<std::vector<int>> first_ranks_by_host(comm::Communicator& comm, const s
   return firsts;
 }
 
-// Half the shortest round trip of `pings` 8-byte ping-pongs between `from` and `to`,
-// on every rank.
-Expected<std::int64_t> pair_latency(comm::Communicator& comm, trace::Recorder* recorder, int from, int to,
-                                    std::int32_t base, int pings) {
-  std::int64_t half_rtt = 0;
-  if (comm.rank() == from || comm.rank() == to) {
-    const bool first = comm.rank() == from;
-    const int other = first ? to : from;
-    std::int64_t best = std::numeric_limits<std::int64_t>::max(), word = 0;
-    for (int i = 0; i < pings; ++i) {
-      const std::int64_t start = trace::now_ns();
-      LOOM_TRY(traced_transfer(comm, recorder, first, &word, sizeof word, other, kClockTag, base + 2 * i));
-      LOOM_TRY(traced_transfer(comm, recorder, !first, &word, sizeof word, other, kClockTag, base + 2 * i + 1));
-      best = std::min(best, trace::now_ns() - start);
-    }
-    half_rtt = (best + 1) / 2;
-  }
-  LOOM_TRY(comm.broadcast(&half_rtt, sizeof half_rtt, from));
-  return half_rtt;
-}
-
-}  // namespace
-
 Expected<double> probe_p2p_bandwidth(comm::Communicator& comm, trace::Recorder* recorder, std::int64_t bytes,
                                      int repeats) {
   if (comm.size() < 2) return 0.0;
@@ -195,11 +193,9 @@ Expected<double> probe_p2p_bandwidth(comm::Communicator& comm, trace::Recorder* 
 }
 
 Expected<std::vector<HostProbe>> probe_other_hosts(comm::Communicator& comm, trace::Recorder* recorder,
-                                                   const std::string& host, std::int64_t bytes, int repeats) {
-  auto firsts = first_ranks_by_host(comm, host);
-  if (!firsts.ok()) return firsts.error();
+                                                   const std::vector<int>& firsts, std::int64_t bytes, int repeats) {
   std::vector<HostProbe> probes;
-  for (const int rank : *firsts) {
+  for (const int rank : firsts) {
     if (rank == 0 || rank == 1) continue;  // rank 1: probe_p2p_bandwidth measured it
     auto gbs = probe_pair(comm, recorder, rank, bytes, repeats);
     if (!gbs.ok()) return gbs.error();
@@ -209,13 +205,11 @@ Expected<std::vector<HostProbe>> probe_other_hosts(comm::Communicator& comm, tra
 }
 
 Expected<std::vector<HostPairProbe>> probe_next_hosts(comm::Communicator& comm, trace::Recorder* recorder,
-                                                      const std::string& host, std::int64_t bytes, int repeats,
+                                                      const std::vector<int>& firsts, std::int64_t bytes, int repeats,
                                                       int pings) {
-  auto firsts = first_ranks_by_host(comm, host);
-  if (!firsts.ok()) return firsts.error();
   std::vector<HostPairProbe> probes;
-  for (std::size_t k = 1; k + 1 < firsts->size(); ++k) {
-    HostPairProbe p{(*firsts)[k], (*firsts)[k + 1]};
+  for (std::size_t k = 1; k + 1 < firsts.size(); ++k) {
+    HostPairProbe p{firsts[k], firsts[k + 1]};
     const std::int32_t base = kPairMessageBase + std::int32_t(k) * 1024;
     auto latency = pair_latency(comm, recorder, p.from, p.to, base, pings);
     if (!latency.ok()) return latency.error();

@@ -61,13 +61,18 @@ struct HostProbe {
   double gbs = 0;   // as probe_p2p_bandwidth measures it
 };
 
-// Collective. `host` is this rank's host name. Rank 0 learns every rank's; then, one host
-// at a time, it probes with the first rank on each host other than its own, as
-// probe_p2p_bandwidth does, except rank 1 (that probe measured it already). Every rank
-// gets every result, in rank order; empty where every rank shares rank 0's host.
+// Collective. `host` is this rank's host name: rank 0 gathers every rank's, and every rank
+// gets the first rank on each host, hosts in the order ranks first name them (rank 0's
+// first). The probes below take this list, so the names are gathered once.
+Expected<std::vector<int>> first_ranks_by_host(comm::Communicator& comm, const std::string& host);
+
+// Collective. One host at a time, rank 0 probes with the first rank on each host other
+// than its own (`firsts`: first_ranks_by_host), as probe_p2p_bandwidth does, except rank 1
+// (that probe measured it already). Every rank gets every result, in rank order; empty
+// where every rank shares rank 0's host.
 Expected<std::vector<HostProbe>> probe_other_hosts(comm::Communicator& comm, trace::Recorder* recorder,
-                                                   const std::string& host, std::int64_t bytes = kP2pProbeBytes,
-                                                   int repeats = 8);
+                                                   const std::vector<int>& firsts,
+                                                   std::int64_t bytes = kP2pProbeBytes, int repeats = 8);
 
 // The link between the first ranks of two consecutive hosts, measured between them.
 struct HostPairProbe {
@@ -76,12 +81,13 @@ struct HostPairProbe {
   double gbs = 0;               // as probe_p2p_bandwidth measures it
 };
 
-// Collective. `host` is this rank's host name. For each two consecutive hosts other than
-// rank 0's, one pair at a time, their first ranks ping-pong `pings` times and exchange
-// the probe's messages; every rank gets every result, in host order; empty for fewer
-// than three hosts.
+// Collective. For each two consecutive hosts other than rank 0's (`firsts`:
+// first_ranks_by_host), one pair at a time, their first ranks ping-pong `pings` times and
+// exchange the probe's messages; every rank gets every result, in host order; empty for
+// fewer than three hosts.
 Expected<std::vector<HostPairProbe>> probe_next_hosts(comm::Communicator& comm, trace::Recorder* recorder,
-                                                      const std::string& host, std::int64_t bytes = kP2pProbeBytes,
-                                                      int repeats = 8, int pings = 16);
+                                                      const std::vector<int>& firsts,
+                                                      std::int64_t bytes = kP2pProbeBytes, int repeats = 8,
+                                                      int pings = 16);
 
 }  // namespace loom::engine
